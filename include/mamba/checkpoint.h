@@ -1,0 +1,61 @@
+// Checkpoint: the tensors of a model directory, mapped read-only, plus its ModelConfig.
+//
+// Formats: HF safetensors (`model.safetensors`, or shards listed by `model.safetensors.index.json`)
+// and state-spaces `pytorch_model.bin` (zip + restricted unpickler; never executes anything).
+// Tensors keep their stored dtype (F32/BF16/F16) and are mmapped without copies when possible
+// (pickle storages are mmapped too when stored uncompressed, which torch.save does).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mamba/config.h"
+#include "mamba/status.h"
+#include "mamba/tensor.h"
+
+namespace mamba {
+
+/// Resolves a model reference to a local directory: an existing directory is returned as is;
+/// otherwise `ORG/NAME[@REVISION]` is looked up in the Hugging Face hub cache exactly as
+/// huggingface_hub lays it out ($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub;
+/// models--ORG--NAME/refs/<rev> → snapshots/<commit>/; a 40-hex revision names a snapshot directly).
+/// Errors: kNotFound naming every place looked and how to download (`huggingface-cli download ORG/NAME`).
+Result<std::string> resolve_model_path(const std::string& model_ref);
+
+/// One named tensor of a checkpoint.
+struct TensorEntry {
+  std::string name;  ///< as stored (e.g. "backbone.layers.0.mixer.in_proj.weight")
+  TensorView view;   ///< points into a read-only mapping owned by the Checkpoint
+  std::string file;  ///< file it came from (for error messages)
+};
+
+/// An opened checkpoint. Owns the file mappings; views stay valid while it lives. Move-only.
+class Checkpoint {
+ public:
+  /// Opens `dir` (already resolved): reads config.json (format auto-detected), then the weights.
+  /// Errors name the file and the problem (truncated header, offsets out of range, unknown dtype,
+  /// shape×dtype ≠ byte span, forbidden pickle global/opcode, ...).
+  static Result<Checkpoint> open(const std::string& dir);
+
+  Checkpoint(Checkpoint&&) noexcept;
+  Checkpoint& operator=(Checkpoint&&) noexcept;
+  ~Checkpoint();
+
+  const std::string& dir() const;
+  const ModelConfig& config() const;
+  ModelConfig& mutable_config();
+  /// All tensors, in file order.
+  const std::vector<TensorEntry>& tensors() const;
+  /// The tensor called `name`, or nullptr.
+  const TensorEntry* find(const std::string& name) const;
+  /// Sum of stored tensor bytes.
+  std::size_t weight_bytes() const;
+
+ private:
+  Checkpoint();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mamba

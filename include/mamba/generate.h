@@ -1,0 +1,88 @@
+// Generation: the per-sequence state machine (sample → detokenize → stop/EOS/length checks)
+// separated from model calls, so the CLI loop and the server's batched scheduler share it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mamba/model.h"
+#include "mamba/sampling.h"
+#include "mamba/status.h"
+#include "mamba/tokenizer.h"
+
+namespace mamba {
+
+enum class FinishReason : std::uint8_t { kNone, kLength, kEosToken, kStopSequence, kCancelled, kError };
+/// TGI names: "length", "eos_token", "stop_sequence", ...
+const char* finish_reason_name(FinishReason r);
+
+struct GenerateOptions {
+  int max_new_tokens = 64;
+  SamplingParams sampling;
+  std::vector<std::string> stop;       ///< stop strings: text before kept, stop text not emitted
+  std::vector<std::int32_t> eos_ids;   ///< empty = from generation_config.json / config.json
+  bool ignore_eos = false;
+  int top_logprobs = 0;                ///< K best (id, logprob) per generated step
+  bool prompt_logprobs = false;        ///< logprob of each prompt token given the ones before
+  bool skip_special_tokens = true;     ///< special tokens left out of the text (TGI)
+};
+
+/// One generated token.
+struct TokenEvent {
+  std::int32_t id = 0;
+  float logprob = 0.0f;                ///< log-softmax of the raw logits (see sampling.h)
+  bool special = false;
+  std::string token_text;              ///< decode([id]) (for details / logprobs)
+  std::string text_delta;              ///< text released to the user at this step (stop-safe, UTF-8 complete)
+  std::vector<std::pair<std::int32_t, float>> top;  ///< top_logprobs best, descending
+};
+
+/// Drives one sequence's sampling and text assembly given logits rows. Owns its Sampler,
+/// StreamDecoder and stop-string buffer. Tokenizer may be null (ids only).
+class SequenceGenerator {
+ public:
+  SequenceGenerator(const Tokenizer* tok, std::int64_t logits_width, const GenerateOptions& opts,
+                    std::vector<std::int32_t> eos_ids);
+  /// Registers the prompt ids (penalties count them).
+  void observe_prompt(std::span<const std::int32_t> prompt);
+  /// Consumes the logits row that follows the last token; samples, updates text, decides finish.
+  /// Returns the event of the sampled token. After finished() no more calls.
+  Result<TokenEvent> next(std::span<float> logits);
+  bool finished() const { return finish_ != FinishReason::kNone; }
+  FinishReason finish_reason() const { return finish_; }
+  /// Text of the whole generation as returned to the user (stop text removed).
+  const std::string& text() const { return text_; }
+  /// Releases any text still held back (call after finish).
+  std::string flush();
+  const std::vector<std::int32_t>& generated_ids() const { return ids_; }
+  std::uint64_t seed() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+  FinishReason finish_ = FinishReason::kNone;
+  std::string text_;
+  std::vector<std::int32_t> ids_;
+};
+
+struct GenerateResult {
+  std::vector<TokenEvent> tokens;
+  std::string text;
+  FinishReason finish = FinishReason::kNone;
+  std::vector<float> prompt_logprobs;  ///< [prompt_len − 1] when requested (token i given < i)
+  std::uint64_t seed = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+};
+
+/// Prefill + decode loop for one sequence. `on_token` (optional) is called for each event;
+/// returning false cancels. Errors from the model or sampler are returned.
+Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<const std::int32_t> prompt,
+                                const GenerateOptions& opts,
+                                const std::function<bool(const TokenEvent&)>& on_token = {});
+
+}  // namespace mamba

@@ -1,0 +1,64 @@
+// Model: weights + the forward pass (prefill and decode step), separate from per-sequence State.
+//
+// Model code (src/models/) calls backend-neutral ops (src/ops/ops.h); it never branches on the
+// backend. All activations and states are fp32; weights stay in their stored dtype.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mamba/checkpoint.h"
+#include "mamba/config.h"
+#include "mamba/state.h"
+#include "mamba/status.h"
+
+namespace mamba {
+
+struct LoadOptions {
+  int threads = 0;  ///< CPU threads for compute; 0 = all hardware threads
+};
+
+/// Which prefill logits to return.
+enum class LogitsMode : std::uint8_t {
+  kNone,  ///< only advance the state
+  kLast,  ///< logits of the last token: [1, logits_width]
+  kAll,   ///< logits of every token: [L, logits_width]
+};
+
+/// A loaded model. Thread-compatible: one thread calls prefill/step at a time (the server's
+/// scheduler thread); different States may be passed in any order.
+class Model {
+ public:
+  /// Resolves `model_ref` (dir or HF repo id, see resolve_model_path), opens the checkpoint,
+  /// validates every tensor (presence, dtype, shape) before any compute.
+  static Result<std::unique_ptr<Model>> load(const std::string& model_ref, const LoadOptions& opts = {});
+  /// Same, from an already-open checkpoint (takes ownership).
+  static Result<std::unique_ptr<Model>> from_checkpoint(Checkpoint ckpt, const LoadOptions& opts = {});
+
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+  virtual const Checkpoint& checkpoint() const = 0;
+  /// Width of one logits row = padded vocab (embedding rows).
+  virtual std::int64_t logits_width() const = 0;
+  /// A zeroed state for a new sequence (fp32, sized from the config).
+  virtual State new_state() const = 0;
+
+  /// Feeds `tokens` (L ≥ 1, each < logits_width) to one sequence, continuing from `state`
+  /// (updated in place). Writes logits per `mode` into `logits` ([L or 1, logits_width] floats,
+  /// caller-owned). Mamba-2 uses SSD chunks aligned to absolute positions (state.position), so
+  /// prefill split at multiples of chunk_size is bitwise identical to the unsplit prefill.
+  /// Errors: kInvalidArgument (bad id, empty input), kNumerical (non-finite logits).
+  virtual Status prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode,
+                         float* logits) = 0;
+
+  /// One decode step for a batch: tokens[b] is the next token of sequence b, states[b] its state
+  /// (updated in place). Writes logits [batch, logits_width]. Per-row results are bitwise
+  /// independent of the batch size and of the other rows (batch invariance).
+  virtual Status step(std::span<const std::int32_t> tokens, std::span<State* const> states,
+                      float* logits) = 0;
+};
+
+}  // namespace mamba

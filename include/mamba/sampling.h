@@ -1,0 +1,63 @@
+// Sampling with HF transformers / TGI semantics.
+//
+// Order of logits processors (as HF's generate and TGI): repetition_penalty → frequency/presence
+// penalty → temperature → top_k → top_p → typical_p → min_p → draw. Greedy (argmax) when
+// do_sample is false and no warper is set (TGI: temperature ≠ 1, top_k > 0, top_p < 1,
+// typical_p < 1, min_p > 0 turn sampling on), or when temperature == 0.
+// Ids ≥ vocab_limit (padded vocab rows) are never chosen.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "mamba/status.h"
+
+namespace mamba {
+
+struct SamplingParams {
+  bool do_sample = false;
+  float temperature = 1.0f;         ///< ≥ 0; 0 = greedy
+  int top_k = 0;                    ///< ≥ 0; 0 = off
+  float top_p = 1.0f;               ///< (0, 1]
+  float min_p = 0.0f;               ///< [0, 1)
+  float typical_p = 1.0f;           ///< (0, 1]
+  float repetition_penalty = 1.0f;  ///< > 0; HF: positive logits divided, negative multiplied
+  float frequency_penalty = 0.0f;   ///< OpenAI: logit −= f · count(token)
+  float presence_penalty = 0.0f;    ///< OpenAI: logit −= p · [count(token) > 0]
+  std::uint64_t seed = 0;           ///< same seed + same input → same output
+  bool has_seed = false;            ///< false: seed drawn from std::random_device (then reported)
+
+  /// Errors (kInvalidArgument) name the parameter and the allowed range.
+  Status validate() const;
+  /// True when this draws at random (vs greedy).
+  bool sampling() const;
+};
+
+/// Per-sequence sampler: owns its RNG and token counts (for penalties).
+class Sampler {
+ public:
+  /// `vocab_limit`: ids ≥ this are masked (tokenizer size; or logits width without a tokenizer).
+  Sampler(const SamplingParams& params, std::int64_t vocab_limit);
+  /// Records a token that is part of the context (prompt or generated) for the penalties.
+  void observe(std::int32_t id);
+  /// Picks the next id from raw `logits` [width] (modified in place as scratch).
+  /// Errors: kNumerical if any logit < vocab_limit is NaN / +Inf.
+  Result<std::int32_t> sample(std::span<float> logits);
+  std::uint64_t seed() const { return seed_; }
+
+ private:
+  SamplingParams p_;
+  std::int64_t vocab_limit_;
+  std::uint64_t seed_;
+  std::mt19937_64 rng_;
+  std::vector<std::int32_t> counts_;
+  std::vector<std::int32_t> scratch_idx_;
+};
+
+/// log-softmax of raw logits over ids [0, vocab_limit) (padded rows excluded), into `out`
+/// [vocab_limit]. Errors: kNumerical on NaN/Inf.
+Status log_softmax(std::span<const float> logits, std::int64_t vocab_limit, std::span<float> out);
+
+}  // namespace mamba

@@ -1,0 +1,28 @@
+// State: everything a Mamba sequence carries between tokens (its whole "context").
+//
+// Per layer l: conv_state[l] fp32 [conv_channels, d_conv − 1] (the last d_conv−1 inputs of the
+// depthwise conv, oldest first) and ssm_state[l] fp32 (Mamba-1 [d_inner, d_state];
+// Mamba-2 [n_heads, head_dim, d_state]). Zero = a fresh sequence.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mamba/tensor.h"
+
+namespace mamba {
+
+struct State {
+  std::vector<Tensor> conv_state;  ///< [n_layer] of [conv_channels, d_conv-1]
+  std::vector<Tensor> ssm_state;   ///< [n_layer] of Mamba-1 [d_inner, d_state] / Mamba-2 [n_heads, head_dim, d_state]
+  std::int64_t position = 0;       ///< tokens consumed so far (SSD chunk alignment)
+
+  /// Zeroes every tensor and the position (reuse a slot for a new sequence).
+  void reset();
+  /// Deep copy.
+  State clone() const;
+  /// Total bytes of all tensors.
+  std::int64_t nbytes() const;
+};
+
+}  // namespace mamba

@@ -1,0 +1,123 @@
+// Tensors: element types, a non-owning view, and an owning buffer.
+//
+// Layout convention everywhere in mamba.cpp: row-major, outermost dimension first (a PyTorch
+// weight `[out_features, in_features]` is shape {out, in}, element (o, i) at o*in + i). Strides are
+// in ELEMENTS, not bytes. Views never own memory: the storage (an mmapped file, a `Tensor`, a
+// device buffer) must outlive every view of it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <string>
+
+namespace mamba {
+
+/// Element type of stored or computed data. Numbering is internal (not a file format).
+enum class DType : std::uint8_t { kF32, kBF16, kF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool, kQ8, kQ4 };
+
+/// Bytes per element (kQ8 = 1, kQ4 = 0 meaning "packed, two per byte": use dtype_bytes()).
+std::size_t dtype_size(DType t);
+/// Bytes that `n` elements occupy (handles packed types).
+std::size_t dtype_bytes(DType t, std::size_t n);
+/// Safetensors-style name: "F32", "BF16", "F16", "F64", "I64", ...
+const char* dtype_name(DType t);
+
+/// Maximum rank of a TensorView.
+inline constexpr int kMaxDims = 4;
+
+/// Shape of up to kMaxDims dimensions, outermost first.
+struct Shape {
+  std::array<std::int64_t, kMaxDims> dims{};
+  int rank = 0;
+
+  Shape() = default;
+  Shape(std::initializer_list<std::int64_t> d);
+  std::int64_t operator[](int i) const { return dims[static_cast<std::size_t>(i)]; }
+  std::int64_t& operator[](int i) { return dims[static_cast<std::size_t>(i)]; }
+  /// Product of dims (1 for rank 0).
+  std::int64_t numel() const;
+  bool operator==(const Shape& o) const;
+  bool operator!=(const Shape& o) const { return !(*this == o); }
+  /// "[128, 32]"
+  std::string str() const;
+};
+
+/// Where a buffer lives.
+enum class Device : std::uint8_t { kCpu, kCuda };
+
+/// Non-owning view: pointer + dtype + shape + strides (elements). Default strides are contiguous
+/// row-major. `data` may point into an mmapped read-only file: never write through a view of a
+/// checkpoint.
+struct TensorView {
+  void* data = nullptr;
+  DType dtype = DType::kF32;
+  Shape shape;
+  std::array<std::int64_t, kMaxDims> strides{};  // elements
+  Device device = Device::kCpu;
+
+  TensorView() = default;
+  /// Contiguous view of `shape` at `data`.
+  TensorView(void* data, DType dtype, Shape shape, Device device = Device::kCpu);
+
+  std::int64_t numel() const { return shape.numel(); }
+  std::size_t nbytes() const { return dtype_bytes(dtype, static_cast<std::size_t>(numel())); }
+  bool is_contiguous() const;
+  bool empty() const { return data == nullptr; }
+  template <class T> T* as() const { return static_cast<T*>(data); }
+  /// Row `i` of the outermost dimension as a view of rank-1 (contiguous views only).
+  TensorView row(std::int64_t i) const;
+};
+
+/// Owning, 64-byte aligned CPU buffer with a shape; movable, not copyable (use clone()).
+class Tensor {
+ public:
+  Tensor() = default;
+  /// Zero-initialised tensor.
+  Tensor(DType dtype, Shape shape);
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+
+  TensorView view() const { return view_; }
+  DType dtype() const { return view_.dtype; }
+  const Shape& shape() const { return view_.shape; }
+  std::int64_t numel() const { return view_.numel(); }
+  std::size_t nbytes() const { return view_.nbytes(); }
+  template <class T> T* data() const { return static_cast<T*>(view_.data); }
+  Tensor clone() const;
+
+ private:
+  struct Free { void operator()(void* p) const; };
+  std::unique_ptr<void, Free> storage_;
+  TensorView view_;
+};
+
+// ---- scalar conversions (round-to-nearest-even, as PyTorch) -------------------------------------
+
+inline float bf16_to_f32(std::uint16_t h) {
+  std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline std::uint16_t f32_to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // NaN stays NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+/// IEEE half → float (handles subnormals, Inf, NaN).
+float f16_to_f32(std::uint16_t h);
+/// float → IEEE half, round-to-nearest-even.
+std::uint16_t f32_to_f16(float f);
+
+/// Converts `n` elements of `src` (F32/BF16/F16) to float. Other dtypes: returns false.
+bool convert_to_f32(const void* src, DType dtype, std::size_t n, float* dst);
+
+}  // namespace mamba

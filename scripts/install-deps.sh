@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages mamba.cpp builds and tests with (idempotent; needs root or sudo).
+set -euo pipefail
+PKGS=(build-essential cmake ninja-build pkg-config ccache git
+      nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev libutf8proc-dev
+      libcpp-httplib-dev libhwy-dev libgtest-dev libgmock-dev
+      clang-14 libclang-rt-14-dev python3-numpy nodejs npm curl)
+missing=()
+for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

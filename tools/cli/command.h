@@ -1,0 +1,36 @@
+// mamba-cli subcommand registry: each tools/cli/cmd_*.cc defines one subcommand and registers it
+// with a static `CommandRegistrar`, so subcommands live in their own files.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mamba::cli {
+
+/// Adds the subcommand (options + callback) to `app`. The callback reports failure by throwing
+/// CLI::RuntimeError(exit_code) after printing a one-line "error: ..." message to stderr.
+using CommandSetup = std::function<void(CLI::App& app)>;
+
+struct CommandInfo {
+  std::string name;
+  int order;  ///< position in --help
+  CommandSetup setup;
+};
+
+std::vector<CommandInfo>& command_registry();
+
+struct CommandRegistrar {
+  CommandRegistrar(std::string name, int order, CommandSetup setup) {
+    command_registry().push_back({std::move(name), order, std::move(setup)});
+  }
+};
+
+/// Path of the embedded default model: $MAMBA_MODEL, else next to the executable
+/// (<exe dir>/models/NAME, <exe dir>/../share/mamba.cpp/models/NAME), else the installed data dir,
+/// else the source tree's models/NAME. Empty if none exists.
+std::string default_model_path();
+
+}  // namespace mamba::cli
