@@ -128,7 +128,7 @@ bool Scheduler::admit_and_drop() {
       Sequence& s = *running_.back();
       s.slot = pool_.acquire();
       s.t_admit = Clock::now();
-      s.gen.emplace(tok_, model_.logits_width(), s.req.opts, eos_ids_);
+      s.gen.emplace(tok_, model_.logits_width(), s.req.opts, s.req.opts.eos_ids.empty() ? eos_ids_ : s.req.opts.eos_ids);
       s.gen->observe_prompt(s.req.prompt);
     }
     metrics_.queue_size = static_cast<std::int64_t>(waiting_.size());
