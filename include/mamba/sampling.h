@@ -1,7 +1,8 @@
 // Sampling with HF transformers / TGI semantics.
 //
-// Order of logits processors (as HF's generate and TGI): repetition_penalty → frequency/presence
-// penalty → temperature → top_k → top_p → typical_p → min_p → draw. Greedy (argmax) when
+// Order of logits processors (as HF's generate: transformers/generation/utils.py
+// _get_logits_processor): repetition_penalty → frequency/presence penalty → temperature → top_k →
+// top_p → min_p → typical_p → draw (multinomial over the survivors). Greedy (argmax) when
 // do_sample is false and no warper is set (TGI: temperature ≠ 1, top_k > 0, top_p < 1,
 // typical_p < 1, min_p > 0 turn sampling on), or when temperature == 0.
 // Ids ≥ vocab_limit (padded vocab rows) are never chosen.
@@ -24,8 +25,8 @@ struct SamplingParams {
   float min_p = 0.0f;               ///< [0, 1)
   float typical_p = 1.0f;           ///< (0, 1]
   float repetition_penalty = 1.0f;  ///< > 0; HF: positive logits divided, negative multiplied
-  float frequency_penalty = 0.0f;   ///< OpenAI: logit −= f · count(token)
-  float presence_penalty = 0.0f;    ///< OpenAI: logit −= p · [count(token) > 0]
+  float frequency_penalty = 0.0f;   ///< [-2, 2]; OpenAI: logit −= f · count(token) (count over prompt + generated)
+  float presence_penalty = 0.0f;    ///< [-2, 2]; OpenAI: logit −= p · [count(token) > 0]
   std::uint64_t seed = 0;           ///< same seed + same input → same output
   bool has_seed = false;            ///< false: seed drawn from std::random_device (then reported)
 

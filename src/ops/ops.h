@@ -1,0 +1,124 @@
+// Backend-neutral ops of the Mamba forward pass: the only functions model code (src/models/) calls.
+//
+// Conventions, stated once for every op below:
+//  - Activations, states and outputs are fp32, row-major, outermost dimension first.
+//  - A matrix argument `x` with `ldx` is [rows, cols] with row r starting at x + r·ldx (ldx ≥ cols,
+//    in elements), so an op can read a column slice of a wider buffer (e.g. the xBC columns of
+//    Mamba-2's in_proj output) without a copy.
+//  - Weights (TensorView) stay in their stored dtype (F32/BF16/F16) and are converted to fp32
+//    inside the kernel; accumulation is fp32. Small per-channel vectors (norm weights, conv
+//    weights, A, D, dt biases) are passed as fp32 pointers (converted once at load).
+//  - Ops never allocate per call in steady state (scratch is thread-local and only grows) and
+//    never fail: the caller validates shapes (the weights were checked by bind_weights) and ids.
+//  - Batch invariance: every output row depends only on its own input row(s) and state, with a
+//    reduction order that does not depend on the number of rows, on the other rows or on the thread
+//    count (the server relies on bitwise-identical logits whatever the batch composition).
+//
+// Symbols: d = d_model, E = d_inner, N = d_state, K = d_conv, R = dt_rank, H = n_heads,
+// P = head_dim, G = n_groups, Q = chunk_size, C = conv channels, V = padded vocab.
+//
+// These functions are the CPU backend (src/ops/cpu/, OpenMP-threaded). src/ops/ref/ref_ops.h
+// declares the same ops as plain loops in namespace mamba::ops::ref: the oracle for parity tests.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <span>
+
+#include "mamba/tensor.h"
+
+namespace mamba::ops {
+
+/// Threads used by the CPU ops (≤ 0: all hardware threads). Results do not depend on it.
+void set_num_threads(int n);
+int num_threads();
+
+/// y[m, n] = bias[n] + Σ_k x[m, k] · W[n, k]   (PyTorch nn.Linear).
+/// x: [M, K] fp32 (ldx); W: [Nout, K] contiguous F32/BF16/F16; bias: [Nout] any of those dtypes
+/// or empty; y: [M, Nout] fp32 (ldy). One kernel for prefill (M = tokens) and decode (M = batch):
+/// each y[m, n] is the same fixed-order fp32 dot product whatever M is.
+void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
+            float* y, std::int64_t ldy);
+
+/// out[i, :] = table[ids[i], :] converted to fp32. table: [V, d] F32/BF16/F16; ids already checked
+/// to be in [0, V); out: [len(ids), d] contiguous.
+void embedding(const TensorView& table, std::span<const std::int32_t> ids, float* out);
+
+/// RMSNorm (HF MambaRMSNorm / state-spaces RMSNorm): y = x · rsqrt(mean(x²) + eps) · w.
+/// x: [M, D] (ldx); w: [D] fp32 or nullptr (weightless, Falcon-Mamba's dt/B/C norms); y: [M, D]
+/// (ldy); y may alias x (same ld).
+void rms_norm(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t D, const float* w, float eps,
+              float* y, std::int64_t ldy);
+
+/// Grouped gated RMSNorm (state-spaces RMSNormGated, norm_before_gate=False), in place:
+/// v = y · silu(z); each of the G contiguous groups of E/G channels of v is RMS-normalised on its
+/// own; y = v_normed · w. y: [M, E] (ldy); z: [M, E] (ldz); w: [E] fp32. E % G == 0.
+void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz, std::int64_t M,
+                    std::int64_t E, std::int64_t G, const float* w, float eps);
+
+/// Causal depthwise conv1d continuing from conv_state, then SiLU (docs/mamba-math.md §conv):
+/// y[t, c] = silu(b[c] + Σ_{k<K} w[c, k] · u[t − (K−1) + k, c]), where u at negative times comes
+/// from conv_state. x: [L, C] (ldx); w: [C, K] fp32; bias: [C] fp32 or nullptr;
+/// conv_state: [C, K−1] (oldest first), replaced by the last K−1 inputs of (conv_state ++ x);
+/// y: [L, C] contiguous. Any L ≥ 1 (also L < K−1).
+void conv1d_silu(const float* x, std::int64_t ldx, std::int64_t L, std::int64_t C, std::int64_t K,
+                 const float* w, const float* bias, float* conv_state, float* y);
+
+/// In place: dt = clamp(softplus(dt + bias), lo, hi), softplus as PyTorch (x > 20 → x, else
+/// log1p(exp(x))). dt: [M, n] (lddt); bias: [n] fp32 or nullptr. Use lo = 0, hi = +inf for none.
+void softplus_clamp(float* dt, std::int64_t lddt, std::int64_t M, std::int64_t n, const float* bias, float lo,
+                    float hi);
+
+/// out[m, i] = silu(z[m, i]) · x[m, i]   (Mamba-2's d_mlp branch). z, x: [M, n]; out: [M, n] (ldo).
+void silu_mul(const float* z, std::int64_t ldz, const float* x, std::int64_t ldx, std::int64_t M, std::int64_t n,
+              float* out, std::int64_t ldo);
+
+/// h[i] += x[i], i < n (the fp32 residual add).
+void add_inplace(float* h, const float* x, std::int64_t n);
+
+/// Mamba-1 selective scan over L tokens of one sequence (Gu & Dao 2023, Alg. 2; mamba-math.md):
+///   h_t = exp(Δ_t ⊙ A) ⊙ h_{t−1} + (Δ_t ⊙ u_t) ⊗ B_t ;  y_t = (h_t · C_t + D ⊙ u_t) ⊙ silu(z_t).
+struct SelectiveScanArgs {
+  std::int64_t L = 0, E = 0, N = 0;
+  const float* u = nullptr;  std::int64_t ldu = 0;   ///< [L, E] conv output
+  const float* dt = nullptr; std::int64_t lddt = 0;  ///< [L, E] Δ (after softplus)
+  const float* A = nullptr;                          ///< [E, N] = −exp(A_log)
+  const float* B = nullptr;  std::int64_t ldb = 0;   ///< [L, N]
+  const float* C = nullptr;  std::int64_t ldc = 0;   ///< [L, N]
+  const float* D = nullptr;                          ///< [E] or nullptr (no skip)
+  const float* z = nullptr;  std::int64_t ldz = 0;   ///< [L, E] gate, or nullptr (no gate)
+  float* ssm_state = nullptr;                        ///< [E, N] in/out (h_{−1} → h_{L−1})
+  float* y = nullptr;        std::int64_t ldy = 0;   ///< [L, E]
+};
+void selective_scan(const SelectiveScanArgs& a);
+
+/// Mamba-2 SSD over L tokens of one sequence (Dao & Gu 2024 §6–7; mamba-math.md §SSD):
+///   h_t[h] = exp(Δ_t[h]·A[h]) · h_{t−1}[h] + Δ_t[h] · x_t[h] ⊗ B_t[g(h)],  g(h) = h / (H/G)
+///   y_t[h] = h_t[h] · C_t[g(h)] + D[h] · x_t[h].
+/// The CPU backend computes it by the chunked algorithm with chunks of Q aligned to absolute
+/// positions (`position` = tokens the sequence had consumed before x[0]); the first chunk may be
+/// short when position % Q ≠ 0, the last when the input ends. The reference runs the recurrence.
+struct SsdArgs {
+  std::int64_t L = 0, H = 0, P = 0, N = 0, G = 1, Q = 256;
+  std::int64_t position = 0;
+  const float* x = nullptr;  std::int64_t ldx = 0;   ///< [L, H·P]  (head h = columns h·P..h·P+P)
+  const float* dt = nullptr; std::int64_t lddt = 0;  ///< [L, H] Δ (after softplus + clamp)
+  const float* A = nullptr;                          ///< [H] = −exp(A_log)
+  const float* B = nullptr;  std::int64_t ldb = 0;   ///< [L, G·N]
+  const float* C = nullptr;  std::int64_t ldc = 0;   ///< [L, G·N]
+  const float* D = nullptr;                          ///< [H] or nullptr
+  float* ssm_state = nullptr;                        ///< [H, P, N] in/out
+  float* y = nullptr;        std::int64_t ldy = 0;   ///< [L, H·P]
+  /// Optional [n_chunks, H, P, N]: the state after each chunk (the last = the final state); chunks
+  /// as described above, n_chunks = number of absolute chunk boundaries crossed + 1. For tests.
+  float* chunk_states = nullptr;
+};
+void ssd(const SsdArgs& a);
+/// Number of chunks SSD splits [position, position + L) into.
+std::int64_t ssd_num_chunks(std::int64_t position, std::int64_t L, std::int64_t Q);
+
+// ---- scalar helpers shared by the backends (exact PyTorch formulas) ----------------------------
+inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+}  // namespace mamba::ops

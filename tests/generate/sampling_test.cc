@@ -1,0 +1,312 @@
+// Sampling: parameter validation, each logits processor's effect, seed reproducibility, and a
+// chi-square check that draws follow the (warped) softmax distribution.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "mamba/sampling.h"
+
+namespace mamba {
+namespace {
+
+std::vector<float> random_logits(std::mt19937& g, int n) {
+  std::normal_distribution<float> d(0.0f, 2.0f);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+std::int32_t draw(Sampler& s, std::vector<float> logits) {  // by value: sample() scribbles
+  auto r = s.sample(logits);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? *r : -1;
+}
+
+SamplingParams seeded(std::uint64_t seed = 42) {
+  SamplingParams p;
+  p.has_seed = true;
+  p.seed = seed;
+  return p;
+}
+
+TEST(SamplingParams, ValidationNamesTheParameter) {
+  struct Case { const char* name; SamplingParams p; };
+  std::vector<Case> cases;
+  auto add = [&](const char* name, auto set) { SamplingParams p; set(p); cases.push_back({name, p}); };
+  add("temperature", [](SamplingParams& p) { p.temperature = -0.5f; });
+  add("temperature", [](SamplingParams& p) { p.temperature = NAN; });
+  add("top_k", [](SamplingParams& p) { p.top_k = -1; });
+  add("top_p", [](SamplingParams& p) { p.top_p = 0.0f; });
+  add("top_p", [](SamplingParams& p) { p.top_p = 1.5f; });
+  add("min_p", [](SamplingParams& p) { p.min_p = 1.0f; });
+  add("typical_p", [](SamplingParams& p) { p.typical_p = 0.0f; });
+  add("repetition_penalty", [](SamplingParams& p) { p.repetition_penalty = 0.0f; });
+  add("frequency_penalty", [](SamplingParams& p) { p.frequency_penalty = 3.0f; });
+  add("presence_penalty", [](SamplingParams& p) { p.presence_penalty = -2.5f; });
+  for (const auto& c : cases) {
+    Status st = c.p.validate();
+    ASSERT_FALSE(st.ok()) << c.name;
+    EXPECT_EQ(st.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(st.message().find(c.name), std::string::npos) << st.message();
+  }
+  EXPECT_TRUE(SamplingParams{}.validate().ok());
+}
+
+TEST(SamplingParams, WhenSamplingIsOn) {
+  SamplingParams p;
+  EXPECT_FALSE(p.sampling());
+  p.temperature = 0.7f;
+  EXPECT_TRUE(p.sampling());
+  p.temperature = 0.0f;
+  p.do_sample = true;
+  EXPECT_FALSE(p.sampling()) << "temperature 0 is greedy";
+  SamplingParams k; k.top_k = 5; EXPECT_TRUE(k.sampling());
+  SamplingParams t; t.top_p = 0.9f; EXPECT_TRUE(t.sampling());
+  SamplingParams m; m.min_p = 0.1f; EXPECT_TRUE(m.sampling());
+  SamplingParams y; y.typical_p = 0.9f; EXPECT_TRUE(y.sampling());
+}
+
+TEST(Sampler, GreedyIsFirstArgmax) {
+  Sampler s(SamplingParams{}, 5);
+  EXPECT_EQ(draw(s, {0.1f, 3.0f, -1.0f, 3.0f, 2.0f}), 1);
+  EXPECT_EQ(draw(s, {-5.0f, -4.0f, -3.0f, -2.0f, -1.0f}), 4);
+}
+
+TEST(Sampler, TopK1EqualsGreedy) {
+  std::mt19937 g(7);
+  SamplingParams p = seeded();
+  p.top_k = 1;
+  p.temperature = 1.3f;
+  Sampler sampled(p, 300);
+  Sampler greedy(SamplingParams{}, 300);
+  for (int i = 0; i < 200; ++i) {
+    auto l = random_logits(g, 300);
+    EXPECT_EQ(draw(sampled, l), draw(greedy, l));
+  }
+}
+
+TEST(Sampler, SameSeedSameDraws) {
+  std::mt19937 g(3);
+  auto l = random_logits(g, 1000);
+  SamplingParams p = seeded(1234);
+  p.temperature = 1.5f;
+  p.top_p = 0.95f;
+  Sampler a(p, 1000), b(p, 1000);
+  std::vector<std::int32_t> da, db;
+  for (int i = 0; i < 500; ++i) {
+    da.push_back(draw(a, l));
+    db.push_back(draw(b, l));
+  }
+  EXPECT_EQ(da, db);
+  EXPECT_EQ(a.seed(), 1234u);
+  SamplingParams q = p;
+  q.seed = 1235;
+  Sampler c(q, 1000);
+  std::vector<std::int32_t> dc;
+  for (int i = 0; i < 500; ++i) dc.push_back(draw(c, l));
+  EXPECT_NE(da, dc);
+}
+
+TEST(Sampler, UnseededReportsItsSeed) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.do_sample = true;
+  Sampler a(p, 10);
+  SamplingParams q = seeded(a.seed());
+  q.do_sample = true;
+  Sampler b(q, 10);
+  std::vector<float> l{0, 1, 2, 3, 4, 0, 1, 2, 3, 4};
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(draw(a, l), draw(b, l));
+}
+
+// Pearson chi-square of `counts` against `expected` probabilities; expected ids must cover all draws.
+double chi_square(const std::map<std::int32_t, int>& counts, const std::vector<double>& expected, int n_draws) {
+  double chi = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (expected[i] == 0) {
+      EXPECT_EQ(counts.count(static_cast<std::int32_t>(i)), 0u) << "id " << i << " has probability 0 but was drawn";
+      continue;
+    }
+    const double e = expected[i] * n_draws;
+    const auto it = counts.find(static_cast<std::int32_t>(i));
+    const double o = it == counts.end() ? 0 : it->second;
+    chi += (o - e) * (o - e) / e;
+  }
+  return chi;
+}
+
+std::vector<double> softmax(const std::vector<float>& l, double temp) {
+  std::vector<double> p(l.size());
+  double mx = *std::max_element(l.begin(), l.end()), sum = 0;
+  for (std::size_t i = 0; i < l.size(); ++i) sum += p[i] = std::exp((l[i] - mx) / temp);
+  for (auto& x : p) x /= sum;
+  return p;
+}
+
+const std::vector<float> kLogits{1.0f, 2.5f, 0.3f, -1.0f, 2.0f, 0.0f, 1.7f, -0.4f};
+
+TEST(Sampler, TemperatureFollowsSoftmaxChiSquare) {
+  SamplingParams p = seeded(99);
+  p.temperature = 0.7f;
+  Sampler s(p, 8);
+  const int n = 20000;
+  std::map<std::int32_t, int> counts;
+  for (int i = 0; i < n; ++i) ++counts[draw(s, kLogits)];
+  // 7 degrees of freedom: P(chi2 > 24.32) = 0.001.
+  EXPECT_LT(chi_square(counts, softmax(kLogits, 0.7), n), 24.32);
+  // A wrong temperature is rejected by the same statistic (the test can fail).
+  EXPECT_GT(chi_square(counts, softmax(kLogits, 1.0), n), 24.32);
+}
+
+TEST(Sampler, TopPFollowsRenormalisedNucleusChiSquare) {
+  SamplingParams p = seeded(5);
+  p.top_p = 0.8f;
+  Sampler s(p, 8);
+  auto probs = softmax(kLogits, 1.0);
+  // Nucleus (HF): keep tokens, by descending prob, while the mass strictly above is < top_p.
+  std::vector<std::size_t> order(8);
+  for (std::size_t i = 0; i < 8; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return probs[a] > probs[b]; });
+  std::vector<double> expected(8, 0.0);
+  double above = 0, kept = 0;
+  int n_kept = 0;
+  for (auto i : order) {
+    if (above >= 0.8) break;
+    expected[i] = probs[i];
+    above += probs[i];
+    kept += probs[i];
+    ++n_kept;
+  }
+  for (auto& e : expected) e /= kept;
+  ASSERT_EQ(n_kept, 3);  // 2.5, 2.0, 1.7: mass above the 3rd = 0.628 < 0.8, above the 4th = 0.804
+  const int n = 20000;
+  std::map<std::int32_t, int> counts;
+  for (int i = 0; i < n; ++i) ++counts[draw(s, kLogits)];
+  EXPECT_LT(chi_square(counts, expected, n), 13.82);  // 2 dof, p = 0.001
+  // Only the nucleus is ever drawn (a top_p that did nothing would draw all 8 ids).
+  EXPECT_EQ(counts.size(), 3u);
+}
+
+TEST(Sampler, PaddedIdsNeverDrawn) {
+  // Width 128, tokenizer ids < 100; padded rows get the largest logits.
+  std::mt19937 g(11);
+  auto l = random_logits(g, 128);
+  for (int i = 100; i < 128; ++i) l[static_cast<std::size_t>(i)] = 50.0f;
+  SamplingParams p = seeded(8);
+  p.temperature = 2.0f;
+  p.top_k = 0;
+  Sampler s(p, 100);
+  std::set<std::int32_t> seen;
+  for (int i = 0; i < 10000; ++i) {
+    const auto id = draw(s, l);
+    ASSERT_GE(id, 0);
+    ASSERT_LT(id, 100);
+    seen.insert(id);
+  }
+  EXPECT_GT(seen.size(), 50u) << "temperature 2 should spread draws over many ids";
+  Sampler greedy(SamplingParams{}, 100);
+  EXPECT_LT(draw(greedy, l), 100);
+}
+
+TEST(Sampler, NonFiniteLogitsAreAnError) {
+  Sampler s(SamplingParams{}, 4);
+  std::vector<float> nan{0.0f, NAN, 1.0f, 2.0f};
+  auto r = s.sample(nan);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kNumerical);
+  EXPECT_NE(r.error().message.find("id 1"), std::string::npos) << r.error().message;
+  std::vector<float> inf{0.0f, 1.0f, INFINITY, 2.0f};
+  EXPECT_FALSE(s.sample(inf).ok());
+  std::vector<float> all_neg{-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  EXPECT_FALSE(s.sample(all_neg).ok());
+  // A NaN in a padded row (id >= vocab_limit) is not looked at.
+  std::vector<float> padded{0.0f, 1.0f, 3.0f, 2.0f, NAN};
+  EXPECT_EQ(draw(s, padded), 2);
+}
+
+TEST(Sampler, RepetitionPenaltyHFStyle) {
+  SamplingParams p;
+  p.repetition_penalty = 2.0f;
+  Sampler s(p, 3);
+  s.observe(0);
+  // positive logit divided: 2.0 → 1.0 < 1.5
+  EXPECT_EQ(draw(s, {2.0f, 1.5f, -1.0f}), 1);
+  Sampler t(p, 2);
+  t.observe(0);
+  // negative logit multiplied: -1.0 → -2.0 < -1.5
+  EXPECT_EQ(draw(t, {-1.0f, -1.5f}), 1);
+  Sampler off(SamplingParams{}, 3);
+  off.observe(0);
+  EXPECT_EQ(draw(off, {2.0f, 1.5f, -1.0f}), 0);
+}
+
+TEST(Sampler, FrequencyAndPresencePenalties) {
+  SamplingParams f;
+  f.frequency_penalty = 0.3f;
+  Sampler a(f, 2);
+  a.observe(0);
+  EXPECT_EQ(draw(a, {1.0f, 0.5f}), 0);  // 1.0 − 0.3 = 0.7 > 0.5
+  a.observe(0);
+  EXPECT_EQ(draw(a, {1.0f, 0.5f}), 1);  // 1.0 − 0.6 = 0.4 < 0.5
+  SamplingParams pr;
+  pr.presence_penalty = 0.6f;
+  Sampler b(pr, 2);
+  b.observe(0);
+  b.observe(0);
+  b.observe(0);
+  EXPECT_EQ(draw(b, {1.0f, 0.5f}), 1);   // 1.0 − 0.6 (once, not per count)
+  EXPECT_EQ(draw(b, {1.2f, 0.5f}), 0);   // 1.2 − 0.6 = 0.6 > 0.5
+}
+
+TEST(Sampler, MinPDropsUnlikelyTokens) {
+  // probs 0.5, 0.3, 0.2 → min_p 0.5 keeps prob ≥ 0.25: ids 0 and 1.
+  const std::vector<float> l{std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+  SamplingParams p = seeded(2);
+  p.min_p = 0.5f;
+  Sampler s(p, 3);
+  std::map<std::int32_t, int> counts;
+  for (int i = 0; i < 5000; ++i) ++counts[draw(s, l)];
+  EXPECT_EQ(counts.count(2), 0u);
+  EXPECT_LT(chi_square(counts, {0.625, 0.375, 0.0}, 5000), 10.83);  // 1 dof, p = 0.001
+}
+
+TEST(Sampler, TypicalPKeepsTheTypicalSet) {
+  // probs 0.6, 0.2, 0.1, 0.1: entropy 1.089; |−log p − H| = 0.578, 0.521, 1.214, 1.214.
+  // Ascending: id1 (cum 0.2), id0 (cum 0.8), ... typical_p 0.5 → keep {1, 0}; 0.15 → keep {1}.
+  const std::vector<float> l{std::log(0.6f), std::log(0.2f), std::log(0.1f), std::log(0.1f)};
+  SamplingParams p = seeded(4);
+  p.typical_p = 0.5f;
+  Sampler s(p, 4);
+  std::map<std::int32_t, int> counts;
+  for (int i = 0; i < 5000; ++i) ++counts[draw(s, l)];
+  EXPECT_LT(chi_square(counts, {0.75, 0.25, 0.0, 0.0}, 5000), 10.83);
+  p.typical_p = 0.15f;
+  Sampler only(p, 4);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(draw(only, l), 1);
+}
+
+TEST(LogSoftmax, MatchesDefinitionOverTokenizerIds) {
+  const std::vector<float> l{1.0f, 2.0f, 3.0f, 100.0f};  // id 3 is a padded row
+  std::vector<float> out(3);
+  ASSERT_TRUE(log_softmax(l, 3, out).ok());
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(out[static_cast<std::size_t>(i)], (i + 1) - lse, 1e-6);
+  std::vector<float> bad{1.0f, NAN, 0.0f};
+  Status st = log_softmax(bad, 3, out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kNumerical);
+  EXPECT_FALSE(log_softmax(l, 5, out).ok());
+  // Large logits do not overflow.
+  const std::vector<float> big{1000.0f, 1000.0f};
+  std::vector<float> o2(2);
+  ASSERT_TRUE(log_softmax(big, 2, o2).ok());
+  EXPECT_NEAR(o2[0], -std::log(2.0), 1e-6);
+}
+
+}  // namespace
+}  // namespace mamba

@@ -1,0 +1,42 @@
+// Helpers for the op parity tests: seeded random buffers and max-abs-difference checks.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "mamba/tensor.h"
+
+namespace mamba::test {
+
+inline std::vector<float> random_vec(std::int64_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+/// Stores `v` as `dtype` (F32/BF16/F16), rounding like PyTorch; `rounded` gets the stored values as float.
+inline std::vector<std::uint16_t> to_half(const std::vector<float>& v, DType dtype, std::vector<float>& rounded) {
+  std::vector<std::uint16_t> out(v.size());
+  rounded.resize(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    out[i] = dtype == DType::kBF16 ? f32_to_bf16(v[i]) : f32_to_f16(v[i]);
+    rounded[i] = dtype == DType::kBF16 ? bf16_to_f32(out[i]) : f16_to_f32(out[i]);
+  }
+  return out;
+}
+
+inline double max_abs_diff(const float* a, const float* b, std::int64_t n) {
+  double m = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double d = std::fabs(double(a[i]) - double(b[i]));
+    if (!(d <= m)) m = d;  // NaN propagates as failure
+  }
+  return m;
+}
+
+}  // namespace mamba::test

@@ -1,0 +1,115 @@
+// The chunked SSD op against the sequential recurrence (ops::ref::ssd): outputs and the state at
+// every chunk boundary, chunk_size smaller than the sequence, lengths that are and are not
+// multiples of it, starts mid-chunk, n_groups 1/2/4, non-zero initial states; and the property the
+// server relies on: splitting at absolute multiples of chunk_size is bitwise identical.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ops/ops.h"
+#include "ops/ref/ref_ops.h"
+#include "ops_test_util.h"
+
+namespace mamba {
+namespace {
+
+using test::max_abs_diff;
+using test::random_vec;
+
+struct SsdCase { std::int64_t L, H, P, N, G, Q, position; };
+
+struct SsdData {
+  std::int64_t ldx, lddt, ldbc, ldy;
+  std::vector<float> x, dt, A, B, C, D, h0;
+  SsdData(const SsdCase& c, std::mt19937& rng)
+      : ldx(c.H * c.P + 3), lddt(c.H + 1), ldbc(c.G * c.N + 2), ldy(c.H * c.P) {
+    x = random_vec(c.L * ldx, rng);
+    dt = random_vec(c.L * lddt, rng, 0.01f, 0.6f);
+    A = random_vec(c.H, rng, -3.0f, -0.1f);
+    B = random_vec(c.L * ldbc, rng);
+    C = random_vec(c.L * ldbc, rng);
+    D = random_vec(c.H, rng);
+    h0 = random_vec(c.H * c.P * c.N, rng);  // non-zero incoming state
+  }
+  ops::SsdArgs args(const SsdCase& c, float* state, float* y, float* chunk_states) const {
+    ops::SsdArgs a;
+    a.L = c.L; a.H = c.H; a.P = c.P; a.N = c.N; a.G = c.G; a.Q = c.Q; a.position = c.position;
+    a.x = x.data(); a.ldx = ldx; a.dt = dt.data(); a.lddt = lddt; a.A = A.data();
+    a.B = B.data(); a.ldb = ldbc; a.C = C.data(); a.ldc = ldbc; a.D = D.data();
+    a.ssm_state = state; a.y = y; a.ldy = ldy; a.chunk_states = chunk_states;
+    return a;
+  }
+};
+
+class SsdVsRecurrence : public ::testing::TestWithParam<SsdCase> {};
+
+TEST_P(SsdVsRecurrence, OutputsAndChunkStates) {
+  const SsdCase c = GetParam();
+  std::mt19937 rng(static_cast<unsigned>(c.L * 1000 + c.G * 10 + c.position));
+  SsdData d(c, rng);
+  const std::int64_t S = c.H * c.P * c.N, n_chunks = ops::ssd_num_chunks(c.position, c.L, c.Q);
+  ASSERT_GE(n_chunks, 1);
+  auto h = d.h0, hr = d.h0;
+  std::vector<float> y(c.L * d.ldy), yr(c.L * d.ldy), cs(n_chunks * S), csr(n_chunks * S);
+  ops::ssd(d.args(c, h.data(), y.data(), cs.data()));
+  ops::ref::ssd(d.args(c, hr.data(), yr.data(), csr.data()));
+  for (std::int64_t t = 0; t < c.L; ++t)
+    EXPECT_LE(max_abs_diff(y.data() + t * d.ldy, yr.data() + t * d.ldy, c.H * c.P), 2e-5) << "token " << t;
+  for (std::int64_t k = 0; k < n_chunks; ++k)
+    EXPECT_LE(max_abs_diff(cs.data() + k * S, csr.data() + k * S, S), 2e-5) << "chunk " << k;
+  EXPECT_LE(max_abs_diff(h.data(), hr.data(), S), 2e-5);
+  EXPECT_EQ(0, std::memcmp(h.data(), cs.data() + (n_chunks - 1) * S, sizeof(float) * S));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, SsdVsRecurrence,
+    ::testing::Values(SsdCase{1, 2, 3, 4, 1, 4, 0},      // one token
+                      SsdCase{16, 4, 5, 8, 1, 4, 0},     // multiple of Q
+                      SsdCase{19, 4, 5, 8, 2, 4, 0},     // not a multiple
+                      SsdCase{23, 8, 3, 6, 4, 8, 5},     // starts mid-chunk, G = 4
+                      SsdCase{40, 4, 16, 16, 2, 16, 0},  // mamba2-tiny's shape
+                      SsdCase{7, 8, 12, 8, 4, 8, 3},     // shorter than a chunk, mid-chunk
+                      SsdCase{64, 2, 7, 5, 2, 16, 16},   // starts exactly on a boundary
+                      SsdCase{50, 6, 4, 3, 1, 64, 30}));  // Q larger than the sequence
+
+TEST(Ssd, SplitAtChunkMultiplesIsBitwiseIdentical) {
+  const SsdCase c{45, 4, 6, 8, 2, 8, 3};
+  std::mt19937 rng(23);
+  SsdData d(c, rng);
+  const std::int64_t S = c.H * c.P * c.N;
+  auto h = d.h0;
+  std::vector<float> y(c.L * d.ldy);
+  ops::ssd(d.args(c, h.data(), y.data(), nullptr));
+
+  // Cuts at absolute positions 8, 16, 32 (multiples of Q) → relative 5, 13, 29.
+  for (std::vector<std::int64_t> cuts : {std::vector<std::int64_t>{5}, {13, 29}, {5, 13, 29}}) {
+    auto hs = d.h0;
+    std::vector<float> ys(c.L * d.ldy);
+    cuts.push_back(c.L);
+    std::int64_t t0 = 0;
+    for (std::int64_t t1 : cuts) {
+      SsdCase part = c;
+      part.L = t1 - t0;
+      part.position = c.position + t0;
+      ops::SsdArgs a = d.args(part, hs.data(), ys.data() + t0 * d.ldy, nullptr);
+      a.x += t0 * d.ldx; a.dt += t0 * d.lddt; a.B += t0 * d.ldbc; a.C += t0 * d.ldbc;
+      ops::ssd(a);
+      t0 = t1;
+    }
+    EXPECT_EQ(0, std::memcmp(hs.data(), h.data(), sizeof(float) * S));
+    EXPECT_EQ(0, std::memcmp(ys.data(), y.data(), sizeof(float) * y.size()));
+  }
+}
+
+TEST(Ssd, NumChunks) {
+  EXPECT_EQ(ops::ssd_num_chunks(0, 16, 16), 1);
+  EXPECT_EQ(ops::ssd_num_chunks(0, 17, 16), 2);
+  EXPECT_EQ(ops::ssd_num_chunks(15, 2, 16), 2);
+  EXPECT_EQ(ops::ssd_num_chunks(16, 1, 16), 1);
+  EXPECT_EQ(ops::ssd_num_chunks(3, 45, 8), 6);
+}
+
+}  // namespace
+}  // namespace mamba
