@@ -30,7 +30,19 @@ struct GenerateOptions {
   int top_logprobs = 0;                ///< K best (id, logprob) per generated step
   bool prompt_logprobs = false;        ///< logprob of each prompt token given the ones before
   bool skip_special_tokens = true;     ///< special tokens left out of the text (TGI)
+  /// Called by generate() after each prefill piece with (prompt tokens done, prompt length);
+  /// prompts longer than kPrefillPiece are prefilled in chunk-aligned pieces (bitwise identical).
+  std::function<void(std::int64_t, std::int64_t)> on_prefill_progress;
 };
+
+/// Prompt tokens per prefill call in generate() (rounded up to a multiple of the model's
+/// chunk_size): bounds the [piece, logits_width] logits buffer when prompt_logprobs is requested.
+inline constexpr std::int64_t kPrefillPiece = 1024;
+
+/// EOS ids of a model: generation_config.json's `eos_token_id` (an int or a list) in `model_dir`
+/// when that file exists and has the key, else `config.eos_token_ids` (config.json).
+/// Errors: kFormat naming generation_config.json when it is malformed.
+Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config);
 
 /// One generated token.
 struct TokenEvent {
@@ -43,15 +55,20 @@ struct TokenEvent {
 };
 
 /// Drives one sequence's sampling and text assembly given logits rows. Owns its Sampler,
-/// StreamDecoder and stop-string buffer. Tokenizer may be null (ids only).
+/// StreamDecoder and stop-string buffer (src/generate/stop_matcher.h). Tokenizer may be null
+/// (ids only; then logprobs are over the full logits width, else over ids < tokenizer size).
+/// Finish: an id in `eos_ids` (unless opts.ignore_eos; its text is not emitted) → kEosToken; a stop
+/// string → kStopSequence; max_new_tokens ids generated → kLength; a sampling error → kError.
 class SequenceGenerator {
  public:
+  /// `tok` (may be null) must outlive this object. `opts.sampling` must be valid (validate()).
   SequenceGenerator(const Tokenizer* tok, std::int64_t logits_width, const GenerateOptions& opts,
                     std::vector<std::int32_t> eos_ids);
   /// Registers the prompt ids (penalties count them).
   void observe_prompt(std::span<const std::int32_t> prompt);
-  /// Consumes the logits row that follows the last token; samples, updates text, decides finish.
-  /// Returns the event of the sampled token. After finished() no more calls.
+  /// Consumes the logits row [logits_width] that follows the last token (used as scratch);
+  /// samples, updates text, decides finish. Returns the event of the sampled token.
+  /// Errors: kNumerical (NaN/Inf logits; finish becomes kError), kInvalidArgument after finished().
   Result<TokenEvent> next(std::span<float> logits);
   bool finished() const { return finish_ != FinishReason::kNone; }
   FinishReason finish_reason() const { return finish_; }
@@ -79,8 +96,11 @@ struct GenerateResult {
   double prefill_seconds = 0, decode_seconds = 0;
 };
 
-/// Prefill + decode loop for one sequence. `on_token` (optional) is called for each event;
-/// returning false cancels. Errors from the model or sampler are returned.
+/// Prefill + decode loop for one sequence from an empty state: prefill(prompt) (LogitsMode::kAll
+/// only when prompt_logprobs), then SequenceGenerator::next / Model::step until finished.
+/// `tok` may be null. `on_token` (optional) is called for each event; returning false cancels
+/// (finish kCancelled). Errors: kInvalidArgument (empty prompt, id ≥ logits width, bad options),
+/// and errors from the model or sampler. prompt_logprobs[i] = logprob of prompt[i+1].
 Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<const std::int32_t> prompt,
                                 const GenerateOptions& opts,
                                 const std::function<bool(const TokenEvent&)>& on_token = {});

@@ -1,0 +1,147 @@
+// generate(): prefill + decode loop for one sequence (the CLI's path; the server batches the same
+// SequenceGenerator over Model::step), and EOS ids from generation_config.json.
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "mamba/generate.h"
+
+namespace mamba {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Status append_eos(const nlohmann::json& v, const std::string& path, std::vector<std::int32_t>& out) {
+  auto one = [&](const nlohmann::json& x) -> Status {
+    if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > INT32_MAX)
+      return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token_id: expected a non-negative integer, got {}", path, x.dump()));
+    out.push_back(static_cast<std::int32_t>(x.get<std::int64_t>()));
+    return {};
+  };
+  if (v.is_null()) return {};
+  if (v.is_array()) {
+    for (const auto& x : v) MAMBA_RETURN_IF_ERROR(one(x));
+    return {};
+  }
+  return one(v);
+}
+
+}  // namespace
+
+Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config) {
+  namespace fs = std::filesystem;
+  const fs::path path = fs::path(model_dir) / "generation_config.json";
+  std::error_code ec;
+  if (!model_dir.empty() && fs::is_regular_file(path, ec)) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
+    auto j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object())
+      return make_error(ErrorCode::kFormat, fmt::format("{}: not a JSON object", path.string()));
+    if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
+      std::vector<std::int32_t> ids;
+      MAMBA_RETURN_IF_ERROR(append_eos(j["eos_token_id"], path.string(), ids));
+      return ids;
+    }
+  }
+  std::vector<std::int32_t> ids;
+  for (auto id : config.eos_token_ids)
+    if (id >= 0 && id <= INT32_MAX) ids.push_back(static_cast<std::int32_t>(id));
+  return ids;
+}
+
+Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<const std::int32_t> prompt,
+                                const GenerateOptions& opts, const std::function<bool(const TokenEvent&)>& on_token) {
+  const std::int64_t width = model.logits_width();
+  const std::int64_t len = static_cast<std::int64_t>(prompt.size());
+  if (len == 0) return make_error(ErrorCode::kInvalidArgument, "generate: the prompt is empty (at least one token is needed)");
+  for (std::int64_t i = 0; i < len; ++i)
+    if (prompt[i] < 0 || prompt[i] >= width)
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("generate: prompt token {} (position {}) is outside the vocabulary [0, {})", prompt[i], i, width));
+  MAMBA_RETURN_IF_ERROR(opts.sampling.validate());
+  if (opts.max_new_tokens < 0)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("max_new_tokens = {} must be >= 0", opts.max_new_tokens));
+  if (opts.top_logprobs < 0)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("top_logprobs = {} must be >= 0", opts.top_logprobs));
+
+  std::vector<std::int32_t> eos = opts.eos_ids;
+  if (eos.empty()) {
+    MAMBA_ASSIGN_OR_RETURN(eos, model_eos_ids(model.checkpoint().dir(), model.config()));
+  }
+  SequenceGenerator gen(tok, width, opts, std::move(eos));
+  gen.observe_prompt(prompt);
+
+  GenerateResult res;
+  res.seed = gen.seed();
+  State state = model.new_state();
+  const std::int64_t vocab_limit = tok ? std::min<std::int64_t>(tok->size(), width) : width;
+
+  // Prefill in pieces aligned to chunk_size (identical to one call; bounds the kAll buffer).
+  const std::int64_t chunk = model.config().arch == Arch::kMamba2 ? std::max<std::int64_t>(model.config().chunk_size, 1) : 1;
+  const std::int64_t piece = (kPrefillPiece + chunk - 1) / chunk * chunk;
+  std::vector<float> logits;
+  std::vector<float> row(static_cast<std::size_t>(width));
+  std::vector<float> lp(opts.prompt_logprobs ? static_cast<std::size_t>(vocab_limit) : 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::int64_t off = 0; off < len; off += piece) {
+    const std::int64_t n = std::min(piece, len - off);
+    const bool last = off + n == len;
+    const LogitsMode mode = opts.prompt_logprobs ? LogitsMode::kAll : (last ? LogitsMode::kLast : LogitsMode::kNone);
+    logits.resize(static_cast<std::size_t>((mode == LogitsMode::kAll ? n : 1) * width));
+    MAMBA_RETURN_IF_ERROR(model.prefill(prompt.subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n)), state,
+                                        mode, logits.data()));
+    if (opts.prompt_logprobs) {
+      for (std::int64_t i = 0; i < n && off + i + 1 < len; ++i) {
+        std::span<const float> r(logits.data() + i * width, static_cast<std::size_t>(width));
+        MAMBA_RETURN_IF_ERROR(log_softmax(r, vocab_limit, lp));
+        const std::int32_t next = prompt[static_cast<std::size_t>(off + i + 1)];
+        res.prompt_logprobs.push_back(next < vocab_limit ? lp[static_cast<std::size_t>(next)]
+                                                         : -std::numeric_limits<float>::infinity());
+      }
+    }
+    if (last) {
+      const float* src = logits.data() + (mode == LogitsMode::kAll ? (n - 1) * width : 0);
+      std::copy(src, src + width, row.begin());
+    }
+    if (opts.on_prefill_progress) opts.on_prefill_progress(off + n, len);
+  }
+  res.prefill_seconds = seconds_since(t0);
+
+  const auto t1 = std::chrono::steady_clock::now();
+  if (opts.max_new_tokens == 0) {
+    res.finish = FinishReason::kLength;
+    return res;
+  }
+  State* states[1] = {&state};
+  while (true) {
+    MAMBA_ASSIGN_OR_RETURN(TokenEvent ev, gen.next(row));
+    const std::int32_t id = ev.id;
+    res.tokens.push_back(ev);
+    if (on_token && !on_token(res.tokens.back())) {
+      gen.flush();
+      res.finish = FinishReason::kCancelled;
+      break;
+    }
+    if (gen.finished()) {
+      res.finish = gen.finish_reason();
+      break;
+    }
+    const std::int32_t toks[1] = {id};
+    MAMBA_RETURN_IF_ERROR(model.step(toks, states, row.data()));
+  }
+  res.decode_seconds = seconds_since(t1);
+  res.text = gen.text();
+  return res;
+}
+
+}  // namespace mamba

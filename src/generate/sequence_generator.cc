@@ -1,0 +1,140 @@
+// SequenceGenerator: one sequence's sample → detokenize → stop/EOS/length state machine.
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "generate/stop_matcher.h"
+#include "mamba/generate.h"
+
+namespace mamba {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kNone: return "";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kEosToken: return "eos_token";
+    case FinishReason::kStopSequence: return "stop_sequence";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "";
+}
+
+struct SequenceGenerator::Impl {
+  Impl(const Tokenizer* t, std::int64_t limit, const GenerateOptions& o, std::vector<std::int32_t> eos)
+      : tok(t), vocab_limit(limit), opts(o), eos_ids(eos.begin(), eos.end()), sampler(o.sampling, limit),
+        stop(o.stop), logprobs(static_cast<std::size_t>(limit)) {
+    if (tok) decoder.emplace(*tok, o.skip_special_tokens);
+  }
+  const Tokenizer* tok;
+  std::int64_t vocab_limit;
+  GenerateOptions opts;
+  std::unordered_set<std::int32_t> eos_ids;
+  Sampler sampler;
+  std::optional<StreamDecoder> decoder;
+  StopMatcher stop;
+  std::vector<float> logprobs;     // [vocab_limit] scratch
+  std::vector<std::int32_t> order; // top_logprobs scratch
+
+  /// Releases everything the decoder and the stop matcher hold (end of the sequence).
+  std::string release_all() {
+    std::string out;
+    if (decoder) out = stop.push(decoder->flush());
+    out += stop.flush();
+    return out;
+  }
+};
+
+SequenceGenerator::SequenceGenerator(const Tokenizer* tok, std::int64_t logits_width, const GenerateOptions& opts,
+                                     std::vector<std::int32_t> eos_ids) {
+  std::int64_t limit = logits_width;
+  if (tok) limit = std::min<std::int64_t>(limit, tok->size());
+  impl_ = std::make_shared<Impl>(tok, std::max<std::int64_t>(limit, 1), opts, std::move(eos_ids));
+}
+
+void SequenceGenerator::observe_prompt(std::span<const std::int32_t> prompt) {
+  for (auto id : prompt) impl_->sampler.observe(id);
+}
+
+std::uint64_t SequenceGenerator::seed() const { return impl_->sampler.seed(); }
+
+Result<TokenEvent> SequenceGenerator::next(std::span<float> logits) {
+  Impl& s = *impl_;
+  if (finished())
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("SequenceGenerator::next called after finish ({})", finish_reason_name(finish_)));
+  if (static_cast<std::int64_t>(logits.size()) < s.vocab_limit) {
+    finish_ = FinishReason::kError;
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("SequenceGenerator: logits row has {} values, expected >= {}", logits.size(), s.vocab_limit));
+  }
+  if (Status st = log_softmax(logits, s.vocab_limit, s.logprobs); !st.ok()) {
+    finish_ = FinishReason::kError;
+    return st.error();
+  }
+  auto sampled = s.sampler.sample(logits);
+  if (!sampled.ok()) {
+    finish_ = FinishReason::kError;
+    return sampled.error();
+  }
+  const std::int32_t id = *sampled;
+  s.sampler.observe(id);
+  ids_.push_back(id);
+
+  TokenEvent ev;
+  ev.id = id;
+  ev.logprob = s.logprobs[static_cast<std::size_t>(id)];
+  if (s.opts.top_logprobs > 0) {
+    const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(s.opts.top_logprobs), s.logprobs.size());
+    s.order.resize(s.logprobs.size());
+    std::iota(s.order.begin(), s.order.end(), 0);
+    std::partial_sort(s.order.begin(), s.order.begin() + static_cast<std::ptrdiff_t>(k), s.order.end(),
+                      [&](std::int32_t a, std::int32_t b) {
+                        const float la = s.logprobs[static_cast<std::size_t>(a)], lb = s.logprobs[static_cast<std::size_t>(b)];
+                        return la > lb || (la == lb && a < b);
+                      });
+    for (std::size_t j = 0; j < k; ++j) ev.top.emplace_back(s.order[j], s.logprobs[static_cast<std::size_t>(s.order[j])]);
+  }
+
+  std::string released;
+  if (s.tok) {
+    ev.special = s.tok->is_special(id);
+    std::int32_t one[1] = {id};
+    auto piece = s.tok->decode(one, false);
+    if (piece.ok()) ev.token_text = std::move(*piece);
+  }
+  if (!s.opts.ignore_eos && s.eos_ids.count(id)) {
+    finish_ = FinishReason::kEosToken;  // the EOS token's own text is not emitted
+    released = s.release_all();
+  } else {
+    if (s.decoder) {
+      auto delta = s.decoder->push(id);
+      if (!delta.ok()) {
+        finish_ = FinishReason::kError;
+        return delta.error();
+      }
+      released = s.stop.push(*delta);
+    }
+    if (s.stop.stopped()) {
+      finish_ = FinishReason::kStopSequence;
+    } else if (static_cast<std::int64_t>(ids_.size()) >= s.opts.max_new_tokens) {
+      released += s.release_all();
+      finish_ = s.stop.stopped() ? FinishReason::kStopSequence : FinishReason::kLength;
+    }
+  }
+  text_ += released;
+  ev.text_delta = std::move(released);
+  return ev;
+}
+
+std::string SequenceGenerator::flush() {
+  if (impl_->stop.stopped()) return {};
+  std::string out = impl_->release_all();
+  text_ += out;
+  return out;
+}
+
+}  // namespace mamba

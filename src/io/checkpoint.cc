@@ -1,0 +1,146 @@
+// Checkpoint: config.json + weight files of one model directory, mapped read-only.
+#include "mamba/checkpoint.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "io/checkpoint_builder.h"
+#include "io/json_lenient.h"
+#include "io/safetensors.h"
+
+namespace mamba {
+
+namespace io {
+
+Status CheckpointContents::add(const std::string& name, DType dtype, const Shape& shape, const std::uint8_t* data,
+                               const std::string& file) {
+  if (index.count(name) != 0) {
+    const auto& prev = tensors[index[name]];
+    return make_error(ErrorCode::kFormat, fmt::format("{}: tensor '{}' is defined twice (also in {})", file, name, prev.file));
+  }
+  const std::size_t nbytes = dtype_bytes(dtype, static_cast<std::size_t>(shape.numel()));
+  const std::size_t align = std::max<std::size_t>(1, dtype_size(dtype));
+  const std::uint8_t* p = data;
+  if (nbytes > 0 && reinterpret_cast<std::uintptr_t>(data) % align != 0) {
+    auto buf = std::make_unique<std::uint8_t[]>(nbytes);  // new[] is aligned for any scalar type
+    std::memcpy(buf.get(), data, nbytes);
+    p = buf.get();
+    copies.push_back(std::move(buf));
+  }
+  TensorEntry e;
+  e.name = name;
+  e.view = TensorView(const_cast<std::uint8_t*>(p), dtype, shape);
+  e.file = file;
+  index.emplace(name, tensors.size());
+  tensors.push_back(std::move(e));
+  weight_bytes += nbytes;
+  return {};
+}
+
+Status add_safetensors_file(const std::string& path, CheckpointContents& out) {
+  MAMBA_ASSIGN_OR_RETURN(auto map, MappedFile::open(path));
+  MAMBA_ASSIGN_OR_RETURN(auto recs, parse_safetensors(map->data(), map->size(), path));
+  for (const auto& r : recs) {
+    MAMBA_RETURN_IF_ERROR(out.add(r.name, r.dtype, r.shape, map->data() + r.begin, path));
+  }
+  out.mappings.push_back(std::move(map));
+  return {};
+}
+
+namespace {
+
+// model.safetensors.index.json → the shard files, each checked to hold exactly its listed tensors.
+Status add_sharded_safetensors(const std::string& dir, const std::string& index_path, CheckpointContents& out) {
+  namespace fs = std::filesystem;
+  MAMBA_ASSIGN_OR_RETURN(std::string text, read_text_file(index_path));
+  MAMBA_ASSIGN_OR_RETURN(nlohmann::json j, parse_json_lenient(text, index_path));
+  auto wm = j.is_object() ? j.find("weight_map") : j.end();
+  if (!j.is_object() || wm == j.end() || !wm->is_object()) {
+    return make_error(ErrorCode::kFormat, fmt::format("{}: missing \"weight_map\" object", index_path));
+  }
+  std::map<std::string, std::vector<std::string>> by_file;  // shard → tensor names (sorted: deterministic order)
+  std::vector<std::string> shard_order;
+  for (auto it = wm->begin(); it != wm->end(); ++it) {
+    if (!it->is_string()) return make_error(ErrorCode::kFormat, fmt::format("{}: weight_map[\"{}\"] is not a file name", index_path, it.key()));
+    std::string f = it->get<std::string>();
+    if (f.empty() || f.find('/') != std::string::npos || f.find("..") != std::string::npos) {
+      return make_error(ErrorCode::kFormat, fmt::format("{}: weight_map[\"{}\"] = \"{}\" is not a plain file name in the model directory", index_path, it.key(), f));
+    }
+    if (by_file.find(f) == by_file.end()) shard_order.push_back(f);
+    by_file[f].push_back(it.key());
+  }
+  std::sort(shard_order.begin(), shard_order.end());
+  for (const auto& f : shard_order) {
+    const std::string path = (fs::path(dir) / f).string();
+    MAMBA_RETURN_IF_ERROR(add_safetensors_file(path, out));
+    for (const auto& name : by_file[f]) {
+      auto it = out.index.find(name);
+      if (it == out.index.end() || out.tensors[it->second].file != path) {
+        return make_error(ErrorCode::kNotFound, fmt::format("{}: tensor '{}' is listed in {} but not stored in that shard", path, name, index_path));
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+}  // namespace io
+
+struct Checkpoint::Impl {
+  std::string dir;
+  ModelConfig config;
+  io::CheckpointContents contents;
+};
+
+Checkpoint::Checkpoint() : impl_(std::make_unique<Impl>()) {}
+Checkpoint::Checkpoint(Checkpoint&&) noexcept = default;
+Checkpoint& Checkpoint::operator=(Checkpoint&&) noexcept = default;
+Checkpoint::~Checkpoint() = default;
+
+const std::string& Checkpoint::dir() const { return impl_->dir; }
+const ModelConfig& Checkpoint::config() const { return impl_->config; }
+ModelConfig& Checkpoint::mutable_config() { return impl_->config; }
+const std::vector<TensorEntry>& Checkpoint::tensors() const { return impl_->contents.tensors; }
+std::size_t Checkpoint::weight_bytes() const { return impl_->contents.weight_bytes; }
+
+const TensorEntry* Checkpoint::find(const std::string& name) const {
+  auto it = impl_->contents.index.find(name);
+  return it == impl_->contents.index.end() ? nullptr : &impl_->contents.tensors[it->second];
+}
+
+Result<Checkpoint> Checkpoint::open(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return make_error(ErrorCode::kNotFound, fmt::format("{}: not a directory (expected a model directory with config.json)", dir));
+  }
+  Checkpoint ck;
+  ck.impl_->dir = dir;
+  const fs::path d(dir);
+  MAMBA_ASSIGN_OR_RETURN(ck.impl_->config, ModelConfig::from_file((d / "config.json").string()));
+  auto& contents = ck.impl_->contents;
+  const fs::path index = d / "model.safetensors.index.json";
+  const fs::path single = d / "model.safetensors";
+  const fs::path torch_bin = d / "pytorch_model.bin";
+  if (fs::is_regular_file(index, ec)) {
+    MAMBA_RETURN_IF_ERROR(io::add_sharded_safetensors(dir, index.string(), contents));
+  } else if (fs::is_regular_file(single, ec)) {
+    MAMBA_RETURN_IF_ERROR(io::add_safetensors_file(single.string(), contents));
+  } else if (fs::is_regular_file(torch_bin, ec)) {
+    MAMBA_RETURN_IF_ERROR(io::add_torch_zip_file(torch_bin.string(), contents));
+  } else if (fs::is_regular_file(d / "pytorch_model.bin.index.json", ec)) {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: sharded pytorch_model.bin (pytorch_model.bin.index.json) is not supported; use the safetensors files", dir));
+  } else {
+    return make_error(ErrorCode::kNotFound,
+                      fmt::format("{}: no weights found (looked for model.safetensors.index.json, model.safetensors, pytorch_model.bin)", dir));
+  }
+  return ck;
+}
+
+}  // namespace mamba

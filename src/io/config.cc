@@ -1,0 +1,341 @@
+// ModelConfig from HF config.json (mamba / falcon_mamba / mamba2) or state-spaces config.json.
+//
+// Defaults of absent keys are those of each format's reference code:
+//   HF transformers MambaConfig / FalconMambaConfig: state_size 16, expand 2, conv_kernel 4,
+//     intermediate_size = expand·hidden_size, time_step_rank "auto" = ceil(hidden_size/16),
+//     use_conv_bias true, use_bias false, layer_norm_epsilon 1e-5, tie_word_embeddings true,
+//     residual_in_fp32 true; FalconMamba mixer_rms_eps 1e-6.
+//   HF Mamba2Config: num_heads 128, head_dim 64, state_size 128, expand 2, conv_kernel 4, n_groups 8,
+//     use_bias false, use_conv_bias true, chunk_size 256, time_step_limit (0, inf), rms_norm true,
+//     layer_norm_epsilon 1e-5, tie_word_embeddings false.
+//   state-spaces MambaConfig: pad_vocab_size_multiple 8, tie_embeddings true, rms_norm true,
+//     residual_in_fp32 true, d_intermediate 0, norm_epsilon 1e-5; Mamba (ssm_cfg): d_state 16,
+//     d_conv 4, expand 2, dt_rank "auto", conv_bias true, bias false; Mamba2: d_state 128, d_conv 4,
+//     expand 2, headdim 64, ngroups 1, chunk_size 256, norm_before_gate false, dt_limit (0, inf).
+#include "mamba/config.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "io/json_lenient.h"
+#include "io/mapped_file.h"
+
+namespace mamba {
+
+using nlohmann::json;
+
+const char* arch_name(Arch a) {
+  switch (a) {
+    case Arch::kMamba1: return "mamba";
+    case Arch::kFalconMamba: return "falcon_mamba";
+    case Arch::kMamba2: return "mamba2";
+  }
+  return "?";
+}
+
+std::int64_t ModelConfig::padded_vocab_size() const {
+  std::int64_t m = pad_vocab_size_multiple > 0 ? pad_vocab_size_multiple : 1;
+  return (vocab_size + m - 1) / m * m;
+}
+std::int64_t ModelConfig::conv_channels() const {
+  return arch == Arch::kMamba2 ? d_inner + 2 * n_groups * d_state : d_inner;
+}
+std::int64_t ModelConfig::in_proj_rows() const {
+  return arch == Arch::kMamba2 ? 2 * d_mlp + 2 * d_inner + 2 * n_groups * d_state + n_heads : 2 * d_inner;
+}
+std::int64_t ModelConfig::conv_state_elems() const { return conv_channels() * (d_conv - 1); }
+std::int64_t ModelConfig::ssm_state_elems() const {
+  return arch == Arch::kMamba2 ? n_heads * head_dim * d_state : d_inner * d_state;
+}
+std::int64_t ModelConfig::state_bytes() const {
+  return n_layer * (conv_state_elems() + ssm_state_elems()) * static_cast<std::int64_t>(sizeof(float));
+}
+
+namespace {
+
+// Upper bound on any single size field: keeps every derived product far from int64 overflow.
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;
+
+struct Reader {
+  const json& obj;
+  std::string source;  // "<path>" or "<path>: ssm_cfg"
+
+  std::string where(const char* key) const { return fmt::format("{}: \"{}\"", source, key); }
+
+  Result<std::int64_t> int_req(const char* key, const char* alias = nullptr) const {
+    auto it = obj.find(key);
+    if (it == obj.end() && alias != nullptr) it = obj.find(alias);
+    if (it == obj.end()) {
+      return make_error(ErrorCode::kNotFound,
+                        alias ? fmt::format("{}: required key \"{}\" (or \"{}\") is missing", source, key, alias)
+                              : fmt::format("{}: required key \"{}\" is missing", source, key));
+    }
+    return to_int(*it, it.key().c_str());
+  }
+  Result<std::int64_t> int_or(const char* key, std::int64_t def) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return def;
+    return to_int(*it, key);
+  }
+  Result<std::int64_t> to_int(const json& v, const char* key) const {
+    if (v.is_number_integer()) {
+      std::int64_t x = v.get<std::int64_t>();
+      if (x < 0 || x > kMaxDim) {
+        return make_error(ErrorCode::kInvalidArgument, fmt::format("{} = {}: expected 0 ≤ value ≤ {}", where(key), x, kMaxDim));
+      }
+      return x;
+    }
+    if (v.is_number_float()) {
+      double d = v.get<double>();
+      if (d == std::floor(d) && d >= 0 && d <= static_cast<double>(kMaxDim)) return static_cast<std::int64_t>(d);
+    }
+    return make_error(ErrorCode::kFormat, fmt::format("{}: expected a non-negative integer, got {}", where(key), v.dump()));
+  }
+  Result<bool> bool_or(const char* key, bool def) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return def;
+    if (!it->is_boolean()) return make_error(ErrorCode::kFormat, fmt::format("{}: expected true/false, got {}", where(key), it->dump()));
+    return it->get<bool>();
+  }
+  Result<double> double_or(const char* key, double def) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return def;
+    return io::json_to_double(*it, where(key));
+  }
+  // "auto" or integer; "auto" (or absent) → ceil(d_model / 16).
+  Result<std::int64_t> rank_or_auto(const char* key, std::int64_t d_model) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null() || (it->is_string() && it->get<std::string>() == "auto")) return (d_model + 15) / 16;
+    return to_int(*it, key);
+  }
+  // A [min, max] pair of floats.
+  Status limit_pair(const char* key, double* lo, double* hi) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return {};
+    if (!it->is_array() || it->size() != 2) {
+      return make_error(ErrorCode::kFormat, fmt::format("{}: expected [min, max], got {}", where(key), it->dump()));
+    }
+    MAMBA_ASSIGN_OR_RETURN(*lo, io::json_to_double((*it)[0], where(key) + "[0]"));
+    MAMBA_ASSIGN_OR_RETURN(*hi, io::json_to_double((*it)[1], where(key) + "[1]"));
+    return {};
+  }
+};
+
+Status read_token_ids(const json& j, ModelConfig& c, const std::string& source) {
+  auto opt_id = [&](const char* key, std::optional<std::int64_t>& out) -> Status {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return {};
+    if (!it->is_number_integer()) return make_error(ErrorCode::kFormat, fmt::format("{}: \"{}\": expected an integer, got {}", source, key, it->dump()));
+    out = it->get<std::int64_t>();
+    return {};
+  };
+  MAMBA_RETURN_IF_ERROR(opt_id("bos_token_id", c.bos_token_id));
+  MAMBA_RETURN_IF_ERROR(opt_id("pad_token_id", c.pad_token_id));
+  auto it = j.find("eos_token_id");
+  if (it != j.end() && !it->is_null()) {
+    if (it->is_number_integer()) {
+      c.eos_token_ids.push_back(it->get<std::int64_t>());
+    } else if (it->is_array()) {
+      for (const auto& e : *it) {
+        if (!e.is_number_integer()) return make_error(ErrorCode::kFormat, fmt::format("{}: \"eos_token_id\": expected integers, got {}", source, it->dump()));
+        c.eos_token_ids.push_back(e.get<std::int64_t>());
+      }
+    } else {
+      return make_error(ErrorCode::kFormat, fmt::format("{}: \"eos_token_id\": expected an integer or a list, got {}", source, it->dump()));
+    }
+  }
+  return {};
+}
+
+Status parse_hf(const json& j, const std::string& source, const std::string& model_type, ModelConfig& c) {
+  Reader r{j, source};
+  c.format = CheckpointFormat::kHF;
+  if (model_type == "mamba") c.arch = Arch::kMamba1;
+  else if (model_type == "falcon_mamba") c.arch = Arch::kFalconMamba;
+  else if (model_type == "mamba2") c.arch = Arch::kMamba2;
+  else {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: model_type \"{}\" is not supported (expected mamba, falcon_mamba or mamba2)", source, model_type));
+  }
+  const bool m2 = c.arch == Arch::kMamba2;
+  MAMBA_ASSIGN_OR_RETURN(c.d_model, r.int_req("hidden_size", "d_model"));
+  MAMBA_ASSIGN_OR_RETURN(c.n_layer, r.int_req("num_hidden_layers", "n_layer"));
+  MAMBA_ASSIGN_OR_RETURN(c.vocab_size, r.int_req("vocab_size"));
+  c.pad_vocab_size_multiple = 1;
+  MAMBA_ASSIGN_OR_RETURN(c.d_state, r.int_or("state_size", m2 ? 128 : 16));
+  MAMBA_ASSIGN_OR_RETURN(c.d_conv, r.int_or("conv_kernel", 4));
+  MAMBA_ASSIGN_OR_RETURN(c.expand, r.int_or("expand", 2));
+  MAMBA_ASSIGN_OR_RETURN(c.conv_bias, r.bool_or("use_conv_bias", true));
+  MAMBA_ASSIGN_OR_RETURN(c.proj_bias, r.bool_or("use_bias", false));
+  MAMBA_ASSIGN_OR_RETURN(c.tie_embeddings, r.bool_or("tie_word_embeddings", !m2));
+  MAMBA_ASSIGN_OR_RETURN(c.residual_in_fp32, r.bool_or("residual_in_fp32", true));
+  MAMBA_ASSIGN_OR_RETURN(c.norm_eps, r.double_or("layer_norm_epsilon", 1e-5));
+  if (m2) {
+    MAMBA_ASSIGN_OR_RETURN(c.rms_norm, r.bool_or("rms_norm", true));
+    c.d_inner = c.expand * c.d_model;  // Mamba2Mixer: intermediate_size = expand · hidden_size
+    MAMBA_ASSIGN_OR_RETURN(c.head_dim, r.int_or("head_dim", 64));
+    MAMBA_ASSIGN_OR_RETURN(c.n_heads, r.int_or("num_heads", 128));
+    MAMBA_ASSIGN_OR_RETURN(c.n_groups, r.int_or("n_groups", 8));
+    MAMBA_ASSIGN_OR_RETURN(c.chunk_size, r.int_or("chunk_size", 256));
+    MAMBA_RETURN_IF_ERROR(r.limit_pair("time_step_limit", &c.time_step_min_limit, &c.time_step_max_limit));
+    c.dt_rank = 0;
+  } else {
+    MAMBA_ASSIGN_OR_RETURN(c.d_inner, r.int_or("intermediate_size", c.expand * c.d_model));
+    MAMBA_ASSIGN_OR_RETURN(c.dt_rank, r.rank_or_auto("time_step_rank", c.d_model));
+    if (c.arch == Arch::kFalconMamba) {
+      MAMBA_ASSIGN_OR_RETURN(c.mixer_rms_eps, r.double_or("mixer_rms_eps", 1e-6));
+    }
+  }
+  return read_token_ids(j, c, source);
+}
+
+Status parse_state_spaces(const json& j, const std::string& source, ModelConfig& c) {
+  Reader r{j, source};
+  c.format = CheckpointFormat::kStateSpaces;
+  MAMBA_ASSIGN_OR_RETURN(c.d_model, r.int_req("d_model"));
+  MAMBA_ASSIGN_OR_RETURN(c.n_layer, r.int_req("n_layer"));
+  MAMBA_ASSIGN_OR_RETURN(c.vocab_size, r.int_req("vocab_size"));
+  MAMBA_ASSIGN_OR_RETURN(c.pad_vocab_size_multiple, r.int_or("pad_vocab_size_multiple", 8));
+  if (c.pad_vocab_size_multiple < 1) c.pad_vocab_size_multiple = 1;
+  MAMBA_ASSIGN_OR_RETURN(c.tie_embeddings, r.bool_or("tie_embeddings", true));
+  MAMBA_ASSIGN_OR_RETURN(c.rms_norm, r.bool_or("rms_norm", true));
+  MAMBA_ASSIGN_OR_RETURN(c.residual_in_fp32, r.bool_or("residual_in_fp32", true));
+  MAMBA_ASSIGN_OR_RETURN(c.norm_eps, r.double_or("norm_epsilon", 1e-5));
+  MAMBA_ASSIGN_OR_RETURN(std::int64_t d_intermediate, r.int_or("d_intermediate", 0));
+  if (d_intermediate != 0) {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: \"d_intermediate\" = {}: blocks with an MLP after the mixer are not supported (expected 0)", source, d_intermediate));
+  }
+  if (auto it = j.find("attn_layer_idx"); it != j.end() && !it->is_null() && !(it->is_array() && it->empty())) {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: \"attn_layer_idx\" = {}: hybrid attention layers are not supported", source, it->dump()));
+  }
+  static const json kEmpty = json::object();
+  const json* ssm = &kEmpty;
+  if (auto it = j.find("ssm_cfg"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return make_error(ErrorCode::kFormat, fmt::format("{}: \"ssm_cfg\" must be an object, got {}", source, it->dump()));
+    ssm = &*it;
+  }
+  Reader s{*ssm, source + ": ssm_cfg"};
+  std::string layer = "Mamba1";
+  if (auto it = ssm->find("layer"); it != ssm->end()) {
+    if (!it->is_string()) return make_error(ErrorCode::kFormat, fmt::format("{}: ssm_cfg.layer must be a string, got {}", source, it->dump()));
+    layer = it->get<std::string>();
+  }
+  if (layer == "Mamba1") c.arch = Arch::kMamba1;
+  else if (layer == "Mamba2") c.arch = Arch::kMamba2;
+  else {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: ssm_cfg.layer \"{}\" is not supported (expected Mamba1 or Mamba2)", source, layer));
+  }
+  const bool m2 = c.arch == Arch::kMamba2;
+  MAMBA_ASSIGN_OR_RETURN(c.d_state, s.int_or("d_state", m2 ? 128 : 16));
+  MAMBA_ASSIGN_OR_RETURN(c.d_conv, s.int_or("d_conv", 4));
+  MAMBA_ASSIGN_OR_RETURN(c.expand, s.int_or("expand", 2));
+  MAMBA_ASSIGN_OR_RETURN(c.conv_bias, s.bool_or("conv_bias", true));
+  MAMBA_ASSIGN_OR_RETURN(c.proj_bias, s.bool_or("bias", false));
+  const std::int64_t d_total = c.expand * c.d_model;
+  if (m2) {
+    MAMBA_ASSIGN_OR_RETURN(c.head_dim, s.int_or("headdim", 64));
+    MAMBA_ASSIGN_OR_RETURN(c.n_groups, s.int_or("ngroups", 1));
+    MAMBA_ASSIGN_OR_RETURN(c.chunk_size, s.int_or("chunk_size", 256));
+    MAMBA_ASSIGN_OR_RETURN(c.norm_before_gate, s.bool_or("norm_before_gate", false));
+    MAMBA_ASSIGN_OR_RETURN(bool gated_rmsnorm, s.bool_or("rmsnorm", true));
+    if (!gated_rmsnorm) {
+      return make_error(ErrorCode::kUnsupported, fmt::format("{}: ssm_cfg.rmsnorm = false (Mamba-2 without the gated RMSNorm) is not supported", source));
+    }
+    // d_ssm: the SSM part of d_inner; the rest (d_inner − d_ssm) is the gated-MLP prefix (d_mlp).
+    MAMBA_ASSIGN_OR_RETURN(std::int64_t d_ssm, s.int_or("d_ssm", d_total));
+    if (d_ssm > d_total) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: ssm_cfg.d_ssm = {} exceeds expand·d_model = {}", source, d_ssm, d_total));
+    }
+    c.d_inner = d_ssm;
+    c.d_mlp = d_total - d_ssm;
+    c.n_heads = c.head_dim > 0 ? c.d_inner / c.head_dim : 0;
+    MAMBA_RETURN_IF_ERROR(s.limit_pair("dt_limit", &c.time_step_min_limit, &c.time_step_max_limit));
+    c.dt_rank = 0;
+  } else {
+    c.d_inner = d_total;
+    MAMBA_ASSIGN_OR_RETURN(c.dt_rank, s.rank_or_auto("dt_rank", c.d_model));
+  }
+  return read_token_ids(j, c, source);
+}
+
+Status validate(const ModelConfig& c, const std::string& source) {
+  auto positive = [&](const char* name, std::int64_t v) -> Status {
+    if (v <= 0) return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {} = {}: must be positive", source, name, v));
+    if (v > kMaxDim) return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {} = {}: exceeds the limit {}", source, name, v, kMaxDim));
+    return {};
+  };
+  MAMBA_RETURN_IF_ERROR(positive("d_model", c.d_model));
+  MAMBA_RETURN_IF_ERROR(positive("n_layer", c.n_layer));
+  MAMBA_RETURN_IF_ERROR(positive("vocab_size", c.vocab_size));
+  MAMBA_RETURN_IF_ERROR(positive("d_state", c.d_state));
+  MAMBA_RETURN_IF_ERROR(positive("d_conv", c.d_conv));
+  MAMBA_RETURN_IF_ERROR(positive("d_inner", c.d_inner));
+  if (c.n_layer > 4096) return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: n_layer = {}: exceeds the limit 4096", source, c.n_layer));
+  if (!(c.norm_eps > 0) || !std::isfinite(c.norm_eps)) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: norm eps = {}: must be a positive finite number", source, c.norm_eps));
+  }
+  if (c.arch == Arch::kMamba2) {
+    MAMBA_RETURN_IF_ERROR(positive("head_dim", c.head_dim));
+    MAMBA_RETURN_IF_ERROR(positive("n_heads", c.n_heads));
+    MAMBA_RETURN_IF_ERROR(positive("n_groups", c.n_groups));
+    MAMBA_RETURN_IF_ERROR(positive("chunk_size", c.chunk_size));
+    if (c.n_heads * c.head_dim != c.d_inner) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: n_heads ({}) · head_dim ({}) = {} must equal d_inner = {}", source, c.n_heads,
+                                    c.head_dim, c.n_heads * c.head_dim, c.d_inner));
+    }
+    if (c.n_heads % c.n_groups != 0) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: n_heads ({}) must be a multiple of n_groups ({})", source, c.n_heads, c.n_groups));
+    }
+    if (c.norm_before_gate) {
+      return make_error(ErrorCode::kUnsupported, fmt::format("{}: norm_before_gate = true is not supported (only false)", source));
+    }
+    if (std::isnan(c.time_step_min_limit) || std::isnan(c.time_step_max_limit) || c.time_step_min_limit < 0 ||
+        c.time_step_max_limit < c.time_step_min_limit) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: time_step_limit [{}, {}]: expected 0 ≤ min ≤ max", source, c.time_step_min_limit, c.time_step_max_limit));
+    }
+  } else {
+    MAMBA_RETURN_IF_ERROR(positive("dt_rank", c.dt_rank));
+    if (c.arch == Arch::kFalconMamba && (!(c.mixer_rms_eps > 0) || !std::isfinite(c.mixer_rms_eps))) {
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: mixer_rms_eps = {}: must be positive", source, c.mixer_rms_eps));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<ModelConfig> ModelConfig::from_json_text(const std::string& text, const std::string& source) {
+  MAMBA_ASSIGN_OR_RETURN(json j, io::parse_json_lenient(text, source));
+  if (!j.is_object()) return make_error(ErrorCode::kFormat, fmt::format("{}: expected a JSON object at top level", source));
+  ModelConfig c;
+  auto mt = j.find("model_type");
+  if (mt != j.end() && !mt->is_null()) {
+    if (!mt->is_string()) return make_error(ErrorCode::kFormat, fmt::format("{}: \"model_type\" must be a string, got {}", source, mt->dump()));
+    MAMBA_RETURN_IF_ERROR(parse_hf(j, source, mt->get<std::string>(), c));
+  } else if (j.contains("d_model") || j.contains("ssm_cfg") || j.contains("n_layer")) {
+    MAMBA_RETURN_IF_ERROR(parse_state_spaces(j, source, c));
+  } else if (j.contains("hidden_size")) {
+    return make_error(ErrorCode::kNotFound, fmt::format("{}: required key \"model_type\" is missing (expected mamba, falcon_mamba or mamba2)", source));
+  } else {
+    return make_error(ErrorCode::kNotFound,
+                      fmt::format("{}: neither an HF config (\"model_type\" + \"hidden_size\") nor a state-spaces config (\"d_model\"): required key \"d_model\" / \"hidden_size\" is missing",
+                                  source));
+  }
+  MAMBA_RETURN_IF_ERROR(validate(c, source));
+  return c;
+}
+
+Result<ModelConfig> ModelConfig::from_file(const std::string& path) {
+  MAMBA_ASSIGN_OR_RETURN(std::string text, io::read_text_file(path));
+  return from_json_text(text, path);
+}
+
+}  // namespace mamba

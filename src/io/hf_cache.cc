@@ -1,0 +1,105 @@
+// resolve_model_path: a local directory, or an HF repo id looked up in the Hugging Face hub cache.
+//
+// Layout (huggingface_hub file_download / constants): cache root = $HF_HUB_CACHE, else
+// $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub;
+// repo dir models--ORG--NAME; refs/<revision> holds the commit hash; snapshots/<commit>/ holds the
+// files (symlinks into blobs/).
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <string>
+#include <vector>
+
+#include "io/mapped_file.h"
+#include "mamba/checkpoint.h"
+
+namespace mamba {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+fs::path hub_cache_root() {
+  if (auto v = env("HF_HUB_CACHE"); !v.empty()) return v;
+  if (auto v = env("HF_HOME"); !v.empty()) return fs::path(v) / "hub";
+  if (auto v = env("XDG_CACHE_HOME"); !v.empty()) return fs::path(v) / "huggingface" / "hub";
+  if (auto v = env("HOME"); !v.empty()) return fs::path(v) / ".cache" / "huggingface" / "hub";
+  return fs::path(".cache") / "huggingface" / "hub";
+}
+
+bool is_commit_hash(const std::string& s) {
+  if (s.size() != 40) return false;
+  for (char c : s)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+// ORG/NAME: two non-empty parts of [A-Za-z0-9._-], neither "." nor "..".
+bool is_repo_id(const std::string& s) {
+  auto slash = s.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 >= s.size() || s.find('/', slash + 1) != std::string::npos) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '/')) return false;
+  const std::string org = s.substr(0, slash), name = s.substr(slash + 1);
+  return org != "." && org != ".." && name != "." && name != "..";
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  std::size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+}  // namespace
+
+Result<std::string> resolve_model_path(const std::string& model_ref) {
+  std::error_code ec;
+  if (model_ref.empty()) return make_error(ErrorCode::kInvalidArgument, "empty model reference (expected a directory or ORG/NAME[@REVISION])");
+  if (fs::is_directory(model_ref, ec)) return model_ref;
+
+  std::string repo = model_ref, rev = "main";
+  if (auto at = model_ref.rfind('@'); at != std::string::npos) {
+    repo = model_ref.substr(0, at);
+    rev = model_ref.substr(at + 1);
+  }
+  if (!is_repo_id(repo) || rev.empty() || rev.find("..") != std::string::npos) {
+    return make_error(ErrorCode::kNotFound,
+                      fmt::format("{}: no such model directory (and not a Hugging Face repo id of the form ORG/NAME[@REVISION])", model_ref));
+  }
+  const std::string org = repo.substr(0, repo.find('/')), name = repo.substr(repo.find('/') + 1);
+  const fs::path root = hub_cache_root();
+  const fs::path repo_dir = root / fmt::format("models--{}--{}", org, name);
+  std::vector<std::string> looked;
+  looked.push_back(fmt::format("directory '{}'", model_ref));
+
+  std::string commit;
+  const fs::path ref_file = repo_dir / "refs" / rev;
+  if (fs::is_regular_file(ref_file, ec)) {
+    auto text = io::read_text_file(ref_file.string());
+    if (text.ok()) commit = trim(*text);
+  }
+  looked.push_back(ref_file.string());
+  if (commit.empty() && is_commit_hash(rev)) commit = rev;
+  if (!commit.empty()) {
+    if (commit.find('/') != std::string::npos || commit.find("..") != std::string::npos) {
+      return make_error(ErrorCode::kFormat, fmt::format("{}: malformed revision \"{}\"", ref_file.string(), commit));
+    }
+    const fs::path snap = repo_dir / "snapshots" / commit;
+    if (fs::is_directory(snap, ec)) return snap.string();
+    looked.push_back(snap.string());
+  }
+  std::string where;
+  for (const auto& l : looked) where += "\n  " + l;
+  return make_error(ErrorCode::kNotFound,
+                    fmt::format("model '{}' not found; looked in:{}\n(hub cache root {}: set HF_HUB_CACHE or HF_HOME to use another)\n"
+                                "download it with: huggingface-cli download {}{}",
+                                model_ref, where, root.string(), repo, rev == "main" ? "" : " --revision " + rev));
+}
+
+}  // namespace mamba

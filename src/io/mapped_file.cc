@@ -1,0 +1,65 @@
+#include "io/mapped_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace mamba::io {
+
+Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    return make_error(e == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
+                      fmt::format("{}: cannot open: {}", path, std::strerror(e)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return make_error(ErrorCode::kIo, fmt::format("{}: fstat failed: {}", path, std::strerror(e)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error(ErrorCode::kIo, fmt::format("{}: not a regular file", path));
+  }
+  std::shared_ptr<MappedFile> f(new MappedFile());
+  f->path_ = path;
+  f->size_ = static_cast<std::size_t>(st.st_size);
+  if (f->size_ > 0) {
+    void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int e = errno;
+      ::close(fd);
+      return make_error(ErrorCode::kIo, fmt::format("{}: mmap of {} bytes failed: {}", path, f->size_, std::strerror(e)));
+    }
+    f->data_ = static_cast<const std::uint8_t*>(p);
+  }
+  ::close(fd);
+  return f;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<std::uint8_t*>(data_), size_);
+}
+
+Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return make_error(ErrorCode::kNotFound, fmt::format("{}: no such file", path));
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot open for reading", path));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return make_error(ErrorCode::kIo, fmt::format("{}: read error", path));
+  return ss.str();
+}
+
+}  // namespace mamba::io

@@ -1,0 +1,154 @@
+// bind_weights: the per-architecture tensor table. One table drives binding and validation of
+// presence, dtype (F32/BF16/F16) and shape, for HF and state-spaces names alike.
+//
+// Names (HF and state-spaces share all but the embedding):
+//   backbone.embeddings.weight (HF) | backbone.embedding.weight (state-spaces)   [V, d]
+//   backbone.layers.{i}.norm.weight                                              [d]
+//   backbone.layers.{i}.mixer.{in_proj,conv1d,out_proj,x_proj,dt_proj}.{weight,bias}, A_log, D,
+//   dt_bias, norm.weight (Mamba-2 gated RMSNorm)
+//   backbone.norm_f.weight [d];  lm_head.weight [V, d] (untied only)
+#include "mamba/weights.h"
+
+#include <fmt/format.h>
+
+namespace mamba {
+namespace {
+
+enum class Need { kRequired, kForbidden };  // forbidden: config says absent but the file has it
+
+struct Binder {
+  const Checkpoint& ckpt;
+  std::string dir;
+
+  std::string file_of(const TensorEntry* e) const { return e ? e->file : dir; }
+
+  Status check(const TensorEntry& e, const Shape& want) const {
+    const DType t = e.view.dtype;
+    if (t != DType::kF32 && t != DType::kBF16 && t != DType::kF16) {
+      return make_error(ErrorCode::kShape,
+                        fmt::format("{}: tensor '{}': dtype {} is not supported (expected F32, BF16 or F16)", e.file, e.name, dtype_name(t)));
+    }
+    if (e.view.shape != want) {
+      return make_error(ErrorCode::kShape,
+                        fmt::format("{}: tensor '{}': expected shape {}, got {}", e.file, e.name, want.str(), e.view.shape.str()));
+    }
+    return {};
+  }
+
+  // A required tensor: present with the given shape.
+  Result<TensorView> req(const std::string& name, const Shape& want, const char* why = nullptr) const {
+    const TensorEntry* e = ckpt.find(name);
+    if (e == nullptr) {
+      return make_error(ErrorCode::kNotFound,
+                        fmt::format("{}: tensor '{}' (shape {}) is missing{}{}", dir, name, want.str(), why ? ": " : "", why ? why : ""));
+    }
+    MAMBA_RETURN_IF_ERROR(check(*e, want));
+    return e->view;
+  }
+
+  // A tensor present iff `present` says so (a config flag); empty view when absent.
+  Result<TensorView> opt(const std::string& name, const Shape& want, bool present, const char* flag) const {
+    const TensorEntry* e = ckpt.find(name);
+    if (present) {
+      if (e == nullptr) {
+        return make_error(ErrorCode::kNotFound,
+                          fmt::format("{}: tensor '{}' (shape {}) is missing but the config says {} = true", dir, name, want.str(), flag));
+      }
+      MAMBA_RETURN_IF_ERROR(check(*e, want));
+      return e->view;
+    }
+    if (e != nullptr) {
+      return make_error(ErrorCode::kShape,
+                        fmt::format("{}: tensor '{}' is present but the config says {} = false (the model would ignore it)", e->file, name, flag));
+    }
+    return TensorView{};
+  }
+};
+
+Status bind_mamba1_layer(const Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& L) {
+  const std::int64_t d = c.d_model, E = c.d_inner, N = c.d_state, K = c.d_conv, R = c.dt_rank;
+  MAMBA_ASSIGN_OR_RETURN(L.in_proj, b.req(p + "mixer.in_proj.weight", {2 * E, d}));
+  MAMBA_ASSIGN_OR_RETURN(L.in_proj_bias, b.opt(p + "mixer.in_proj.bias", {2 * E}, c.proj_bias, "use_bias"));
+  MAMBA_ASSIGN_OR_RETURN(L.conv1d_weight, b.req(p + "mixer.conv1d.weight", {E, 1, K}));
+  MAMBA_ASSIGN_OR_RETURN(L.conv1d_bias, b.opt(p + "mixer.conv1d.bias", {E}, c.conv_bias, "use_conv_bias"));
+  MAMBA_ASSIGN_OR_RETURN(L.x_proj, b.req(p + "mixer.x_proj.weight", {R + 2 * N, E}));
+  MAMBA_ASSIGN_OR_RETURN(L.dt_proj, b.req(p + "mixer.dt_proj.weight", {E, R}));
+  MAMBA_ASSIGN_OR_RETURN(L.dt_proj_bias, b.req(p + "mixer.dt_proj.bias", {E}));
+  MAMBA_ASSIGN_OR_RETURN(L.A_log, b.req(p + "mixer.A_log", {E, N}));
+  MAMBA_ASSIGN_OR_RETURN(L.D, b.req(p + "mixer.D", {E}));
+  MAMBA_ASSIGN_OR_RETURN(L.out_proj, b.req(p + "mixer.out_proj.weight", {d, E}));
+  MAMBA_ASSIGN_OR_RETURN(L.out_proj_bias, b.opt(p + "mixer.out_proj.bias", {d}, c.proj_bias, "use_bias"));
+  return {};
+}
+
+Status bind_mamba2_layer(const Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& L) {
+  const std::int64_t d = c.d_model, E = c.d_inner, N = c.d_state, K = c.d_conv, H = c.n_heads, G = c.n_groups;
+  const std::int64_t C = c.conv_channels(), M = c.d_mlp;
+  MAMBA_ASSIGN_OR_RETURN(L.in_proj, b.req(p + "mixer.in_proj.weight", {2 * M + 2 * E + 2 * G * N + H, d}));
+  MAMBA_ASSIGN_OR_RETURN(L.in_proj_bias, b.opt(p + "mixer.in_proj.bias", {2 * M + 2 * E + 2 * G * N + H}, c.proj_bias, "use_bias"));
+  MAMBA_ASSIGN_OR_RETURN(L.conv1d_weight, b.req(p + "mixer.conv1d.weight", {C, 1, K}));
+  MAMBA_ASSIGN_OR_RETURN(L.conv1d_bias, b.opt(p + "mixer.conv1d.bias", {C}, c.conv_bias, "use_conv_bias"));
+  MAMBA_ASSIGN_OR_RETURN(L.dt_bias, b.req(p + "mixer.dt_bias", {H}));
+  MAMBA_ASSIGN_OR_RETURN(L.A_log, b.req(p + "mixer.A_log", {H}));
+  MAMBA_ASSIGN_OR_RETURN(L.D, b.req(p + "mixer.D", {H}));
+  MAMBA_ASSIGN_OR_RETURN(L.gated_norm, b.req(p + "mixer.norm.weight", {E}));
+  MAMBA_ASSIGN_OR_RETURN(L.out_proj, b.req(p + "mixer.out_proj.weight", {d, E + M}));
+  MAMBA_ASSIGN_OR_RETURN(L.out_proj_bias, b.opt(p + "mixer.out_proj.bias", {d}, c.proj_bias, "use_bias"));
+  return {};
+}
+
+// Mamba-2's in_proj rows = 2·d_mlp + 2·E + 2·G·N + H: the gated-MLP width is what the tensor says.
+Status derive_d_mlp(const Checkpoint& ckpt, ModelConfig& c) {
+  const std::string name = "backbone.layers.0.mixer.in_proj.weight";
+  const TensorEntry* e = ckpt.find(name);
+  if (e == nullptr) return {};  // reported as missing by the binder
+  const std::int64_t base = 2 * c.d_inner + 2 * c.n_groups * c.d_state + c.n_heads;
+  const std::int64_t rows = e->view.shape.rank == 2 ? e->view.shape[0] : -1;
+  if (rows < base || (rows - base) % 2 != 0) {
+    return make_error(ErrorCode::kShape,
+                      fmt::format("{}: tensor '{}': expected shape [2·d_mlp + {} (= 2·d_inner {} + 2·n_groups·d_state {} + n_heads {}), {}], got {}",
+                                  e->file, name, base, 2 * c.d_inner, 2 * c.n_groups * c.d_state, c.n_heads, c.d_model, e->view.shape.str()));
+  }
+  c.d_mlp = (rows - base) / 2;
+  return {};
+}
+
+}  // namespace
+
+Result<ModelWeights> bind_weights(Checkpoint& ckpt) {
+  ModelConfig& c = ckpt.mutable_config();
+  if (!c.rms_norm) {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}/config.json: rms_norm = false (LayerNorm blocks) is not supported; only RMSNorm models load", ckpt.dir()));
+  }
+  if (c.arch == Arch::kMamba2) MAMBA_RETURN_IF_ERROR(derive_d_mlp(ckpt, c));
+
+  Binder b{ckpt, ckpt.dir()};
+  const std::int64_t V = c.padded_vocab_size(), d = c.d_model;
+  ModelWeights w;
+  // The format decides the embedding's name; accept the other spelling too (converted checkpoints).
+  const char* emb_names[2] = {"backbone.embeddings.weight", "backbone.embedding.weight"};
+  if (c.format == CheckpointFormat::kStateSpaces) std::swap(emb_names[0], emb_names[1]);
+  const char* emb = ckpt.find(emb_names[0]) != nullptr || ckpt.find(emb_names[1]) == nullptr ? emb_names[0] : emb_names[1];
+  MAMBA_ASSIGN_OR_RETURN(w.embedding, b.req(emb, {V, d}));
+  MAMBA_ASSIGN_OR_RETURN(w.norm_f, b.req("backbone.norm_f.weight", {d}));
+  if (c.tie_embeddings) {
+    w.lm_head = w.embedding;
+  } else {
+    MAMBA_ASSIGN_OR_RETURN(w.lm_head, b.req("lm_head.weight", {V, d}, "the config says the lm_head is untied (tie_word_embeddings / tie_embeddings = false)"));
+  }
+  w.layers.resize(static_cast<std::size_t>(c.n_layer));
+  for (std::int64_t i = 0; i < c.n_layer; ++i) {
+    const std::string p = fmt::format("backbone.layers.{}.", i);
+    LayerWeights& L = w.layers[static_cast<std::size_t>(i)];
+    MAMBA_ASSIGN_OR_RETURN(L.norm, b.req(p + "norm.weight", {d}));
+    if (c.arch == Arch::kMamba2) {
+      MAMBA_RETURN_IF_ERROR(bind_mamba2_layer(b, c, p, L));
+    } else {
+      MAMBA_RETURN_IF_ERROR(bind_mamba1_layer(b, c, p, L));
+    }
+  }
+  return w;
+}
+
+}  // namespace mamba
