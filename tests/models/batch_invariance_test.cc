@@ -37,7 +37,7 @@ TEST_P(BatchInvariance, StepAloneEqualsStepInBatchBitwise) {
   std::vector<State> alone_states;
   for (std::size_t b = 0; b < prompts.size(); ++b) {
     alone_states.push_back(base[b].clone());
-    std::vector<float> row(std::size_t(V));
+    std::vector<float> row(static_cast<std::size_t>(V));
     State* st[] = {&alone_states.back()};
     ASSERT_TRUE(model.step({&next[b], 1}, st, row.data()).ok());
     alone_logits.push_back(std::move(row));

@@ -56,7 +56,7 @@ class FixtureTest : public ::testing::TestWithParam<FixtureCase> {
     std::vector<Prompt> out;
     int i = 0;
     for (const auto& p : ref_.json["prompts"]) {
-      Prompt q{"p" + std::to_string(i++), p["ids"].get<std::vector<std::int32_t>>(),
+      Prompt q{std::string("p").append(std::to_string(i++)), p["ids"].get<std::vector<std::int32_t>>(),
                p["greedy_ids"].get<std::vector<std::int32_t>>(), p["logits"].get<std::string>()};
       out.push_back(std::move(q));
     }
@@ -93,7 +93,9 @@ class FixtureTest : public ::testing::TestWithParam<FixtureCase> {
     const auto& ids = ref_.at(p.key + ".greedy_top8_ids").i32;
     const auto& vals = ref_.at(p.key + ".greedy_top8_vals").f32;
     for (int j = 0; j < 8; ++j) EXPECT_NEAR(row[ids[k * 8 + j]], vals[k * 8 + j], tol_) << "greedy step " << k;
-    if (k == 11) EXPECT_LE(max_abs(row, ref_.at(p.key + ".greedy_last_logits").f32.data(), V_), tol_);
+    if (k == 11) {
+      EXPECT_LE(max_abs(row, ref_.at(p.key + ".greedy_last_logits").f32.data(), V_), tol_);
+    }
   }
 
   std::string dir_;
@@ -172,7 +174,7 @@ TEST_P(FixtureTest, SplitPrefill) {
   for (const Prompt& p : prompts()) {
     const std::int64_t L = std::int64_t(p.ids.size());
     State sa = model_->new_state();
-    std::vector<float> last_a(std::size_t(V_));
+    std::vector<float> last_a(static_cast<std::size_t>(V_));
     ASSERT_TRUE(model_->prefill(p.ids, sa, LogitsMode::kLast, last_a.data()).ok());
 
     std::vector<std::vector<std::int64_t>> splits;  // interior cut points
@@ -193,7 +195,7 @@ TEST_P(FixtureTest, SplitPrefill) {
     for (auto cuts : splits) {
       cuts.push_back(L);
       State sc = model_->new_state();
-      std::vector<float> last(std::size_t(V_));
+      std::vector<float> last(static_cast<std::size_t>(V_));
       std::int64_t t0 = 0;
       for (std::int64_t t1 : cuts) {
         const std::span<const std::int32_t> part(p.ids.data() + t0, std::size_t(t1 - t0));
@@ -202,7 +204,9 @@ TEST_P(FixtureTest, SplitPrefill) {
                                     final_part ? last.data() : nullptr).ok());
         t0 = t1;
       }
-      SCOPED_TRACE(p.key + " split at " + std::to_string(cuts[0]) + (cuts.size() > 2 ? "," + std::to_string(cuts[1]) : ""));
+      std::string where = p.key + " split at";
+      for (std::size_t i = 0; i + 1 < cuts.size(); ++i) where.append(" ").append(std::to_string(cuts[i]));
+      SCOPED_TRACE(where);
       EXPECT_LE(max_abs(last.data(), last_a.data(), V_), tol_);
       EXPECT_LE(test::state_diff(sc, sa), kStateTol);
       const bool at_chunk_multiples = Q > 0 && cuts.size() == 2 && cuts[0] % Q == 0;
@@ -226,7 +230,7 @@ TEST_P(FixtureTest, ShortPrompts) {
       const auto l1 = test::prefill_all(*model_, ids, s1);
       EXPECT_LE(max_abs(l1.data(), r.data(), std::int64_t(k) * V_), tol_) << p.key << " prefill k=" << k;
       State s2 = model_->new_state();
-      std::vector<float> row(std::size_t(V_));
+      std::vector<float> row(static_cast<std::size_t>(V_));
       for (std::size_t t = 0; t < k; ++t) {
         State* states[] = {&s2};
         ASSERT_TRUE(model_->step({&ids[t], 1}, states, row.data()).ok());

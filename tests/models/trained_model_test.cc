@@ -30,7 +30,7 @@ void check_model(const std::string& dir) {
   const std::int64_t V = model.logits_width();
   int i = 0, checked = 0;
   for (const auto& p : ref.json["prompts"]) {
-    const std::string key = "p" + std::to_string(i);
+    const std::string key = std::string("p").append(std::to_string(i));
     const auto ids = p["ids"].get<std::vector<std::int32_t>>();
     const auto greedy = p["greedy_ids"].get<std::vector<std::int32_t>>();
     const auto& last_ref = ref.at(key + ".logits_last").f32;
