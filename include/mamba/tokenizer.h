@@ -77,9 +77,9 @@ class StreamDecoder {
  private:
   const Tokenizer* tok_;
   bool skip_special_;
-  std::vector<std::int32_t> ids_;
-  std::size_t emitted_bytes_ = 0;
-  std::size_t window_start_ = 0;
+  std::vector<std::int32_t> ids_;  ///< window: prefix ids (already released) + pending ids
+  std::size_t read_index_ = 0;     ///< ids_[0, read_index_) is the prefix
+  std::string prefix_text_;        ///< decode(prefix ids) — subtracted from the window's text
 };
 
 }  // namespace mamba

@@ -72,4 +72,26 @@ std::string make_safetensors(const std::vector<StTensor>& tensors) {
   return out + hs + data;
 }
 
+std::string le(std::uint64_t v, int nbytes) {
+  std::string s;
+  for (int i = 0; i < nbytes; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  return s;
+}
+
+std::string make_zip(const std::vector<std::pair<std::string, std::string>>& entries) {
+  std::string out, central;
+  for (const auto& [name, data] : entries) {
+    const std::uint64_t offset = out.size();
+    out += le(0x04034b50, 4) + le(20, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(0, 4) + le(data.size(), 4) + le(data.size(), 4) +
+           le(name.size(), 2) + le(0, 2) + name + data;
+    central += le(0x02014b50, 4) + le(20, 2) + le(20, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(0, 4) + le(data.size(), 4) +
+               le(data.size(), 4) + le(name.size(), 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(offset, 4) + name;
+  }
+  const std::uint64_t cd_offset = out.size();
+  out += central;
+  out += le(0x06054b50, 4) + le(0, 2) + le(0, 2) + le(entries.size(), 2) + le(entries.size(), 2) + le(central.size(), 4) +
+         le(cd_offset, 4) + le(0, 2);
+  return out;
+}
+
 }  // namespace mamba::test

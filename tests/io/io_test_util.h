@@ -37,4 +37,10 @@ struct StTensor {
 };
 std::string make_safetensors(const std::vector<StTensor>& tensors);
 
+/// A zip archive of stored (uncompressed) entries, as torch.save writes them (CRCs left 0).
+std::string make_zip(const std::vector<std::pair<std::string, std::string>>& entries);
+
+/// Little-endian bytes of an integer.
+std::string le(std::uint64_t v, int nbytes);
+
 }  // namespace mamba::test

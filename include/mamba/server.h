@@ -1,0 +1,83 @@
+// mamba-server: a TGI- and OpenAI-compatible HTTP server with continuous batching.
+//
+// One scheduler thread owns the Model. Each iteration it runs one batched decode step
+// (Model::step) over every running sequence, then prefills waiting prompts within the
+// prefill-token budget (long prompts in pieces at multiples of chunk_size, so results are
+// bitwise those of the unsplit prompt). Per-sequence States live in a slot pool preallocated at
+// start within `state_memory_bytes`. HTTP handler threads only parse, validate and stream.
+// Endpoints, flags and formats are documented in docs/SERVER.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "mamba/model.h"
+#include "mamba/status.h"
+#include "mamba/tokenizer.h"
+
+namespace mamba {
+
+/// Server settings (flags of `mamba-server`; defaults are the documented ones).
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                           ///< 0 = pick a free port (see Server::port())
+  int max_concurrent_requests = 128;         ///< running + queued; beyond → 429 overloaded
+  int max_batch_size = 0;                    ///< sequences per decode step; 0 = number of slots
+  int max_batch_prefill_tokens = 4096;       ///< prompt tokens prefilled per scheduler iteration
+  int max_input_tokens = 65536;              ///< prompt tokens per request (after truncate)
+  int max_total_tokens = 131072;             ///< prompt + max_new_tokens per request
+  std::int64_t state_memory_bytes = std::int64_t{2} << 30;  ///< budget for preallocated States
+  int http_threads = 0;                      ///< HTTP worker threads; 0 = max_concurrent_requests + 32
+  std::string api_key;                       ///< non-empty: require `Authorization: Bearer KEY`
+  std::string model_id = "mamba";           ///< name reported by /info and /v1/models
+  double drain_grace_seconds = 30.0;         ///< on shutdown: in-flight requests get this long
+  std::size_t max_body_bytes = std::size_t{8} << 20;  ///< larger request bodies → 413
+};
+
+/// Parses a byte size such as "2GiB", "512MiB", "1.5GB", "100000" (bytes). Units: B, K/KB/KiB,
+/// M/MB/MiB, G/GB/GiB, T/TB/TiB (KB = 1000, KiB = 1024; a bare K/M/G means KiB/MiB/GiB).
+/// Errors: kInvalidArgument naming the text.
+Result<std::int64_t> parse_byte_size(std::string_view text);
+
+/// Embedded default model directory: $MAMBA_MODEL, next to the executable (models/NAME,
+/// ../share/mamba.cpp/models/NAME), the installed data dir, the source tree. Empty if none.
+/// (Same search as mamba-cli's default_model_path().)
+std::string server_default_model_path();
+
+/// The HTTP server. Lifecycle: create → start (binds, spawns scheduler + HTTP threads) →
+/// wait() blocks until shutdown() has drained everything. shutdown() is safe from any thread.
+class Server {
+ public:
+  /// Takes ownership of `model` and `tokenizer` (required: text endpoints need it).
+  /// `eos_ids`: EOS tokens (from generation_config.json / config.json).
+  /// Errors: kInvalidArgument for inconsistent options (e.g. state budget below one state).
+  static Result<std::unique_ptr<Server>> create(std::unique_ptr<Model> model,
+                                                std::unique_ptr<Tokenizer> tokenizer,
+                                                std::vector<std::int32_t> eos_ids,
+                                                const ServerOptions& opts);
+  ~Server();
+
+  /// Binds host:port and starts serving in background threads. Errors: kIo (bind failed).
+  Status start();
+  /// Port actually bound (after start()).
+  int port() const;
+  /// Stops accepting new requests (503), lets in-flight ones finish for up to
+  /// drain_grace_seconds, cancels the rest, then stops the HTTP server. Idempotent.
+  void shutdown();
+  /// Blocks until the server has stopped (after shutdown()).
+  void wait();
+
+  struct Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Reads the EOS ids of a model directory: generation_config.json's eos_token_id (int or list),
+/// else the config's eos_token_ids. Missing files are not errors (empty list).
+std::vector<std::int32_t> read_eos_ids(const std::string& model_dir, const ModelConfig& config);
+
+}  // namespace mamba

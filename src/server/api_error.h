@@ -1,0 +1,20 @@
+// ApiError: an HTTP error answer {error, error_type} as TGI writes them (also used on the OpenAI
+// routes). Bad input is always a 4xx naming the field; 5xx only for server-side failures.
+#pragma once
+
+#include <string>
+
+namespace mamba::server {
+
+struct ApiError {
+  int status = 422;                    ///< 400 malformed, 401 auth, 413 too large, 422 validation, 429 overloaded, 503 draining
+  std::string type = "validation";     ///< error_type: validation | malformed_request | authentication | payload_too_large | overloaded | unavailable | generation | not_found
+  std::string message;
+
+  static ApiError validation(std::string msg) { return {422, "validation", std::move(msg)}; }
+  static ApiError malformed(std::string msg) { return {400, "malformed_request", std::move(msg)}; }
+  /// JSON body {"error": message, "error_type": type}.
+  std::string body() const;
+};
+
+}  // namespace mamba::server

@@ -1,0 +1,154 @@
+#include "server/context.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "server/json_fields.h"
+
+namespace mamba::server {
+
+void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics) {
+  if (err.status == 429) {
+    metrics.requests_overloaded++;
+  } else if (err.status < 500) {
+    metrics.requests_rejected++;
+  }
+  res.status = err.status;
+  res.set_content(err.body(), "application/json");
+}
+
+std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::string& text,
+                                       const std::vector<std::int32_t>& ids, std::int64_t truncate,
+                                       int max_new_tokens, std::vector<std::int32_t>& out) {
+  if (!ids.empty()) {
+    out = ids;
+  } else {
+    auto enc = ctx.tok->encode(text, /*add_special_tokens=*/false);
+    if (!enc.ok()) return ApiError::validation(fmt::format("prompt could not be tokenized: {}", enc.error().message));
+    out = std::move(enc).value();
+  }
+  if (out.empty()) return ApiError::validation("the prompt is empty after tokenization");
+  const std::int64_t width = ctx.model->logits_width();
+  for (std::int32_t id : out) {
+    if (id < 0 || id >= width) {
+      return ApiError::validation(fmt::format("prompt token id {} is out of range [0, {})", id, width));
+    }
+  }
+  if (truncate > 0 && static_cast<std::int64_t>(out.size()) > truncate) {
+    out.erase(out.begin(), out.end() - truncate);
+  }
+  const auto n = static_cast<std::int64_t>(out.size());
+  if (n > ctx.limits.max_input_tokens) {
+    return ApiError::validation(fmt::format("`inputs` must have less than {} tokens. Given: {}",
+                                            ctx.limits.max_input_tokens, n));
+  }
+  if (n + max_new_tokens > ctx.limits.max_total_tokens) {
+    return ApiError::validation(fmt::format(
+        "`inputs` tokens + `max_new_tokens` must be <= {}. Given: {} `inputs` tokens and {} `max_new_tokens`",
+        ctx.limits.max_total_tokens, n, max_new_tokens));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> submit(ServerContext& ctx, SequenceRequest req, std::shared_ptr<RequestStream>& out) {
+  if (ctx.draining.load()) return ApiError{503, "unavailable", "the server is shutting down"};
+  out = ctx.scheduler->submit(std::move(req));
+  if (!out) {
+    if (ctx.draining.load()) return ApiError{503, "unavailable", "the server is shutting down"};
+    return ApiError{429, "overloaded", fmt::format("Model is overloaded: {} requests are already in flight (--max-concurrent-requests)",
+                                                   ctx.opts.max_concurrent_requests)};
+  }
+  ctx.metrics.requests_received++;
+  return std::nullopt;
+}
+
+Collected collect(RequestStream& stream) {
+  Collected c;
+  for (;;) {
+    RequestStream::Update u;
+    if (!stream.take(u, std::chrono::milliseconds(1000))) continue;
+    for (auto& t : u.tokens) {
+      c.text += t.text_delta;
+      c.tokens.push_back(std::move(t));
+    }
+    if (u.done) {
+      c.error = u.error;
+      c.stats = stream.stats();
+      return c;
+    }
+  }
+}
+
+ApiError generation_error(const Collected& c) {
+  if (c.error) return ApiError{424, "generation", c.error->message};
+  return ApiError{503, "unavailable", "the request was cancelled (server shutting down)"};
+}
+
+void log_request(std::uint64_t id, const char* route, const SequenceStats& st, const std::optional<Error>& err) {
+  spdlog::info("req={} route={} prompt_tokens={} generated_tokens={} queue_ms={:.1f} prefill_ms={:.1f} decode_ms={:.1f} total_ms={:.1f} finish={}{}",
+               id, route, st.prompt_tokens, st.generated_tokens, st.queue_ms, st.prefill_ms, st.decode_ms, st.total_ms,
+               err ? "error" : finish_reason_name(st.finish), err ? fmt::format(" error=\"{}\"", err->message) : "");
+}
+
+std::string token_text(const ServerContext& ctx, std::int32_t id) {
+  std::int32_t one[1] = {id};
+  auto r = ctx.tok->decode(one, /*skip_special_tokens=*/false);
+  return r.ok() ? std::move(r).value() : std::string();
+}
+
+std::string sse_data(const std::string& payload) { return "data: " + payload + "\n\n"; }
+
+void set_sse_response(httplib::Response& res, std::shared_ptr<RequestStream> stream, SseHandlers h) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  auto closed = std::make_shared<std::atomic<bool>>(false);
+  auto close_once = [stream, h, closed](const std::optional<Error>& err) {
+    if (!closed->exchange(true) && h.on_close) h.on_close(stream->stats(), err);
+  };
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [stream, h, close_once](std::size_t /*offset*/, httplib::DataSink& sink) -> bool {
+        auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
+        auto last_write = std::chrono::steady_clock::now();
+        for (;;) {
+          RequestStream::Update u;
+          if (!stream->take(u, std::chrono::milliseconds(250))) {
+            // SSE comment as heartbeat: lets a vanished client be noticed while queued
+            if (std::chrono::steady_clock::now() - last_write > std::chrono::seconds(1)) {
+              if (!write(": ping\n\n")) {
+                stream->cancel();
+                return false;
+              }
+              last_write = std::chrono::steady_clock::now();
+            }
+            continue;
+          }
+          const bool ok_end = u.done && !u.error && stream->stats().finish != FinishReason::kCancelled;
+          if (!u.tokens.empty() || ok_end) {
+            if (!write(h.on_tokens(u.tokens, ok_end, stream->stats()))) {
+              stream->cancel();
+              return false;
+            }
+            last_write = std::chrono::steady_clock::now();
+          }
+          if (u.done) {
+            if (!ok_end) {
+              Collected c;
+              c.error = u.error;
+              (void)write(h.on_error(generation_error(c)));
+            }
+            if (h.on_end) (void)write(h.on_end());
+            close_once(u.error);
+            sink.done();
+            return true;
+          }
+        }
+      },
+      [stream, close_once](bool /*success*/) {
+        // connection closed (normally or not): make sure the sequence leaves the scheduler
+        stream->cancel();
+        close_once(std::nullopt);
+      });
+}
+
+}  // namespace mamba::server

@@ -1,0 +1,86 @@
+// ServerContext: what every route handler shares (model, tokenizer, scheduler, metrics, options),
+// plus the steps common to TGI and OpenAI routes: prompt tokenization with the length limits,
+// blocking collection of a finished generation, error answers and the one-line request log.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <httplib.h>
+
+#include "mamba/model.h"
+#include "mamba/server.h"
+#include "mamba/tokenizer.h"
+#include "server/api_error.h"
+#include "server/metrics.h"
+#include "server/request_stream.h"
+#include "server/scheduler.h"
+#include "server/tgi_request.h"
+
+namespace mamba::server {
+
+struct ServerContext {
+  ServerOptions opts;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tok;
+  std::vector<std::int32_t> eos_ids;
+  Metrics metrics;
+  std::unique_ptr<Scheduler> scheduler;
+  RequestLimits limits;
+  std::atomic<bool> draining{false};
+  std::atomic<std::uint64_t> next_request_id{1};
+  std::int64_t created_unix = 0;  ///< start time (seconds since epoch), for OpenAI "created"
+};
+
+/// Writes `err` as the JSON answer; counts it as rejected (or overloaded for 429).
+void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics);
+
+/// Tokenizes `text` (or takes `ids` when non-empty), applies `truncate` (keep the last N, 0 =
+/// off), checks ids < logits width, input ≤ max_input_tokens and input + max_new_tokens ≤
+/// max_total_tokens. Errors: 422 naming the limit.
+std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::string& text,
+                                       const std::vector<std::int32_t>& ids, std::int64_t truncate,
+                                       int max_new_tokens, std::vector<std::int32_t>& out);
+
+/// Submits to the scheduler. Errors: 503 while draining, 429 when full.
+std::optional<ApiError> submit(ServerContext& ctx, SequenceRequest req, std::shared_ptr<RequestStream>& out);
+
+/// A finished generation, collected by a blocking (non-stream) handler.
+struct Collected {
+  std::vector<TokenEvent> tokens;
+  std::string text;  ///< concatenated text_delta (= what a stream delivers)
+  SequenceStats stats;
+  std::optional<Error> error;
+};
+Collected collect(RequestStream& stream);
+
+/// 424 generation error (model / numerical) or 503 when cancelled by shutdown.
+ApiError generation_error(const Collected& c);
+
+/// Logs one line: request id, route, prompt/generated tokens, queue/prefill/decode ms, finish.
+void log_request(std::uint64_t id, const char* route, const SequenceStats& st, const std::optional<Error>& err);
+
+/// Decodes one id (for details / logprobs); "" when the tokenizer refuses it.
+std::string token_text(const ServerContext& ctx, std::int32_t id);
+
+/// Sets a text/event-stream response that pumps `stream`: `on_tokens(tokens, done)` returns the
+/// SSE text for a batch of tokens (done: the batch ends the stream normally, stats valid);
+/// `on_error(error)` the text for a failed / cancelled end; `on_end()` the trailer (e.g. [DONE]).
+/// A failed write (client gone) cancels the sequence. `on_close(stats, error)` runs once at the end.
+struct SseHandlers {
+  std::function<std::string(const std::vector<TokenEvent>&, bool done, const SequenceStats&)> on_tokens;
+  std::function<std::string(const ApiError&)> on_error;
+  std::function<std::string()> on_end;
+  std::function<void(const SequenceStats&, const std::optional<Error>&)> on_close;
+};
+void set_sse_response(httplib::Response& res, std::shared_ptr<RequestStream> stream, SseHandlers handlers);
+
+/// "data: <json>\n\n"
+std::string sse_data(const std::string& payload);
+
+}  // namespace mamba::server

@@ -1,0 +1,246 @@
+// Server: wires the HTTP layer (cpp-httplib) to the scheduler. Handler threads parse, validate,
+// tokenize and stream; only the scheduler thread touches the model.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "mamba/server.h"
+#include "server/context.h"
+#include "server/json_fields.h"
+#include "server/routes.h"
+#include "server/slot_pool.h"
+
+namespace mamba {
+
+using server::ApiError;
+using server::ServerContext;
+
+struct Server::Impl {
+  ServerContext ctx;
+  httplib::Server http;
+  std::thread listen_thread;
+  int port = 0;
+  std::mutex mu;
+  bool shut = false;
+  bool started = false;
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() {
+  shutdown();
+  wait();
+}
+
+Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std::unique_ptr<Tokenizer> tokenizer,
+                                               std::vector<std::int32_t> eos_ids, const ServerOptions& opts) {
+  if (!model) return make_error(ErrorCode::kInvalidArgument, "Server::create: model is null");
+  if (!tokenizer) return make_error(ErrorCode::kInvalidArgument, "Server::create: the server needs a tokenizer (tokenizer.json next to the model)");
+  if (opts.max_concurrent_requests < 1) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--max-concurrent-requests must be >= 1, got {}", opts.max_concurrent_requests));
+  }
+  if (opts.max_batch_prefill_tokens < 1) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--max-batch-prefill-tokens must be >= 1, got {}", opts.max_batch_prefill_tokens));
+  }
+  if (opts.max_input_tokens < 1 || opts.max_total_tokens <= opts.max_input_tokens) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("need 1 <= --max-input-tokens < --max-total-tokens, got {} and {}", opts.max_input_tokens, opts.max_total_tokens));
+  }
+  const std::int64_t state_bytes = model->config().state_bytes();
+  const int slots = server::slots_for_budget(opts.state_memory_bytes, state_bytes, opts.max_concurrent_requests);
+  if (slots < 1) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--state-memory {} bytes is below one sequence state ({} bytes)", opts.state_memory_bytes, state_bytes));
+  }
+  auto impl = std::make_unique<Impl>();
+  ServerContext& ctx = impl->ctx;
+  ctx.opts = opts;
+  ctx.model = std::move(model);
+  ctx.tok = std::move(tokenizer);
+  ctx.eos_ids = std::move(eos_ids);
+  ctx.limits.max_input_tokens = opts.max_input_tokens;
+  ctx.limits.max_total_tokens = opts.max_total_tokens;
+  ctx.created_unix = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  server::SchedulerOptions so;
+  so.slots = slots;
+  so.max_in_flight = opts.max_concurrent_requests;
+  so.max_batch_size = opts.max_batch_size;
+  so.max_batch_prefill_tokens = opts.max_batch_prefill_tokens;
+  ctx.scheduler = std::make_unique<server::Scheduler>(*ctx.model, ctx.tok.get(), ctx.eos_ids, so, ctx.metrics);
+  spdlog::info("state slots: {} (state {:.2f} MiB per sequence, budget {:.0f} MiB, max concurrent requests {}), "
+               "decode batch <= {}, prefill budget {} tokens per iteration, prompt granule {}",
+               slots, static_cast<double>(state_bytes) / (1 << 20), static_cast<double>(opts.state_memory_bytes) / (1 << 20),
+               opts.max_concurrent_requests, opts.max_batch_size > 0 ? std::min(opts.max_batch_size, slots) : slots,
+               opts.max_batch_prefill_tokens, ctx.scheduler->granularity());
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Status Server::start() {
+  Impl& im = *impl_;
+  ServerContext& ctx = im.ctx;
+  httplib::Server& http = im.http;
+  const int threads = ctx.opts.http_threads > 0 ? ctx.opts.http_threads : ctx.opts.max_concurrent_requests + 32;
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  http.set_keep_alive_max_count(100);
+  http.set_keep_alive_timeout(2);
+  http.set_read_timeout(30, 0);
+  http.set_write_timeout(30, 0);
+  http.set_payload_max_length(ctx.opts.max_body_bytes);
+  http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    if (ctx.opts.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    const std::string want = "Bearer " + ctx.opts.api_key;
+    if (req.get_header_value("Authorization") == want || req.get_header_value("x-api-key") == ctx.opts.api_key) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    server::send_error(res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)"}, ctx.metrics);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ApiError e;
+    e.status = res.status;
+    switch (res.status) {
+      case 404: e.type = "not_found"; e.message = fmt::format("no route for {} {}", req.method, req.path); break;
+      case 405: e.type = "method_not_allowed"; e.message = fmt::format("method {} not allowed on {}", req.method, req.path); break;
+      case 413: e.type = "payload_too_large"; e.message = fmt::format("request body exceeds {} bytes", ctx.opts.max_body_bytes); break;
+      case 400: e.type = "malformed_request"; e.message = "malformed HTTP request"; break;
+      default: e.type = "error"; e.message = fmt::format("HTTP {}", res.status); break;
+    }
+    res.set_content(e.body(), "application/json");
+  });
+  http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& ex) {
+      what = ex.what();
+    } catch (...) {
+    }
+    spdlog::error("internal error on {} {}: {}", req.method, req.path, what);
+    res.status = 500;
+    res.set_content(ApiError{500, "internal", fmt::format("internal error: {}", what)}.body(), "application/json");
+  });
+  server::register_tgi_routes(http, ctx);
+  server::register_openai_routes(http, ctx);
+
+  int port = ctx.opts.port;
+  if (port == 0) {
+    port = http.bind_to_any_port(ctx.opts.host.c_str());
+    if (port < 0) return make_error(ErrorCode::kIo, fmt::format("cannot bind {}:<any>", ctx.opts.host));
+  } else if (!http.bind_to_port(ctx.opts.host.c_str(), port)) {
+    return make_error(ErrorCode::kIo, fmt::format("cannot bind {}:{} (in use or not permitted)", ctx.opts.host, port));
+  }
+  im.port = port;
+  ctx.scheduler->start();
+  im.listen_thread = std::thread([&http] { http.listen_after_bind(); });
+  {
+    std::lock_guard lk(im.mu);
+    im.started = true;
+  }
+  spdlog::info("listening on http://{}:{} (model '{}', {} HTTP threads)", ctx.opts.host, port, ctx.opts.model_id, threads);
+  return {};
+}
+
+int Server::port() const { return impl_->port; }
+
+void Server::shutdown() {
+  Impl& im = *impl_;
+  {
+    std::lock_guard lk(im.mu);
+    if (im.shut) return;
+    im.shut = true;
+  }
+  im.ctx.draining = true;
+  spdlog::info("shutting down: draining in-flight requests (grace {:.0f} s)", im.ctx.opts.drain_grace_seconds);
+  im.ctx.scheduler->stop(std::chrono::milliseconds(static_cast<std::int64_t>(im.ctx.opts.drain_grace_seconds * 1000)));
+  // give streaming handlers a moment to write their last events before the sockets close
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  im.http.stop();
+}
+
+void Server::wait() {
+  Impl& im = *impl_;
+  if (im.listen_thread.joinable()) im.listen_thread.join();
+}
+
+Result<std::int64_t> parse_byte_size(std::string_view text) {
+  std::string s(text);
+  std::size_t pos = 0;
+  double value = 0;
+  try {
+    value = std::stod(s, &pos);
+  } catch (...) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("invalid byte size '{}': expected e.g. 2GiB, 512MiB, 1000000", s));
+  }
+  std::string unit = s.substr(pos);
+  unit.erase(0, unit.find_first_not_of(' '));
+  double mult = 0;
+  static const std::pair<const char*, double> units[] = {
+      {"", 1}, {"B", 1}, {"K", 1024.0}, {"KB", 1e3}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MB", 1e6}, {"MiB", 1048576.0},
+      {"G", 1073741824.0}, {"GB", 1e9}, {"GiB", 1073741824.0}, {"T", 1099511627776.0}, {"TB", 1e12}, {"TiB", 1099511627776.0}};
+  for (const auto& [u, m] : units) {
+    if (unit == u) mult = m;
+  }
+  const double bytes = value * mult;
+  if (mult == 0 || !std::isfinite(bytes) || bytes < 0 || bytes > 9.0e18) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("invalid byte size '{}': expected e.g. 2GiB, 512MiB, 1000000", s));
+  }
+  return static_cast<std::int64_t>(bytes);
+}
+
+std::string server_default_model_path() {
+  namespace fs = std::filesystem;
+  const std::string name = "mamba2-books-7m-bpe8k";
+  std::vector<fs::path> candidates;
+  if (const char* env = std::getenv("MAMBA_MODEL"); env && *env) candidates.emplace_back(env);
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path d = exe.parent_path();
+    candidates.push_back(d / "models" / name);
+    candidates.push_back(d / ".." / "share" / "mamba.cpp" / "models" / name);
+  }
+#ifdef MAMBA_INSTALL_MODEL_DIR
+  candidates.emplace_back(MAMBA_INSTALL_MODEL_DIR);
+#endif
+#ifdef MAMBA_SOURCE_MODEL_DIR
+  candidates.emplace_back(MAMBA_SOURCE_MODEL_DIR);
+#endif
+  for (const auto& c : candidates) {
+    if (fs::is_regular_file(c / "config.json", ec)) return fs::weakly_canonical(c, ec).string();
+  }
+  return {};
+}
+
+std::vector<std::int32_t> read_eos_ids(const std::string& model_dir, const ModelConfig& config) {
+  std::vector<std::int32_t> ids;
+  std::ifstream f(std::filesystem::path(model_dir) / "generation_config.json");
+  if (f) {
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("eos_token_id")) {
+      const auto& e = j["eos_token_id"];
+      if (e.is_number_integer()) ids.push_back(e.get<std::int32_t>());
+      if (e.is_array()) {
+        for (const auto& x : e) {
+          if (x.is_number_integer()) ids.push_back(x.get<std::int32_t>());
+        }
+      }
+    }
+  }
+  if (ids.empty()) {
+    for (auto id : config.eos_token_ids) ids.push_back(static_cast<std::int32_t>(id));
+  }
+  return ids;
+}
+
+}  // namespace mamba

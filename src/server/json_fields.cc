@@ -1,0 +1,144 @@
+#include "server/json_fields.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace mamba::server {
+
+using nlohmann::json;
+
+std::string ApiError::body() const {
+  return dump_json(json{{"error", message}, {"error_type", type}});
+}
+
+std::string dump_json(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<ApiError> parse_body_object(const std::string& body, json& out) {
+  if (body.empty()) return ApiError::malformed("request body is empty: expected a JSON object");
+  try {
+    out = json::parse(body);
+  } catch (const json::exception& e) {
+    return ApiError::malformed(fmt::format("malformed JSON body: {}", e.what()));
+  }
+  if (!out.is_object()) {
+    return ApiError::malformed(fmt::format("request body must be a JSON object, got {}", out.type_name()));
+  }
+  return std::nullopt;
+}
+
+namespace {
+const json* field(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+}  // namespace
+
+std::optional<ApiError> get_bool(const json& obj, const char* key, bool& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) return ApiError::validation(fmt::format("`{}` must be a boolean, got {}", key, v->type_name()));
+  out = v->get<bool>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_int(const json& obj, const char* key, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  std::int64_t x = 0;
+  if (v->is_number_unsigned()) {
+    std::uint64_t u = v->get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(hi)) return ApiError::validation(fmt::format("`{}` must be <= {}, got {}", key, hi, u));
+    x = static_cast<std::int64_t>(u);
+  } else if (v->is_number_integer()) {
+    x = v->get<std::int64_t>();
+  } else if (v->is_number_float()) {
+    double d = v->get<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || d < -9.2e18 || d > 9.2e18) {
+      return ApiError::validation(fmt::format("`{}` must be an integer, got {}", key, v->dump()));
+    }
+    x = static_cast<std::int64_t>(d);
+  } else {
+    return ApiError::validation(fmt::format("`{}` must be an integer, got {}", key, v->type_name()));
+  }
+  if (x < lo || x > hi) {
+    return ApiError::validation(fmt::format("`{}` must be between {} and {}, got {}", key, lo, hi, x));
+  }
+  out = x;
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_u64(const json& obj, const char* key, std::uint64_t& out, bool& present) {
+  const json* v = field(obj, key);
+  present = false;
+  if (!v) return std::nullopt;
+  if (v->is_number_unsigned()) {
+    out = v->get<std::uint64_t>();
+  } else if (v->is_number_integer()) {
+    return ApiError::validation(fmt::format("`{}` must be a non-negative integer, got {}", key, v->dump()));
+  } else {
+    return ApiError::validation(fmt::format("`{}` must be a non-negative integer, got {}", key, v->type_name()));
+  }
+  present = true;
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_float(const json& obj, const char* key, float& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) return ApiError::validation(fmt::format("`{}` must be a number, got {}", key, v->type_name()));
+  double d = v->get<double>();
+  if (!std::isfinite(d) || std::fabs(d) > 1e30) {
+    return ApiError::validation(fmt::format("`{}` must be a finite number, got {}", key, v->dump()));
+  }
+  out = static_cast<float>(d);
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_string(const json& obj, const char* key, std::string& out, bool& present) {
+  const json* v = field(obj, key);
+  present = false;
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return ApiError::validation(fmt::format("`{}` must be a string, got {}", key, v->type_name()));
+  out = v->get<std::string>();
+  present = true;
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_stop(const json& obj, const char* key, std::size_t max_count, std::vector<std::string>& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  std::vector<std::string> stops;
+  if (v->is_string()) {
+    stops.push_back(v->get<std::string>());
+  } else if (v->is_array()) {
+    for (const auto& e : *v) {
+      if (!e.is_string()) return ApiError::validation(fmt::format("`{}` must be an array of strings, found {}", key, e.type_name()));
+      stops.push_back(e.get<std::string>());
+    }
+  } else {
+    return ApiError::validation(fmt::format("`{}` must be a string or an array of strings, got {}", key, v->type_name()));
+  }
+  if (stops.size() > max_count) {
+    return ApiError::validation(fmt::format("`{}` supports up to {} stop sequences. Given: {}", key, max_count, stops.size()));
+  }
+  for (const auto& s : stops) {
+    if (s.empty()) return ApiError::validation(fmt::format("`{}` must not contain empty strings", key));
+  }
+  out = std::move(stops);
+  return std::nullopt;
+}
+
+std::optional<ApiError> reject_if_set(const json& obj, const char* key, const char* why) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if ((v->is_boolean() && !v->get<bool>()) || (v->is_object() && v->empty()) || (v->is_array() && v->empty())) {
+    return std::nullopt;
+  }
+  return ApiError::validation(fmt::format("`{}` is not supported by this server: {}", key, why));
+}
+
+}  // namespace mamba::server

@@ -1,0 +1,51 @@
+#include "server/metrics.h"
+
+#include <fmt/format.h>
+
+namespace mamba::server {
+namespace {
+
+void emit(std::string& out, const char* name, const char* type, const char* help, double value) {
+  fmt::format_to(std::back_inserter(out), "# HELP {0} {1}\n# TYPE {0} {2}\n{0} {3}\n", name, help, type, value);
+}
+
+}  // namespace
+
+std::string Metrics::render() const {
+  std::string out;
+  auto c = [&](const char* name, const char* help, const std::atomic<std::int64_t>& v) {
+    emit(out, name, "counter", help, static_cast<double>(v.load()));
+  };
+  auto g = [&](const char* name, const char* help, const std::atomic<std::int64_t>& v) {
+    emit(out, name, "gauge", help, static_cast<double>(v.load()));
+  };
+  c("mamba_requests_received_total", "Generation requests received.", requests_received);
+  out += "# HELP mamba_requests_total Generation requests by outcome.\n# TYPE mamba_requests_total counter\n";
+  fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"ok\"}} {}\n", requests_ok.load());
+  fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"cancelled\"}} {}\n", requests_cancelled.load());
+  fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"failed\"}} {}\n", requests_failed.load());
+  fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"rejected\"}} {}\n", requests_rejected.load());
+  fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"overloaded\"}} {}\n", requests_overloaded.load());
+  c("mamba_prompt_tokens_total", "Prompt tokens prefilled for finished and running requests.", prompt_tokens);
+  c("mamba_generated_tokens_total", "Tokens generated.", generated_tokens);
+  c("mamba_scheduler_iterations_total", "Scheduler iterations that did work.", iterations);
+  c("mamba_decode_steps_total", "Batched decode steps (Model::step calls).", decode_steps);
+  c("mamba_decode_batch_size_sum", "Sum of the batch sizes of all decode steps.", decode_batch_sum);
+  const std::int64_t steps = decode_steps.load();
+  emit(out, "mamba_decode_batch_size_mean", "gauge", "Mean sequences per decode step since start.",
+       steps > 0 ? static_cast<double>(decode_batch_sum.load()) / static_cast<double>(steps) : 0.0);
+  c("mamba_prefill_calls_total", "Model::prefill calls (prompt pieces).", prefill_calls);
+  c("mamba_prefill_tokens_total", "Prompt tokens prefilled.", prefill_tokens);
+  emit(out, "mamba_decode_seconds_total", "counter", "Time inside batched decode steps.",
+       static_cast<double>(decode_ns.load()) * 1e-9);
+  emit(out, "mamba_prefill_seconds_total", "counter", "Time inside prefill.",
+       static_cast<double>(prefill_ns.load()) * 1e-9);
+  g("mamba_slots_total", "Preallocated state slots.", slots_total);
+  g("mamba_slots_in_use", "State slots held by running sequences.", slots_in_use);
+  g("mamba_queue_size", "Requests waiting for a state slot.", queue_size);
+  g("mamba_running_sequences", "Sequences being prefilled or decoded.", running);
+  g("mamba_state_bytes_per_slot", "Bytes of one sequence's state (fp32).", state_bytes_per_slot);
+  return out;
+}
+
+}  // namespace mamba::server

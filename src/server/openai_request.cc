@@ -1,0 +1,179 @@
+#include "server/openai_request.h"
+
+#include <fmt/format.h>
+
+#include "server/json_fields.h"
+
+namespace mamba::server {
+
+using nlohmann::json;
+
+#define RETURN_IF_API_ERROR(expr)     \
+  do {                                \
+    if (auto e_ = (expr)) return e_;  \
+  } while (0)
+
+namespace {
+
+// Fields shared by both endpoints.
+std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits, int default_max_tokens,
+                                     OpenAiRequest& out) {
+  bool present = false;
+  RETURN_IF_API_ERROR(get_string(b, "model", out.model, present));
+  RETURN_IF_API_ERROR(get_bool(b, "stream", out.stream));
+  if (auto it = b.find("stream_options"); it != b.end() && !it->is_null()) {
+    if (!it->is_object()) return ApiError::validation("`stream_options` must be an object");
+    RETURN_IF_API_ERROR(get_bool(*it, "include_usage", out.include_usage));
+  }
+  std::int64_t n = 1;
+  RETURN_IF_API_ERROR(get_int(b, "n", 1, 1 << 20, n));
+  if (n != 1) return ApiError::validation(fmt::format("`n` must be 1 (several choices are not supported), got {}", n));
+
+  GenerateOptions& o = out.opts;
+  SamplingParams& s = o.sampling;
+  std::int64_t max_tokens = default_max_tokens;
+  RETURN_IF_API_ERROR(get_int(b, "max_tokens", 1, limits.max_total_tokens, max_tokens));
+  o.max_new_tokens = static_cast<int>(max_tokens);
+  s.temperature = 1.0f;
+  RETURN_IF_API_ERROR(get_float(b, "temperature", s.temperature));
+  if (!(s.temperature >= 0.0f && s.temperature <= 2.0f)) return ApiError::validation("`temperature` must be between 0 and 2");
+  RETURN_IF_API_ERROR(get_float(b, "top_p", s.top_p));
+  if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) return ApiError::validation("`top_p` must be > 0 and <= 1");
+  std::int64_t top_k = 0;
+  RETURN_IF_API_ERROR(get_int(b, "top_k", 0, 1 << 30, top_k));
+  s.top_k = static_cast<int>(top_k);
+  RETURN_IF_API_ERROR(get_float(b, "min_p", s.min_p));
+  if (!(s.min_p >= 0.0f && s.min_p < 1.0f)) return ApiError::validation("`min_p` must be >= 0 and < 1");
+  RETURN_IF_API_ERROR(get_float(b, "frequency_penalty", s.frequency_penalty));
+  if (!(s.frequency_penalty >= -2.0f && s.frequency_penalty <= 2.0f)) return ApiError::validation("`frequency_penalty` must be between -2 and 2");
+  RETURN_IF_API_ERROR(get_float(b, "presence_penalty", s.presence_penalty));
+  if (!(s.presence_penalty >= -2.0f && s.presence_penalty <= 2.0f)) return ApiError::validation("`presence_penalty` must be between -2 and 2");
+  RETURN_IF_API_ERROR(get_float(b, "repetition_penalty", s.repetition_penalty));
+  if (!(s.repetition_penalty > 0.0f)) return ApiError::validation("`repetition_penalty` must be strictly positive");
+  bool has_seed = false;
+  std::int64_t seed = 0;
+  if (b.contains("seed") && !b["seed"].is_null()) {
+    RETURN_IF_API_ERROR(get_int(b, "seed", INT64_MIN, INT64_MAX, seed));
+    has_seed = true;
+  }
+  s.seed = static_cast<std::uint64_t>(seed);
+  s.has_seed = has_seed;
+  // OpenAI: temperature 0 is greedy, anything else samples.
+  s.do_sample = s.temperature > 0.0f;
+  if (!s.do_sample) s.temperature = 1.0f;
+  RETURN_IF_API_ERROR(get_stop(b, "stop", static_cast<std::size_t>(limits.max_stop_sequences), o.stop));
+  RETURN_IF_API_ERROR(reject_if_set(b, "logit_bias", "logit_bias is not implemented"));
+  RETURN_IF_API_ERROR(reject_if_set(b, "tools", "tool calling is not implemented"));
+  RETURN_IF_API_ERROR(reject_if_set(b, "response_format", "structured output is not implemented"));
+  return std::nullopt;
+}
+
+std::optional<ApiError> finish(OpenAiRequest& out) {
+  Status st = out.opts.sampling.validate();
+  if (!st.ok()) return ApiError::validation(st.message());
+  out.opts.top_logprobs = out.top_logprobs;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_completion_request(const json& b, const RequestLimits& limits, OpenAiRequest& out) {
+  out.chat = false;
+  auto pit = b.find("prompt");
+  if (pit == b.end() || pit->is_null()) return ApiError::validation("`prompt` is required");
+  const json& p = *pit;
+  if (p.is_string()) {
+    out.prompt = p.get<std::string>();
+  } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
+    out.prompt = p[0].get<std::string>();
+  } else if (p.is_array() && !p.empty() && p[0].is_number()) {
+    for (const auto& e : p) {
+      if (!e.is_number_integer() || e.get<std::int64_t>() < 0 || e.get<std::int64_t>() > INT32_MAX) {
+        return ApiError::validation("`prompt` token ids must be non-negative integers");
+      }
+      out.prompt_ids.push_back(static_cast<std::int32_t>(e.get<std::int64_t>()));
+    }
+  } else if (p.is_array() && p.size() > 1) {
+    return ApiError::validation("`prompt` must be one string (batches of prompts are not supported)");
+  } else {
+    return ApiError::validation(fmt::format("`prompt` must be a string or an array of token ids, got {}", p.type_name()));
+  }
+  if (out.prompt.empty() && out.prompt_ids.empty()) return ApiError::validation("`prompt` cannot be empty");
+  RETURN_IF_API_ERROR(parse_common(b, limits, 16, out));
+  std::int64_t lp = -1;
+  RETURN_IF_API_ERROR(get_int(b, "logprobs", 0, 5, lp));
+  out.logprobs = lp >= 0;
+  out.top_logprobs = lp > 0 ? static_cast<int>(lp) : 0;
+  RETURN_IF_API_ERROR(get_bool(b, "echo", out.echo));
+  std::int64_t best_of = 1;
+  RETURN_IF_API_ERROR(get_int(b, "best_of", 1, 1 << 20, best_of));
+  if (best_of != 1) return ApiError::validation("`best_of` must be 1");
+  RETURN_IF_API_ERROR(reject_if_set(b, "suffix", "suffix (insertion) is not implemented"));
+  return finish(out);
+}
+
+std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& limits, OpenAiRequest& out) {
+  out.chat = true;
+  auto mit = b.find("messages");
+  if (mit == b.end() || !mit->is_array()) return ApiError::validation("`messages` is required (an array of {role, content})");
+  if (mit->empty()) return ApiError::validation("`messages` cannot be empty");
+  std::vector<ChatMessage> msgs;
+  for (std::size_t i = 0; i < mit->size(); ++i) {
+    const json& m = (*mit)[i];
+    if (!m.is_object()) return ApiError::validation(fmt::format("`messages[{}]` must be an object", i));
+    ChatMessage cm;
+    bool present = false;
+    RETURN_IF_API_ERROR(get_string(m, "role", cm.role, present));
+    if (!present) return ApiError::validation(fmt::format("`messages[{}].role` is required", i));
+    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant" && cm.role != "tool" && cm.role != "developer") {
+      return ApiError::validation(fmt::format("`messages[{}].role` must be system, developer, user, assistant or tool, got '{}'", i, cm.role));
+    }
+    auto cit = m.find("content");
+    if (cit == m.end() || cit->is_null()) {
+      cm.content.clear();
+    } else if (cit->is_string()) {
+      cm.content = cit->get<std::string>();
+    } else if (cit->is_array()) {
+      for (const auto& part : *cit) {
+        if (!part.is_object() || !part.contains("text") || !part["text"].is_string()) {
+          return ApiError::validation(fmt::format("`messages[{}].content` parts must be {{\"type\": \"text\", \"text\": ...}}", i));
+        }
+        cm.content += part["text"].get<std::string>();
+      }
+    } else {
+      return ApiError::validation(fmt::format("`messages[{}].content` must be a string or an array of text parts", i));
+    }
+    msgs.push_back(std::move(cm));
+  }
+  out.prompt = format_chat_prompt(msgs);
+  const int default_max = 256;
+  RETURN_IF_API_ERROR(parse_common(b, limits, default_max, out));
+  std::int64_t mct = 0;
+  if (b.contains("max_completion_tokens") && !b["max_completion_tokens"].is_null()) {
+    RETURN_IF_API_ERROR(get_int(b, "max_completion_tokens", 1, limits.max_total_tokens, mct));
+    out.opts.max_new_tokens = static_cast<int>(mct);
+  }
+  RETURN_IF_API_ERROR(get_bool(b, "logprobs", out.logprobs));
+  std::int64_t top = 0;
+  RETURN_IF_API_ERROR(get_int(b, "top_logprobs", 0, 20, top));
+  if (top > 0 && !out.logprobs) return ApiError::validation("`top_logprobs` requires `logprobs` = true");
+  out.top_logprobs = static_cast<int>(top);
+  out.opts.stop.push_back("\nUser:");
+  return finish(out);
+}
+
+std::string format_chat_prompt(const std::vector<ChatMessage>& messages) {
+  std::string p;
+  for (const auto& m : messages) {
+    std::string role = m.role == "developer" ? "System" : m.role;
+    if (!role.empty() && role[0] >= 'a' && role[0] <= 'z') role[0] = static_cast<char>(role[0] - 'a' + 'A');
+    p += role;
+    p += ": ";
+    p += m.content;
+    p += "\n\n";
+  }
+  p += "Assistant:";
+  return p;
+}
+
+}  // namespace mamba::server

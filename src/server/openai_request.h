@@ -1,0 +1,50 @@
+// OpenAI request bodies: POST /v1/completions (CreateCompletionRequest) and
+// POST /v1/chat/completions (CreateChatCompletionRequest), validated and mapped to
+// GenerateOptions. Only n = 1 is served (else 422); temperature 0 means greedy; the default
+// temperature 1 samples, as OpenAI does.
+//
+// Chat prompt format (no chat_template support yet; documented in docs/SERVER.md): each message
+// becomes "<Role>: <content>\n\n" with Role = System | User | Assistant | Tool, then
+// "Assistant:" is appended; the stop string "\nUser:" is added to the request's stops.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mamba/generate.h"
+#include "server/api_error.h"
+#include "server/tgi_request.h"
+
+namespace mamba::server {
+
+struct ChatMessage {
+  std::string role;     ///< system | user | assistant | tool | developer
+  std::string content;  ///< text (array-of-parts content is joined)
+};
+
+struct OpenAiRequest {
+  bool chat = false;
+  std::string model;
+  std::string prompt;                    ///< text prompt (chat: formatted messages)
+  std::vector<std::int32_t> prompt_ids;  ///< completions only: prompt given as token ids
+  bool stream = false;
+  bool include_usage = false;            ///< stream_options.include_usage
+  GenerateOptions opts;
+  bool logprobs = false;                 ///< completions: logprobs ≥ 0 given; chat: logprobs = true
+  int top_logprobs = 0;
+  bool echo = false;                     ///< completions: prepend the prompt text
+};
+
+/// Errors: 422 naming the field (n ≠ 1, temperature ∉ [0, 2], top_p ∉ (0, 1], ...).
+std::optional<ApiError> parse_completion_request(const nlohmann::json& body, const RequestLimits& limits,
+                                                 OpenAiRequest& out);
+std::optional<ApiError> parse_chat_request(const nlohmann::json& body, const RequestLimits& limits,
+                                           OpenAiRequest& out);
+/// The role-prefixed prompt described above.
+std::string format_chat_prompt(const std::vector<ChatMessage>& messages);
+
+}  // namespace mamba::server

@@ -1,0 +1,44 @@
+#include "server/request_stream.h"
+
+namespace mamba::server {
+
+bool RequestStream::take(Update& out, std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  cv_.wait_for(lk, timeout, [&] { return !pending_.empty() || done_; });
+  if (pending_.empty() && !done_) return false;
+  out.tokens = std::move(pending_);
+  pending_.clear();
+  out.done = done_;
+  out.error = error_;
+  return true;
+}
+
+void RequestStream::push(TokenEvent ev) {
+  {
+    std::lock_guard lk(mu_);
+    pending_.push_back(std::move(ev));
+  }
+  cv_.notify_all();
+}
+
+void RequestStream::finish(SequenceStats stats, std::optional<TokenEvent> last) {
+  {
+    std::lock_guard lk(mu_);
+    if (last) pending_.push_back(std::move(*last));
+    stats_ = std::move(stats);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+void RequestStream::fail(Error err, SequenceStats stats) {
+  {
+    std::lock_guard lk(mu_);
+    stats_ = std::move(stats);
+    error_ = std::move(err);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace mamba::server

@@ -1,0 +1,69 @@
+// RequestStream: the channel between the scheduler thread (producer) and the HTTP handler thread
+// of one request (consumer): generated token events, then exactly one end (finish or error).
+// The consumer may cancel at any time (client gone); the scheduler drops the sequence at its next
+// iteration.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "mamba/generate.h"
+#include "mamba/status.h"
+
+namespace mamba::server {
+
+/// Timings and counts of one finished request (milliseconds of wall time).
+struct SequenceStats {
+  double queue_ms = 0;    ///< submit → slot acquired
+  double prefill_ms = 0;  ///< inside Model::prefill for this prompt
+  double decode_ms = 0;   ///< first token → last token
+  double total_ms = 0;    ///< submit → end
+  int prompt_tokens = 0;
+  int generated_tokens = 0;
+  std::uint64_t seed = 0;
+  FinishReason finish = FinishReason::kNone;
+  std::vector<float> prompt_logprobs;  ///< [prompt_tokens − 1] when requested: token i given < i
+};
+
+class RequestStream {
+ public:
+  /// What the consumer takes in one call: new tokens, and whether the stream has ended.
+  struct Update {
+    std::vector<TokenEvent> tokens;
+    bool done = false;
+    std::optional<Error> error;  ///< set when the sequence failed (done is true too)
+  };
+
+  // ---- consumer (HTTP thread) ----
+  /// Waits up to `timeout` for tokens or the end; moves them out. Returns false on timeout with
+  /// nothing new.
+  bool take(Update& out, std::chrono::milliseconds timeout);
+  /// Asks the scheduler to drop the sequence (idempotent).
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+  /// Valid after an Update with done = true.
+  const SequenceStats& stats() const { return stats_; }
+
+  // ---- producer (scheduler thread) ----
+  void push(TokenEvent ev);
+  /// Ends the stream; `last` (the final token, when the sequence finished normally) is delivered
+  /// in the same Update as done = true, so consumers know which token is the last one.
+  void finish(SequenceStats stats, std::optional<TokenEvent> last = std::nullopt);
+  void fail(Error err, SequenceStats stats);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<TokenEvent> pending_;
+  bool done_ = false;
+  std::optional<Error> error_;
+  SequenceStats stats_;
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace mamba::server

@@ -1,0 +1,185 @@
+// OpenAI routes: /v1/completions, /v1/chat/completions (stream: chunks then `data: [DONE]`),
+// /v1/models. Shapes as the OpenAI API reference (text_completion, chat.completion,
+// chat.completion.chunk); finish_reason "stop" for EOS and stop strings, "length" at max_tokens.
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "server/json_fields.h"
+#include "server/openai_request.h"
+#include "server/routes.h"
+
+namespace mamba::server {
+
+using nlohmann::json;
+
+namespace {
+
+const char* openai_finish(FinishReason r) {
+  switch (r) {
+    case FinishReason::kLength: return "length";
+    case FinishReason::kEosToken:
+    case FinishReason::kStopSequence: return "stop";
+    default: return "stop";
+  }
+}
+
+json lp_json(float lp) { return std::isfinite(lp) ? json(lp) : json(-9999.0); }
+
+json bytes_json(const std::string& s) {
+  json b = json::array();
+  for (unsigned char ch : s) b.push_back(static_cast<int>(ch));
+  return b;
+}
+
+struct LogprobsBuilder {
+  // completions: {tokens, token_logprobs, top_logprobs, text_offset}; chat: {content: [...]}
+  static json completion(const ServerContext& ctx, const std::vector<TokenEvent>& toks, std::size_t& offset, int top) {
+    json tokens = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
+    for (const auto& t : toks) {
+      tokens.push_back(t.token_text);
+      lps.push_back(lp_json(t.logprob));
+      offs.push_back(offset);
+      offset += t.text_delta.size();
+      if (top > 0) {
+        json m = json::object();
+        for (const auto& [id, lp] : t.top) m[token_text(ctx, id)] = lp_json(lp);
+        tops.push_back(m);
+      }
+    }
+    return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", top > 0 ? tops : json(nullptr)}, {"text_offset", offs}};
+  }
+  static json chat(const ServerContext& ctx, const std::vector<TokenEvent>& toks, int top) {
+    json content = json::array();
+    for (const auto& t : toks) {
+      json tl = json::array();
+      for (const auto& [id, lp] : t.top) {
+        std::string s = token_text(ctx, id);
+        tl.push_back(json{{"token", s}, {"logprob", lp_json(lp)}, {"bytes", bytes_json(s)}});
+      }
+      content.push_back(json{{"token", t.token_text}, {"logprob", lp_json(t.logprob)}, {"bytes", bytes_json(t.token_text)}, {"top_logprobs", tl}});
+    }
+    return json{{"content", content}};
+  }
+};
+
+json usage_json(const SequenceStats& st) {
+  return json{{"prompt_tokens", st.prompt_tokens},
+              {"completion_tokens", st.generated_tokens},
+              {"total_tokens", st.prompt_tokens + st.generated_tokens}};
+}
+
+void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat) {
+  json body;
+  if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
+  auto r = std::make_shared<OpenAiRequest>();
+  if (auto e = chat ? parse_chat_request(body, ctx.limits, *r) : parse_completion_request(body, ctx.limits, *r)) {
+    return send_error(res, *e, ctx.metrics);
+  }
+  r->opts.skip_special_tokens = true;
+  SequenceRequest sreq;
+  if (auto e = prepare_prompt(ctx, r->prompt, r->prompt_ids, 0, r->opts.max_new_tokens, sreq.prompt)) {
+    return send_error(res, *e, ctx.metrics);
+  }
+  if (r->echo && r->prompt.empty()) {
+    auto d = ctx.tok->decode(sreq.prompt, false);
+    if (d.ok()) r->prompt = d.value();
+  }
+  sreq.opts = r->opts;
+  std::shared_ptr<RequestStream> rs;
+  if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(res, *e, ctx.metrics);
+  const std::uint64_t id = ctx.next_request_id++;
+  const char* route = chat ? "/v1/chat/completions" : "/v1/completions";
+  const std::string oid = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", id);
+  const std::int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
+                                   std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string model = r->model.empty() ? ctx.opts.model_id : r->model;
+  const std::string echo_prefix = (!chat && r->echo) ? r->prompt : std::string();
+
+  if (r->stream) {
+    auto offset = std::make_shared<std::size_t>(echo_prefix.size());
+    auto first = std::make_shared<bool>(true);
+    SseHandlers h;
+    h.on_tokens = [&ctx, r, oid, created, model, chat, offset, first, echo_prefix](
+                      const std::vector<TokenEvent>& toks, bool done, const SequenceStats& st) {
+      std::string out;
+      const char* object = chat ? "chat.completion.chunk" : "text_completion";
+      auto chunk = [&](json choice) {
+        return sse_data(dump_json(json{{"id", oid}, {"object", object}, {"created", created}, {"model", model},
+                                       {"choices", json::array({choice})}}));
+      };
+      if (*first) {
+        *first = false;
+        if (chat) {
+          out += chunk(json{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+        } else if (!echo_prefix.empty()) {
+          out += chunk(json{{"index", 0}, {"text", echo_prefix}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+        }
+      }
+      for (std::size_t i = 0; i < toks.size(); ++i) {
+        const TokenEvent& t = toks[i];
+        const bool last = done && i + 1 == toks.size();
+        json choice{{"index", 0}};
+        std::vector<TokenEvent> one{t};
+        if (chat) {
+          choice["delta"] = json{{"content", t.text_delta}};
+          choice["logprobs"] = r->logprobs ? LogprobsBuilder::chat(ctx, one, r->top_logprobs) : json(nullptr);
+        } else {
+          choice["text"] = t.text_delta;
+          choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, one, *offset, r->top_logprobs) : json(nullptr);
+          if (!r->logprobs) *offset += t.text_delta.size();
+        }
+        choice["finish_reason"] = last ? json(openai_finish(st.finish)) : json(nullptr);
+        out += chunk(choice);
+      }
+      if (done && r->include_usage) {
+        out += sse_data(dump_json(json{{"id", oid}, {"object", object}, {"created", created}, {"model", model},
+                                       {"choices", json::array()}, {"usage", usage_json(st)}}));
+      }
+      return out;
+    };
+    h.on_error = [](const ApiError& e) { return sse_data(e.body()); };
+    h.on_end = [] { return std::string("data: [DONE]\n\n"); };
+    h.on_close = [id, route](const SequenceStats& st, const std::optional<Error>& err) { log_request(id, route, st, err); };
+    set_sse_response(res, rs, std::move(h));
+    return;
+  }
+
+  Collected c = collect(*rs);
+  log_request(id, route, c.stats, c.error);
+  if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(res, generation_error(c), ctx.metrics);
+  json choice{{"index", 0}, {"finish_reason", openai_finish(c.stats.finish)}};
+  if (chat) {
+    choice["message"] = json{{"role", "assistant"}, {"content", c.text}};
+    choice["logprobs"] = r->logprobs ? LogprobsBuilder::chat(ctx, c.tokens, r->top_logprobs) : json(nullptr);
+  } else {
+    std::size_t offset = echo_prefix.size();
+    choice["text"] = echo_prefix + c.text;
+    choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, c.tokens, offset, r->top_logprobs) : json(nullptr);
+  }
+  json out{{"id", oid},
+           {"object", chat ? "chat.completion" : "text_completion"},
+           {"created", created},
+           {"model", model},
+           {"choices", json::array({choice})},
+           {"usage", usage_json(c.stats)}};
+  res.set_header("x-prompt-tokens", std::to_string(c.stats.prompt_tokens));
+  res.set_header("x-generated-tokens", std::to_string(c.stats.generated_tokens));
+  res.set_content(dump_json(out), "application/json");
+}
+
+}  // namespace
+
+void register_openai_routes(httplib::Server& svr, ServerContext& ctx) {
+  svr.Post("/v1/completions", [&ctx](const httplib::Request& q, httplib::Response& s) { handle(ctx, q, s, false); });
+  svr.Post("/v1/chat/completions", [&ctx](const httplib::Request& q, httplib::Response& s) { handle(ctx, q, s, true); });
+  svr.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& s) {
+    json m{{"object", "list"},
+           {"data", json::array({json{{"id", ctx.opts.model_id}, {"object", "model"}, {"created", ctx.created_unix}, {"owned_by", "mamba.cpp"}}})}};
+    s.set_content(dump_json(m), "application/json");
+  });
+}
+
+}  // namespace mamba::server

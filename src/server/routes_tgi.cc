@@ -1,0 +1,208 @@
+// TGI routes, JSON shapes as text-generation-inference (router/src/lib.rs, server.rs):
+// GenerateResponse {generated_text, details{finish_reason, generated_tokens, seed, prefill[],
+// tokens[], top_tokens[]}}, StreamResponse {index, token, top_tokens, generated_text, details}.
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "server/json_fields.h"
+#include "server/routes.h"
+
+namespace mamba::server {
+
+using nlohmann::json;
+
+namespace {
+
+enum class TgiMode { kGenerate, kStream, kCompat };
+
+json logprob_json(float lp) { return std::isfinite(lp) ? json(lp) : json(nullptr); }
+
+json token_json(const TokenEvent& t, const std::string& text) {
+  return json{{"id", t.id}, {"text", text}, {"logprob", logprob_json(t.logprob)}, {"special", t.special}};
+}
+
+json top_tokens_json(const ServerContext& ctx, const TokenEvent& t) {
+  json arr = json::array();
+  for (const auto& [id, lp] : t.top) {
+    arr.push_back(json{{"id", id}, {"text", token_text(ctx, id)}, {"logprob", logprob_json(lp)},
+                       {"special", ctx.tok->is_special(id)}});
+  }
+  return arr;
+}
+
+json seed_json(const TgiRequest& r, const SequenceStats& st) {
+  return r.opts.sampling.sampling() ? json(st.seed) : json(nullptr);
+}
+
+void set_timing_headers(httplib::Response& res, const SequenceStats& st, std::size_t chars) {
+  const double inference_ms = st.prefill_ms + st.decode_ms;
+  res.set_header("x-compute-type", "cpu");
+  res.set_header("x-compute-time", fmt::format("{:.6f}", st.total_ms / 1000.0));
+  res.set_header("x-compute-characters", std::to_string(chars));
+  res.set_header("x-total-time", fmt::format("{:.0f}", st.total_ms));
+  res.set_header("x-validation-time", "0");
+  res.set_header("x-queue-time", fmt::format("{:.0f}", st.queue_ms));
+  res.set_header("x-inference-time", fmt::format("{:.0f}", inference_ms));
+  res.set_header("x-time-per-token",
+                 fmt::format("{:.0f}", st.generated_tokens > 0 ? inference_ms / st.generated_tokens : 0.0));
+  res.set_header("x-prompt-tokens", std::to_string(st.prompt_tokens));
+  res.set_header("x-generated-tokens", std::to_string(st.generated_tokens));
+}
+
+void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, TgiMode mode) {
+  json body;
+  if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
+  auto r = std::make_shared<TgiRequest>();
+  if (auto e = parse_tgi_request(body, ctx.limits, *r)) return send_error(res, *e, ctx.metrics);
+  const bool stream = mode == TgiMode::kStream || (mode == TgiMode::kCompat && r->stream);
+  r->opts.skip_special_tokens = true;
+  SequenceRequest sreq;
+  if (auto e = prepare_prompt(ctx, r->inputs, {}, r->truncate, r->opts.max_new_tokens, sreq.prompt)) {
+    return send_error(res, *e, ctx.metrics);
+  }
+  auto prompt_ids = std::make_shared<std::vector<std::int32_t>>(sreq.prompt);
+  sreq.opts = r->opts;
+  std::shared_ptr<RequestStream> rs;
+  if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(res, *e, ctx.metrics);
+  const std::uint64_t id = ctx.next_request_id++;
+  const char* route = mode == TgiMode::kGenerate ? "/generate" : (mode == TgiMode::kStream ? "/generate_stream" : "/");
+  const std::string prefix = r->return_full_text ? r->inputs : std::string();
+
+  if (stream) {
+    struct StreamState {
+      std::string text;
+      int index = 0;
+    };
+    auto state = std::make_shared<StreamState>();
+    state->text = prefix;
+    SseHandlers h;
+    h.on_tokens = [&ctx, r, state](const std::vector<TokenEvent>& toks, bool done, const SequenceStats& st) {
+      std::string out;
+      for (std::size_t i = 0; i < toks.size(); ++i) {
+        const TokenEvent& t = toks[i];
+        state->text += t.text_delta;
+        const bool last = done && i + 1 == toks.size();
+        json ev{{"index", ++state->index}, {"token", token_json(t, t.text_delta)}};
+        if (r->opts.top_logprobs > 0) ev["top_tokens"] = top_tokens_json(ctx, t);
+        ev["generated_text"] = last ? json(state->text) : json(nullptr);
+        if (last && r->details) {
+          ev["details"] = json{{"finish_reason", finish_reason_name(st.finish)},
+                               {"generated_tokens", st.generated_tokens},
+                               {"seed", seed_json(*r, st)},
+                               {"input_length", st.prompt_tokens}};
+        } else {
+          ev["details"] = nullptr;
+        }
+        out += sse_data(dump_json(ev));
+      }
+      return out;
+    };
+    h.on_error = [](const ApiError& e) { return sse_data(e.body()); };
+    h.on_close = [id, route](const SequenceStats& st, const std::optional<Error>& err) { log_request(id, route, st, err); };
+    res.set_header("x-compute-type", "cpu");
+    set_sse_response(res, rs, std::move(h));
+    return;
+  }
+
+  Collected c = collect(*rs);
+  log_request(id, route, c.stats, c.error);
+  if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(res, generation_error(c), ctx.metrics);
+  json out{{"generated_text", prefix + c.text}};
+  if (r->details) {
+    json prefill = json::array();
+    if (r->decoder_input_details) {
+      for (std::size_t i = 0; i < prompt_ids->size(); ++i) {
+        const std::int32_t pid = (*prompt_ids)[i];
+        json lp = i == 0 || i - 1 >= c.stats.prompt_logprobs.size() ? json(nullptr)
+                                                                     : logprob_json(c.stats.prompt_logprobs[i - 1]);
+        prefill.push_back(json{{"id", pid}, {"text", token_text(ctx, pid)}, {"logprob", lp}});
+      }
+    }
+    json tokens = json::array();
+    json top = json::array();
+    for (const auto& t : c.tokens) {
+      tokens.push_back(token_json(t, t.token_text));
+      if (r->opts.top_logprobs > 0) top.push_back(top_tokens_json(ctx, t));
+    }
+    json details{{"finish_reason", finish_reason_name(c.stats.finish)},
+                 {"generated_tokens", c.stats.generated_tokens},
+                 {"seed", seed_json(*r, c.stats)},
+                 {"prefill", prefill},
+                 {"tokens", tokens}};
+    if (r->opts.top_logprobs > 0) details["top_tokens"] = top;
+    out["details"] = details;
+  }
+  set_timing_headers(res, c.stats, r->inputs.size());
+  if (mode == TgiMode::kCompat) {
+    res.set_content(dump_json(json::array({out})), "application/json");
+  } else {
+    res.set_content(dump_json(out), "application/json");
+  }
+}
+
+void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
+  TgiRequest r;
+  if (auto e = parse_tgi_request(body, ctx.limits, r)) return send_error(res, *e, ctx.metrics);
+  auto enc = ctx.tok->encode(r.inputs, false);
+  if (!enc.ok()) return send_error(res, ApiError::validation(enc.error().message), ctx.metrics);
+  json arr = json::array();
+  std::size_t offset = 0;  // byte offsets into the decoded text
+  for (std::int32_t id : enc.value()) {
+    std::string t = token_text(ctx, id);
+    arr.push_back(json{{"id", id}, {"text", t}, {"start", offset}, {"stop", offset + t.size()}});
+    offset += t.size();
+  }
+  res.set_content(dump_json(arr), "application/json");
+}
+
+}  // namespace
+
+void register_tgi_routes(httplib::Server& svr, ServerContext& ctx) {
+  svr.Post("/generate", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kGenerate); });
+  svr.Post("/generate_stream", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kStream); });
+  svr.Post("/", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kCompat); });
+  svr.Post("/tokenize", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_tokenize(ctx, q, s); });
+  svr.Get("/health", [&ctx](const httplib::Request&, httplib::Response& s) {
+    if (ctx.draining.load()) {
+      s.status = 503;
+      s.set_content(ApiError{503, "unavailable", "shutting down"}.body(), "application/json");
+    } else {
+      s.status = 200;
+    }
+  });
+  svr.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& s) {
+    s.set_content(ctx.metrics.render(), "text/plain; version=0.0.4");
+  });
+  svr.Get("/info", [&ctx](const httplib::Request&, httplib::Response& s) {
+    const ModelConfig& cfg = ctx.model->config();
+    json info{{"model_id", ctx.opts.model_id},
+              {"model_sha", nullptr},
+              {"model_dtype", "float32"},
+              {"model_device_type", "cpu"},
+              {"model_pipeline_tag", "text-generation"},
+              {"architecture", arch_name(cfg.arch)},
+              {"max_concurrent_requests", ctx.opts.max_concurrent_requests},
+              {"max_best_of", 1},
+              {"max_stop_sequences", ctx.limits.max_stop_sequences},
+              {"max_input_tokens", ctx.limits.max_input_tokens},
+              {"max_input_length", ctx.limits.max_input_tokens},
+              {"max_total_tokens", ctx.limits.max_total_tokens},
+              {"max_batch_prefill_tokens", ctx.opts.max_batch_prefill_tokens},
+              {"max_batch_size", ctx.opts.max_batch_size > 0 ? ctx.opts.max_batch_size : ctx.scheduler->slots()},
+              {"max_client_batch_size", 1},
+              {"state_slots", ctx.scheduler->slots()},
+              {"state_bytes_per_sequence", ctx.metrics.state_bytes_per_slot.load()},
+              {"validation_workers", 0},
+              {"router", "mamba-server"},
+              {"version", "0.1.0"},
+              {"sha", nullptr},
+              {"docker_label", nullptr}};
+    s.set_content(dump_json(info), "application/json");
+  });
+}
+
+}  // namespace mamba::server

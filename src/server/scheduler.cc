@@ -1,0 +1,348 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+namespace mamba::server {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+std::int64_t ns_since(Clock::time_point a) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - a).count();
+}
+// Largest prompt piece (rows of logits) when every prompt position's logits are needed.
+constexpr std::int64_t kMaxAllLogitsFloats = std::int64_t{32} << 20;
+}  // namespace
+
+struct Scheduler::Sequence {
+  SequenceRequest req;
+  std::shared_ptr<RequestStream> stream;
+  std::optional<SequenceGenerator> gen;
+  int slot = -1;
+  std::size_t consumed = 0;         // prompt tokens prefilled so far
+  bool has_pending = false;         // a sampled token not yet fed to the model
+  std::int32_t pending = 0;
+  bool done = false;                // finished; removed at the end of the phase
+  std::optional<Error> error;
+  std::optional<TokenEvent> last_event;  // the final token, delivered with the end of the stream
+  Clock::time_point t_submit, t_admit, t_first;
+  double prefill_ms = 0;
+  std::vector<float> prompt_logprobs;
+};
+
+Scheduler::Scheduler(Model& model, const Tokenizer* tok, std::vector<std::int32_t> eos_ids,
+                     const SchedulerOptions& opts, Metrics& metrics)
+    : model_(model),
+      tok_(tok),
+      eos_ids_(std::move(eos_ids)),
+      opts_(opts),
+      metrics_(metrics),
+      pool_(model, std::max(1, opts.slots)) {
+  if (opts_.max_batch_size <= 0 || opts_.max_batch_size > pool_.size()) opts_.max_batch_size = pool_.size();
+  if (opts_.max_batch_prefill_tokens <= 0) opts_.max_batch_prefill_tokens = 1;
+  granule_ = static_cast<int>(std::max<std::int64_t>(1, model_.config().chunk_size));
+  vocab_limit_ = model_.logits_width();
+  if (tok_ != nullptr) vocab_limit_ = std::min(vocab_limit_, tok_->size());
+  metrics_.slots_total = pool_.size();
+  metrics_.state_bytes_per_slot = pool_.state(0).nbytes();
+}
+
+Scheduler::~Scheduler() { stop(std::chrono::milliseconds(0)); }
+
+void Scheduler::start() { thread_ = std::thread([this] { run(); }); }
+
+std::shared_ptr<RequestStream> Scheduler::submit(SequenceRequest req) {
+  auto seq = std::make_unique<Sequence>();
+  seq->req = std::move(req);
+  seq->stream = std::make_shared<RequestStream>();
+  seq->t_submit = Clock::now();
+  auto stream = seq->stream;
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_ || in_flight_ >= opts_.max_in_flight) return nullptr;
+    ++in_flight_;
+    waiting_.push_back(std::move(seq));
+    metrics_.queue_size = static_cast<std::int64_t>(waiting_.size());
+  }
+  cv_.notify_all();
+  return stream;
+}
+
+void Scheduler::stop(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (!thread_.joinable()) return;
+  const auto deadline = Clock::now() + grace;
+  {
+    std::unique_lock lk(mu_);
+    while (in_flight_ > 0 && Clock::now() < deadline) cv_.wait_until(lk, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
+    if (in_flight_ > 0) {
+      spdlog::warn("shutdown: grace period over, cancelling {} in-flight request(s)", in_flight_);
+      cancel_all_ = true;
+    }
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Scheduler::run() {
+  for (;;) {
+    if (!admit_and_drop()) break;
+    metrics_.iterations++;
+    decode_step();
+    prefill_pieces();
+  }
+}
+
+bool Scheduler::admit_and_drop() {
+  std::vector<std::unique_ptr<Sequence>> dropped;  // cancelled while queued
+  {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return !waiting_.empty() || !running_.empty() || stopping_; });
+    if (stopping_ && waiting_.empty() && running_.empty()) return false;
+    if (cancel_all_) {
+      for (auto& s : waiting_) s->stream->cancel();
+      for (auto& s : running_) s->stream->cancel();
+    }
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if ((*it)->stream->cancelled()) {
+        dropped.push_back(std::move(*it));
+        it = waiting_.erase(it);
+        --in_flight_;
+      } else {
+        ++it;
+      }
+    }
+    while (!waiting_.empty() && pool_.has_free()) {
+      running_.push_back(std::move(waiting_.front()));
+      waiting_.pop_front();
+      Sequence& s = *running_.back();
+      s.slot = pool_.acquire();
+      s.t_admit = Clock::now();
+      s.gen.emplace(tok_, model_.logits_width(), s.req.opts, s.req.opts.eos_ids.empty() ? eos_ids_ : s.req.opts.eos_ids);
+      s.gen->observe_prompt(s.req.prompt);
+    }
+    metrics_.queue_size = static_cast<std::int64_t>(waiting_.size());
+  }
+  if (!dropped.empty()) cv_.notify_all();
+  for (auto& s : dropped) {
+    SequenceStats st;
+    st.finish = FinishReason::kCancelled;
+    st.prompt_tokens = static_cast<int>(s->req.prompt.size());
+    st.queue_ms = st.total_ms = ms_between(s->t_submit, Clock::now());
+    s->stream->finish(std::move(st));
+    metrics_.requests_cancelled++;
+  }
+  // running sequences whose client went away leave now
+  bool any = false;
+  for (auto& s : running_) {
+    if (s->stream->cancelled()) {
+      s->done = true;
+      any = true;
+    }
+  }
+  if (any) {
+    for (std::size_t i = running_.size(); i-- > 0;) {
+      if (running_[i]->done) finish_sequence(i, std::nullopt);
+    }
+  }
+  metrics_.slots_in_use = pool_.in_use();
+  metrics_.running = static_cast<std::int64_t>(running_.size());
+  return true;
+}
+
+void Scheduler::emit(Sequence& s, TokenEvent ev) {
+  if (s.gen->generated_ids().size() == 1) s.t_first = Clock::now();
+  metrics_.generated_tokens++;
+  if (s.gen->finished()) {
+    ev.text_delta += s.gen->flush();
+    s.done = true;
+    s.last_event = std::move(ev);
+  } else {
+    s.has_pending = true;
+    s.pending = ev.id;
+    s.stream->push(std::move(ev));
+  }
+}
+
+void Scheduler::decode_step() {
+  std::vector<std::size_t> ready;
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    if (running_[i]->has_pending && !running_[i]->done) ready.push_back(i);
+  }
+  if (ready.empty()) return;
+  const std::size_t n = ready.size();
+  const std::size_t batch = std::min<std::size_t>(n, static_cast<std::size_t>(opts_.max_batch_size));
+  std::vector<std::size_t> rows;
+  rows.reserve(batch);
+  const std::size_t start = batch < n ? decode_cursor_ % n : 0;
+  for (std::size_t k = 0; k < batch; ++k) rows.push_back(ready[(start + k) % n]);
+  decode_cursor_ = start + batch;
+  std::sort(rows.begin(), rows.end());
+
+  std::vector<std::int32_t> tokens(batch);
+  std::vector<State*> states(batch);
+  for (std::size_t b = 0; b < batch; ++b) {
+    Sequence& s = *running_[rows[b]];
+    tokens[b] = s.pending;
+    states[b] = &pool_.state(s.slot);
+  }
+  const std::int64_t width = model_.logits_width();
+  step_logits_.resize(batch * static_cast<std::size_t>(width));
+  const auto t0 = Clock::now();
+  Status st = model_.step(tokens, states, step_logits_.data());
+  metrics_.decode_ns += ns_since(t0);
+  metrics_.decode_steps++;
+  metrics_.decode_batch_sum += static_cast<std::int64_t>(batch);
+  for (std::size_t b = 0; b < batch; ++b) {
+    Sequence& s = *running_[rows[b]];
+    s.has_pending = false;
+    if (!st.ok()) {
+      s.done = true;
+      s.error = st.error();
+      continue;
+    }
+    std::span<float> row(step_logits_.data() + b * static_cast<std::size_t>(width), static_cast<std::size_t>(width));
+    auto ev = s.gen->next(row);
+    if (!ev.ok()) {
+      s.done = true;
+      s.error = ev.error();
+      continue;
+    }
+    emit(s, std::move(ev).value());
+  }
+  for (std::size_t i = running_.size(); i-- > 0;) {
+    if (running_[i]->done) finish_sequence(i, running_[i]->error);
+  }
+}
+
+void Scheduler::prefill_pieces() {
+  const std::int64_t budget = opts_.max_batch_prefill_tokens;
+  const std::int64_t g = granule_;
+  const std::int64_t width = model_.logits_width();
+  std::int64_t used = 0;
+  for (auto& sp : running_) {
+    Sequence& s = *sp;
+    const auto size = static_cast<std::int64_t>(s.req.prompt.size());
+    const auto consumed = static_cast<std::int64_t>(s.consumed);
+    if (s.done || consumed >= size) continue;
+    const bool want_all = s.req.opts.prompt_logprobs;
+    const std::int64_t remaining = size - consumed;
+    std::int64_t left = budget - used;
+    if (want_all) {
+      std::int64_t cap = std::max<std::int64_t>(g, (kMaxAllLogitsFloats / width) / g * g);
+      left = std::min(left, cap);
+    }
+    std::int64_t n = 0;
+    if (remaining <= left) {
+      n = remaining;
+    } else {
+      n = (left / g) * g;
+      if (n == 0) {
+        if (used > 0) continue;  // budget spent this iteration; others may still fit
+        n = std::min(remaining, g);  // a budget below one granule still makes progress
+      }
+    }
+    const bool last = consumed + n == size;
+    const LogitsMode mode = want_all ? LogitsMode::kAll : (last ? LogitsMode::kLast : LogitsMode::kNone);
+    const std::int64_t rows = mode == LogitsMode::kAll ? n : 1;
+    if (prefill_logits_.size() < static_cast<std::size_t>(rows * width)) {
+      prefill_logits_.resize(static_cast<std::size_t>(rows * width));
+    }
+    std::span<const std::int32_t> piece(s.req.prompt.data() + consumed, static_cast<std::size_t>(n));
+    const auto t0 = Clock::now();
+    Status st = model_.prefill(piece, pool_.state(s.slot), mode, prefill_logits_.data());
+    const std::int64_t ns = ns_since(t0);
+    metrics_.prefill_ns += ns;
+    metrics_.prefill_calls++;
+    metrics_.prefill_tokens += n;
+    s.prefill_ms += static_cast<double>(ns) * 1e-6;
+    used += n;
+    s.consumed += static_cast<std::size_t>(n);
+    if (!st.ok()) {
+      s.done = true;
+      s.error = st.error();
+      continue;
+    }
+    if (want_all) {
+      lsm_scratch_.resize(static_cast<std::size_t>(vocab_limit_));
+      for (std::int64_t r = 0; r < n; ++r) {
+        const std::int64_t pos = consumed + r + 1;
+        if (pos >= size) break;
+        std::span<const float> row(prefill_logits_.data() + r * width, static_cast<std::size_t>(width));
+        Status ls = log_softmax(row, vocab_limit_, lsm_scratch_);
+        if (!ls.ok()) {
+          s.done = true;
+          s.error = ls.error();
+          break;
+        }
+        const std::int32_t id = s.req.prompt[static_cast<std::size_t>(pos)];
+        s.prompt_logprobs.push_back(id < vocab_limit_ ? lsm_scratch_[static_cast<std::size_t>(id)]
+                                                      : -std::numeric_limits<float>::infinity());
+      }
+      if (s.done) continue;
+    }
+    if (last) {
+      const std::int64_t r = mode == LogitsMode::kAll ? n - 1 : 0;
+      std::span<float> row(prefill_logits_.data() + r * width, static_cast<std::size_t>(width));
+      auto ev = s.gen->next(row);
+      if (!ev.ok()) {
+        s.done = true;
+        s.error = ev.error();
+        continue;
+      }
+      emit(s, std::move(ev).value());
+    }
+  }
+  for (std::size_t i = running_.size(); i-- > 0;) {
+    if (running_[i]->done) finish_sequence(i, running_[i]->error);
+  }
+}
+
+void Scheduler::finish_sequence(std::size_t idx, const std::optional<Error>& err) {
+  std::unique_ptr<Sequence> s = std::move(running_[idx]);
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(idx));
+  const auto now = Clock::now();
+  SequenceStats st;
+  st.queue_ms = ms_between(s->t_submit, s->t_admit);
+  st.prefill_ms = s->prefill_ms;
+  st.total_ms = ms_between(s->t_submit, now);
+  st.prompt_tokens = static_cast<int>(s->req.prompt.size());
+  st.generated_tokens = static_cast<int>(s->gen->generated_ids().size());
+  st.decode_ms = st.generated_tokens > 0 ? ms_between(s->t_first, now) : 0.0;
+  st.seed = s->gen->seed();
+  st.prompt_logprobs = std::move(s->prompt_logprobs);
+  metrics_.prompt_tokens += static_cast<std::int64_t>(s->consumed);
+  if (err) {
+    st.finish = FinishReason::kError;
+    metrics_.requests_failed++;
+    s->stream->fail(*err, std::move(st));
+  } else if (!s->gen->finished()) {
+    st.finish = FinishReason::kCancelled;
+    metrics_.requests_cancelled++;
+    s->stream->finish(std::move(st));
+  } else {
+    st.finish = s->gen->finish_reason();
+    metrics_.requests_ok++;
+    s->stream->finish(std::move(st), std::move(s->last_event));
+  }
+  pool_.release(s->slot);
+  metrics_.slots_in_use = pool_.in_use();
+  metrics_.running = static_cast<std::int64_t>(running_.size());
+  {
+    std::lock_guard lk(mu_);
+    --in_flight_;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace mamba::server

@@ -1,0 +1,98 @@
+// Scheduler: continuous batching over a fixed pool of state slots.
+//
+// One thread owns the Model. Each iteration:
+//   1. drops cancelled sequences (their slot is reused at once) and admits queued requests into
+//      free slots (FIFO);
+//   2. one batched decode step (Model::step) over up to max_batch_size sequences that have a
+//      sampled-but-unfed token (round robin when more are running), then samples each row;
+//   3. prefills waiting prompts within max_batch_prefill_tokens. A prompt that does not fit is
+//      prefilled in pieces across iterations; every piece but the last is a multiple of the
+//      model's chunk granularity (Mamba-2: chunk_size), so chunk boundaries stay at absolute
+//      positions and the result is bitwise the unsplit prefill (model.h). A prompt piece is never
+//      smaller than one granule, so a budget below chunk_size still makes progress.
+// Batch invariance is the Model's per-row guarantee; the scheduler never changes per-row math.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "mamba/generate.h"
+#include "mamba/model.h"
+#include "mamba/tokenizer.h"
+#include "server/metrics.h"
+#include "server/request_stream.h"
+#include "server/slot_pool.h"
+
+namespace mamba::server {
+
+struct SchedulerOptions {
+  int slots = 1;                        ///< state slots (preallocated)
+  int max_in_flight = 128;              ///< running + queued; submit beyond → overloaded
+  int max_batch_size = 0;               ///< sequences per decode step; 0 = slots
+  int max_batch_prefill_tokens = 4096;  ///< prompt tokens per iteration
+};
+
+/// A validated generation request (ids already tokenized and truncated).
+struct SequenceRequest {
+  std::vector<std::int32_t> prompt;  ///< ≥ 1 id, each < model.logits_width()
+  GenerateOptions opts;
+};
+
+class Scheduler {
+ public:
+  /// `tok` may be null (ids only). `metrics` must outlive the scheduler.
+  Scheduler(Model& model, const Tokenizer* tok, std::vector<std::int32_t> eos_ids,
+            const SchedulerOptions& opts, Metrics& metrics);
+  ~Scheduler();  ///< stop(0) if still running
+
+  void start();
+  /// Queues a request. nullptr when max_in_flight requests are already in the server (→ 429)
+  /// or the scheduler is draining.
+  std::shared_ptr<RequestStream> submit(SequenceRequest req);
+  /// Stops admitting, lets running and queued requests finish for up to `grace`, cancels the
+  /// rest, joins the thread. Idempotent.
+  void stop(std::chrono::milliseconds grace);
+  /// Chunk granularity used to split prompts (Mamba-2 chunk_size, else 1).
+  int granularity() const { return granule_; }
+  int slots() const { return pool_.size(); }
+
+ private:
+  struct Sequence;
+  void run();
+  bool admit_and_drop();  ///< returns false when the loop should exit
+  void decode_step();
+  void prefill_pieces();
+  void finish_sequence(std::size_t idx, const std::optional<Error>& err);
+  void emit(Sequence& s, TokenEvent ev);
+  bool has_work_locked() const;
+
+  Model& model_;
+  const Tokenizer* tok_;
+  std::vector<std::int32_t> eos_ids_;
+  SchedulerOptions opts_;
+  Metrics& metrics_;
+  SlotPool pool_;
+  int granule_ = 1;
+  std::int64_t vocab_limit_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;  // guarded by mu_
+  int in_flight_ = 0;                               // guarded by mu_
+  bool stopping_ = false;                           // guarded by mu_: no new submits
+  bool cancel_all_ = false;                         // guarded by mu_: grace expired
+  std::thread thread_;
+
+  // scheduler-thread only
+  std::vector<std::unique_ptr<Sequence>> running_;
+  std::size_t decode_cursor_ = 0;
+  std::vector<float> step_logits_, prefill_logits_, lsm_scratch_;
+};
+
+}  // namespace mamba::server

@@ -1,0 +1,90 @@
+#include "server/tgi_request.h"
+
+#include <fmt/format.h>
+
+#include "server/json_fields.h"
+
+namespace mamba::server {
+
+using nlohmann::json;
+
+#define RETURN_IF_API_ERROR(expr)     \
+  do {                                \
+    if (auto e_ = (expr)) return e_;  \
+  } while (0)
+
+std::optional<ApiError> parse_tgi_request(const json& body, const RequestLimits& limits, TgiRequest& out) {
+  bool present = false;
+  RETURN_IF_API_ERROR(get_string(body, "inputs", out.inputs, present));
+  if (!present) return ApiError::validation("`inputs` is required (a string)");
+  if (out.inputs.empty()) return ApiError::validation("`inputs` cannot be empty");
+  RETURN_IF_API_ERROR(get_bool(body, "stream", out.stream));
+
+  GenerateOptions& o = out.opts;
+  o.max_new_tokens = limits.default_max_new_tokens;
+  auto pit = body.find("parameters");
+  if (pit == body.end() || pit->is_null()) return std::nullopt;
+  const json& p = *pit;
+  if (!p.is_object()) return ApiError::validation(fmt::format("`parameters` must be an object, got {}", p.type_name()));
+
+  SamplingParams& s = o.sampling;
+  RETURN_IF_API_ERROR(get_bool(p, "do_sample", s.do_sample));
+  if (p.contains("temperature") && !p["temperature"].is_null()) {
+    RETURN_IF_API_ERROR(get_float(p, "temperature", s.temperature));
+    if (!(s.temperature > 0.0f)) return ApiError::validation("`temperature` must be strictly positive");
+  }
+  std::int64_t top_k = 0;
+  if (p.contains("top_k") && !p["top_k"].is_null()) {
+    RETURN_IF_API_ERROR(get_int(p, "top_k", 1, 1 << 30, top_k));
+    s.top_k = static_cast<int>(top_k);
+  }
+  if (p.contains("top_p") && !p["top_p"].is_null()) {
+    RETURN_IF_API_ERROR(get_float(p, "top_p", s.top_p));
+    if (!(s.top_p > 0.0f && s.top_p < 1.0f)) return ApiError::validation("`top_p` must be > 0.0 and < 1.0");
+  }
+  if (p.contains("typical_p") && !p["typical_p"].is_null()) {
+    RETURN_IF_API_ERROR(get_float(p, "typical_p", s.typical_p));
+    if (!(s.typical_p > 0.0f && s.typical_p < 1.0f)) return ApiError::validation("`typical_p` must be > 0.0 and < 1.0");
+  }
+  if (p.contains("min_p") && !p["min_p"].is_null()) {
+    RETURN_IF_API_ERROR(get_float(p, "min_p", s.min_p));
+    if (!(s.min_p >= 0.0f && s.min_p < 1.0f)) return ApiError::validation("`min_p` must be >= 0.0 and < 1.0");
+  }
+  if (p.contains("repetition_penalty") && !p["repetition_penalty"].is_null()) {
+    RETURN_IF_API_ERROR(get_float(p, "repetition_penalty", s.repetition_penalty));
+    if (!(s.repetition_penalty > 0.0f)) return ApiError::validation("`repetition_penalty` must be strictly positive");
+  }
+  if (p.contains("frequency_penalty") && !p["frequency_penalty"].is_null()) {
+    RETURN_IF_API_ERROR(get_float(p, "frequency_penalty", s.frequency_penalty));
+    if (!(s.frequency_penalty >= -2.0f && s.frequency_penalty <= 2.0f)) {
+      return ApiError::validation("`frequency_penalty` must be >= -2.0 and <= 2.0");
+    }
+  }
+  bool has_seed = false;
+  RETURN_IF_API_ERROR(get_u64(p, "seed", s.seed, has_seed));
+  s.has_seed = has_seed;
+
+  std::int64_t max_new = o.max_new_tokens;
+  RETURN_IF_API_ERROR(get_int(p, "max_new_tokens", 1, limits.max_total_tokens, max_new));
+  o.max_new_tokens = static_cast<int>(max_new);
+  RETURN_IF_API_ERROR(get_stop(p, "stop", static_cast<std::size_t>(limits.max_stop_sequences), o.stop));
+  RETURN_IF_API_ERROR(get_bool(p, "details", out.details));
+  RETURN_IF_API_ERROR(get_bool(p, "decoder_input_details", out.decoder_input_details));
+  RETURN_IF_API_ERROR(get_bool(p, "return_full_text", out.return_full_text));
+  RETURN_IF_API_ERROR(get_int(p, "truncate", 1, limits.max_input_tokens, out.truncate));
+  std::int64_t top_n = 0;
+  RETURN_IF_API_ERROR(get_int(p, "top_n_tokens", 0, limits.max_top_n_tokens, top_n));
+  o.top_logprobs = static_cast<int>(top_n);
+  o.prompt_logprobs = out.decoder_input_details;
+  std::int64_t best_of = 1;
+  RETURN_IF_API_ERROR(get_int(p, "best_of", 1, 1 << 20, best_of));
+  if (best_of != 1) return ApiError::validation(fmt::format("`best_of` must be 1 (best_of > 1 is not supported), got {}", best_of));
+  RETURN_IF_API_ERROR(reject_if_set(p, "watermark", "watermarking is not implemented"));
+  RETURN_IF_API_ERROR(reject_if_set(p, "grammar", "grammar-constrained decoding is not implemented"));
+  RETURN_IF_API_ERROR(reject_if_set(p, "adapter_id", "adapters are not implemented"));
+  Status st = s.validate();
+  if (!st.ok()) return ApiError::validation(st.message());
+  return std::nullopt;
+}
+
+}  // namespace mamba::server

@@ -1,0 +1,39 @@
+// TGI request bodies: {"inputs": str, "parameters": {...}, "stream": bool} for POST /generate,
+// /generate_stream and / (text-generation-inference's GenerateRequest / CompatGenerateRequest),
+// validated with TGI's rules and messages. Parameters → GenerateOptions (generate.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "mamba/generate.h"
+#include "server/api_error.h"
+
+namespace mamba::server {
+
+/// Per-request limits from the server options.
+struct RequestLimits {
+  int max_input_tokens = 65536;
+  int max_total_tokens = 131072;
+  int max_stop_sequences = 4;
+  int max_top_n_tokens = 5;
+  int default_max_new_tokens = 100;  ///< TGI's default
+};
+
+struct TgiRequest {
+  std::string inputs;
+  bool stream = false;                 ///< POST / only
+  GenerateOptions opts;                ///< max_new_tokens, sampling, stop, top_logprobs, prompt_logprobs
+  bool details = false;
+  bool decoder_input_details = false;  ///< prefill tokens with logprobs in details
+  bool return_full_text = false;       ///< prefix generated_text with the prompt text
+  std::int64_t truncate = 0;           ///< keep only the last `truncate` prompt tokens (0 = all)
+};
+
+/// Validates `body` (a JSON object). Errors: 422 naming the parameter.
+std::optional<ApiError> parse_tgi_request(const nlohmann::json& body, const RequestLimits& limits, TgiRequest& out);
+
+}  // namespace mamba::server

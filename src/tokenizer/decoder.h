@@ -1,0 +1,87 @@
+// Decoders of tokenizer.json ("decoder"): ByteLevel, Metaspace, ByteFallback, Fuse, Strip,
+// Replace, Sequence — HF tokenizers' `decode_chain` semantics: each decoder maps the list of token
+// strings to a new list; the final text is the concatenation.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tokenizer/pattern.h"
+
+namespace mamba::tok {
+
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  /// Rewrites `tokens` in place (HF decode_chain).
+  virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+};
+
+/// HF ByteLevel decoder: all tokens' characters mapped back to bytes, decoded as UTF-8 with
+/// U+FFFD for invalid sequences (String::from_utf8_lossy); one output string, no clean-up.
+class ByteLevelDecoder final : public Decoder {
+ public:
+  void decode_chain(std::vector<std::string>& tokens) const override;
+};
+
+/// HF Metaspace decoder: replacement → ' '; on the first token (unless prepend_scheme is
+/// "never") replacement characters are removed instead.
+class MetaspaceDecoder final : public Decoder {
+ public:
+  MetaspaceDecoder(char32_t replacement, bool strip_first) : replacement_(replacement), strip_first_(strip_first) {}
+  void decode_chain(std::vector<std::string>& tokens) const override;
+
+ private:
+  char32_t replacement_;
+  bool strip_first_;
+};
+
+/// HF ByteFallback: runs of "<0xXX>" tokens become their bytes as UTF-8, or one U+FFFD per
+/// byte when the run is not valid UTF-8.
+class ByteFallbackDecoder final : public Decoder {
+ public:
+  void decode_chain(std::vector<std::string>& tokens) const override;
+};
+
+/// HF Fuse: all tokens joined into one.
+class FuseDecoder final : public Decoder {
+ public:
+  void decode_chain(std::vector<std::string>& tokens) const override;
+};
+
+/// HF Strip: removes up to `start` leading and `stop` trailing `content` characters per token.
+class StripDecoder final : public Decoder {
+ public:
+  StripDecoder(char32_t content, std::size_t start, std::size_t stop) : content_(content), start_(start), stop_(stop) {}
+  void decode_chain(std::vector<std::string>& tokens) const override;
+
+ private:
+  char32_t content_;
+  std::size_t start_, stop_;
+};
+
+/// HF Replace decoder: every match of `pattern` in each token becomes `content`.
+class ReplaceDecoder final : public Decoder {
+ public:
+  ReplaceDecoder(SplitPattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  void decode_chain(std::vector<std::string>& tokens) const override;
+
+ private:
+  SplitPattern pattern_;
+  std::string content_;
+};
+
+/// HF Sequence decoder: each decoder's chain in order.
+class SequenceDecoder final : public Decoder {
+ public:
+  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> items) : items_(std::move(items)) {}
+  void decode_chain(std::vector<std::string>& tokens) const override {
+    for (const auto& d : items_) d->decode_chain(tokens);
+  }
+
+ private:
+  std::vector<std::unique_ptr<Decoder>> items_;
+};
+
+}  // namespace mamba::tok

@@ -1,0 +1,47 @@
+// Tokenizer::Impl: the loaded pipeline (normalizer → pre-tokenizer → BPE model → post-processor;
+// decoder), shared by tokenizer.cc (encode/decode), tokenizer_json.cc (loading) and
+// stream_decoder.cc.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mamba/tokenizer.h"
+#include "tokenizer/added_vocab.h"
+#include "tokenizer/bpe_model.h"
+#include "tokenizer/decoder.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/post_processor.h"
+#include "tokenizer/pre_tokenizer.h"
+
+namespace mamba {
+
+struct Tokenizer::Impl {
+  std::string source;  ///< file name for messages
+  std::unique_ptr<tok::Normalizer> normalizer;          // may be null
+  std::unique_ptr<tok::PreTokenizer> pre_tokenizer;     // may be null
+  std::unique_ptr<tok::BpeModel> model;
+  std::unique_ptr<tok::PostProcessor> post_processor;   // may be null
+  std::unique_ptr<tok::Decoder> decoder;                // may be null (tokens joined by ' ')
+  /// True when the last pre-tokenizer is ByteLevel: pieces reach the model as raw bytes and the
+  /// model maps them (so its cache is keyed by raw bytes).
+  bool model_maps_bytes = false;
+
+  std::vector<AddedToken> added_tokens;
+  std::unordered_map<std::int32_t, std::size_t> added_by_id;  ///< id → index in added_tokens
+  tok::StringMap<std::int32_t> added_by_content;
+  tok::AddedTokenMatcher raw_matcher;         ///< tokens with normalized = false
+  tok::AddedTokenMatcher normalized_matcher;  ///< tokens with normalized = true
+  std::int64_t size = 0;
+
+  /// Appends the ids of `text` (valid UTF-8) without post-processing.
+  void encode_into(std::string_view text, std::vector<std::int32_t>& out) const;
+  /// Token strings of `ids` (all < size), skipping special tokens when asked and undefined ids.
+  void ids_to_tokens(std::span<const std::int32_t> ids, bool skip_special, std::vector<std::string>& out) const;
+  /// Runs the decoder over tokens (or joins them with ' ' when there is none).
+  std::string decode_tokens(std::vector<std::string>& tokens) const;
+};
+
+}  // namespace mamba

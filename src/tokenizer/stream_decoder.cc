@@ -1,0 +1,59 @@
+// StreamDecoder: incremental detokenization in the manner of HF tokenizers' DecodeStream. The
+// window ids_ = [prefix ids (already emitted) | ids not yet emitted]; each push decodes the window
+// and releases the text past the prefix's own decoding, unless it ends in U+FFFD (an incomplete
+// UTF-8 character that later ids may complete). After a release the released ids become the new
+// prefix, so decoders that treat the first token specially (Metaspace, Strip) see context.
+#include <fmt/format.h>
+
+#include "tokenizer/impl.h"
+#include "tokenizer/unicode.h"
+
+namespace mamba {
+
+StreamDecoder::StreamDecoder(const Tokenizer& tok, bool skip_special_tokens) : tok_(&tok), skip_special_(skip_special_tokens) {}
+
+namespace {
+
+std::string decode_window(const Tokenizer& tok, std::span<const std::int32_t> ids, bool skip_special) {
+  std::vector<std::string> tokens;
+  tok.impl().ids_to_tokens(ids, skip_special, tokens);
+  return tok.impl().decode_tokens(tokens);
+}
+
+bool ends_with_replacement(std::string_view s) {
+  return s.size() >= tok::kReplacementChar.size() && s.substr(s.size() - tok::kReplacementChar.size()) == tok::kReplacementChar;
+}
+
+}  // namespace
+
+Result<std::string> StreamDecoder::push(std::int32_t id) {
+  if (id < 0 || id >= tok_->size()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("StreamDecoder: token id {} is out of range: the tokenizer defines ids 0..{}", id, tok_->size() - 1));
+  }
+  ids_.push_back(id);
+  std::string text = decode_window(*tok_, ids_, skip_special_);
+  if (text.size() <= prefix_text_.size() || text.compare(0, prefix_text_.size(), prefix_text_) != 0 ||
+      ends_with_replacement(text)) {
+    return std::string();
+  }
+  std::string released = text.substr(prefix_text_.size());
+  ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(read_index_));
+  read_index_ = ids_.size();
+  prefix_text_ = decode_window(*tok_, ids_, skip_special_);
+  return released;
+}
+
+std::string StreamDecoder::flush() {
+  std::string text = decode_window(*tok_, ids_, skip_special_);
+  std::string rest;
+  if (text.size() > prefix_text_.size() && text.compare(0, prefix_text_.size(), prefix_text_) == 0) {
+    rest = text.substr(prefix_text_.size());
+  }
+  ids_.clear();
+  read_index_ = 0;
+  prefix_text_.clear();
+  return rest;
+}
+
+}  // namespace mamba

@@ -1,0 +1,120 @@
+// Tokenizer: encode (added tokens → normalizer → pre-tokenizer → BPE → post-processor) and
+// decode (ids → token strings → decoder), as HF tokenizers' Tokenizer::encode / decode.
+#include <fmt/format.h>
+
+#include "tokenizer/impl.h"
+#include "tokenizer/unicode.h"
+
+namespace mamba {
+
+Tokenizer::Tokenizer() : impl_(std::make_unique<Impl>()) {}
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+void Tokenizer::Impl::encode_into(std::string_view text, std::vector<std::int32_t>& out) const {
+  std::vector<tok::Segment> segments, subs;
+  raw_matcher.split(text, segments);
+  std::string norm;
+  tok::PieceList pieces;
+  for (const auto& seg : segments) {
+    if (seg.id >= 0) {
+      out.push_back(seg.id);
+      continue;
+    }
+    norm.assign(text.substr(seg.begin, seg.end - seg.begin));
+    if (normalizer) normalizer->normalize(norm);
+    normalized_matcher.split(norm, subs);
+    for (const auto& sub : subs) {
+      if (sub.id >= 0) {
+        out.push_back(sub.id);
+        continue;
+      }
+      if (sub.end == sub.begin) continue;
+      pieces.buf.assign(norm, sub.begin, sub.end - sub.begin);
+      pieces.spans.assign(1, {0, pieces.buf.size(), seg.begin == 0 && sub.begin == 0});
+      if (pre_tokenizer) pre_tokenizer->pre_tokenize(pieces);
+      for (const auto& s : pieces.spans) model->tokenize(pieces.text(s), model_maps_bytes, out);
+    }
+  }
+}
+
+void Tokenizer::Impl::ids_to_tokens(std::span<const std::int32_t> ids, bool skip_special, std::vector<std::string>& out) const {
+  out.reserve(out.size() + ids.size());
+  for (std::int32_t id : ids) {
+    if (auto it = added_by_id.find(id); it != added_by_id.end()) {
+      const AddedToken& a = added_tokens[it->second];
+      if (skip_special && a.special) continue;
+      out.push_back(a.content);
+    } else if (const std::string* t = model->id_to_token(id)) {
+      if (skip_special) {
+        // HF checks the token text against the special added tokens.
+        auto c = added_by_content.find(*t);
+        if (c != added_by_content.end() && added_tokens[added_by_id.at(c->second)].special) continue;
+      }
+      out.push_back(*t);
+    }
+  }
+}
+
+std::string Tokenizer::Impl::decode_tokens(std::vector<std::string>& tokens) const {
+  std::string out;
+  if (decoder) {
+    decoder->decode_chain(tokens);
+    for (const auto& t : tokens) out.append(t);
+  } else {
+    for (std::size_t k = 0; k < tokens.size(); ++k) {
+      if (k) out.push_back(' ');
+      out.append(tokens[k]);
+    }
+  }
+  return out;
+}
+
+Result<std::vector<std::int32_t>> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  if (const std::size_t bad = tok::utf8_valid_prefix(text); bad != text.size()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("encode: input text is not valid UTF-8 (invalid byte 0x{:02X} at offset {})",
+                                  static_cast<unsigned char>(text[bad]), bad));
+  }
+  std::vector<std::int32_t> ids;
+  ids.reserve(text.size() / 3 + 4);
+  impl_->encode_into(text, ids);
+  if (add_special_tokens && impl_->post_processor) impl_->post_processor->process(ids);
+  return ids;
+}
+
+Result<std::string> Tokenizer::decode(std::span<const std::int32_t> ids, bool skip_special_tokens) const {
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    if (ids[k] < 0 || ids[k] >= impl_->size) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("decode: token id {} (position {}) is out of range: {} defines ids 0..{}", ids[k], k,
+                                    impl_->source, impl_->size - 1));
+    }
+  }
+  std::vector<std::string> tokens;
+  impl_->ids_to_tokens(ids, skip_special_tokens, tokens);
+  return impl_->decode_tokens(tokens);
+}
+
+std::int64_t Tokenizer::size() const { return impl_->size; }
+
+std::optional<std::string> Tokenizer::id_to_token(std::int32_t id) const {
+  if (auto it = impl_->added_by_id.find(id); it != impl_->added_by_id.end()) return impl_->added_tokens[it->second].content;
+  if (const std::string* t = impl_->model->id_to_token(id)) return *t;
+  return std::nullopt;
+}
+
+std::optional<std::int32_t> Tokenizer::token_to_id(std::string_view token) const {
+  if (auto it = impl_->added_by_content.find(token); it != impl_->added_by_content.end()) return it->second;
+  return impl_->model->token_to_id(token);
+}
+
+bool Tokenizer::is_special(std::int32_t id) const {
+  auto it = impl_->added_by_id.find(id);
+  return it != impl_->added_by_id.end() && impl_->added_tokens[it->second].special;
+}
+
+const std::vector<AddedToken>& Tokenizer::added_tokens() const { return impl_->added_tokens; }
+
+}  // namespace mamba

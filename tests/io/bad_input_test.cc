@@ -1,0 +1,342 @@
+// Bad input never crashes: each malformed file or inconsistent checkpoint is a clear error that
+// names the file / tensor / field and the expected vs actual value. Files are generated here.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "io/io_test_util.h"
+#include "io/safetensors.h"
+#include "io/torch_pickle.h"
+#include "mamba/checkpoint.h"
+#include "mamba/weights.h"
+
+namespace mamba {
+namespace {
+
+using test::StTensor;
+
+const char* kTinyHFConfig = R"({"model_type": "mamba", "hidden_size": 4, "num_hidden_layers": 1, "vocab_size": 8,
+  "state_size": 2, "conv_kernel": 2, "time_step_rank": 1, "tie_word_embeddings": %s})";
+
+StTensor f32(const std::string& name, std::vector<std::int64_t> shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return StTensor{name, "F32", std::move(shape), std::string(static_cast<std::size_t>(n) * 4, '\0')};
+}
+
+// A complete tiny Mamba-1 (d 4, E 8, N 2, K 2, R 1, V 8, one layer) in HF names.
+std::vector<StTensor> tiny_mamba1(const std::string& emb = "backbone.embeddings.weight") {
+  const std::string p = "backbone.layers.0.";
+  return {f32(emb, {8, 4}),
+          f32(p + "norm.weight", {4}),
+          f32(p + "mixer.in_proj.weight", {16, 4}),
+          f32(p + "mixer.conv1d.weight", {8, 1, 2}),
+          f32(p + "mixer.conv1d.bias", {8}),
+          f32(p + "mixer.x_proj.weight", {5, 8}),
+          f32(p + "mixer.dt_proj.weight", {8, 1}),
+          f32(p + "mixer.dt_proj.bias", {8}),
+          f32(p + "mixer.A_log", {8, 2}),
+          f32(p + "mixer.D", {8}),
+          f32(p + "mixer.out_proj.weight", {4, 8}),
+          f32("backbone.norm_f.weight", {4})};
+}
+
+std::string config(bool tied) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, kTinyHFConfig, tied ? "true" : "false");
+  return buf;
+}
+
+// Writes config + weights into a fresh dir, opens and binds; returns the error (or fails if none).
+Error load_error(const test::TempDir& dir, const std::string& cfg, const std::string& safetensors_bytes) {
+  dir.write("config.json", cfg);
+  dir.write("model.safetensors", safetensors_bytes);
+  auto ck = Checkpoint::open(dir.path());
+  if (!ck.ok()) return ck.error();
+  auto w = bind_weights(*ck);
+  EXPECT_FALSE(w.ok()) << "expected an error";
+  return w.ok() ? Error{} : w.error();
+}
+
+void expect_mentions(const Error& e, std::initializer_list<const char*> parts) {
+  for (const char* p : parts) EXPECT_NE(e.message.find(p), std::string::npos) << "'" << p << "' not in: " << e.message;
+}
+
+TEST(BadInput, TinyModelLoadsWhenValid) {
+  test::TempDir d;
+  d.write("config.json", config(true));
+  d.write("model.safetensors", test::make_safetensors(tiny_mamba1()));
+  auto ck = Checkpoint::open(d.path());
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  auto w = bind_weights(*ck);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(w->layers[0].x_proj.shape, (Shape{5, 8}));
+}
+
+TEST(BadInput, TruncatedSafetensors) {
+  const std::string good = test::make_safetensors(tiny_mamba1());
+  test::TempDir d;
+  Error e = load_error(d, config(true), good.substr(0, 5));
+  EXPECT_EQ(e.code, ErrorCode::kFormat);
+  expect_mentions(e, {"model.safetensors", "truncated"});
+  // Cut inside the data buffer: the last tensors' offsets run past the end.
+  test::TempDir d2;
+  e = load_error(d2, config(true), good.substr(0, good.size() - 10));
+  EXPECT_EQ(e.code, ErrorCode::kFormat);
+  expect_mentions(e, {"model.safetensors", "out of range"});
+}
+
+TEST(BadInput, HeaderLengthPastEndOfFile) {
+  std::string bytes = test::make_safetensors(tiny_mamba1());
+  bytes.replace(0, 8, test::le(1u << 30, 8));
+  test::TempDir d;
+  Error e = load_error(d, config(true), bytes);
+  EXPECT_EQ(e.code, ErrorCode::kFormat);
+  expect_mentions(e, {"model.safetensors", "header length 1073741824", "past the end"});
+  // Absurd length (u64 max) must not overflow.
+  bytes.replace(0, 8, std::string(8, '\xff'));
+  auto r = io::parse_safetensors(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), "x");
+  ASSERT_FALSE(r.ok());
+}
+
+std::string raw_safetensors(const std::string& header_json, std::size_t data_bytes) {
+  return test::le(header_json.size(), 8) + header_json + std::string(data_bytes, '\0');
+}
+
+Error parse_err(const std::string& bytes) {
+  auto r = io::parse_safetensors(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), "m.safetensors");
+  EXPECT_FALSE(r.ok());
+  return r.ok() ? Error{} : r.error();
+}
+
+TEST(BadInput, OffsetsOverlappingOrOutOfRange) {
+  Error e = parse_err(raw_safetensors(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                                          "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 12));
+  EXPECT_EQ(e.code, ErrorCode::kFormat);
+  expect_mentions(e, {"m.safetensors", "'a'", "'b'", "overlap"});
+  e = parse_err(raw_safetensors(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})", 12));
+  expect_mentions(e, {"'a'", "out of range", "12 bytes"});
+  e = parse_err(raw_safetensors(R"({"a": {"dtype": "F32", "shape": [0], "data_offsets": [8, 4]}})", 12));
+  expect_mentions(e, {"'a'", "end before begin"});
+  e = parse_err(raw_safetensors(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [18446744073709551615, 7]}})", 12));
+  EXPECT_EQ(e.code, ErrorCode::kFormat);
+}
+
+TEST(BadInput, UnknownDtype) {
+  Error e = parse_err(raw_safetensors(R"({"a": {"dtype": "F8_E4M3X", "shape": [2], "data_offsets": [0, 2]}})", 2));
+  EXPECT_EQ(e.code, ErrorCode::kUnsupported);
+  expect_mentions(e, {"m.safetensors", "'a'", "F8_E4M3X"});
+}
+
+TEST(BadInput, ShapeTimesDtypeDiffersFromByteSpan) {
+  Error e = parse_err(raw_safetensors(R"({"w": {"dtype": "BF16", "shape": [3, 4], "data_offsets": [0, 48]}})", 48));
+  EXPECT_EQ(e.code, ErrorCode::kFormat);
+  expect_mentions(e, {"'w'", "[3,4]", "24 bytes", "48 bytes"});
+  // Element count overflow is caught, not wrapped.
+  e = parse_err(raw_safetensors(R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})", 0));
+  expect_mentions(e, {"'w'", "overflow"});
+  e = parse_err(raw_safetensors(R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 0]}})", 0));
+  expect_mentions(e, {"'w'", "negative"});
+  e = parse_err(raw_safetensors(R"([1, 2])", 0));
+  expect_mentions(e, {"m.safetensors", "not a JSON object"});
+}
+
+TEST(BadInput, MissingTensor) {
+  auto ts = tiny_mamba1();
+  ts.erase(ts.begin() + 5);  // x_proj
+  test::TempDir d;
+  Error e = load_error(d, config(true), test::make_safetensors(ts));
+  EXPECT_EQ(e.code, ErrorCode::kNotFound);
+  expect_mentions(e, {d.path().c_str(), "backbone.layers.0.mixer.x_proj.weight", "[5, 8]", "missing"});
+}
+
+TEST(BadInput, WrongShapeNamesExpectedAndActual) {
+  auto ts = tiny_mamba1();
+  ts[2] = f32("backbone.layers.0.mixer.in_proj.weight", {12, 4});
+  test::TempDir d;
+  Error e = load_error(d, config(true), test::make_safetensors(ts));
+  EXPECT_EQ(e.code, ErrorCode::kShape);
+  expect_mentions(e, {"model.safetensors", "backbone.layers.0.mixer.in_proj.weight", "expected shape [16, 4]", "got [12, 4]"});
+}
+
+TEST(BadInput, UnsupportedWeightDtype) {
+  auto ts = tiny_mamba1();
+  ts[1] = StTensor{"backbone.layers.0.norm.weight", "I32", {4}, std::string(16, '\0')};
+  test::TempDir d;
+  Error e = load_error(d, config(true), test::make_safetensors(ts));
+  EXPECT_EQ(e.code, ErrorCode::kShape);
+  expect_mentions(e, {"backbone.layers.0.norm.weight", "I32", "F32, BF16 or F16"});
+}
+
+TEST(BadInput, UntiedWithoutLmHead) {
+  test::TempDir d;
+  Error e = load_error(d, config(false), test::make_safetensors(tiny_mamba1()));
+  EXPECT_EQ(e.code, ErrorCode::kNotFound);
+  expect_mentions(e, {"lm_head.weight", "untied"});
+  // With the head present it loads, and the head is not the embedding.
+  auto ts = tiny_mamba1();
+  ts.push_back(f32("lm_head.weight", {8, 4}));
+  test::TempDir d2;
+  d2.write("config.json", config(false));
+  d2.write("model.safetensors", test::make_safetensors(ts));
+  auto ck = Checkpoint::open(d2.path());
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  auto w = bind_weights(*ck);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_NE(w->lm_head.data, w->embedding.data);
+}
+
+TEST(BadInput, BiasPresenceMustMatchConfig) {
+  auto ts = tiny_mamba1();
+  ts.erase(ts.begin() + 4);  // conv1d.bias, but use_conv_bias defaults to true
+  test::TempDir d;
+  Error e = load_error(d, config(true), test::make_safetensors(ts));
+  expect_mentions(e, {"conv1d.bias", "use_conv_bias = true"});
+}
+
+TEST(BadInput, LayerNormIsRefusedClearly) {
+  test::TempDir d;
+  Error e = load_error(d, R"({"d_model": 4, "n_layer": 1, "vocab_size": 8, "rms_norm": false,
+                             "ssm_cfg": {"d_state": 2, "d_conv": 2, "dt_rank": 1}})",
+                       test::make_safetensors(tiny_mamba1("backbone.embedding.weight")));
+  EXPECT_EQ(e.code, ErrorCode::kUnsupported);
+  expect_mentions(e, {"rms_norm = false", "LayerNorm"});
+}
+
+TEST(BadInput, ConfigMissingModelSize) {
+  test::TempDir d;
+  Error e = load_error(d, R"({"model_type": "mamba", "num_hidden_layers": 1, "vocab_size": 8})", test::make_safetensors(tiny_mamba1()));
+  EXPECT_EQ(e.code, ErrorCode::kNotFound);
+  expect_mentions(e, {"config.json", "hidden_size"});
+  test::TempDir d2;
+  e = load_error(d2, R"({"n_layer": 1, "vocab_size": 8})", test::make_safetensors(tiny_mamba1()));
+  expect_mentions(e, {"config.json", "d_model"});
+}
+
+TEST(BadInput, MissingFiles) {
+  test::TempDir d;
+  auto ck = Checkpoint::open(d.path());
+  ASSERT_FALSE(ck.ok());
+  expect_mentions(ck.error(), {"config.json"});
+  d.write("config.json", config(true));
+  ck = Checkpoint::open(d.path());
+  ASSERT_FALSE(ck.ok());
+  expect_mentions(ck.error(), {"no weights found", "model.safetensors"});
+  // A shard listed in the index that does not exist.
+  d.write("model.safetensors.index.json", R"({"weight_map": {"backbone.norm_f.weight": "model-00001-of-00002.safetensors"}})");
+  ck = Checkpoint::open(d.path());
+  ASSERT_FALSE(ck.ok());
+  expect_mentions(ck.error(), {"model-00001-of-00002.safetensors"});
+  d.write("model.safetensors.index.json", R"({"weight_map": {"x": "../../etc/passwd"}})");
+  ck = Checkpoint::open(d.path());
+  ASSERT_FALSE(ck.ok());
+  expect_mentions(ck.error(), {"not a plain file name"});
+}
+
+// ---- pickle --------------------------------------------------------------------------------------
+
+using namespace std::string_literals;
+
+// BINUNICODE opcode with its string.
+std::string U(const std::string& s) { return "X" + test::le(s.size(), 4) + s; }
+
+// {"w": tensor of `numel` elements over FloatStorage "0" of `storage_numel` elements}.
+std::string one_tensor_pickle(int numel, int storage_numel, const char* storage_type = "FloatStorage") {
+  return "\x80\x02}("s + U("w") + "ctorch._utils\n_rebuild_tensor_v2\n" + "((" + U("storage") + "ctorch\n" + storage_type + "\n" + U("0") +
+         U("cpu") + "K" + std::string(1, static_cast<char>(storage_numel)) + "tQK\x00"s + "K" + std::string(1, static_cast<char>(numel)) +
+         "\x85K\x01\x85\x89)tRu.";
+}
+
+Error pickle_err(const std::string& pkl) {
+  auto r = io::parse_torch_pickle(reinterpret_cast<const std::uint8_t*>(pkl.data()), pkl.size(), "data.pkl");
+  EXPECT_FALSE(r.ok());
+  return r.ok() ? Error{} : r.error();
+}
+
+Error torch_bin_error(const std::string& pkl) {
+  test::TempDir d;
+  d.write("config.json", R"({"d_model": 4, "n_layer": 1, "vocab_size": 8})");
+  d.write("pytorch_model.bin", test::make_zip({{"archive/data.pkl", pkl}, {"archive/version", "3\n"}}));
+  auto ck = Checkpoint::open(d.path());
+  EXPECT_FALSE(ck.ok());
+  return ck.ok() ? Error{} : ck.error();
+}
+
+TEST(BadInput, MaliciousPickleGlobalIsRefusedWithoutRunningIt) {
+  // os.system("touch <file>") as pickle protocol 2 would write it.
+  test::TempDir marker;
+  const std::string target = marker.path() + "/pwned";
+  const std::string cmd = "touch " + target;
+  std::string pkl = "\x80\x02"s + "cposix\nsystem\nq\x00"s + U(cmd) + "\x85R.";
+  Error e = torch_bin_error(pkl);
+  EXPECT_EQ(e.code, ErrorCode::kFormat);
+  expect_mentions(e, {"pytorch_model.bin", "forbidden pickle global 'posix.system'"});
+  EXPECT_FALSE(std::filesystem::exists(target));
+  // STACK_GLOBAL form too (protocol 4).
+  pkl = "\x80\x04\x8c\x08"s + "builtins" + "\x8c\x04" + "eval" + "\x93" + ".";
+  e = pickle_err(pkl);
+  expect_mentions(e, {"builtins.eval"});
+}
+
+TEST(BadInput, UnknownPickleOpcodeIsNamed) {
+  Error e = torch_bin_error("\x80\x02}q\x00("s + U("a") + "\xf0" + "u.");
+  EXPECT_EQ(e.code, ErrorCode::kFormat);
+  expect_mentions(e, {"pytorch_model.bin", "opcode 0xf0"});
+  e = pickle_err("\x80\x02"s + "(i__main__\nX\n.");  // INST
+  expect_mentions(e, {"opcode 0x69", "INST"});
+}
+
+TEST(BadInput, MalformedPickles) {
+  expect_mentions(pickle_err("\x80\x02}"s), {"truncated", "STOP"});
+  expect_mentions(pickle_err("\x80\x02X\xff\xff\xff\x7f"s), {"truncated"});
+  expect_mentions(pickle_err("\x80\x02t."s), {"MARK"});
+  expect_mentions(pickle_err("\x80\x02R."s), {"underflow"});
+  expect_mentions(pickle_err("\x80\x02h\x05."s), {"memo key 5"});
+  expect_mentions(pickle_err("\x80\x02}q\x00h\x00h\x00s."s), {"contains itself"});
+  expect_mentions(pickle_err(std::string("\x80\x02K\x01.")), {"holds a int", "state dict"});
+  std::string deep = "\x80\x02K\x00"s;
+  for (int i = 0; i < 100000; ++i) deep += "\x85";
+  expect_mentions(pickle_err(deep + "."), {"nested deeper"});
+  // A tensor whose elements exceed its storage.
+  expect_mentions(pickle_err(one_tensor_pickle(8, 4)), {"exceed storage '0' of 4 elements"});
+  // An unsupported storage type.
+  expect_mentions(pickle_err(one_tensor_pickle(4, 4, "LongStorage")), {"torch.LongStorage"});
+}
+
+TEST(BadInput, PickleStorageMissingOrTooSmall) {
+  // Valid pickle, but the storage entry is absent / smaller than declared.
+  const std::string pkl = one_tensor_pickle(4, 4);
+  Error e = torch_bin_error(pkl);
+  expect_mentions(e, {"tensor 'w'", "archive/data/0", "missing"});
+  test::TempDir d;
+  d.write("config.json", R"({"d_model": 4, "n_layer": 1, "vocab_size": 8})");
+  d.write("pytorch_model.bin", test::make_zip({{"archive/data.pkl", pkl}, {"archive/data/0", std::string(8, '\0')}}));
+  auto ck = Checkpoint::open(d.path());
+  ASSERT_FALSE(ck.ok());
+  expect_mentions(ck.error(), {"tensor 'w'", "16 bytes", "holds 8 bytes"});
+  // Valid: loads and the tensor is found.
+  test::TempDir ok;
+  ok.write("config.json", R"({"d_model": 4, "n_layer": 1, "vocab_size": 8})");
+  ok.write("pytorch_model.bin", test::make_zip({{"archive/data.pkl", pkl}, {"archive/data/0", std::string(16, '\0')}}));
+  auto good = Checkpoint::open(ok.path());
+  ASSERT_TRUE(good.ok()) << good.error().message;
+  ASSERT_NE(good->find("w"), nullptr);
+  EXPECT_EQ(good->find("w")->view.shape, (Shape{4}));
+}
+
+TEST(BadInput, TruncatedOrNonZipTorchFile) {
+  test::TempDir d;
+  d.write("config.json", R"({"d_model": 4, "n_layer": 1, "vocab_size": 8})");
+  std::string zip = test::make_zip({{"archive/data.pkl", "\x80\x02}."s}, {"archive/data/0", std::string(64, 'x')}});
+  d.write("pytorch_model.bin", zip.substr(0, zip.size() / 2));
+  auto ck = Checkpoint::open(d.path());
+  ASSERT_FALSE(ck.ok());
+  expect_mentions(ck.error(), {"pytorch_model.bin", "zip"});
+  d.write("pytorch_model.bin", "not a zip at all, just text that is long enough to search");
+  ck = Checkpoint::open(d.path());
+  ASSERT_FALSE(ck.ok());
+  expect_mentions(ck.error(), {"end-of-central-directory"});
+}
+
+}  // namespace
+}  // namespace mamba

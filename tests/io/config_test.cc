@@ -1,0 +1,170 @@
+// ModelConfig::from_json_text: defaults of each format, derived sizes, Python-json floats, errors.
+#include <cmath>
+#include <gtest/gtest.h>
+
+#include "mamba/config.h"
+
+namespace mamba {
+namespace {
+
+ModelConfig parse_ok(const std::string& text) {
+  auto r = ModelConfig::from_json_text(text, "config.json");
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? r.value() : ModelConfig{};
+}
+
+Error parse_err(const std::string& text) {
+  auto r = ModelConfig::from_json_text(text, "dir/config.json");
+  EXPECT_FALSE(r.ok()) << "expected an error for: " << text;
+  return r.ok() ? Error{} : r.error();
+}
+
+TEST(Config, HFMambaDefaults) {
+  ModelConfig c = parse_ok(R"({"model_type": "mamba", "hidden_size": 768, "num_hidden_layers": 24, "vocab_size": 50280})");
+  EXPECT_EQ(c.arch, Arch::kMamba1);
+  EXPECT_EQ(c.format, CheckpointFormat::kHF);
+  EXPECT_EQ(c.d_state, 16);
+  EXPECT_EQ(c.d_conv, 4);
+  EXPECT_EQ(c.expand, 2);
+  EXPECT_EQ(c.d_inner, 1536);
+  EXPECT_EQ(c.dt_rank, 48);  // ceil(768 / 16)
+  EXPECT_TRUE(c.conv_bias);
+  EXPECT_FALSE(c.proj_bias);
+  EXPECT_TRUE(c.tie_embeddings);
+  EXPECT_DOUBLE_EQ(c.norm_eps, 1e-5);
+  EXPECT_EQ(c.padded_vocab_size(), 50280);
+  EXPECT_EQ(c.in_proj_rows(), 3072);
+  EXPECT_EQ(c.conv_channels(), 1536);
+  EXPECT_EQ(c.conv_state_elems(), 1536 * 3);
+  EXPECT_EQ(c.ssm_state_elems(), 1536 * 16);
+  EXPECT_EQ(c.state_bytes(), 24 * (1536 * 3 + 1536 * 16) * 4);
+}
+
+TEST(Config, HFMambaAutoRankRoundsUpAndIntermediateSizeWins) {
+  ModelConfig c = parse_ok(R"({"model_type": "mamba", "hidden_size": 40, "num_hidden_layers": 1, "vocab_size": 10,
+                               "time_step_rank": "auto", "intermediate_size": 100, "eos_token_id": [3, 4]})");
+  EXPECT_EQ(c.dt_rank, 3);  // ceil(40/16)
+  EXPECT_EQ(c.d_inner, 100);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<std::int64_t>{3, 4}));
+}
+
+TEST(Config, HFFalconMamba) {
+  ModelConfig c = parse_ok(R"({"model_type": "falcon_mamba", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 1000,
+                               "mixer_rms_eps": 1e-3, "tie_word_embeddings": false})");
+  EXPECT_EQ(c.arch, Arch::kFalconMamba);
+  EXPECT_DOUBLE_EQ(c.mixer_rms_eps, 1e-3);
+  EXPECT_FALSE(c.tie_embeddings);
+  ModelConfig d = parse_ok(R"({"model_type": "falcon_mamba", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 1000})");
+  EXPECT_DOUBLE_EQ(d.mixer_rms_eps, 1e-6);
+}
+
+TEST(Config, HFMamba2DefaultsAreMamba2Config) {
+  // d_inner = 2·4096 = 8192 = 128 heads × 64: the Codestral-like defaults.
+  ModelConfig c = parse_ok(R"({"model_type": "mamba2", "hidden_size": 4096, "num_hidden_layers": 64, "vocab_size": 32768})");
+  EXPECT_EQ(c.arch, Arch::kMamba2);
+  EXPECT_EQ(c.n_heads, 128);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.n_groups, 8);
+  EXPECT_EQ(c.d_state, 128);
+  EXPECT_EQ(c.chunk_size, 256);
+  EXPECT_EQ(c.d_inner, 8192);
+  EXPECT_FALSE(c.tie_embeddings);  // Mamba2Config default
+  EXPECT_EQ(c.time_step_min_limit, 0.0);
+  EXPECT_TRUE(std::isinf(c.time_step_max_limit));
+  EXPECT_EQ(c.conv_channels(), 8192 + 2 * 8 * 128);
+  EXPECT_EQ(c.in_proj_rows(), 2 * 8192 + 2 * 8 * 128 + 128);
+  EXPECT_EQ(c.ssm_state_elems(), 128 * 64 * 128);
+}
+
+TEST(Config, PythonJsonFloatsInEveryForm) {
+  const char* base = R"({"model_type": "mamba2", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 100,
+                         "num_heads": 4, "head_dim": 16, "n_groups": 2, "time_step_limit": %s})";
+  for (const char* lim : {"[0.0, Infinity]", "[0.0, \"Infinity\"]", "[0.0, {\"__float__\": \"Infinity\"}]"}) {
+    SCOPED_TRACE(lim);
+    char buf[512];
+    std::snprintf(buf, sizeof buf, base, lim);
+    ModelConfig c = parse_ok(buf);
+    EXPECT_TRUE(std::isinf(c.time_step_max_limit) && c.time_step_max_limit > 0);
+  }
+  // Bare tokens inside strings are left alone.
+  ModelConfig c = parse_ok(R"({"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 1, "vocab_size": 5, "note": "Infinity NaN -Infinity"})");
+  EXPECT_EQ(c.d_model, 8);
+  // NaN in a limit is rejected, not silently used.
+  Error e = parse_err(R"({"model_type": "mamba2", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 100,
+                          "num_heads": 4, "head_dim": 16, "n_groups": 2, "time_step_limit": [NaN, 1.0]})");
+  EXPECT_NE(e.message.find("time_step_limit"), std::string::npos) << e.message;
+}
+
+TEST(Config, StateSpacesMamba1Defaults) {
+  ModelConfig c = parse_ok(R"({"d_model": 768, "n_layer": 24, "vocab_size": 50277})");
+  EXPECT_EQ(c.format, CheckpointFormat::kStateSpaces);
+  EXPECT_EQ(c.arch, Arch::kMamba1);
+  EXPECT_EQ(c.pad_vocab_size_multiple, 8);
+  EXPECT_EQ(c.padded_vocab_size(), 50280);
+  EXPECT_EQ(c.d_state, 16);
+  EXPECT_EQ(c.dt_rank, 48);
+  EXPECT_EQ(c.d_inner, 1536);
+  EXPECT_TRUE(c.tie_embeddings);
+  EXPECT_TRUE(c.conv_bias);
+  EXPECT_FALSE(c.proj_bias);
+}
+
+TEST(Config, StateSpacesMamba2Defaults) {
+  ModelConfig c = parse_ok(R"({"d_model": 768, "n_layer": 24, "vocab_size": 50277, "pad_vocab_size_multiple": 16,
+                               "ssm_cfg": {"layer": "Mamba2"}})");
+  EXPECT_EQ(c.arch, Arch::kMamba2);
+  EXPECT_EQ(c.padded_vocab_size(), 50288);
+  EXPECT_EQ(c.d_state, 128);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.n_heads, 24);
+  EXPECT_EQ(c.n_groups, 1);
+  EXPECT_EQ(c.chunk_size, 256);
+  EXPECT_TRUE(c.tie_embeddings);
+  EXPECT_FALSE(c.norm_before_gate);
+}
+
+TEST(Config, RequiredKeysAreNamed) {
+  Error e = parse_err(R"({"model_type": "mamba", "num_hidden_layers": 2, "vocab_size": 10})");
+  EXPECT_EQ(e.code, ErrorCode::kNotFound);
+  EXPECT_NE(e.message.find("hidden_size"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("dir/config.json"), std::string::npos) << e.message;
+  e = parse_err(R"({"model_type": "mamba2", "hidden_size": 32, "vocab_size": 10})");
+  EXPECT_NE(e.message.find("num_hidden_layers"), std::string::npos) << e.message;
+  e = parse_err(R"({"n_layer": 2, "vocab_size": 10})");
+  EXPECT_EQ(e.code, ErrorCode::kNotFound);
+  EXPECT_NE(e.message.find("\"d_model\""), std::string::npos) << e.message;
+  e = parse_err(R"({"d_model": 2, "n_layer": 2})");
+  EXPECT_NE(e.message.find("vocab_size"), std::string::npos) << e.message;
+  e = parse_err(R"({"architectures": ["x"]})");
+  EXPECT_NE(e.message.find("d_model"), std::string::npos) << e.message;
+}
+
+TEST(Config, InconsistentOrUnsupportedConfigs) {
+  Error e = parse_err(R"({"model_type": "mamba2", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 10,
+                          "num_heads": 5, "head_dim": 16, "n_groups": 1})");
+  EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(e.message.find("n_heads (5)"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("d_inner = 64"), std::string::npos) << e.message;
+  e = parse_err(R"({"model_type": "llama", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 10})");
+  EXPECT_EQ(e.code, ErrorCode::kUnsupported);
+  EXPECT_NE(e.message.find("llama"), std::string::npos);
+  e = parse_err(R"({"d_model": 32, "n_layer": 2, "vocab_size": 10, "ssm_cfg": {"layer": "Mamba3"}})");
+  EXPECT_EQ(e.code, ErrorCode::kUnsupported);
+  e = parse_err(R"({"model_type": "mamba", "hidden_size": -1, "num_hidden_layers": 2, "vocab_size": 10})");
+  EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  e = parse_err(R"({"model_type": "mamba", "hidden_size": "big", "num_hidden_layers": 2, "vocab_size": 10})");
+  EXPECT_EQ(e.code, ErrorCode::kFormat);
+  e = parse_err(R"({"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 2, "vocab_size": 10, "state_size": 0})");
+  EXPECT_NE(e.message.find("d_state"), std::string::npos);
+  e = parse_err("{\"model_type\": \"mamba\", ");
+  EXPECT_EQ(e.code, ErrorCode::kFormat);
+  EXPECT_NE(e.message.find("dir/config.json"), std::string::npos);
+}
+
+TEST(Config, LayerNormParsesAndIsRecorded) {
+  ModelConfig c = parse_ok(R"({"d_model": 32, "n_layer": 2, "vocab_size": 10, "rms_norm": false})");
+  EXPECT_FALSE(c.rms_norm);  // refused by bind_weights (see bad_input_test)
+}
+
+}  // namespace
+}  // namespace mamba
