@@ -45,6 +45,14 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   return f;
 }
 
+void MappedFile::populate() const {
+  if (data_ == nullptr) return;
+#ifdef MADV_POPULATE_READ
+  if (::madvise(const_cast<std::uint8_t*>(data_), size_, MADV_POPULATE_READ) == 0) return;
+#endif
+  ::madvise(const_cast<std::uint8_t*>(data_), size_, MADV_WILLNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::uint8_t*>(data_), size_);
 }
