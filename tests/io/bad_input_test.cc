@@ -324,6 +324,44 @@ TEST(BadInput, PickleStorageMissingOrTooSmall) {
   EXPECT_EQ(good->find("w")->view.shape, (Shape{4}));
 }
 
+TEST(TorchZip, Zip64ArchivesShardsAndByteOrder) {
+  const std::string cfg = R"({"d_model": 4, "n_layer": 1, "vocab_size": 8})";
+  std::string data(16, '\0');
+  for (int i = 0; i < 4; ++i) data[static_cast<std::size_t>(4 * i + 3)] = static_cast<char>(0x3f + i);  // distinct floats
+  // zip64 records and extra fields (what > 4 GiB archives use).
+  test::TempDir z;
+  z.write("config.json", cfg);
+  z.write("pytorch_model.bin", test::make_zip({{"m/data.pkl", one_tensor_pickle(4, 4)}, {"m/byteorder", "little"}, {"m/data/0", data}}, true));
+  auto ck = Checkpoint::open(z.path());
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  ASSERT_NE(ck->find("w"), nullptr);
+  EXPECT_EQ(test::view_bytes(ck->find("w")->view), data);
+  // Big-endian storages are refused by name.
+  test::TempDir be;
+  be.write("config.json", cfg);
+  be.write("pytorch_model.bin", test::make_zip({{"m/data.pkl", one_tensor_pickle(4, 4)}, {"m/byteorder", "big"}, {"m/data/0", data}}));
+  ck = Checkpoint::open(be.path());
+  ASSERT_FALSE(ck.ok());
+  expect_mentions(ck.error(), {"byte order \"big\""});
+  // Sharded pytorch_model.bin through pytorch_model.bin.index.json.
+  auto rename = [](std::string pkl, const char* to) {
+    pkl.replace(pkl.find("X\x01\x00\x00\x00w"s), 6, U(to));
+    return pkl;
+  };
+  test::TempDir sh;
+  sh.write("config.json", cfg);
+  sh.write("pytorch_model-00001-of-00002.bin", test::make_zip({{"a/data.pkl", rename(one_tensor_pickle(4, 4), "x")}, {"a/data/0", data}}));
+  sh.write("pytorch_model-00002-of-00002.bin", test::make_zip({{"b/data.pkl", rename(one_tensor_pickle(2, 4), "y")}, {"b/data/0", data}}));
+  sh.write("pytorch_model.bin.index.json", R"({"weight_map": {"x": "pytorch_model-00001-of-00002.bin", "y": "pytorch_model-00002-of-00002.bin"}})");
+  ck = Checkpoint::open(sh.path());
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  ASSERT_NE(ck->find("x"), nullptr);
+  ASSERT_NE(ck->find("y"), nullptr);
+  EXPECT_EQ(ck->find("y")->view.shape, (Shape{2}));
+  EXPECT_EQ(test::view_bytes(ck->find("y")->view), data.substr(0, 8));
+  EXPECT_NE(ck->find("y")->file.find("00002-of-00002"), std::string::npos);
+}
+
 TEST(BadInput, TruncatedOrNonZipTorchFile) {
   test::TempDir d;
   d.write("config.json", R"({"d_model": 4, "n_layer": 1, "vocab_size": 8})");
