@@ -60,7 +60,14 @@ AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens, bool
     patterns_.push_back(std::move(p));
   }
   for (std::uint32_t k = 0; k < patterns_.size(); ++k) {
-    by_first_byte_[static_cast<unsigned char>(patterns_[k].content[0])].push_back(k);
+    const std::string& c = patterns_[k].content;
+    const auto b0 = static_cast<unsigned char>(c[0]);
+    by_first_byte_[b0].push_back(k);
+    if (c.size() == 1) {
+      single_byte_[b0] = true;
+    } else {
+      second_byte_[b0].set(static_cast<unsigned char>(c[1]));
+    }
   }
   for (auto& v : by_first_byte_) {
     // Longest first; among equal contents the first declared wins.
@@ -83,7 +90,9 @@ void AddedTokenMatcher::split(std::string_view text, std::vector<Segment>& out) 
     const Pattern* found = nullptr;
     std::size_t at = pos;
     for (; at < text.size(); ++at) {
-      const auto& cands = by_first_byte_[static_cast<unsigned char>(text[at])];
+      const auto b0 = static_cast<unsigned char>(text[at]);
+      if (!single_byte_[b0] && (at + 1 >= text.size() || !second_byte_[b0].test(static_cast<unsigned char>(text[at + 1])))) continue;
+      const auto& cands = by_first_byte_[b0];
       for (std::uint32_t k : cands) {
         const auto& c = patterns_[k].content;
         if (text.size() - at >= c.size() && text.compare(at, c.size(), c) == 0) {

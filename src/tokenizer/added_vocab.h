@@ -4,6 +4,7 @@
 // lstrip and rstrip applied as in AddedVocabulary::find_matches.
 #pragma once
 
+#include <bitset>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -41,6 +42,10 @@ class AddedTokenMatcher {
   std::vector<Pattern> patterns_;
   // Patterns whose content starts with byte b, longest first.
   std::vector<std::uint32_t> by_first_byte_[256];
+  // Quick rejection: second_byte_[b] has bit c set when some pattern starts with bytes b, c;
+  // single_byte_[b] when the one-byte pattern "b" exists.
+  std::bitset<256> second_byte_[256];
+  bool single_byte_[256] = {};
 };
 
 }  // namespace mamba::tok

@@ -34,47 +34,46 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(StringMap<std::int32_t> vocab
     if (!m->id_defined_[static_cast<std::size_t>(id)] || tok < slot) slot = tok;
     m->id_defined_[static_cast<std::size_t>(id)] = true;
   }
-  m->vocab_ = std::move(vocab);
+  m->vocab_.reserve(vocab.size());
+  for (const auto& [tok, id] : vocab) m->vocab_.insert(tok, id);
   const std::size_t prefix_len = options.continuing_subword_prefix ? options.continuing_subword_prefix->size() : 0;
-  m->merges_.reserve(merges.size() * 2);
   for (std::size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [a, b] = merges[rank];
-    auto ia = m->vocab_.find(a);
-    auto ib = m->vocab_.find(b);
-    if (ia == m->vocab_.end() || ib == m->vocab_.end()) {
+    const std::int32_t* ia = m->vocab_.find(a);
+    const std::int32_t* ib = m->vocab_.find(b);
+    if (!ia || !ib) {
       return make_error(ErrorCode::kFormat, fmt::format("{}: model.merges[{}] = ['{}', '{}']: token '{}' is not in the vocab",
-                                                        where, rank, a, b, ia == m->vocab_.end() ? a : b));
+                                                        where, rank, a, b, !ia ? a : b));
     }
     std::string merged = a;
     merged.append(b.size() >= prefix_len && b.compare(0, prefix_len, options.continuing_subword_prefix.value_or("")) == 0
                       ? std::string_view(b).substr(prefix_len)
                       : std::string_view(b));
-    auto im = m->vocab_.find(merged);
-    if (im == m->vocab_.end()) {
+    const std::int32_t* im = m->vocab_.find(merged);
+    if (!im) {
       return make_error(ErrorCode::kFormat, fmt::format("{}: model.merges[{}] = ['{}', '{}']: merged token '{}' is not in the vocab",
                                                         where, rank, a, b, merged));
     }
     // Later duplicates overwrite earlier ones, as HF's HashMap collect does.
-    m->merges_[pair_key(ia->second, ib->second)] = {static_cast<std::int32_t>(rank), im->second};
+    m->merges_.insert(pair_key(*ia, *ib), {static_cast<std::int32_t>(rank), *im});
   }
   if (options.unk_token) {
-    auto it = m->vocab_.find(*options.unk_token);
-    if (it != m->vocab_.end()) m->unk_id_ = it->second;
+    if (const std::int32_t* id = m->vocab_.find(*options.unk_token)) m->unk_id_ = *id;
   }
   m->all_byte_fallback_ = true;
   for (int b = 0; b < 256; ++b) {
-    auto it = m->vocab_.find(fmt::format("<0x{:02X}>", b));
-    m->byte_fallback_ids_[b] = it == m->vocab_.end() ? -1 : it->second;
-    if (it == m->vocab_.end()) m->all_byte_fallback_ = false;
+    const std::int32_t* id = m->vocab_.find(fmt::format("<0x{:02X}>", b));
+    m->byte_fallback_ids_[b] = id ? *id : -1;
+    if (!id) m->all_byte_fallback_ = false;
   }
   m->options_ = std::move(options);
   return m;
 }
 
 std::optional<std::int32_t> BpeModel::token_to_id(std::string_view token) const {
-  auto it = vocab_.find(token);
-  if (it == vocab_.end()) return std::nullopt;
-  return it->second;
+  const std::int32_t* id = vocab_.find(token);
+  if (!id) return std::nullopt;
+  return *id;
 }
 
 const std::string* BpeModel::id_to_token(std::int32_t id) const {
@@ -83,8 +82,7 @@ const std::string* BpeModel::id_to_token(std::int32_t id) const {
 }
 
 const BpeModel::MergeValue* BpeModel::find_merge(std::int32_t a, std::int32_t b) const {
-  auto it = merges_.find(pair_key(a, b));
-  return it == merges_.end() ? nullptr : &it->second;
+  return merges_.find(pair_key(a, b));
 }
 
 void BpeModel::initial_symbols(std::string_view word, std::vector<std::int32_t>& ids) const {
@@ -105,10 +103,10 @@ void BpeModel::initial_symbols(std::string_view word, std::vector<std::int32_t>&
       if (is_last && options_.end_of_word_suffix) buf.append(*options_.end_of_word_suffix);
       s = buf;
     }
-    if (auto it = vocab_.find(s); it != vocab_.end()) {
+    if (const std::int32_t* id = vocab_.find(s)) {
       if (pending_unk >= 0) ids.push_back(pending_unk);
       pending_unk = -1;
-      ids.push_back(it->second);
+      ids.push_back(*id);
       continue;
     }
     if (options_.byte_fallback) {
@@ -201,8 +199,9 @@ void BpeModel::tokenize(std::string_view word, bool raw_bytes, std::vector<std::
   const bool cacheable = word.size() < kCacheMaxWordBytes;
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mu_);
-    if (auto it = cache_.find(word); it != cache_.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
+    if (const CacheEntry* e = cache_.find(word)) {
+      const std::int32_t* p = cache_ids_.data() + e->offset;
+      out.insert(out.end(), p, p + e->count);
       return;
     }
   }
@@ -214,8 +213,8 @@ void BpeModel::tokenize(std::string_view word, bool raw_bytes, std::vector<std::
     text = mapped;
   }
   std::vector<std::int32_t> ids;
-  if (auto it = options_.ignore_merges ? vocab_.find(text) : vocab_.end(); it != vocab_.end()) {
-    ids.push_back(it->second);
+  if (const std::int32_t* id = options_.ignore_merges ? vocab_.find(text) : nullptr) {
+    ids.push_back(*id);
   } else {
     ids.reserve(text.size());
     initial_symbols(text, ids);
@@ -224,7 +223,10 @@ void BpeModel::tokenize(std::string_view word, bool raw_bytes, std::vector<std::
   out.insert(out.end(), ids.begin(), ids.end());
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mu_);
-    if (cache_.size() < kCacheCapacity) cache_.emplace(std::string(word), std::move(ids));
+    if (cache_.size() < kCacheCapacity && !cache_.find(word)) {
+      cache_.insert(word, {static_cast<std::uint32_t>(cache_ids_.size()), static_cast<std::uint32_t>(ids.size())});
+      cache_ids_.insert(cache_ids_.end(), ids.begin(), ids.end());
+    }
   }
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mamba/status.h"
+#include "tokenizer/flat_map.h"
 
 namespace mamba::tok {
 
@@ -64,10 +65,10 @@ class BpeModel {
   void merge_all(std::vector<std::int32_t>& ids) const;
   const MergeValue* find_merge(std::int32_t a, std::int32_t b) const;
 
-  StringMap<std::int32_t> vocab_;
+  FlatStringMap<std::int32_t> vocab_;
   std::vector<std::string> id_to_token_;
   std::vector<bool> id_defined_;
-  std::unordered_map<std::uint64_t, MergeValue> merges_;
+  FlatU64Map<MergeValue> merges_;
   BpeOptions options_;
   std::optional<std::int32_t> unk_id_;
   std::int32_t byte_fallback_ids_[256];  // id of "<0xXX>" or -1
@@ -75,8 +76,12 @@ class BpeModel {
 
   static constexpr std::size_t kCacheMaxWordBytes = 256;
   static constexpr std::size_t kCacheCapacity = 1 << 17;
+  struct CacheEntry {
+    std::uint32_t offset = 0, count = 0;  // ids in cache_ids_
+  };
   mutable std::mutex cache_mu_;
-  mutable StringMap<std::vector<std::int32_t>> cache_;
+  mutable FlatStringMap<CacheEntry> cache_;
+  mutable std::vector<std::int32_t> cache_ids_;
 };
 
 }  // namespace mamba::tok

@@ -28,6 +28,9 @@ struct Tokenizer::Impl {
   /// True when the last pre-tokenizer is ByteLevel: pieces reach the model as raw bytes and the
   /// model maps them (so its cache is keyed by raw bytes).
   bool model_maps_bytes = false;
+  /// True when the decoder includes ByteFallback: a run of "<0xXX>" tokens decodes as a whole
+  /// (one U+FFFD per byte when the run is invalid), so a stream must hold such runs until they end.
+  bool decoder_has_byte_fallback = false;
 
   std::vector<AddedToken> added_tokens;
   std::unordered_map<std::int32_t, std::size_t> added_by_id;  ///< id → index in added_tokens

@@ -2,7 +2,9 @@
 // window ids_ = [prefix ids (already emitted) | ids not yet emitted]; each push decodes the window
 // and releases the text past the prefix's own decoding, unless it ends in U+FFFD (an incomplete
 // UTF-8 character that later ids may complete). After a release the released ids become the new
-// prefix, so decoders that treat the first token specially (Metaspace, Strip) see context.
+// prefix, so decoders that treat the first token specially (Metaspace, Strip) see context. With a
+// ByteFallback decoder a run of "<0xXX>" tokens is held until a non-byte token ends it (an invalid
+// run decodes to one U+FFFD per byte, so earlier bytes of the run are not final before its end).
 #include <fmt/format.h>
 
 #include "tokenizer/impl.h"
@@ -32,6 +34,11 @@ Result<std::string> StreamDecoder::push(std::int32_t id) {
                       fmt::format("StreamDecoder: token id {} is out of range: the tokenizer defines ids 0..{}", id, tok_->size() - 1));
   }
   ids_.push_back(id);
+  if (tok_->impl().decoder_has_byte_fallback) {
+    // Hold a run of byte tokens until it ends: its decoding depends on all of its bytes.
+    const auto t = tok_->id_to_token(id);
+    if (t && t->size() == 6 && t->compare(0, 3, "<0x") == 0 && (*t)[5] == '>') return std::string();
+  }
   std::string text = decode_window(*tok_, ids_, skip_special_);
   if (text.size() <= prefix_text_.size() || text.compare(0, prefix_text_.size(), prefix_text_) != 0 ||
       ends_with_replacement(text)) {

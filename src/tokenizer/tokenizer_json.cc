@@ -19,6 +19,7 @@ using namespace tok;
 // Context for error messages: the file name.
 struct Loader {
   std::string source;
+  mutable bool saw_byte_fallback = false;
 
   Error format(const std::string& path, const std::string& what) const {
     return make_error(ErrorCode::kFormat, fmt::format("{}: {}: {}", source, path, what));
@@ -253,7 +254,10 @@ struct Loader {
   Result<std::unique_ptr<Decoder>> decoder(const json& j, const std::string& path) const {
     MAMBA_ASSIGN_OR_RETURN(std::string type, get_type(j, path));
     if (type == "ByteLevel") return std::unique_ptr<Decoder>(new ByteLevelDecoder());
-    if (type == "ByteFallback") return std::unique_ptr<Decoder>(new ByteFallbackDecoder());
+    if (type == "ByteFallback") {
+      saw_byte_fallback = true;
+      return std::unique_ptr<Decoder>(new ByteFallbackDecoder());
+    }
     if (type == "Fuse") return std::unique_ptr<Decoder>(new FuseDecoder());
     if (type == "Metaspace") {
       MAMBA_ASSIGN_OR_RETURN(char32_t rep, get_char(j, path, "replacement"));
@@ -415,6 +419,7 @@ Result<Tokenizer> Tokenizer::from_json_text(const std::string& json_text, const 
     }
     if (auto it = root.find("decoder"); it != root.end() && !it->is_null()) {
       MAMBA_ASSIGN_OR_RETURN(impl.decoder, L.decoder(*it, "decoder"));
+      impl.decoder_has_byte_fallback = L.saw_byte_fallback;
     }
     MAMBA_RETURN_IF_ERROR(L.added_tokens(root, impl));
     if (auto it = root.find("post_processor"); it != root.end() && !it->is_null()) {

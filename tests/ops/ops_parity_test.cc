@@ -17,6 +17,9 @@ using test::max_abs_diff;
 using test::random_vec;
 
 struct LinearCase { std::int64_t M, K, N; DType dtype; bool bias; };
+void PrintTo(const LinearCase& c, std::ostream* os) {
+  *os << "M" << c.M << "_K" << c.K << "_N" << c.N << "_" << dtype_name(c.dtype) << (c.bias ? "_bias" : "");
+}
 
 class LinearParity : public ::testing::TestWithParam<LinearCase> {};
 

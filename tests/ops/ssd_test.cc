@@ -19,6 +19,9 @@ using test::max_abs_diff;
 using test::random_vec;
 
 struct SsdCase { std::int64_t L, H, P, N, G, Q, position; };
+void PrintTo(const SsdCase& c, std::ostream* os) {
+  *os << "L" << c.L << "_H" << c.H << "_P" << c.P << "_N" << c.N << "_G" << c.G << "_Q" << c.Q << "_pos" << c.position;
+}
 
 struct SsdData {
   std::int64_t ldx, lddt, ldbc, ldy;

@@ -1,0 +1,70 @@
+// Mamba-1 and Falcon-Mamba mixer (Gu & Dao 2023 §3, Alg. 2; docs/mamba-math.md §Mamba-1).
+// Reference: HF transformers MambaMixer.slow_forward / FalconMambaMixer.slow_forward.
+#include <limits>
+
+#include "models/mamba_model.h"
+#include "ops/ops.h"
+
+namespace mamba::models {
+
+void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::span<const SeqSlice> seqs,
+                  float* out) {
+  const ModelConfig& c = ctx.cfg;
+  const std::int64_t d = c.d_model, E = c.d_inner, N = c.d_state, K = c.d_conv, R = c.dt_rank;
+  const std::int64_t n_xdbl = R + 2 * N;
+  Scratch& s = ctx.s;
+
+  // 1. [u, z] = x · in_projᵀ                              proj: [T, 2E] (u = cols [0, E), z = [E, 2E))
+  float* proj = Scratch::get(s.proj, T * 2 * E);
+  ops::linear(x, d, T, ctx.w.in_proj, ctx.w.in_proj_bias, proj, 2 * E);
+
+  // 2. u = silu(conv1d(u)), causal, continuing from each sequence's conv_state   u: [T, E]
+  float* u = Scratch::get(s.conv, T * E);
+  for (const SeqSlice& q : seqs)
+    ops::conv1d_silu(proj + q.row0 * 2 * E, 2 * E, q.len, E, K, ctx.p.conv_w.data(),
+                     ctx.p.conv_b.empty() ? nullptr : ctx.p.conv_b.data(),
+                     q.state->conv_state[ctx.layer].data<float>(), u + q.row0 * E);
+
+  // 3. [δ, B, C] = u · x_projᵀ                            xdbl: [T, R + 2N]
+  float* xdbl = Scratch::get(s.xdbl, T * n_xdbl);
+  ops::linear(u, E, T, ctx.w.x_proj, TensorView(), xdbl, n_xdbl);
+  float* delta = xdbl;
+  float* B = xdbl + R;
+  float* C = xdbl + R + N;
+
+  // 3b. Falcon-Mamba: weightless RMS norms on δ, B, C (eps = mixer_rms_eps), in place.
+  if (c.arch == Arch::kFalconMamba) {
+    const auto eps = static_cast<float>(c.mixer_rms_eps);
+    ops::rms_norm(B, n_xdbl, T, N, nullptr, eps, B, n_xdbl);
+    ops::rms_norm(C, n_xdbl, T, N, nullptr, eps, C, n_xdbl);
+    ops::rms_norm(delta, n_xdbl, T, R, nullptr, eps, delta, n_xdbl);
+  }
+
+  // 4. Δ = softplus(δ · dt_projᵀ + dt_bias)               dt: [T, E]
+  float* dt = Scratch::get(s.dt, T * E);
+  ops::linear(delta, n_xdbl, T, ctx.w.dt_proj, ctx.w.dt_proj_bias, dt, E);
+  ops::softplus_clamp(dt, E, T, E, nullptr, 0.0f, std::numeric_limits<float>::infinity());
+
+  // 5. selective scan per sequence: h_t = exp(Δ_t·A)·h_{t−1} + Δ_t·u_t·B_t;
+  //    y_t = (h_t·C_t + D·u_t) · silu(z_t)                y: [T, E]
+  float* y = Scratch::get(s.y, T * E);
+  for (const SeqSlice& q : seqs) {
+    ops::SelectiveScanArgs a;
+    a.L = q.len; a.E = E; a.N = N;
+    a.u = u + q.row0 * E;              a.ldu = E;
+    a.dt = dt + q.row0 * E;            a.lddt = E;
+    a.A = ctx.p.A.data();
+    a.B = B + q.row0 * n_xdbl;         a.ldb = n_xdbl;
+    a.C = C + q.row0 * n_xdbl;         a.ldc = n_xdbl;
+    a.D = ctx.p.D.data();
+    a.z = proj + q.row0 * 2 * E + E;   a.ldz = 2 * E;
+    a.ssm_state = q.state->ssm_state[ctx.layer].data<float>();
+    a.y = y + q.row0 * E;              a.ldy = E;
+    ops::selective_scan(a);
+  }
+
+  // 6. out = y · out_projᵀ                                out: [T, d]
+  ops::linear(y, E, T, ctx.w.out_proj, ctx.w.out_proj_bias, out, d);
+}
+
+}  // namespace mamba::models

@@ -1,0 +1,66 @@
+// Mamba-2 mixer (Dao & Gu 2024 §6–7; docs/mamba-math.md §Mamba-2 and §SSD).
+// Reference: state-spaces/mamba `Mamba2.forward` (RMSNormGated with group_size = E/G,
+// norm_before_gate=False; optional d_mlp gated-MLP prefix of in_proj).
+#include "models/mamba_model.h"
+#include "ops/ops.h"
+
+namespace mamba::models {
+
+void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::span<const SeqSlice> seqs,
+                  float* out) {
+  const ModelConfig& c = ctx.cfg;
+  const std::int64_t d = c.d_model, E = c.d_inner, N = c.d_state, K = c.d_conv, H = c.n_heads,
+                     P = c.head_dim, G = c.n_groups, M = c.d_mlp;
+  const std::int64_t GN = G * N, n_conv = E + 2 * GN, rows = c.in_proj_rows();
+  // Column offsets in in_proj's output: [z0 (M) | x0 (M) | z (E) | xBC (E + 2GN) | dt (H)].
+  const std::int64_t off_z0 = 0, off_x0 = M, off_z = 2 * M, off_xbc = 2 * M + E, off_dt = 2 * M + E + n_conv;
+  Scratch& s = ctx.s;
+
+  // 1. zxbcdt = x · in_projᵀ                               proj: [T, rows]
+  float* proj = Scratch::get(s.proj, T * rows);
+  ops::linear(x, d, T, ctx.w.in_proj, ctx.w.in_proj_bias, proj, rows);
+
+  // 2. xBC = silu(conv1d(xBC)) per sequence;  [u (E) | B (G·N) | C (G·N)] = xBC     xbc: [T, E + 2GN]
+  float* xbc = Scratch::get(s.conv, T * n_conv);
+  for (const SeqSlice& q : seqs)
+    ops::conv1d_silu(proj + q.row0 * rows + off_xbc, rows, q.len, n_conv, K, ctx.p.conv_w.data(),
+                     ctx.p.conv_b.empty() ? nullptr : ctx.p.conv_b.data(),
+                     q.state->conv_state[ctx.layer].data<float>(), xbc + q.row0 * n_conv);
+
+  // 3. Δ = clamp(softplus(dt + dt_bias), time_step_limit), in place in proj's dt columns   [T, H]
+  float* dt = proj + off_dt;
+  ops::softplus_clamp(dt, rows, T, H, ctx.p.dt_bias.data(), static_cast<float>(c.time_step_min_limit),
+                      static_cast<float>(c.time_step_max_limit));
+
+  // 4. SSD per sequence (chunks aligned to its absolute position), incl. the D skip:
+  //    y_t[h] = h_t[h]·C_t[g(h)] + D[h]·u_t[h],  h_t[h] = exp(Δ·A[h])·h_{t−1}[h] + Δ·u_t[h] ⊗ B_t[g(h)]
+  const std::int64_t ldy = M + E;
+  float* ybuf = Scratch::get(s.y, T * ldy);
+  float* y = ybuf + M;  // [T, E] with row stride M + E
+  for (const SeqSlice& q : seqs) {
+    ops::SsdArgs a;
+    a.L = q.len; a.H = H; a.P = P; a.N = N; a.G = G; a.Q = c.chunk_size;
+    a.position = q.state->position;
+    a.x = xbc + q.row0 * n_conv;            a.ldx = n_conv;
+    a.dt = dt + q.row0 * rows;              a.lddt = rows;
+    a.A = ctx.p.A.data();
+    a.B = xbc + q.row0 * n_conv + E;        a.ldb = n_conv;
+    a.C = xbc + q.row0 * n_conv + E + GN;   a.ldc = n_conv;
+    a.D = ctx.p.D.data();
+    a.ssm_state = q.state->ssm_state[ctx.layer].data<float>();
+    a.y = y + q.row0 * ldy;                 a.ldy = ldy;
+    ops::ssd(a);
+  }
+
+  // 5. y = GroupRMSNorm(y · silu(z)) · w_norm   (G groups of E/G channels, eps = norm_eps)
+  ops::gated_rms_norm(y, ldy, proj + off_z, rows, T, E, G, ctx.p.gated_norm.data(),
+                      static_cast<float>(c.norm_eps));
+
+  // 5b. d_mlp prefix: out_proj input = [silu(z0)·x0 | y]
+  if (M > 0) ops::silu_mul(proj + off_z0, rows, proj + off_x0, rows, T, M, ybuf, ldy);
+
+  // 6. out = [mlp | y] · out_projᵀ                         out: [T, d]
+  ops::linear(ybuf, ldy, T, ctx.w.out_proj, ctx.w.out_proj_bias, out, d);
+}
+
+}  // namespace mamba::models

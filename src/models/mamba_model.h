@@ -1,0 +1,100 @@
+// MambaModel: the one Model implementation (Mamba-1, Falcon-Mamba, Mamba-2). Internal header.
+//
+// The forward pass (model.cc) is the same for every architecture:
+//   embed → per layer: RMSNorm → mixer → residual add (fp32) → final RMSNorm → lm_head.
+// The mixers live in mamba1.cc (Mamba-1 / Falcon-Mamba) and mamba2.cc (Mamba-2 SSD).
+// A forward call covers T rows of activations that belong to one or more sequences (SeqSlice):
+// prefill = one sequence of T tokens; a decode step = B sequences of one token each. Projections
+// run over all T rows at once (GEMM); conv and scan run per sequence on its own state.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "mamba/model.h"
+#include "mamba/weights.h"
+
+namespace mamba::models {
+
+/// The small per-channel tensors of one layer, converted to fp32 once at load.
+struct LayerParams {
+  std::vector<float> norm;        ///< [d]  block RMSNorm weight
+  std::vector<float> conv_w;      ///< [C, K] depthwise conv weight
+  std::vector<float> conv_b;      ///< [C] or empty (no conv bias)
+  std::vector<float> A;           ///< Mamba-1 [E, N]; Mamba-2 [H];  A = −exp(A_log)
+  std::vector<float> D;           ///< Mamba-1 [E]; Mamba-2 [H]
+  std::vector<float> dt_bias;     ///< Mamba-2 [H]
+  std::vector<float> gated_norm;  ///< Mamba-2 [E]
+};
+
+/// Rows [row0, row0 + len) of a forward call's activations belong to `state`.
+struct SeqSlice {
+  std::int64_t row0 = 0, len = 0;
+  State* state = nullptr;
+};
+
+/// Activation buffers reused across calls (they only grow: no allocation per decode step once
+/// the largest batch has been seen).
+struct Scratch {
+  std::vector<float> h, x, mix;   ///< [T, d] residual stream, normed input, mixer output
+  std::vector<float> proj;        ///< [T, in_proj rows]
+  std::vector<float> conv;        ///< [T, C]
+  std::vector<float> xdbl;        ///< Mamba-1 [T, R + 2N]
+  std::vector<float> dt;          ///< Mamba-1 [T, E]
+  std::vector<float> y;           ///< [T, M + E] (Mamba-2 with d_mlp: [silu(z0)·x0 | y])
+  /// Returns buf's data, grown to at least n floats.
+  static float* get(std::vector<float>& buf, std::int64_t n) {
+    if (buf.size() < static_cast<std::size_t>(n)) buf.resize(static_cast<std::size_t>(n));
+    return buf.data();
+  }
+};
+
+/// What a mixer needs for one layer.
+struct MixerContext {
+  const ModelConfig& cfg;
+  const LayerWeights& w;   ///< stored-dtype tensors (views into the checkpoint)
+  const LayerParams& p;    ///< fp32 small tensors
+  std::int64_t layer;      ///< index into State::conv_state / ssm_state
+  Scratch& s;
+};
+
+/// Mamba-1 / Falcon-Mamba mixer: x [T, d] (normed) → out [T, d]; updates the slices' states.
+void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::span<const SeqSlice> seqs,
+                  float* out);
+/// Mamba-2 mixer: x [T, d] (normed) → out [T, d]; updates the slices' states (SSD chunks aligned
+/// to each slice's state->position).
+void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::span<const SeqSlice> seqs,
+                  float* out);
+
+class MambaModel final : public Model {
+ public:
+  /// Validates the config and binds the weights (errors name the tensor/field).
+  static Result<std::unique_ptr<Model>> create(Checkpoint ckpt, const LoadOptions& opts);
+
+  const ModelConfig& config() const override { return ckpt_.config(); }
+  const Checkpoint& checkpoint() const override { return ckpt_; }
+  std::int64_t logits_width() const override { return weights_.lm_head.shape[0]; }
+  State new_state() const override;
+  Status prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode, float* logits) override;
+  Status step(std::span<const std::int32_t> tokens, std::span<State* const> states, float* logits) override;
+
+ private:
+  MambaModel(Checkpoint ckpt, ModelWeights weights, std::vector<LayerParams> params);
+  /// One forward over T = tokens.size() rows split into `seqs`. Writes logits for rows
+  /// [logits_row0, T) into `logits` (none when logits == nullptr). Advances each state's position.
+  Status forward(std::span<const std::int32_t> tokens, std::span<const SeqSlice> seqs,
+                 std::int64_t logits_row0, float* logits);
+  Status check_tokens(std::span<const std::int32_t> tokens) const;
+  Status check_state(const State& s) const;
+
+  Checkpoint ckpt_;
+  ModelWeights weights_;
+  std::vector<LayerParams> params_;
+  std::vector<float> norm_f_;  ///< [d] final RMSNorm weight, fp32
+  Scratch scratch_;
+  std::vector<SeqSlice> step_seqs_;  ///< reused by step() (no per-token allocation)
+};
+
+}  // namespace mamba::models

@@ -1,0 +1,209 @@
+// Model::load / from_checkpoint and MambaModel's forward pass (shared by all architectures).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/mamba_model.h"
+#include "ops/ops.h"
+
+namespace mamba {
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& model_ref, const LoadOptions& opts) {
+  MAMBA_ASSIGN_OR_RETURN(std::string dir, resolve_model_path(model_ref));
+  MAMBA_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::open(dir));
+  return from_checkpoint(std::move(ckpt), opts);
+}
+
+Result<std::unique_ptr<Model>> Model::from_checkpoint(Checkpoint ckpt, const LoadOptions& opts) {
+  return models::MambaModel::create(std::move(ckpt), opts);
+}
+
+namespace models {
+namespace {
+
+/// Prefill runs in pieces of at most this many tokens (rounded up to a multiple of chunk_size),
+/// cut at absolute multiples of it, so scratch stays bounded and SSD chunks are unchanged.
+constexpr std::int64_t kPrefillPiece = 512;
+
+/// A small per-channel tensor as fp32 (A_log, D, biases, norms, conv weights).
+Result<std::vector<float>> to_f32(const TensorView& t, const std::string& what) {
+  if (t.empty()) return std::vector<float>{};
+  if (!t.is_contiguous())
+    return make_error(ErrorCode::kShape, fmt::format("tensor {}: expected a contiguous tensor", what));
+  std::vector<float> v(static_cast<std::size_t>(t.numel()));
+  if (!convert_to_f32(t.data, t.dtype, v.size(), v.data()))
+    return make_error(ErrorCode::kShape,
+                      fmt::format("tensor {}: expected dtype F32/BF16/F16, got {}", what, dtype_name(t.dtype)));
+  return v;
+}
+
+Status check_config(const ModelConfig& c) {
+  auto bad = [](std::string m) { return Status(make_error(ErrorCode::kInvalidArgument, std::move(m))); };
+  if (c.d_model <= 0 || c.n_layer <= 0 || c.d_inner <= 0 || c.d_state <= 0 || c.d_conv <= 0)
+    return bad(fmt::format("config: sizes must be positive (d_model {}, n_layer {}, d_inner {}, d_state {}, d_conv {})",
+                           c.d_model, c.n_layer, c.d_inner, c.d_state, c.d_conv));
+  if (c.arch == Arch::kMamba2) {
+    if (c.norm_before_gate)
+      return make_error(ErrorCode::kUnsupported, "config: norm_before_gate = true is not supported (only false)");
+    if (c.chunk_size <= 0) return bad(fmt::format("config: chunk_size must be positive, got {}", c.chunk_size));
+    if (c.n_groups <= 0 || c.n_heads <= 0 || c.n_heads % c.n_groups != 0 || c.d_inner % c.n_groups != 0)
+      return bad(fmt::format("config: n_groups {} must divide n_heads {} and d_inner {}", c.n_groups, c.n_heads,
+                             c.d_inner));
+    if (c.n_heads * c.head_dim != c.d_inner)
+      return bad(fmt::format("config: n_heads·head_dim = {}·{} ≠ d_inner {}", c.n_heads, c.head_dim, c.d_inner));
+  } else if (c.dt_rank <= 0) {
+    return bad(fmt::format("config: dt_rank must be positive, got {}", c.dt_rank));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOptions& opts) {
+  MAMBA_RETURN_IF_ERROR(check_config(ckpt.config()));
+  MAMBA_ASSIGN_OR_RETURN(ModelWeights w, bind_weights(ckpt));
+  const ModelConfig& c = ckpt.config();
+  std::vector<LayerParams> params(static_cast<std::size_t>(c.n_layer));
+  for (std::int64_t l = 0; l < c.n_layer; ++l) {
+    const LayerWeights& lw = w.layers[static_cast<std::size_t>(l)];
+    LayerParams& p = params[static_cast<std::size_t>(l)];
+    const std::string pre = fmt::format("{}: layer {} ", ckpt.dir(), l);
+    MAMBA_ASSIGN_OR_RETURN(p.norm, to_f32(lw.norm, pre + "norm.weight"));
+    MAMBA_ASSIGN_OR_RETURN(p.conv_w, to_f32(lw.conv1d_weight, pre + "mixer.conv1d.weight"));  // [C,1,K] = [C,K]
+    MAMBA_ASSIGN_OR_RETURN(p.conv_b, to_f32(lw.conv1d_bias, pre + "mixer.conv1d.bias"));
+    MAMBA_ASSIGN_OR_RETURN(p.A, to_f32(lw.A_log, pre + "mixer.A_log"));
+    for (float& a : p.A) a = -std::exp(a);  // A = −exp(A_log)
+    MAMBA_ASSIGN_OR_RETURN(p.D, to_f32(lw.D, pre + "mixer.D"));
+    MAMBA_ASSIGN_OR_RETURN(p.dt_bias, to_f32(lw.dt_bias, pre + "mixer.dt_bias"));
+    MAMBA_ASSIGN_OR_RETURN(p.gated_norm, to_f32(lw.gated_norm, pre + "mixer.norm.weight"));
+  }
+  MAMBA_ASSIGN_OR_RETURN(std::vector<float> norm_f, to_f32(w.norm_f, ckpt.dir() + ": norm_f.weight"));
+  ops::set_num_threads(opts.threads);
+  auto* m = new MambaModel(std::move(ckpt), std::move(w), std::move(params));
+  m->norm_f_ = std::move(norm_f);
+  return std::unique_ptr<Model>(m);
+}
+
+MambaModel::MambaModel(Checkpoint ckpt, ModelWeights weights, std::vector<LayerParams> params)
+    : ckpt_(std::move(ckpt)), weights_(std::move(weights)), params_(std::move(params)) {}
+
+State MambaModel::new_state() const {
+  const ModelConfig& c = config();
+  State s;
+  for (std::int64_t l = 0; l < c.n_layer; ++l) {
+    s.conv_state.emplace_back(DType::kF32, Shape{c.conv_channels(), c.d_conv - 1});
+    if (c.arch == Arch::kMamba2)
+      s.ssm_state.emplace_back(DType::kF32, Shape{c.n_heads, c.head_dim, c.d_state});
+    else
+      s.ssm_state.emplace_back(DType::kF32, Shape{c.d_inner, c.d_state});
+  }
+  return s;
+}
+
+Status MambaModel::check_tokens(std::span<const std::int32_t> tokens) const {
+  if (tokens.empty()) return make_error(ErrorCode::kInvalidArgument, "empty token input");
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= logits_width())
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("token {} at index {} is out of range [0, {})", tokens[i], i, logits_width()));
+  return {};
+}
+
+Status MambaModel::check_state(const State& s) const {
+  const ModelConfig& c = config();
+  const auto n = static_cast<std::size_t>(c.n_layer);
+  bool ok = s.conv_state.size() == n && s.ssm_state.size() == n && s.position >= 0;
+  for (std::size_t l = 0; ok && l < n; ++l)
+    ok = s.conv_state[l].numel() == c.conv_state_elems() && s.ssm_state[l].numel() == c.ssm_state_elems() &&
+         s.conv_state[l].dtype() == DType::kF32 && s.ssm_state[l].dtype() == DType::kF32;
+  if (!ok)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "state does not match this model (use Model::new_state() of the same model)");
+  return {};
+}
+
+Status MambaModel::prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode, float* logits) {
+  MAMBA_RETURN_IF_ERROR(check_tokens(tokens));
+  MAMBA_RETURN_IF_ERROR(check_state(state));
+  if (mode != LogitsMode::kNone && logits == nullptr)
+    return make_error(ErrorCode::kInvalidArgument, "prefill: logits buffer is null");
+  const std::int64_t L = static_cast<std::int64_t>(tokens.size()), V = logits_width();
+  const std::int64_t Q = config().arch == Arch::kMamba2 ? config().chunk_size : 1;
+  const std::int64_t piece = (kPrefillPiece + Q - 1) / Q * Q;
+  std::int64_t t0 = 0;
+  while (t0 < L) {
+    const std::int64_t pos = state.position;
+    const std::int64_t len = std::min(L - t0, piece - pos % piece);  // end at an absolute multiple of piece
+    const bool last = t0 + len == L;
+    const SeqSlice seq{0, len, &state};
+    float* out = nullptr;
+    std::int64_t row0 = len;
+    if (mode == LogitsMode::kAll) {
+      out = logits + t0 * V;
+      row0 = 0;
+    } else if (mode == LogitsMode::kLast && last) {
+      out = logits;
+      row0 = len - 1;
+    }
+    MAMBA_RETURN_IF_ERROR(forward(tokens.subspan(std::size_t(t0), std::size_t(len)), {&seq, 1}, row0, out));
+    t0 += len;
+  }
+  return {};
+}
+
+Status MambaModel::step(std::span<const std::int32_t> tokens, std::span<State* const> states, float* logits) {
+  MAMBA_RETURN_IF_ERROR(check_tokens(tokens));
+  if (states.size() != tokens.size())
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("step: {} tokens but {} states", tokens.size(), states.size()));
+  if (logits == nullptr) return make_error(ErrorCode::kInvalidArgument, "step: logits buffer is null");
+  step_seqs_.clear();
+  for (std::size_t b = 0; b < states.size(); ++b) {
+    if (states[b] == nullptr) return make_error(ErrorCode::kInvalidArgument, fmt::format("step: state {} is null", b));
+    MAMBA_RETURN_IF_ERROR(check_state(*states[b]));
+    for (std::size_t o = 0; o < b; ++o)
+      if (states[o] == states[b])
+        return make_error(ErrorCode::kInvalidArgument, fmt::format("step: states {} and {} are the same", o, b));
+    step_seqs_.push_back(SeqSlice{static_cast<std::int64_t>(b), 1, states[b]});
+  }
+  return forward(tokens, step_seqs_, 0, logits);
+}
+
+// The whole forward pass: embed → per layer: norm → mixer → residual → final norm → lm_head.
+Status MambaModel::forward(std::span<const std::int32_t> tokens, std::span<const SeqSlice> seqs,
+                           std::int64_t logits_row0, float* logits) {
+  const ModelConfig& c = config();
+  const std::int64_t T = static_cast<std::int64_t>(tokens.size()), d = c.d_model, V = logits_width();
+  const auto eps = static_cast<float>(c.norm_eps);
+  float* h = Scratch::get(scratch_.h, T * d);    // [T, d] residual stream (fp32)
+  float* x = Scratch::get(scratch_.x, T * d);    // [T, d] normed block input
+  float* mix = Scratch::get(scratch_.mix, T * d);// [T, d] mixer output
+
+  ops::embedding(weights_.embedding, tokens, h);
+  for (std::int64_t l = 0; l < c.n_layer; ++l) {
+    const auto li = static_cast<std::size_t>(l);
+    ops::rms_norm(h, d, T, d, params_[li].norm.data(), eps, x, d);
+    const MixerContext ctx{c, weights_.layers[li], params_[li], l, scratch_};
+    if (c.arch == Arch::kMamba2)
+      mamba2_mixer(ctx, x, T, seqs, mix);
+    else
+      mamba1_mixer(ctx, x, T, seqs, mix);
+    ops::add_inplace(h, mix, T * d);
+  }
+  for (const SeqSlice& q : seqs) q.state->position += q.len;
+  if (logits == nullptr || logits_row0 >= T) return {};
+
+  const std::int64_t n_out = T - logits_row0;
+  ops::rms_norm(h + logits_row0 * d, d, n_out, d, norm_f_.data(), eps, x, d);
+  ops::linear(x, d, n_out, weights_.lm_head, TensorView(), logits, V);
+  for (std::int64_t i = 0; i < n_out * V; ++i)
+    if (!std::isfinite(logits[i]))
+      return make_error(ErrorCode::kNumerical,
+                        fmt::format("non-finite logit {} at row {}, id {} (weights or activations overflowed)",
+                                    logits[i], logits_row0 + i / V, i % V));
+  return {};
+}
+
+}  // namespace models
+}  // namespace mamba

@@ -1,0 +1,122 @@
+// Batch invariance (the server relies on it): a sequence's logits and state after a decode step
+// are bitwise identical whether it is stepped alone or inside a batch of 5 other sequences (any
+// position in the batch); and the Model API's argument errors.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "mamba/model.h"
+#include "models/model_test_util.h"
+
+namespace mamba {
+namespace {
+
+class BatchInvariance : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BatchInvariance, StepAloneEqualsStepInBatchBitwise) {
+  MAMBA_REQUIRE_SHARED(shared);
+  auto m = Model::load(shared + "/fixtures/" + GetParam() + "/model");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  Model& model = *m.value();
+  const std::int64_t V = model.logits_width();
+  // Five sequences with different histories (lengths 1..19, so mid-chunk and across chunks).
+  const std::vector<std::vector<std::int32_t>> prompts = {
+      {5}, {17, 3, 99}, {7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 1, 2}, {400, 12}, {1, 2, 3, 4, 5, 6, 7}};
+  std::vector<State> base;
+  for (const auto& p : prompts) {
+    base.push_back(model.new_state());
+    ASSERT_TRUE(model.prefill(p, base.back(), LogitsMode::kNone, nullptr).ok());
+  }
+  const std::vector<std::int32_t> next = {11, 250, 3, 42, 999};
+
+  // Each sequence alone.
+  std::vector<std::vector<float>> alone_logits;
+  std::vector<State> alone_states;
+  for (std::size_t b = 0; b < prompts.size(); ++b) {
+    alone_states.push_back(base[b].clone());
+    std::vector<float> row(static_cast<std::size_t>(V));
+    State* st[] = {&alone_states.back()};
+    ASSERT_TRUE(model.step({&next[b], 1}, st, row.data()).ok());
+    alone_logits.push_back(std::move(row));
+  }
+  // All five in one batch, twice in different orders.
+  for (const std::vector<std::size_t>& order : {std::vector<std::size_t>{0, 1, 2, 3, 4}, {3, 0, 4, 2, 1}}) {
+    std::vector<State> batch_states;
+    for (std::size_t b : order) batch_states.push_back(base[b].clone());
+    std::vector<State*> ptrs;
+    std::vector<std::int32_t> toks;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      ptrs.push_back(&batch_states[i]);
+      toks.push_back(next[order[i]]);
+    }
+    std::vector<float> logits(order.size() * std::size_t(V));
+    ASSERT_TRUE(model.step(toks, ptrs, logits.data()).ok());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const std::size_t b = order[i];
+      EXPECT_EQ(0, std::memcmp(logits.data() + i * V, alone_logits[b].data(), sizeof(float) * std::size_t(V)))
+          << "sequence " << b << " at batch row " << i;
+      EXPECT_TRUE(test::state_bitwise_equal(batch_states[i], alone_states[b])) << "sequence " << b;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, BatchInvariance,
+                         ::testing::Values("mamba1-odd", "falcon-mamba-tiny", "mamba2-odd", "mamba2-tiny"));
+
+TEST(ModelApi, RejectsBadArguments) {
+  MAMBA_REQUIRE_SHARED(shared);
+  auto m = Model::load(shared + "/fixtures/mamba2-odd/model");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  Model& model = *m.value();
+  State st = model.new_state();
+  std::vector<float> logits(std::size_t(model.logits_width()) * 2);
+
+  const std::vector<std::int32_t> bad = {3, int(model.logits_width())};
+  Status s = model.prefill(bad, st, LogitsMode::kLast, logits.data());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("1000"), std::string::npos) << s.message();
+  EXPECT_EQ(st.position, 0) << "a rejected call must not touch the state";
+
+  EXPECT_EQ(model.prefill({}, st, LogitsMode::kLast, logits.data()).error().code, ErrorCode::kInvalidArgument);
+  const std::vector<std::int32_t> neg = {-1};
+  EXPECT_FALSE(model.prefill(neg, st, LogitsMode::kLast, logits.data()).ok());
+
+  State wrong;  // not from this model
+  const std::vector<std::int32_t> one = {1};
+  EXPECT_EQ(model.prefill(one, wrong, LogitsMode::kLast, logits.data()).error().code, ErrorCode::kInvalidArgument);
+
+  State* twice[] = {&st, &st};
+  const std::vector<std::int32_t> two = {1, 2};
+  EXPECT_FALSE(model.step(two, twice, logits.data()).ok()) << "same state twice in one batch";
+  State* one_state[] = {&st};
+  EXPECT_FALSE(model.step(two, one_state, logits.data()).ok()) << "tokens/states count mismatch";
+}
+
+TEST(ModelApi, StateResetCloneAndSize) {
+  MAMBA_REQUIRE_SHARED(shared);
+  auto m = Model::load(shared + "/fixtures/mamba2-tiny/model");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  Model& model = *m.value();
+  const ModelConfig& c = model.config();
+  State st = model.new_state();
+  EXPECT_EQ(st.nbytes(), c.state_bytes());
+  EXPECT_EQ(st.ssm_state[0].shape(), (Shape{c.n_heads, c.head_dim, c.d_state}));
+  EXPECT_EQ(st.conv_state[0].shape(), (Shape{c.conv_channels(), c.d_conv - 1}));
+  const std::vector<std::int32_t> ids = {5, 6, 7};
+  std::vector<float> a(std::size_t(model.logits_width())), b(a.size());
+  ASSERT_TRUE(model.prefill(ids, st, LogitsMode::kLast, a.data()).ok());
+  State copy = st.clone();
+  EXPECT_TRUE(test::state_bitwise_equal(copy, st));
+  st.reset();
+  EXPECT_EQ(st.position, 0);
+  EXPECT_TRUE(test::state_bitwise_equal(st, model.new_state()));
+  ASSERT_TRUE(model.prefill(ids, st, LogitsMode::kLast, b.data()).ok());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(float) * a.size())) << "reset state = fresh state";
+}
+
+}  // namespace
+}  // namespace mamba

@@ -1,0 +1,98 @@
+// Bad tokenizer.json inputs: each a clear error (code + message naming the field / component),
+// never a crash; truncations of a real tokenizer.json at many points.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/test_util.h"
+#include "mamba/tokenizer.h"
+#include "tokenizer/tiny_tokenizers.h"
+
+namespace {
+
+using mamba::ErrorCode;
+using nlohmann::json;
+
+void expect_error(const std::string& text, ErrorCode code, const std::string& needle) {
+  auto tok = mamba::Tokenizer::from_json_text(text, "bad.json");
+  ASSERT_FALSE(tok.ok()) << "accepted: " << text.substr(0, 200);
+  EXPECT_EQ(tok.error().code, code) << tok.error().message;
+  EXPECT_NE(tok.error().message.find(needle), std::string::npos) << "message lacks '" << needle << "': " << tok.error().message;
+  EXPECT_NE(tok.error().message.find("bad.json"), std::string::npos) << tok.error().message;
+}
+
+json base() { return json::parse(mamba::test::tiny_byte_level_json()); }
+
+TEST(TokenizerBadInput, Errors) {
+  expect_error("{", ErrorCode::kFormat, "invalid JSON");
+  expect_error("[1, 2]", ErrorCode::kFormat, "expected an object");
+  auto j = base();
+  j.erase("model");
+  expect_error(j.dump(), ErrorCode::kFormat, "missing field 'model'");
+  j = base();
+  j["model"]["type"] = "WordPiece";
+  expect_error(j.dump(), ErrorCode::kUnsupported, "'WordPiece'");
+  j = base();
+  j["normalizer"] = {{"type", "Lowercase"}};
+  expect_error(j.dump(), ErrorCode::kUnsupported, "normalizer.type 'Lowercase'");
+  j = base();
+  j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {{{"type", "BertPreTokenizer"}}}}};
+  expect_error(j.dump(), ErrorCode::kUnsupported, "pre_tokenizer.pretokenizers[0].type 'BertPreTokenizer'");
+  j = base();
+  j["decoder"] = {{"type", "WordPiece"}};
+  expect_error(j.dump(), ErrorCode::kUnsupported, "decoder.type 'WordPiece'");
+  j = base();
+  j["post_processor"] = {{"type", "Mystery"}};
+  expect_error(j.dump(), ErrorCode::kUnsupported, "'Mystery'");
+  j = base();
+  j["model"]["merges"].push_back({"zz", "q"});
+  expect_error(j.dump(), ErrorCode::kFormat, "model.merges[5]");
+  j = base();
+  j["model"]["merges"].push_back("a b c");
+  expect_error(j.dump(), ErrorCode::kFormat, "model.merges[5]");
+  j = base();
+  j["model"]["vocab"]["x"] = "one";
+  expect_error(j.dump(), ErrorCode::kFormat, "model.vocab['x']");
+  j = base();
+  j["model"]["vocab"]["x"] = -5;
+  expect_error(j.dump(), ErrorCode::kFormat, "model.vocab['x']");
+  j = base();
+  j["model"]["dropout"] = 0.1;
+  expect_error(j.dump(), ErrorCode::kUnsupported, "dropout");
+  j = base();
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}};
+  expect_error(j.dump(), ErrorCode::kFormat, "pre_tokenizer.pattern.Regex");
+  j = base();
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", "x"}}}, {"behavior", "Sideways"}};
+  expect_error(j.dump(), ErrorCode::kFormat, "Sideways");
+  j = base();
+  j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "ab"}};
+  expect_error(j.dump(), ErrorCode::kFormat, "single character");
+  j = base();
+  j["added_tokens"][0]["id"] = "seven";
+  expect_error(j.dump(), ErrorCode::kFormat, "added_tokens[0].id");
+  j = base();
+  j["added_tokens"][0].erase("content");
+  expect_error(j.dump(), ErrorCode::kFormat, "added_tokens[0]");
+  j = base();
+  j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", {{{"SpecialToken", {{"id", "<s>"}}}}}}, {"special_tokens", json::object()}};
+  expect_error(j.dump(), ErrorCode::kFormat, "'<s>'");
+}
+
+TEST(TokenizerBadInput, MissingFileIsIoError) {
+  auto tok = mamba::Tokenizer::from_file("/nonexistent/tokenizer.json");
+  ASSERT_FALSE(tok.ok());
+  EXPECT_EQ(tok.error().code, ErrorCode::kIo);
+  EXPECT_NE(tok.error().message.find("/nonexistent/tokenizer.json"), std::string::npos);
+}
+
+TEST(TokenizerBadInput, TruncatedFilesNeverCrash) {
+  const std::string full = mamba::test::tiny_metaspace_json();
+  for (std::size_t cut = 0; cut < full.size(); cut += 7) {
+    auto tok = mamba::Tokenizer::from_json_text(full.substr(0, cut), "cut.json");
+    EXPECT_FALSE(tok.ok()) << "cut at " << cut;
+  }
+  EXPECT_TRUE(mamba::Tokenizer::from_json_text(full).ok());
+}
+
+}  // namespace

@@ -1,0 +1,144 @@
+// Unit tests of tokenizer components on small tokenizers built in code: split behaviours, BPE
+// merge order, added tokens, Metaspace + byte fallback, post-processing, StreamDecoder.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "mamba/tokenizer.h"
+#include "tokenizer/pattern.h"
+#include "tokenizer/tiny_tokenizers.h"
+#include "tokenizer/unicode.h"
+
+namespace {
+
+using mamba::Tokenizer;
+using Ids = std::vector<std::int32_t>;
+
+// HF's documented example: "the-final--countdown" split on '-'.
+std::vector<std::string> split_with(mamba::tok::SplitBehavior b) {
+  const std::string text = "the-final--countdown";
+  std::vector<mamba::tok::Match> matches, kept;
+  mamba::tok::SplitPattern::literal("-").find_matches(text, matches);
+  mamba::tok::apply_split_behavior(matches, b, false, kept);
+  std::vector<std::string> out;
+  for (const auto& k : kept) {
+    if (k.end > k.begin) out.push_back(text.substr(k.begin, k.end - k.begin));
+  }
+  return out;
+}
+
+TEST(TokenizerComponents, SplitBehavioursMatchHfDocs) {
+  using B = mamba::tok::SplitBehavior;
+  using V = std::vector<std::string>;
+  EXPECT_EQ(split_with(B::kRemoved), (V{"the", "final", "countdown"}));
+  EXPECT_EQ(split_with(B::kIsolated), (V{"the", "-", "final", "-", "-", "countdown"}));
+  EXPECT_EQ(split_with(B::kMergedWithPrevious), (V{"the-", "final-", "-", "countdown"}));
+  EXPECT_EQ(split_with(B::kMergedWithNext), (V{"the", "-final", "-", "-countdown"}));
+  EXPECT_EQ(split_with(B::kContiguous), (V{"the", "-", "final", "--", "countdown"}));
+}
+
+TEST(TokenizerComponents, Utf8LossyMatchesRust) {
+  using mamba::tok::utf8_lossy;
+  EXPECT_EQ(utf8_lossy("a\xC3"), "a\xEF\xBF\xBD");
+  EXPECT_EQ(utf8_lossy("\xF0\x9F\x98"), "\xEF\xBF\xBD");          // one maximal subpart
+  EXPECT_EQ(utf8_lossy("\xF0\x9F\x98" "A"), "\xEF\xBF\xBD" "A");
+  EXPECT_EQ(utf8_lossy("\xC0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong: each byte
+  EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+  EXPECT_TRUE(mamba::tok::utf8_ends_incomplete("ab\xE2\x82"));
+  EXPECT_FALSE(mamba::tok::utf8_ends_incomplete("ab\xE2\x82\xAC"));
+}
+
+TEST(TokenizerComponents, ByteLevelBpeMergeOrderAndAddedTokens) {
+  auto tok = Tokenizer::from_json_text(mamba::test::tiny_byte_level_json(), "tiny.json");
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  EXPECT_EQ(tok->size(), 263);
+  // "the" → t + he; " the" → Ġt, he → Ġthe (rank 0, then 1, then 2); " thing" → Ġt h ing.
+  EXPECT_EQ(*tok->encode("the the thing"), (Ids{'t', 257, 258, 256, 'h', 260}));
+  EXPECT_EQ(*tok->encode("a  b"), (Ids{'a', 262, 'b'}));          // normalized added token "  "
+  EXPECT_EQ(*tok->encode("x<|endoftext|>y"), (Ids{'x', 261, 'y'}));  // raw special token
+  EXPECT_EQ(*tok->encode("e\xCC\x81"), (Ids{0xC3, 0xA9}));         // NFC: e + U+0301 → é
+  EXPECT_EQ(*tok->encode(""), Ids{});
+  const std::string text = "h\xC3\xA9llo \xF0\x9F\x98\x80\tx\n\n  y";
+  EXPECT_EQ(*tok->decode(*tok->encode(text)), text);
+  auto bad = tok->encode("ab\xFF");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, mamba::ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.error().message.find("offset 2"), std::string::npos) << bad.error().message;
+}
+
+TEST(TokenizerComponents, MetaspaceByteFallbackAndTemplate) {
+  auto tok = Tokenizer::from_json_text(mamba::test::tiny_metaspace_json(), "tiny-sp.json");
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  const std::int32_t kSp = 259, kA = 260, kB = 261, kSpA = 286;
+  EXPECT_EQ(*tok->encode("ab a"), (Ids{kSpA, kB, kSpA}));
+  EXPECT_EQ(*tok->encode("ab a", true), (Ids{1, kSpA, kB, kSpA}));
+  EXPECT_EQ(*tok->encode("\xC3\xA9"), (Ids{kSp, 3 + 0xC3, 3 + 0xA9}));  // é by byte fallback
+  EXPECT_EQ(*tok->encode("A"), (Ids{kSp, 3 + 'A'}));
+  // prepend_scheme "first": no ▁ after an added token.
+  EXPECT_EQ(*tok->encode("<s>a"), (Ids{1, kA}));
+  EXPECT_EQ(*tok->decode(Ids{kSp, 3 + 0xC3, 3 + 0xA9}), "\xC3\xA9");
+  EXPECT_EQ(*tok->decode(Ids{kSpA, kB, kSpA}), "ab a");
+  EXPECT_EQ(*tok->decode(Ids{3 + 0xC3}), "\xEF\xBF\xBD");                        // lone lead byte
+  EXPECT_EQ(*tok->decode(Ids{3 + 0xC3, 3 + 0xC3}), "\xEF\xBF\xBD\xEF\xBF\xBD");  // one U+FFFD per byte
+  EXPECT_EQ(*tok->decode(Ids{1, kSpA}, true), "a");
+}
+
+// Feeds ids one at a time; checks every released piece is whole UTF-8 without U+FFFD (when the
+// full decode has none) and that the concatenation equals decode(all).
+void expect_stream_exact(const Tokenizer& tok, const Ids& ids) {
+  mamba::StreamDecoder sd(tok);
+  std::string streamed;
+  const std::string full = *tok.decode(ids);
+  const bool full_has_fffd = full.find("\xEF\xBF\xBD") != std::string::npos;
+  for (std::int32_t id : ids) {
+    auto piece = sd.push(id);
+    ASSERT_TRUE(piece.ok()) << piece.error().message;
+    EXPECT_EQ(mamba::tok::utf8_valid_prefix(*piece), piece->size());
+    if (!full_has_fffd) {
+      EXPECT_EQ(piece->find("\xEF\xBF\xBD"), std::string::npos);
+    }
+    streamed += *piece;
+  }
+  streamed += sd.flush();
+  EXPECT_EQ(streamed, full);
+}
+
+TEST(TokenizerComponents, StreamDecoderReleasesWholeCharacters) {
+  auto bl = Tokenizer::from_json_text(mamba::test::tiny_byte_level_json());
+  auto sp = Tokenizer::from_json_text(mamba::test::tiny_metaspace_json());
+  ASSERT_TRUE(bl.ok() && sp.ok());
+  const std::string text = "the \xF0\x9F\x98\x80 caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC ab  a<|endoftext|>z";
+  for (const Tokenizer* t : {&*bl, &*sp}) {
+    auto ids = t->encode(text);
+    ASSERT_TRUE(ids.ok());
+    expect_stream_exact(*t, *ids);
+  }
+  // The emoji's 4 bytes arrive one by one: nothing is released until the last.
+  mamba::StreamDecoder sd(*bl);
+  EXPECT_EQ(*sd.push('a'), "a");
+  EXPECT_EQ(*sd.push(0xF0), "");
+  EXPECT_EQ(*sd.push(0x9F), "");
+  EXPECT_EQ(*sd.push(0x98), "");
+  EXPECT_EQ(*sd.push(0x80), "\xF0\x9F\x98\x80");
+  EXPECT_EQ(*sd.push(0xE6), "");
+  EXPECT_EQ(sd.flush(), "\xEF\xBF\xBD");  // an unfinished character at the end, as decode gives it
+  auto err = sd.push(263);
+  ASSERT_FALSE(err.ok());
+  EXPECT_NE(err.error().message.find("263"), std::string::npos);
+}
+
+TEST(TokenizerComponents, StreamDecoderRandomIdsProperty) {
+  auto bl = Tokenizer::from_json_text(mamba::test::tiny_byte_level_json());
+  auto sp = Tokenizer::from_json_text(mamba::test::tiny_metaspace_json());
+  ASSERT_TRUE(bl.ok() && sp.ok());
+  std::mt19937 rng(42);
+  for (const Tokenizer* t : {&*bl, &*sp}) {
+    for (int trial = 0; trial < 300; ++trial) {
+      Ids ids(1 + rng() % 20);
+      for (auto& id : ids) id = static_cast<std::int32_t>(rng() % t->size());
+      expect_stream_exact(*t, ids);
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,95 @@
+// mamba-cli tokenize: text → token ids (or ids → text with --decode) with a model's tokenizer.json.
+//   mamba-cli tokenize --model state-spaces/mamba-130m-hf "Hello world"
+//   mamba-cli tokenize --tokenizer tokenizer.json --decode 12092 1533
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/command.h"
+#include "mamba/checkpoint.h"
+#include "mamba/tokenizer.h"
+
+namespace mamba::cli {
+namespace {
+
+struct TokenizeOptions {
+  std::string model, tokenizer;
+  bool decode = false, special = false, show_tokens = false, skip_special = false;
+  std::vector<std::string> args;
+};
+
+[[noreturn]] void fail(const std::string& msg) {
+  std::fprintf(stderr, "error: %s\n", msg.c_str());
+  throw CLI::RuntimeError(1);
+}
+
+Result<std::string> tokenizer_path(const TokenizeOptions& o) {
+  if (!o.tokenizer.empty()) return o.tokenizer;
+  std::string model = o.model.empty() ? default_model_path() : o.model;
+  if (model.empty()) {
+    return make_error(ErrorCode::kNotFound, "no --model or --tokenizer given and the default model was not found");
+  }
+  MAMBA_ASSIGN_OR_RETURN(std::string dir, resolve_model_path(model));
+  const std::string path = (std::filesystem::path(dir) / "tokenizer.json").string();
+  if (!std::filesystem::is_regular_file(path)) {
+    return make_error(ErrorCode::kNotFound, fmt::format("{}: the model has no tokenizer.json", dir));
+  }
+  return path;
+}
+
+void run(const TokenizeOptions& o) {
+  auto path = tokenizer_path(o);
+  if (!path.ok()) fail(path.error().message);
+  auto tok = Tokenizer::from_file(*path);
+  if (!tok.ok()) fail(tok.error().message);
+  if (o.decode) {
+    std::vector<std::int32_t> ids;
+    for (const auto& a : o.args) {
+      // Ids separated by spaces and/or commas, optionally in [ ].
+      std::size_t i = 0;
+      while (i < a.size()) {
+        while (i < a.size() && (a[i] == ' ' || a[i] == ',' || a[i] == '[' || a[i] == ']')) ++i;
+        if (i >= a.size()) break;
+        std::int64_t v = 0;
+        auto [p, ec] = std::from_chars(a.data() + i, a.data() + a.size(), v);
+        if (ec != std::errc() || v < INT32_MIN || v > INT32_MAX) fail(fmt::format("'{}' is not a token id", a.substr(i)));
+        ids.push_back(static_cast<std::int32_t>(v));
+        i = static_cast<std::size_t>(p - a.data());
+      }
+    }
+    auto text = tok->decode(ids, o.skip_special);
+    if (!text.ok()) fail(text.error().message);
+    std::fwrite(text->data(), 1, text->size(), stdout);
+    std::fputc('\n', stdout);
+    return;
+  }
+  std::string text;
+  for (std::size_t k = 0; k < o.args.size(); ++k) text += (k ? " " : "") + o.args[k];
+  auto ids = tok->encode(text, o.special);
+  if (!ids.ok()) fail(ids.error().message);
+  std::string line;
+  for (std::size_t k = 0; k < ids->size(); ++k) {
+    if (k) line += ' ';
+    line += std::to_string((*ids)[k]);
+    if (o.show_tokens) line += "(" + tok->id_to_token((*ids)[k]).value_or("?") + ")";
+  }
+  std::puts(line.c_str());
+}
+
+CommandRegistrar reg("tokenize", 30, [](CLI::App& app) {
+  auto opts = std::make_shared<TokenizeOptions>();
+  CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of TEXT (or, with --decode, the text of IDS)");
+  auto* m = cmd->add_option("--model,-m", opts->model, "model directory or HF repo id (default: the embedded model)");
+  cmd->add_option("--tokenizer,-t", opts->tokenizer, "a tokenizer.json file")->excludes(m);
+  cmd->add_flag("--decode,-d", opts->decode, "decode token ids (space or comma separated) to text");
+  cmd->add_flag("--special", opts->special, "add the post-processor's special tokens (e.g. BOS) when encoding");
+  cmd->add_flag("--skip-special", opts->skip_special, "drop special tokens when decoding");
+  cmd->add_flag("--tokens", opts->show_tokens, "print each id's token string too");
+  cmd->add_option("text", opts->args, "text to encode, or ids to decode")->required();
+  cmd->callback([opts] { run(*opts); });
+});
+
+}  // namespace
+}  // namespace mamba::cli
