@@ -1,0 +1,309 @@
+// SequenceGenerator and generate() against a scripted fake Model (the real tokenizer of the
+// embedded model): text assembly, EOS / stop / length / cancel, logprob definitions, prompt
+// logprobs, chunked prefill with progress, and errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "mamba/checkpoint.h"
+#include "mamba/generate.h"
+#include "common/test_util.h"
+
+namespace mamba {
+namespace {
+
+std::string model_dir() { return test::source_dir() + "/models/mamba2-books-7m-bpe8k"; }
+
+/// A Model whose next token at absolute position p (tokens consumed) is script[p] (logit 10),
+/// with a runner-up script[p]+1 (logit 5), every other tokenizer id 0, and padded rows
+/// (ids >= vocab) 20 — which sampling must never pick.
+class ScriptedModel final : public Model {
+ public:
+  ScriptedModel(Checkpoint ckpt, std::int64_t vocab, std::int64_t width, std::vector<std::int32_t> script)
+      : ckpt_(std::move(ckpt)), vocab_(vocab), width_(width), script_(std::move(script)) {}
+  const ModelConfig& config() const override { return ckpt_.config(); }
+  const Checkpoint& checkpoint() const override { return ckpt_; }
+  std::int64_t logits_width() const override { return width_; }
+  State new_state() const override { return State{}; }
+
+  Status prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode, float* logits) override {
+    prefill_calls.push_back(static_cast<std::int64_t>(tokens.size()));
+    const std::int64_t n = static_cast<std::int64_t>(tokens.size());
+    for (std::int64_t i = 0; i < n; ++i) {
+      ++state.position;
+      if (mode == LogitsMode::kAll) fill(state.position, logits + i * width_);
+    }
+    if (mode == LogitsMode::kLast) fill(state.position, logits);
+    return {};
+  }
+  Status step(std::span<const std::int32_t> tokens, std::span<State* const> states, float* logits) override {
+    for (std::size_t b = 0; b < tokens.size(); ++b) {
+      ++states[b]->position;
+      fill(states[b]->position, logits + static_cast<std::int64_t>(b) * width_);
+    }
+    return {};
+  }
+  void fill(std::int64_t pos, float* row) const {
+    for (std::int64_t i = 0; i < width_; ++i) row[i] = i < vocab_ ? 0.0f : 20.0f;
+    const std::int32_t t = pos < static_cast<std::int64_t>(script_.size()) ? script_[static_cast<std::size_t>(pos)] : 5;
+    row[t] = 10.0f;
+    row[(t + 1) % vocab_] = 5.0f;
+    if (pos == nan_at) row[3] = NAN;
+  }
+
+  std::int64_t nan_at = -1;
+  std::vector<std::int64_t> prefill_calls;
+
+ private:
+  Checkpoint ckpt_;
+  std::int64_t vocab_, width_;
+  std::vector<std::int32_t> script_;
+};
+
+class GenerateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto tok = Tokenizer::from_file(model_dir() + "/tokenizer.json");
+    ASSERT_TRUE(tok.ok()) << tok.error().message;
+    tok_.emplace(std::move(*tok));
+  }
+  std::vector<std::int32_t> enc(const std::string& s) {
+    auto r = tok_->encode(s);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : std::vector<std::int32_t>{};
+  }
+  /// A fake model scripted to continue `prompt` with `cont`; width = tokenizer size + 64 padded rows.
+  std::unique_ptr<ScriptedModel> make(const std::vector<std::int32_t>& prompt, const std::vector<std::int32_t>& cont) {
+    auto ck = Checkpoint::open(model_dir());
+    EXPECT_TRUE(ck.ok()) << (ck.ok() ? "" : ck.error().message);
+    std::vector<std::int32_t> script{0};  // position 0 is never asked for (no logits before a token)
+    script.insert(script.end(), prompt.begin() + 1, prompt.end());
+    script.insert(script.end(), cont.begin(), cont.end());
+    return std::make_unique<ScriptedModel>(std::move(*ck), tok_->size(), tok_->size() + 64, script);
+  }
+  std::optional<Tokenizer> tok_;
+};
+
+double expected_logprob(double peak, std::int64_t vocab) {
+  return peak - std::log(std::exp(10.0) + std::exp(5.0) + static_cast<double>(vocab - 2));
+}
+
+TEST_F(GenerateTest, ScriptedTextStreamsExactlyAndStopsAtLength) {
+  const auto prompt = enc("It was a dark and stormy night");
+  const std::string cont_text = ".\n\n\u201cI\u2019m glad to see you,\u201d said the old man";
+  const auto cont = enc(cont_text);
+  auto model = make(prompt, cont);
+  GenerateOptions o;
+  o.max_new_tokens = static_cast<int>(cont.size());
+  o.eos_ids = {0};
+  std::string streamed;
+  auto r = generate(*model, &*tok_, prompt, o, [&](const TokenEvent& ev) {
+    streamed += ev.text_delta;
+    return true;
+  });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  std::vector<std::int32_t> ids;
+  for (const auto& ev : r->tokens) ids.push_back(ev.id);
+  EXPECT_EQ(ids, cont);
+  EXPECT_EQ(r->text, cont_text);
+  EXPECT_EQ(streamed, cont_text);
+  EXPECT_EQ(r->finish, FinishReason::kLength);
+  EXPECT_STREQ(finish_reason_name(r->finish), "length");
+  for (const auto& ev : r->tokens) EXPECT_NEAR(ev.logprob, expected_logprob(10, tok_->size()), 1e-5);
+  EXPECT_EQ(model->prefill_calls, std::vector<std::int64_t>{static_cast<std::int64_t>(prompt.size())});
+}
+
+TEST_F(GenerateTest, EosEndsWithoutItsText) {
+  const auto prompt = enc("Hello");
+  auto cont = enc(" there, friend");
+  cont.insert(cont.begin() + 2, 0);  // <|endoftext|> after two tokens
+  auto model = make(prompt, cont);
+  GenerateOptions o;
+  o.max_new_tokens = 20;
+  o.eos_ids = {0};
+  auto r = generate(*model, &*tok_, prompt, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->finish, FinishReason::kEosToken);
+  ASSERT_EQ(r->tokens.size(), 3u);
+  EXPECT_EQ(r->tokens.back().id, 0);
+  EXPECT_TRUE(r->tokens.back().special);
+  EXPECT_EQ(r->tokens.back().token_text, "<|endoftext|>");
+  EXPECT_EQ(r->text, *tok_->decode(std::span(cont).first(2)));
+
+  o.ignore_eos = true;
+  o.max_new_tokens = 4;
+  auto ig = generate(*model, &*tok_, prompt, o);
+  ASSERT_TRUE(ig.ok());
+  EXPECT_EQ(ig->finish, FinishReason::kLength);
+  EXPECT_EQ(ig->tokens.size(), 4u);
+}
+
+TEST_F(GenerateTest, EosIdsDefaultToGenerationConfig) {
+  const auto prompt = enc("Hello");
+  auto cont = enc(" there");
+  cont.push_back(0);
+  auto model = make(prompt, cont);
+  GenerateOptions o;  // eos_ids empty → generation_config.json of the model dir (0)
+  auto r = generate(*model, &*tok_, prompt, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->finish, FinishReason::kEosToken);
+}
+
+TEST_F(GenerateTest, StopStringSpanningTokensIsNotEmitted) {
+  const auto prompt = enc("It was");
+  const std::string cont_text = " the old man said that the sea was calm";
+  const auto cont = enc(cont_text);
+  auto model = make(prompt, cont);
+  GenerateOptions o;
+  o.max_new_tokens = 30;
+  o.stop = {"man sa"};  // spans " man" and " said"
+  std::string streamed;
+  auto r = generate(*model, &*tok_, prompt, o, [&](const TokenEvent& ev) {
+    streamed += ev.text_delta;
+    return true;
+  });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->finish, FinishReason::kStopSequence);
+  EXPECT_EQ(r->text, " the old ");
+  EXPECT_EQ(streamed, " the old ");
+}
+
+TEST_F(GenerateTest, LogprobsAreOverTokenizerIdsAndTopIsDescending) {
+  const auto prompt = enc("The sea was");
+  const auto cont = enc(" calm and grey");
+  auto model = make(prompt, cont);
+  GenerateOptions o;
+  o.max_new_tokens = 3;
+  o.top_logprobs = 3;
+  o.prompt_logprobs = true;
+  auto r = generate(*model, &*tok_, prompt, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto v = tok_->size();
+  for (std::size_t i = 0; i < r->tokens.size(); ++i) {
+    const auto& ev = r->tokens[i];
+    EXPECT_EQ(ev.id, cont[i]);
+    ASSERT_EQ(ev.top.size(), 3u);
+    EXPECT_EQ(ev.top[0].first, cont[i]);
+    EXPECT_EQ(ev.top[1].first, (cont[i] + 1) % v);
+    EXPECT_NEAR(ev.top[0].second, expected_logprob(10, v), 1e-5);
+    EXPECT_NEAR(ev.top[1].second, expected_logprob(5, v), 1e-5);
+    EXPECT_NEAR(ev.top[2].second, expected_logprob(0, v), 1e-5);
+    for (const auto& [id, lp] : ev.top) EXPECT_LT(id, v) << "a padded row appeared in top_logprobs";
+  }
+  ASSERT_EQ(r->prompt_logprobs.size(), prompt.size() - 1);
+  for (float lp : r->prompt_logprobs) EXPECT_NEAR(lp, expected_logprob(10, v), 1e-5);
+}
+
+TEST_F(GenerateTest, SamplingNeverDrawsPaddedRows) {
+  const auto prompt = enc("A");
+  auto model = make(prompt, {});
+  GenerateOptions o;
+  o.max_new_tokens = 200;
+  o.ignore_eos = true;
+  o.sampling.temperature = 2.0f;
+  o.sampling.do_sample = true;
+  o.sampling.has_seed = true;
+  o.sampling.seed = 3;
+  auto r = generate(*model, &*tok_, prompt, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  for (const auto& ev : r->tokens) EXPECT_LT(ev.id, tok_->size());
+  auto again = generate(*model, &*tok_, prompt, o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(r->text, again->text) << "same seed, same output";
+}
+
+TEST_F(GenerateTest, LongPromptIsPrefilledInChunkAlignedPiecesWithProgress) {
+  std::vector<std::int32_t> prompt(1500);
+  for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<std::int32_t>(100 + i % 50);
+  const auto cont = enc(" end");
+  auto model = make(prompt, cont);
+  GenerateOptions o;
+  o.max_new_tokens = static_cast<int>(cont.size());
+  o.prompt_logprobs = true;
+  std::vector<std::pair<std::int64_t, std::int64_t>> progress;
+  o.on_prefill_progress = [&](std::int64_t d, std::int64_t t) { progress.emplace_back(d, t); };
+  auto r = generate(*model, &*tok_, prompt, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(model->prefill_calls, (std::vector<std::int64_t>{1024, 476}));  // 1024 = 16 chunks of 64
+  EXPECT_EQ(progress, (std::vector<std::pair<std::int64_t, std::int64_t>>{{1024, 1500}, {1500, 1500}}));
+  EXPECT_EQ(r->prompt_logprobs.size(), 1499u);
+  EXPECT_EQ(r->text, " end");
+}
+
+TEST_F(GenerateTest, CancelAndErrors) {
+  const auto prompt = enc("One two three");
+  const auto cont = enc(" four five six seven");
+  auto model = make(prompt, cont);
+  GenerateOptions o;
+  o.max_new_tokens = 10;
+  int seen = 0;
+  auto r = generate(*model, &*tok_, prompt, o, [&](const TokenEvent&) { return ++seen < 2; });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->finish, FinishReason::kCancelled);
+  EXPECT_EQ(r->tokens.size(), 2u);
+
+  model->nan_at = static_cast<std::int64_t>(prompt.size()) + 1;  // the second decode row
+  auto bad = generate(*model, &*tok_, prompt, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, ErrorCode::kNumerical);
+  model->nan_at = -1;
+
+  EXPECT_FALSE(generate(*model, &*tok_, std::vector<std::int32_t>{}, o).ok());
+  const std::vector<std::int32_t> out_of_range{1, static_cast<std::int32_t>(model->logits_width())};
+  auto oor = generate(*model, &*tok_, out_of_range, o);
+  ASSERT_FALSE(oor.ok());
+  EXPECT_NE(oor.error().message.find("outside the vocabulary"), std::string::npos);
+  GenerateOptions badp = o;
+  badp.sampling.top_p = 0.0f;
+  auto bp = generate(*model, &*tok_, prompt, badp);
+  ASSERT_FALSE(bp.ok());
+  EXPECT_NE(bp.error().message.find("top_p"), std::string::npos);
+}
+
+TEST(SequenceGenerator, IdsOnlyWithoutTokenizer) {
+  GenerateOptions o;
+  o.max_new_tokens = 3;
+  SequenceGenerator g(nullptr, 6, o, {4});
+  std::vector<float> row{0, 1, 0, 0, 0, 0};
+  auto a = g.next(row);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->id, 1);
+  EXPECT_EQ(a->text_delta, "");
+  // Without a tokenizer logprobs are over the full width.
+  EXPECT_NEAR(a->logprob, 1.0 - std::log(std::exp(1.0) + 5.0), 1e-6);
+  row = {0, 0, 0, 0, 9, 0};
+  auto b = g.next(row);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->id, 4);
+  EXPECT_TRUE(g.finished());
+  EXPECT_EQ(g.finish_reason(), FinishReason::kEosToken);
+  EXPECT_EQ(g.generated_ids(), (std::vector<std::int32_t>{1, 4}));
+  EXPECT_FALSE(g.next(row).ok()) << "next() after finish is an error";
+}
+
+TEST(ModelEosIds, GenerationConfigThenConfig) {
+  ModelConfig cfg;
+  cfg.eos_token_ids = {7};
+  auto emb = model_eos_ids(model_dir(), cfg);
+  ASSERT_TRUE(emb.ok());
+  EXPECT_EQ(*emb, std::vector<std::int32_t>{0});
+  const auto dir = std::filesystem::path(test::binary_dir()) / "eos-test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": [2, 3]})";
+  auto list = model_eos_ids(dir.string(), cfg);
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(*list, (std::vector<std::int32_t>{2, 3}));
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": "x"})";
+  auto bad = model_eos_ids(dir.string(), cfg);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("generation_config.json"), std::string::npos);
+  std::filesystem::remove(dir / "generation_config.json");
+  auto fallback = model_eos_ids(dir.string(), cfg);
+  ASSERT_TRUE(fallback.ok());
+  EXPECT_EQ(*fallback, std::vector<std::int32_t>{7});
+}
+
+}  // namespace
+}  // namespace mamba
