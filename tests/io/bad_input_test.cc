@@ -378,3 +378,51 @@ TEST(BadInput, TruncatedOrNonZipTorchFile) {
 
 }  // namespace
 }  // namespace mamba
+
+namespace mamba {
+namespace {
+
+// State-spaces Mamba-2 with d_ssm < expand·d_model: the rest of in_proj is a gated-MLP prefix of
+// width d_mlp = (rows − 2E − 2GN − H) / 2, and out_proj reads E + d_mlp channels.
+std::vector<StTensor> tiny_mamba2_with_mlp(std::int64_t in_proj_rows) {
+  const std::string p = "backbone.layers.0.";
+  return {f32("backbone.embedding.weight", {16, 8}),
+          f32(p + "norm.weight", {8}),
+          f32(p + "mixer.in_proj.weight", {in_proj_rows, 8}),
+          f32(p + "mixer.conv1d.weight", {12, 1, 2}),
+          f32(p + "mixer.conv1d.bias", {12}),
+          f32(p + "mixer.dt_bias", {2}),
+          f32(p + "mixer.A_log", {2}),
+          f32(p + "mixer.D", {2}),
+          f32(p + "mixer.norm.weight", {8}),
+          f32(p + "mixer.out_proj.weight", {8, 16}),
+          f32("backbone.norm_f.weight", {8})};
+}
+
+const char* kMamba2MlpConfig = R"({"d_model": 8, "n_layer": 1, "vocab_size": 16,
+  "ssm_cfg": {"layer": "Mamba2", "d_state": 2, "d_conv": 2, "headdim": 4, "ngroups": 1, "d_ssm": 8}})";
+
+TEST(Mamba2Mlp, DMlpComesFromInProjRows) {
+  test::TempDir d;
+  d.write("config.json", kMamba2MlpConfig);
+  d.write("model.safetensors", test::make_safetensors(tiny_mamba2_with_mlp(2 * 8 + 2 * 8 + 2 * 2 + 2)));
+  auto ck = Checkpoint::open(d.path());
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  EXPECT_EQ(ck->config().d_inner, 8);
+  EXPECT_EQ(ck->config().n_heads, 2);
+  auto w = bind_weights(*ck);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(ck->config().d_mlp, 8);
+  EXPECT_EQ(ck->config().in_proj_rows(), 38);
+  EXPECT_EQ(w->layers[0].out_proj.shape, (Shape{8, 16}));
+}
+
+TEST(Mamba2Mlp, InProjRowsThatFitNoDMlpAreNamed) {
+  test::TempDir d;
+  Error e = load_error(d, kMamba2MlpConfig, test::make_safetensors(tiny_mamba2_with_mlp(37)));
+  EXPECT_EQ(e.code, ErrorCode::kShape);
+  expect_mentions(e, {"backbone.layers.0.mixer.in_proj.weight", "2·d_mlp + 22", "got [37, 8]"});
+}
+
+}  // namespace
+}  // namespace mamba
