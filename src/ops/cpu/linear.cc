@@ -1,4 +1,4 @@
-// CPU linear (y = x·Wᵀ + b) and embedding lookup over F32/BF16/F16 weights.
+// CPU linear (y = x·Wᵀ + b) and embedding lookup over F32/BF16/F16 weights (GCC vector extensions).
 //
 // Batch invariance: y[m, n] is always the same fixed-order fp32 dot product (8 lanes striding over
 // k in steps of 8, the K % 8 tail summed in order, then a fixed lane tree), whatever M is, which
@@ -14,42 +14,100 @@
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
 
-// GCC vector extensions; all helpers are inlined, so the "AVX ABI" note is irrelevant.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 namespace mamba::ops {
 namespace {
 
-using v8 = float __attribute__((vector_size(32)));
+// 8 lanes held as two 4-wide vectors (native SSE2 registers on the x86-64 baseline; wider ISAs are
+// issue 5's runtime-dispatched kernels, which must keep a per-output order independent of M).
+using v4 = float __attribute__((vector_size(16)));
+using v4u32 = std::uint32_t __attribute__((vector_size(16)));
+using v4u16 = std::uint16_t __attribute__((vector_size(8)));
+struct V8 {
+  v4 lo, hi;
+};
 constexpr std::int64_t kLanes = 8;
 constexpr std::int64_t kRowsPerTask = 16;
 
-inline v8 load8(const float* p) {
-  v8 v;
+inline v4 load4(const float* p) {
+  v4 v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-
-inline float lane_sum(v8 a) {
-  return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+/// 4 bf16 values widened to fp32 (exact: bf16 is the top half of an fp32).
+inline v4 load4_bf16(const std::uint16_t* p) {
+  v4u16 h;
+  std::memcpy(&h, p, sizeof h);
+  const v4u32 u = __builtin_convertvector(h, v4u32) << 16;
+  v4 f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
 }
 
-/// y[r] = dot(x, w + r·K) for r < R, each with the same fixed order as R = 1.
-template <int R>
-inline void dot_rows(const float* x, const float* w, std::int64_t K, float* y) {
-  v8 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = v8{};
+/// Weight element loads: fp32 rows, or bf16 rows read directly.
+template <bool kBf16> inline v4 wload4(const void* w, std::int64_t i) {
+  if constexpr (kBf16) return load4_bf16(static_cast<const std::uint16_t*>(w) + i);
+  else return load4(static_cast<const float*>(w) + i);
+}
+template <bool kBf16> inline float wload1(const void* w, std::int64_t i) {
+  if constexpr (kBf16) return bf16_to_f32(static_cast<const std::uint16_t*>(w)[i]);
+  else return static_cast<const float*>(w)[i];
+}
+
+inline void fma8(V8& acc, v4 xlo, v4 xhi, v4 wlo, v4 whi) {
+  acc.lo += xlo * wlo;
+  acc.hi += xhi * whi;
+}
+
+/// One row's K % 8 tail (in order) and the fixed lane tree.
+template <bool kBf16>
+inline float finish(const V8& a, const float* x, const void* w, std::int64_t row_off, std::int64_t kv, std::int64_t K) {
+  float tail = 0.0f;
+  for (std::int64_t k = kv; k < K; ++k) tail += x[k] * wload1<kBf16>(w, row_off + k);
+  return ((a.lo[0] + a.hi[0]) + (a.lo[1] + a.hi[1])) + ((a.lo[2] + a.hi[2]) + (a.lo[3] + a.hi[3])) + tail;
+}
+
+/// y[0] = dot(x, w[0:K]). Fixed order per output: 8 lanes over k (step 8), the K % 8 tail in
+/// order, then lane tree + tail.
+template <bool kBf16>
+inline void dot1(const float* x, const void* w, std::int64_t K, float* y) {
+  V8 a0{};
+  const std::int64_t kv = K - K % kLanes;
+  for (std::int64_t k = 0; k < kv; k += kLanes)
+    fma8(a0, load4(x + k), load4(x + k + 4), wload4<kBf16>(w, k), wload4<kBf16>(w, k + 4));
+  y[0] = finish<kBf16>(a0, x, w, 0, kv, K);
+}
+
+/// y[r] = dot(x, w[r·K : (r+1)·K]) for r < 4, each bitwise equal to dot1 on that row (x is
+/// loaded once for four weight rows).
+template <bool kBf16>
+inline void dot4(const float* x, const void* w, std::int64_t K, float* y) {
+  V8 a0{}, a1{}, a2{}, a3{};
   const std::int64_t kv = K - K % kLanes;
   for (std::int64_t k = 0; k < kv; k += kLanes) {
-    const v8 xv = load8(x + k);
-    for (int r = 0; r < R; ++r) acc[r] += xv * load8(w + r * K + k);
+    const v4 xlo = load4(x + k), xhi = load4(x + k + 4);
+    fma8(a0, xlo, xhi, wload4<kBf16>(w, k), wload4<kBf16>(w, k + 4));
+    fma8(a1, xlo, xhi, wload4<kBf16>(w, K + k), wload4<kBf16>(w, K + k + 4));
+    fma8(a2, xlo, xhi, wload4<kBf16>(w, 2 * K + k), wload4<kBf16>(w, 2 * K + k + 4));
+    fma8(a3, xlo, xhi, wload4<kBf16>(w, 3 * K + k), wload4<kBf16>(w, 3 * K + k + 4));
   }
-  for (int r = 0; r < R; ++r) {
-    float tail = 0.0f;
-    for (std::int64_t k = kv; k < K; ++k) tail += x[k] * w[r * K + k];
-    y[r] = lane_sum(acc[r]) + tail;
-  }
+  y[0] = finish<kBf16>(a0, x, w, 0, kv, K);
+  y[1] = finish<kBf16>(a1, x, w, K, kv, K);
+  y[2] = finish<kBf16>(a2, x, w, 2 * K, kv, K);
+  y[3] = finish<kBf16>(a3, x, w, 3 * K, kv, K);
 }
+
+/// Rows [0, nr) of y for one input row x: w holds nr weight rows of K elements.
+template <bool kBf16>
+inline void dot_block(const float* x, const void* w, std::int64_t nr, std::int64_t K, float* y) {
+  const std::int64_t esz = kBf16 ? 2 : 4;
+  const auto* wb = static_cast<const std::uint8_t*>(w);
+  std::int64_t r = 0;
+  for (; r + 4 <= nr; r += 4) dot4<kBf16>(x, wb + r * K * esz, K, y + r);
+  for (; r < nr; ++r) dot1<kBf16>(x, wb + r * K * esz, K, y + r);
+}
+
+/// Below this many input rows, bf16 weights are read directly instead of converted per block.
+constexpr std::int64_t kDirectBf16MaxRows = 2;
 
 /// Converts rows [n0, n0 + nr) of W to fp32; returns a pointer to them (W itself when F32).
 const float* rows_f32(const TensorView& W, std::int64_t n0, std::int64_t nr, std::vector<float>& buf) {
@@ -81,13 +139,20 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
   for (std::int64_t task = 0; task < n_tasks; ++task) {
     static thread_local std::vector<float> buf;
     const std::int64_t n0 = task * kRowsPerTask, nr = std::min(kRowsPerTask, n_out - n0);
+    if (W.dtype == DType::kBF16 && M <= kDirectBf16MaxRows) {
+      const auto* wb = static_cast<const std::uint16_t*>(W.data) + n0 * K;
+      for (std::int64_t m = 0; m < M; ++m) {
+        float* ym = y + m * ldy + n0;
+        dot_block<true>(x + m * ldx, wb, nr, K, ym);
+        if (!bias.empty())
+          for (std::int64_t i = 0; i < nr; ++i) ym[i] += bias_at(bias, n0 + i);
+      }
+      continue;
+    }
     const float* w = rows_f32(W, n0, nr, buf);
     for (std::int64_t m = 0; m < M; ++m) {
-      const float* xm = x + m * ldx;
       float* ym = y + m * ldy + n0;
-      std::int64_t r = 0;
-      for (; r + 4 <= nr; r += 4) dot_rows<4>(xm, w + r * K, K, ym + r);
-      for (; r < nr; ++r) dot_rows<1>(xm, w + r * K, K, ym + r);
+      dot_block<false>(x + m * ldx, w, nr, K, ym);
       if (!bias.empty())
         for (std::int64_t i = 0; i < nr; ++i) ym[i] += bias_at(bias, n0 + i);
     }

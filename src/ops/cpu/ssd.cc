@@ -29,7 +29,7 @@ namespace {
 
 /// One head over one chunk [t0, t0 + Lc); `h` is the head's state [P, N] (in/out).
 void ssd_head_chunk(const SsdArgs& a, std::int64_t head, std::int64_t t0, std::int64_t Lc, float* h,
-                    std::vector<float>& S, std::vector<float>& CB) {
+                    std::vector<float>& S, std::vector<float>& CB, std::vector<float>& acc) {
   const std::int64_t P = a.P, N = a.N, g = head / (a.H / a.G);
   const float A = a.A[head];
   auto xrow = [&](std::int64_t t) { return a.x + (t0 + t) * a.ldx + head * P; };
@@ -54,21 +54,27 @@ void ssd_head_chunk(const SsdArgs& a, std::int64_t head, std::int64_t t0, std::i
     }
   }
 
+  acc.resize(static_cast<std::size_t>(P));
   for (std::int64_t i = 0; i < Lc; ++i) {
+    // 1. Y_diag[i] = Σ_{j≤i} CB[i, j] · x_j   (contributions of the chunk's own earlier tokens)
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (std::int64_t j = 0; j <= i; ++j) {
+      const float wij = CB[i * Lc + j];
+      const float* xj = xrow(j);
+      for (std::int64_t p = 0; p < P; ++p) acc[p] += wij * xj[p];
+    }
     const float* Ci = Crow(i);
     const float decay_in = std::exp(S[i]);
-    float* yi = a.y + (t0 + i) * a.ldy + head * P;
+    const float Dh = a.D ? a.D[head] : 0.0f;
     const float* xi = xrow(i);
+    float* yi = a.y + (t0 + i) * a.ldy + head * P;
     for (std::int64_t p = 0; p < P; ++p) {
-      // 4. Y_off: incoming state read out through C_i, decayed to position i.
+      // 4. Y_off: the incoming state read out through C_i, decayed to position i.
       const float* hp = h + p * N;
       float off = 0.0f;
       for (std::int64_t n = 0; n < N; ++n) off += hp[n] * Ci[n];
-      // 1. Y_diag: contributions of the chunk's own earlier tokens.
-      float diag = 0.0f;
-      for (std::int64_t j = 0; j <= i; ++j) diag += CB[i * Lc + j] * xrow(j)[p];
       // 5. y = Y_diag + Y_off + D·x
-      yi[p] = diag + decay_in * off + (a.D ? a.D[head] * xi[p] : 0.0f);
+      yi[p] = acc[p] + decay_in * off + Dh * xi[p];
     }
   }
 
@@ -93,13 +99,13 @@ void ssd(const SsdArgs& a) {
   const bool parallel = a.L * a.H * a.P * a.N >= cpu::kParallelMinWork && a.H > 1;
 #pragma omp parallel for schedule(static) num_threads(num_threads()) if (parallel)
   for (std::int64_t head = 0; head < a.H; ++head) {
-    static thread_local std::vector<float> S, CB;
+    static thread_local std::vector<float> S, CB, acc;
     float* h = a.ssm_state + head * state_per_head;
     std::int64_t t0 = 0, chunk = 0;
     while (t0 < a.L) {
       const std::int64_t pos = a.position + t0;
       const std::int64_t Lc = std::min(a.L - t0, a.Q - pos % a.Q);  // up to the next absolute boundary
-      ssd_head_chunk(a, head, t0, Lc, h, S, CB);
+      ssd_head_chunk(a, head, t0, Lc, h, S, CB, acc);
       if (a.chunk_states)
         std::memcpy(a.chunk_states + chunk * state_elems + head * state_per_head, h,
                     sizeof(float) * std::size_t(state_per_head));
