@@ -33,6 +33,7 @@ mamba_cli_test(install install DEFS BUILD=${PROJECT_BINARY_DIR})
 mamba_cli_test(prompt_ids_fixtures prompt_ids_fixtures)
 mamba_cli_test(perplexity_embedded perplexity DEFS MODEL_DIR=${PROJECT_SOURCE_DIR}/models/mamba2-books-7m-bpe8k)
 mamba_cli_test(perplexity_windows perplexity_windows)
+mamba_cli_test(perplexity_text perplexity_text)
 # The 50k-vocabulary 16M models: 2048 × 50280 logits per window; Release only (slow under ASan).
 foreach(m mamba1-books-16m mamba2-books-16m)
   mamba_cli_test(perplexity_${m} perplexity DEFS MODEL_DIR=SHARED/models/${m} LABELS slow)
