@@ -54,8 +54,11 @@ Status add_safetensors_file(const std::string& path, CheckpointContents& out) {
 
 namespace {
 
-// model.safetensors.index.json → the shard files, each checked to hold exactly its listed tensors.
-Status add_sharded_safetensors(const std::string& dir, const std::string& index_path, CheckpointContents& out) {
+using AddFile = Status (*)(const std::string& path, CheckpointContents& out);
+
+// model.safetensors.index.json / pytorch_model.bin.index.json → the shard files, each checked to
+// hold every tensor the index lists for it.
+Status add_sharded(const std::string& dir, const std::string& index_path, AddFile add_file, CheckpointContents& out) {
   namespace fs = std::filesystem;
   MAMBA_ASSIGN_OR_RETURN(std::string text, read_text_file(index_path));
   MAMBA_ASSIGN_OR_RETURN(nlohmann::json j, parse_json_lenient(text, index_path));
@@ -77,7 +80,7 @@ Status add_sharded_safetensors(const std::string& dir, const std::string& index_
   std::sort(shard_order.begin(), shard_order.end());
   for (const auto& f : shard_order) {
     const std::string path = (fs::path(dir) / f).string();
-    MAMBA_RETURN_IF_ERROR(add_safetensors_file(path, out));
+    MAMBA_RETURN_IF_ERROR(add_file(path, out));
     for (const auto& name : by_file[f]) {
       auto it = out.index.find(name);
       if (it == out.index.end() || out.tensors[it->second].file != path) {
@@ -128,17 +131,17 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
   const fs::path single = d / "model.safetensors";
   const fs::path torch_bin = d / "pytorch_model.bin";
   if (fs::is_regular_file(index, ec)) {
-    MAMBA_RETURN_IF_ERROR(io::add_sharded_safetensors(dir, index.string(), contents));
+    MAMBA_RETURN_IF_ERROR(io::add_sharded(dir, index.string(), io::add_safetensors_file, contents));
   } else if (fs::is_regular_file(single, ec)) {
     MAMBA_RETURN_IF_ERROR(io::add_safetensors_file(single.string(), contents));
   } else if (fs::is_regular_file(torch_bin, ec)) {
     MAMBA_RETURN_IF_ERROR(io::add_torch_zip_file(torch_bin.string(), contents));
   } else if (fs::is_regular_file(d / "pytorch_model.bin.index.json", ec)) {
-    return make_error(ErrorCode::kUnsupported,
-                      fmt::format("{}: sharded pytorch_model.bin (pytorch_model.bin.index.json) is not supported; use the safetensors files", dir));
+    MAMBA_RETURN_IF_ERROR(io::add_sharded(dir, (d / "pytorch_model.bin.index.json").string(), io::add_torch_zip_file, contents));
   } else {
     return make_error(ErrorCode::kNotFound,
-                      fmt::format("{}: no weights found (looked for model.safetensors.index.json, model.safetensors, pytorch_model.bin)", dir));
+                      fmt::format("{}: no weights found (looked for model.safetensors.index.json, model.safetensors, pytorch_model.bin, "
+                                  "pytorch_model.bin.index.json)", dir));
   }
   return ck;
 }

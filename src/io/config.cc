@@ -307,6 +307,24 @@ Status validate(const ModelConfig& c, const std::string& source) {
       return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: mixer_rms_eps = {}: must be positive", source, c.mixer_rms_eps));
     }
   }
+  // Derived sizes (computed later with plain int64 arithmetic) must stay far from overflow: every
+  // per-layer tensor and the whole state below 2^48 elements / bytes.
+  constexpr std::int64_t kMaxDerived = std::int64_t{1} << 48;
+  std::int64_t gn = 0, conv = 0, rows = 0, conv_state = 0, ssm = 0, per_layer = 0, total = 0, emb = 0;
+  bool ok = !__builtin_mul_overflow(c.n_groups, c.d_state, &gn) && !__builtin_mul_overflow(gn, std::int64_t{2}, &gn) &&
+            !__builtin_add_overflow(c.d_inner, c.arch == Arch::kMamba2 ? gn : 0, &conv) &&
+            !__builtin_add_overflow(2 * c.d_inner + 2 * c.d_mlp, c.arch == Arch::kMamba2 ? gn + c.n_heads : 0, &rows) &&
+            !__builtin_mul_overflow(conv, c.d_conv - 1, &conv_state) &&
+            !__builtin_mul_overflow(c.arch == Arch::kMamba2 ? c.n_heads * c.head_dim : c.d_inner, c.d_state, &ssm) &&
+            !__builtin_add_overflow(conv_state, ssm, &per_layer) && !__builtin_mul_overflow(per_layer, c.n_layer * 4, &total) &&
+            !__builtin_mul_overflow(c.padded_vocab_size(), c.d_model, &emb) && conv <= kMaxDerived && rows <= kMaxDerived &&
+            total <= kMaxDerived && emb <= kMaxDerived && rows * c.d_model <= kMaxDerived;
+  if (!ok) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: sizes too large (d_model {}, d_inner {}, d_state {}, n_groups {}, n_layer {}, vocab {}): a tensor or the "
+                                  "per-sequence state would exceed 2^48 elements",
+                                  source, c.d_model, c.d_inner, c.d_state, c.n_groups, c.n_layer, c.vocab_size));
+  }
   return {};
 }
 

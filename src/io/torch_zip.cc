@@ -1,5 +1,6 @@
 // pytorch_model.bin (torch.save zip archive): data.pkl interpreted by the restricted unpickler,
 // tensors viewed in place inside the stored (uncompressed) data/<key> entries of the mapping.
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 #include <unordered_map>
@@ -35,6 +36,13 @@ Status add_torch_zip_file(const std::string& path, CheckpointContents& out) {
                       fmt::format("{}: entry '{}' is compressed (method {}); only stored entries are supported, as torch.save writes them", path, pkl->name, pkl->method));
   }
   const std::string prefix = pkl->name.substr(0, pkl->name.size() - 8);  // "archive/" or ""
+  // Storages are raw little-endian element arrays; torch records the writer's byte order.
+  if (auto bo = by_name.find(prefix + "byteorder"); bo != by_name.end() && bo->second->method == 0) {
+    const std::string order(reinterpret_cast<const char*>(map->data() + bo->second->data_offset), static_cast<std::size_t>(std::min<std::uint64_t>(bo->second->size, 16)));
+    if (order != "little") {
+      return make_error(ErrorCode::kUnsupported, fmt::format("{}: storages were written with byte order \"{}\"; only little-endian is supported", path, order));
+    }
+  }
   MAMBA_ASSIGN_OR_RETURN(auto records, parse_torch_pickle(map->data() + pkl->data_offset, static_cast<std::size_t>(pkl->size), path + ": " + pkl->name));
   // Storage base addresses: in place when aligned for the element type, else one owned copy per
   // storage (so tensors sharing a storage, e.g. a tied lm_head, still share memory).

@@ -322,6 +322,15 @@ void Scheduler::finish_sequence(std::size_t idx, const std::optional<Error>& err
   st.seed = s->gen->seed();
   st.prompt_logprobs = std::move(s->prompt_logprobs);
   metrics_.prompt_tokens += static_cast<std::int64_t>(s->consumed);
+  // Free the slot and the in-flight count before the client hears of the end, so that a client
+  // that reads /metrics or sends its next request right after sees the capacity back.
+  pool_.release(s->slot);
+  metrics_.slots_in_use = pool_.in_use();
+  metrics_.running = static_cast<std::int64_t>(running_.size());
+  {
+    std::lock_guard lk(mu_);
+    --in_flight_;
+  }
   if (err) {
     st.finish = FinishReason::kError;
     metrics_.requests_failed++;
@@ -334,13 +343,6 @@ void Scheduler::finish_sequence(std::size_t idx, const std::optional<Error>& err
     st.finish = s->gen->finish_reason();
     metrics_.requests_ok++;
     s->stream->finish(std::move(st), std::move(s->last_event));
-  }
-  pool_.release(s->slot);
-  metrics_.slots_in_use = pool_.in_use();
-  metrics_.running = static_cast<std::int64_t>(running_.size());
-  {
-    std::lock_guard lk(mu_);
-    --in_flight_;
   }
   cv_.notify_all();
 }

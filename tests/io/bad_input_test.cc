@@ -324,6 +324,44 @@ TEST(BadInput, PickleStorageMissingOrTooSmall) {
   EXPECT_EQ(good->find("w")->view.shape, (Shape{4}));
 }
 
+TEST(TorchZip, Zip64ArchivesShardsAndByteOrder) {
+  const std::string cfg = R"({"d_model": 4, "n_layer": 1, "vocab_size": 8})";
+  std::string data(16, '\0');
+  for (int i = 0; i < 4; ++i) data[static_cast<std::size_t>(4 * i + 3)] = static_cast<char>(0x3f + i);  // distinct floats
+  // zip64 records and extra fields (what > 4 GiB archives use).
+  test::TempDir z;
+  z.write("config.json", cfg);
+  z.write("pytorch_model.bin", test::make_zip({{"m/data.pkl", one_tensor_pickle(4, 4)}, {"m/byteorder", "little"}, {"m/data/0", data}}, true));
+  auto ck = Checkpoint::open(z.path());
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  ASSERT_NE(ck->find("w"), nullptr);
+  EXPECT_EQ(test::view_bytes(ck->find("w")->view), data);
+  // Big-endian storages are refused by name.
+  test::TempDir be;
+  be.write("config.json", cfg);
+  be.write("pytorch_model.bin", test::make_zip({{"m/data.pkl", one_tensor_pickle(4, 4)}, {"m/byteorder", "big"}, {"m/data/0", data}}));
+  ck = Checkpoint::open(be.path());
+  ASSERT_FALSE(ck.ok());
+  expect_mentions(ck.error(), {"byte order \"big\""});
+  // Sharded pytorch_model.bin through pytorch_model.bin.index.json.
+  auto rename = [](std::string pkl, const char* to) {
+    pkl.replace(pkl.find("X\x01\x00\x00\x00w"s), 6, U(to));
+    return pkl;
+  };
+  test::TempDir sh;
+  sh.write("config.json", cfg);
+  sh.write("pytorch_model-00001-of-00002.bin", test::make_zip({{"a/data.pkl", rename(one_tensor_pickle(4, 4), "x")}, {"a/data/0", data}}));
+  sh.write("pytorch_model-00002-of-00002.bin", test::make_zip({{"b/data.pkl", rename(one_tensor_pickle(2, 4), "y")}, {"b/data/0", data}}));
+  sh.write("pytorch_model.bin.index.json", R"({"weight_map": {"x": "pytorch_model-00001-of-00002.bin", "y": "pytorch_model-00002-of-00002.bin"}})");
+  ck = Checkpoint::open(sh.path());
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  ASSERT_NE(ck->find("x"), nullptr);
+  ASSERT_NE(ck->find("y"), nullptr);
+  EXPECT_EQ(ck->find("y")->view.shape, (Shape{2}));
+  EXPECT_EQ(test::view_bytes(ck->find("y")->view), data.substr(0, 8));
+  EXPECT_NE(ck->find("y")->file.find("00002-of-00002"), std::string::npos);
+}
+
 TEST(BadInput, TruncatedOrNonZipTorchFile) {
   test::TempDir d;
   d.write("config.json", R"({"d_model": 4, "n_layer": 1, "vocab_size": 8})");
@@ -336,6 +374,54 @@ TEST(BadInput, TruncatedOrNonZipTorchFile) {
   ck = Checkpoint::open(d.path());
   ASSERT_FALSE(ck.ok());
   expect_mentions(ck.error(), {"end-of-central-directory"});
+}
+
+}  // namespace
+}  // namespace mamba
+
+namespace mamba {
+namespace {
+
+// State-spaces Mamba-2 with d_ssm < expand·d_model: the rest of in_proj is a gated-MLP prefix of
+// width d_mlp = (rows − 2E − 2GN − H) / 2, and out_proj reads E + d_mlp channels.
+std::vector<StTensor> tiny_mamba2_with_mlp(std::int64_t in_proj_rows) {
+  const std::string p = "backbone.layers.0.";
+  return {f32("backbone.embedding.weight", {16, 8}),
+          f32(p + "norm.weight", {8}),
+          f32(p + "mixer.in_proj.weight", {in_proj_rows, 8}),
+          f32(p + "mixer.conv1d.weight", {12, 1, 2}),
+          f32(p + "mixer.conv1d.bias", {12}),
+          f32(p + "mixer.dt_bias", {2}),
+          f32(p + "mixer.A_log", {2}),
+          f32(p + "mixer.D", {2}),
+          f32(p + "mixer.norm.weight", {8}),
+          f32(p + "mixer.out_proj.weight", {8, 16}),
+          f32("backbone.norm_f.weight", {8})};
+}
+
+const char* kMamba2MlpConfig = R"({"d_model": 8, "n_layer": 1, "vocab_size": 16,
+  "ssm_cfg": {"layer": "Mamba2", "d_state": 2, "d_conv": 2, "headdim": 4, "ngroups": 1, "d_ssm": 8}})";
+
+TEST(Mamba2Mlp, DMlpComesFromInProjRows) {
+  test::TempDir d;
+  d.write("config.json", kMamba2MlpConfig);
+  d.write("model.safetensors", test::make_safetensors(tiny_mamba2_with_mlp(2 * 8 + 2 * 8 + 2 * 2 + 2)));
+  auto ck = Checkpoint::open(d.path());
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  EXPECT_EQ(ck->config().d_inner, 8);
+  EXPECT_EQ(ck->config().n_heads, 2);
+  auto w = bind_weights(*ck);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(ck->config().d_mlp, 8);
+  EXPECT_EQ(ck->config().in_proj_rows(), 38);
+  EXPECT_EQ(w->layers[0].out_proj.shape, (Shape{8, 16}));
+}
+
+TEST(Mamba2Mlp, InProjRowsThatFitNoDMlpAreNamed) {
+  test::TempDir d;
+  Error e = load_error(d, kMamba2MlpConfig, test::make_safetensors(tiny_mamba2_with_mlp(37)));
+  EXPECT_EQ(e.code, ErrorCode::kShape);
+  expect_mentions(e, {"backbone.layers.0.mixer.in_proj.weight", "2·d_mlp + 22", "got [37, 8]"});
 }
 
 }  // namespace

@@ -168,3 +168,18 @@ TEST(Config, LayerNormParsesAndIsRecorded) {
 
 }  // namespace
 }  // namespace mamba
+
+namespace mamba {
+namespace {
+
+TEST(Config, HugeSizesAreRejectedNotOverflowed) {
+  auto r = ModelConfig::from_json_text(R"({"model_type": "mamba2", "hidden_size": 8388608, "num_hidden_layers": 4096,
+      "vocab_size": 16777216, "num_heads": 8388608, "head_dim": 2, "n_groups": 8388608, "state_size": 16777216, "conv_kernel": 16777216})",
+                                       "config.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("too large"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace mamba

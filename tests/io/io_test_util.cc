@@ -78,17 +78,30 @@ std::string le(std::uint64_t v, int nbytes) {
   return s;
 }
 
-std::string make_zip(const std::vector<std::pair<std::string, std::string>>& entries) {
+std::string make_zip(const std::vector<std::pair<std::string, std::string>>& entries, bool zip64) {
+  const std::uint64_t kFF = 0xFFFFFFFFu;
   std::string out, central;
   for (const auto& [name, data] : entries) {
     const std::uint64_t offset = out.size();
-    out += le(0x04034b50, 4) + le(20, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(0, 4) + le(data.size(), 4) + le(data.size(), 4) +
-           le(name.size(), 2) + le(0, 2) + name + data;
-    central += le(0x02014b50, 4) + le(20, 2) + le(20, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(0, 4) + le(data.size(), 4) +
-               le(data.size(), 4) + le(name.size(), 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(offset, 4) + name;
+    const std::string local_extra = zip64 ? le(1, 2) + le(16, 2) + le(data.size(), 8) + le(data.size(), 8) : "";
+    const std::string central_extra = zip64 ? le(1, 2) + le(24, 2) + le(data.size(), 8) + le(data.size(), 8) + le(offset, 8) : "";
+    const std::uint64_t sz = zip64 ? kFF : data.size();
+    out += le(0x04034b50, 4) + le(45, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(0, 4) + le(sz, 4) + le(sz, 4) + le(name.size(), 2) +
+           le(local_extra.size(), 2) + name + local_extra + data;
+    central += le(0x02014b50, 4) + le(45, 2) + le(45, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(0, 4) + le(sz, 4) + le(sz, 4) +
+               le(name.size(), 2) + le(central_extra.size(), 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 4) +
+               le(zip64 ? kFF : offset, 4) + name + central_extra;
   }
   const std::uint64_t cd_offset = out.size();
   out += central;
+  if (zip64) {
+    const std::uint64_t z64 = out.size();
+    out += le(0x06064b50, 4) + le(44, 8) + le(45, 2) + le(45, 2) + le(0, 4) + le(0, 4) + le(entries.size(), 8) + le(entries.size(), 8) +
+           le(central.size(), 8) + le(cd_offset, 8);
+    out += le(0x07064b50, 4) + le(0, 4) + le(z64, 8) + le(1, 4);
+    out += le(0x06054b50, 4) + le(0, 2) + le(0, 2) + le(0xFFFF, 2) + le(0xFFFF, 2) + le(kFF, 4) + le(kFF, 4) + le(0, 2);
+    return out;
+  }
   out += le(0x06054b50, 4) + le(0, 2) + le(0, 2) + le(entries.size(), 2) + le(entries.size(), 2) + le(central.size(), 4) +
          le(cd_offset, 4) + le(0, 2);
   return out;

@@ -38,7 +38,9 @@ struct StTensor {
 std::string make_safetensors(const std::vector<StTensor>& tensors);
 
 /// A zip archive of stored (uncompressed) entries, as torch.save writes them (CRCs left 0).
-std::string make_zip(const std::vector<std::pair<std::string, std::string>>& entries);
+/// With `zip64`, every size and offset goes through zip64 extra fields and the zip64 end records,
+/// as writers do for archives over 4 GiB (e.g. a 2.8b fp32 pytorch_model.bin).
+std::string make_zip(const std::vector<std::pair<std::string, std::string>>& entries, bool zip64 = false);
 
 /// Little-endian bytes of an integer.
 std::string le(std::uint64_t v, int nbytes);

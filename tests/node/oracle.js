@@ -8,8 +8,10 @@
 //       SPEC: {"docs": {SET: FILE(JSON array of strings)}, "decode": FILE(JSON array of id arrays) | null,
 //              "tokenizers": [{"name", "path", "docs": SET, "out"}]}
 //       writes to each "out": {"ids": [[...]...], "decoded": [...], "decode_cases": [[plain, skip_special]...]}
-//   node oracle.js bench TOKENIZER_JSON TEXT_FILE REPEATS
-//       prints the best encode time in seconds of the whole file as one string
+//   node oracle.js bench TOKENIZER_JSON TEXT_FILE REPEATS [whole|docs]
+//       prints {first, best, tokens}: encode times in seconds of the whole file as one string
+//       (whole) or as ~2 KB pieces encoded one after another (docs)
+//       (first = cold word cache, best = best of REPEATS)
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -202,23 +204,40 @@ async function run(specPath) {
   }
 }
 
-async function bench(tokPath, textPath, repeats) {
+// Splits the file's bytes into ~2 KB pieces at line ends (byte offsets, as the C++ bench does).
+function pieces(bytes, target) {
+  const out = [];
+  let pos = 0;
+  while (pos < bytes.length) {
+    let end = Math.min(bytes.length, pos + target);
+    if (end < bytes.length) {
+      const nl = bytes.indexOf(10, end);
+      end = nl < 0 ? bytes.length : nl + 1;
+    }
+    out.push(bytes.subarray(pos, end).toString('utf8'));
+    pos = end;
+  }
+  return out;
+}
+
+async function bench(tokPath, textPath, repeats, mode) {
   const tok = Tokenizer.fromFile(tokPath);
-  const text = fs.readFileSync(textPath, 'utf8');
-  await tok.encode(text.slice(0, 10000), null, { addSpecialTokens: false });
-  let best = Infinity, n = 0;
+  const bytes = fs.readFileSync(textPath);
+  const docs = mode === 'docs' ? pieces(bytes, 2048) : [bytes.toString('utf8')];
+  let first = 0, best = Infinity, n = 0;
   for (let r = 0; r < repeats; r++) {
     const t0 = process.hrtime.bigint();
-    const enc = await tok.encode(text, null, { addSpecialTokens: false });
+    n = 0;
+    for (const d of docs) n += (await tok.encode(d, null, { addSpecialTokens: false })).getLength();
     const dt = Number(process.hrtime.bigint() - t0) / 1e9;
-    n = enc.getLength();
+    if (r === 0) first = dt;
     best = Math.min(best, dt);
   }
-  console.log(JSON.stringify({ seconds: best, tokens: n }));
+  console.log(JSON.stringify({ first, best, tokens: n }));
 }
 
 const [cmd, ...args] = process.argv.slice(2);
 if (cmd === 'build') build(args[0], args[1]);
 else if (cmd === 'run') run(args[0]).catch((e) => { console.error(e); process.exit(1); });
-else if (cmd === 'bench') bench(args[0], args[1], Number(args[2] || 3)).catch((e) => { console.error(e); process.exit(1); });
+else if (cmd === 'bench') bench(args[0], args[1], Number(args[2] || 3), args[3] || 'whole').catch((e) => { console.error(e); process.exit(1); });
 else { console.error('usage: oracle.js build OUT_DIR NEOX_JSON | run SPEC_JSON | bench TOKENIZER TEXT REPEATS'); process.exit(2); }

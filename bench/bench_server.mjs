@@ -1,0 +1,129 @@
+// Server load generator: N concurrent streaming clients against mamba-server for a fixed time.
+// Prints one table row per N: generated tok/s, p50/p99 time-to-first-token, p50/p99 inter-token
+// latency, requests, errors, server RSS before/after.
+//
+//   node bench/bench_server.mjs [--server build/mamba-server] [-m MODEL_DIR] [--n 1,8,64]
+//                               [--seconds 10] [--max-new-tokens 64] [--threads 0] [--url http://...]
+// With --url the running server is used (RSS not reported); else one is started per run.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+const argv = process.argv.slice(2);
+const opt = (name, def) => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : def;
+};
+const SERVER = opt('--server', 'build/mamba-server');
+const MODEL = opt('-m', '');
+const NS = opt('--n', '1,8,64').split(',').map(Number);
+const SECONDS = Number(opt('--seconds', '10'));
+const MAX_NEW = Number(opt('--max-new-tokens', '64'));
+const THREADS = opt('--threads', '0');
+const URL_ = opt('--url', '');
+
+const PROMPTS = [
+  'It was a dark and stormy night',
+  'The old man walked down to the harbour and looked at the ships',
+  'She opened the letter slowly, afraid of what it might say',
+  'In the morning the village was covered in snow, and the children',
+];
+
+function rssMiB(pid) {
+  try {
+    const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/);
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+async function start() {
+  if (URL_) return { base: URL_, proc: null };
+  const args = ['--host', '127.0.0.1', '--port', '0', '--threads', THREADS, '--max-concurrent-requests', '256'];
+  if (MODEL) args.push('-m', MODEL);
+  const proc = spawn(SERVER, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+  const base = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/[\d.]+:\d+)/);
+      if (m) resolve(m[1]);
+    });
+    proc.on('exit', (c) => reject(new Error(`server exited ${c}`)));
+  });
+  return { base, proc };
+}
+
+async function client(base, id, stopAt, stats) {
+  let k = 0;
+  while (Date.now() < stopAt) {
+    const body = {
+      inputs: PROMPTS[(id + k++) % PROMPTS.length],
+      parameters: { max_new_tokens: MAX_NEW, do_sample: true, temperature: 0.9, seed: id * 1000 + k },
+    };
+    const t0 = performance.now();
+    let last = t0;
+    let n = 0;
+    try {
+      const res = await fetch(base + '/generate_stream', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      if (res.status !== 200) {
+        stats.errors++;
+        await res.text();
+        continue;
+      }
+      let buf = '';
+      for await (const chunk of res.body) {
+        buf += Buffer.from(chunk).toString();
+        let i;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const ev = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          if (!ev.startsWith('data:')) continue;
+          const now = performance.now();
+          if (ev.includes('"error"')) stats.errors++;
+          if (n === 0) stats.ttft.push(now - t0);
+          else stats.itl.push(now - last);
+          last = now;
+          n++;
+        }
+      }
+      stats.tokens += n;
+      stats.requests++;
+    } catch {
+      stats.errors++;
+    }
+  }
+}
+
+const pct = (a, p) => {
+  if (!a.length) return NaN;
+  const s = [...a].sort((x, y) => x - y);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+console.log(`model: ${MODEL || '(embedded)'}  seconds per run: ${SECONDS}  max_new_tokens: ${MAX_NEW}`);
+console.log('|  N | tok/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | requests | errors | RSS before MiB | RSS after MiB | mean decode batch |');
+console.log('|---:|------:|------------:|------------:|-----------:|-----------:|---------:|-------:|---------------:|--------------:|------------------:|');
+for (const N of NS) {
+  const srv = await start();
+  const rss0 = srv.proc ? rssMiB(srv.proc.pid) : NaN;
+  const stats = { ttft: [], itl: [], tokens: 0, requests: 0, errors: 0 };
+  const t0 = performance.now();
+  const stopAt = Date.now() + SECONDS * 1000;
+  await Promise.all(Array.from({ length: N }, (_, i) => client(srv.base, i, stopAt, stats)));
+  const elapsed = (performance.now() - t0) / 1000;
+  const rss1 = srv.proc ? rssMiB(srv.proc.pid) : NaN;
+  const mtext = await (await fetch(srv.base + '/metrics')).text();
+  const mean = Number((mtext.match(/^mamba_decode_batch_size_mean (\S+)/m) || [])[1]);
+  if (srv.proc) {
+    srv.proc.kill('SIGTERM');
+    await new Promise((r) => srv.proc.on('exit', r));
+  }
+  const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '-');
+  console.log(`| ${String(N).padStart(2)} | ${f(stats.tokens / elapsed, 0)} | ${f(pct(stats.ttft, 50))} | ${f(pct(stats.ttft, 99))} | ` +
+    `${f(pct(stats.itl, 50), 2)} | ${f(pct(stats.itl, 99), 2)} | ${stats.requests} | ${stats.errors} | ${f(rss0)} | ${f(rss1)} | ${f(mean, 2)} |`);
+}

@@ -1,0 +1,156 @@
+// Tokenizer encode throughput (MB/s, one thread) on a multi-MB text, side by side with HF
+// tokenizers (npm `tokenizers`, Rust core, run through node in the same program).
+//   bench_tokenizer [--text FILE] [--tokenizer FILE]... [--repeats N]
+// Defaults: ../shared/data/books-sample.txt; the GPT-NeoX-20B tokenizer and the embedded model's
+// 8k tokenizer. Each is timed on the text as one string ("1 str") and as ~2 KB pieces encoded one
+// after another ("2KB"). "cold" = first pass after loading (empty word cache), "warm" = best of N.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "mamba/tokenizer.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Timing {
+  double cold = 0, warm = 0;
+  std::size_t tokens = 0;
+  bool ok = false;
+};
+
+// ~2 KB pieces at line ends (same split as oracle.js).
+std::vector<std::string> pieces(const std::string& text, std::size_t target) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = std::min(text.size(), pos + target);
+    if (end < text.size()) {
+      const std::size_t nl = text.find('\n', end);
+      end = nl == std::string::npos ? text.size() : nl + 1;
+    }
+    out.push_back(text.substr(pos, end - pos));
+    pos = end;
+  }
+  return out;
+}
+
+Timing bench_ours(const std::string& tok_path, const std::vector<std::string>& docs, int repeats, std::string* err) {
+  Timing t;
+  auto tok = mamba::Tokenizer::from_file(tok_path);
+  if (!tok.ok()) {
+    *err = tok.error().message;
+    return t;
+  }
+  t.warm = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    const auto a = std::chrono::steady_clock::now();
+    t.tokens = 0;
+    for (const auto& d : docs) {
+      auto ids = tok->encode(d);
+      if (!ids.ok()) {
+        *err = ids.error().message;
+        return t;
+      }
+      t.tokens += ids->size();
+    }
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+    if (r == 0) t.cold = dt;
+    t.warm = std::min(t.warm, dt);
+  }
+  t.ok = true;
+  return t;
+}
+
+Timing bench_hf(const std::string& oracle, const std::string& tok_path, const std::string& text_path, int repeats,
+                const char* mode, std::string* err) {
+  Timing t;
+  const std::string cmd =
+      fmt::format("RAYON_NUM_THREADS=1 node '{}' bench '{}' '{}' {} {} 2>&1", oracle, tok_path, text_path, repeats, mode);
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    *err = "cannot run node";
+    return t;
+  }
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int rc = pclose(p);
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (rc != 0 || j.is_discarded() || !j.contains("best")) {
+    *err = "node failed: " + out.substr(0, 300);
+    return t;
+  }
+  t.cold = j["first"].get<double>();
+  t.warm = j["best"].get<double>();
+  t.tokens = j["tokens"].get<std::size_t>();
+  t.ok = true;
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const fs::path src = fs::path(__FILE__).parent_path().parent_path();
+  const fs::path shared = src / ".." / "shared";
+  std::string text_path = (shared / "data/books-sample.txt").string();
+  std::vector<std::string> toks;
+  int repeats = 3;
+  CLI::App app{"Tokenizer encode throughput vs HF tokenizers (npm)"};
+  app.add_option("--text", text_path, "UTF-8 text file to encode as one string");
+  app.add_option("--tokenizer", toks, "tokenizer.json files (repeatable)");
+  app.add_option("--repeats", repeats, "encodes per tokenizer (best is reported as warm)")->check(CLI::Range(1, 100));
+  CLI11_PARSE(app, argc, argv);
+  if (toks.empty()) {
+    toks = {(shared / "tokenizer/gpt-neox-20b.json").string(), (shared / "models/mamba2-books-7m-bpe8k/tokenizer.json").string()};
+  }
+  std::ifstream f(text_path, std::ios::binary);
+  if (!f) {
+    std::fprintf(stderr, "error: cannot read %s\n", text_path.c_str());
+    return 1;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  const double mb = static_cast<double>(text.size()) / 1e6;
+  const std::string oracle = (src / "tests/node/oracle.js").string();
+  const bool have_hf = fs::exists(src / "tests/node/node_modules/tokenizers") && std::system("node --version >/dev/null 2>&1") == 0;
+
+  std::printf("text: %s (%.2f MB), one thread, %d encodes of the whole text per tokenizer\n", text_path.c_str(), mb, repeats);
+  if (!have_hf) std::printf("(HF column empty: node or tests/node/node_modules missing; run npm install in tests/node)\n");
+  std::printf("%-34s %12s %12s %12s %12s %10s %10s %8s\n", "tokenizer (input)", "ours cold", "ours warm", "HF cold", "HF warm", "warm x", "cold x",
+              "ids");
+  std::printf("%-34s %12s %12s %12s %12s %10s %10s %8s\n", "", "MB/s", "MB/s", "MB/s", "MB/s", "ours/HF", "ours/HF", "");
+  const std::vector<std::string> whole{text};
+  const std::vector<std::string> docs = pieces(text, 2048);
+  for (const auto& tp : toks) {
+    for (const char* mode : {"whole", "docs"}) {
+      std::string err;
+      const Timing ours = bench_ours(tp, std::string(mode) == "whole" ? whole : docs, repeats, &err);
+      std::string name = fs::path(tp).parent_path().filename().string() + "/" + fs::path(tp).filename().string();
+      if (name.size() > 26) name = name.substr(name.size() - 26);
+      name += std::string(mode) == "whole" ? " (1 str)" : " (2KB)";
+      if (!ours.ok) {
+        std::printf("%-34s error: %s\n", name.c_str(), err.c_str());
+        continue;
+      }
+      Timing hf;
+      if (have_hf) hf = bench_hf(oracle, tp, text_path, repeats, mode, &err);
+      if (hf.ok) {
+        std::printf("%-34s %12.2f %12.2f %12.2f %12.2f %9.2fx %9.2fx %8s\n", name.c_str(), mb / ours.cold, mb / ours.warm,
+                    mb / hf.cold, mb / hf.warm, hf.warm / ours.warm, hf.cold / ours.cold, ours.tokens == hf.tokens ? "same" : "DIFFER");
+      } else {
+        std::printf("%-34s %12.2f %12.2f %12s %12s %10s %10s %8s   %s\n", name.c_str(), mb / ours.cold, mb / ours.warm, "-", "-", "-",
+                    "-", "-", err.c_str());
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,126 @@
+// Scheduler on real checkpoints (../shared fixtures): concurrent requests under several prefill
+// budgets and decode batch sizes give, bitwise, the ids, logprobs and prompt logprobs that each
+// request gets alone. mamba2-odd (chunk_size 8, n_groups 4) makes prompts split into several
+// SSD-chunk-aligned pieces; mamba1-odd covers the Mamba-1 path.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+
+#include "common/test_util.h"
+#include "mamba/model.h"
+#include "server/scheduler.h"
+
+namespace mamba::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Outcome {
+  std::vector<std::int32_t> ids;
+  std::vector<float> logprobs;
+  std::vector<std::vector<std::pair<std::int32_t, float>>> top;
+  std::vector<float> prompt_logprobs;
+};
+
+Outcome drain(RequestStream& s) {
+  Outcome o;
+  for (int guard = 0; guard < 2000; ++guard) {
+    RequestStream::Update u;
+    if (!s.take(u, 100ms)) continue;
+    for (auto& t : u.tokens) {
+      o.ids.push_back(t.id);
+      o.logprobs.push_back(t.logprob);
+      o.top.push_back(t.top);
+    }
+    if (u.done) {
+      EXPECT_FALSE(u.error) << u.error->message;
+      o.prompt_logprobs = s.stats().prompt_logprobs;
+      return o;
+    }
+  }
+  ADD_FAILURE() << "stream did not finish";
+  return o;
+}
+
+std::vector<SequenceRequest> make_requests(std::int64_t vocab) {
+  std::mt19937 rng(7);
+  std::vector<SequenceRequest> reqs;
+  for (int i = 0; i < 12; ++i) {
+    SequenceRequest r;
+    const int len = 1 + (i * 5) % 37;
+    for (int k = 0; k < len; ++k) r.prompt.push_back(static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(vocab)));
+    r.opts.max_new_tokens = 3 + i % 5;
+    r.opts.top_logprobs = i % 3;
+    r.opts.prompt_logprobs = i % 2 == 0;
+    r.opts.eos_ids = {-1};  // fixtures have no EOS worth stopping at
+    if (i % 4 == 1) {
+      r.opts.sampling.do_sample = true;
+      r.opts.sampling.temperature = 0.7f;
+      r.opts.sampling.seed = 11 + static_cast<std::uint64_t>(i);
+      r.opts.sampling.has_seed = true;
+    }
+    reqs.push_back(std::move(r));
+  }
+  return reqs;
+}
+
+void check_fixture(const std::string& dir) {
+  auto model = Model::load(dir);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  Model& m = **model;
+  const auto reqs = make_requests(m.config().vocab_size);
+
+  std::vector<Outcome> alone;
+  {
+    Metrics metrics;
+    SchedulerOptions so;
+    so.slots = 1;
+    so.max_batch_prefill_tokens = 100000;
+    Scheduler sch(m, nullptr, {}, so, metrics);
+    sch.start();
+    for (const auto& r : reqs) {
+      auto s = sch.submit(r);
+      ASSERT_NE(s, nullptr);
+      alone.push_back(drain(*s));
+    }
+    sch.stop(1s);
+  }
+  const std::pair<int, int> configs[] = {{1, 64}, {8, 2}, {13, 17}, {4096, 1}};
+  for (const auto& [budget, batch] : configs) {
+    SCOPED_TRACE(::testing::Message() << "budget " << budget << " max_batch " << batch);
+    Metrics metrics;
+    SchedulerOptions so;
+    so.slots = 8;
+    so.max_in_flight = 64;
+    so.max_batch_size = batch;
+    so.max_batch_prefill_tokens = budget;
+    Scheduler sch(m, nullptr, {}, so, metrics);
+    sch.start();
+    std::vector<std::shared_ptr<RequestStream>> ss;
+    for (const auto& r : reqs) ss.push_back(sch.submit(r));
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      ASSERT_NE(ss[i], nullptr);
+      Outcome o = drain(*ss[i]);
+      EXPECT_EQ(o.ids, alone[i].ids) << "request " << i;
+      EXPECT_EQ(o.logprobs, alone[i].logprobs) << "request " << i;
+      EXPECT_EQ(o.top, alone[i].top) << "request " << i;
+      EXPECT_EQ(o.prompt_logprobs, alone[i].prompt_logprobs) << "request " << i;
+    }
+    sch.stop(1s);
+    if (batch > 1) EXPECT_GT(metrics.decode_batch_sum.load(), metrics.decode_steps.load());
+  }
+}
+
+TEST(RealModelScheduler, Mamba2OddConcurrentEqualsAlone) {
+  MAMBA_REQUIRE_SHARED(shared);
+  check_fixture(shared + "/fixtures/mamba2-odd/model");
+}
+
+TEST(RealModelScheduler, Mamba1OddConcurrentEqualsAlone) {
+  MAMBA_REQUIRE_SHARED(shared);
+  check_fixture(shared + "/fixtures/mamba1-odd/model");
+}
+
+}  // namespace
+}  // namespace mamba::server

@@ -1,0 +1,231 @@
+// Request parsing and validation: TGI and OpenAI bodies → GenerateOptions, with 4xx errors that
+// name the field for every kind of bad input (never an exception, never a 500).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "mamba/server.h"
+#include "server/json_fields.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "server/slot_pool.h"
+#include "server/tgi_request.h"
+
+namespace mamba::server {
+namespace {
+
+using nlohmann::json;
+
+std::optional<ApiError> tgi(const std::string& body, TgiRequest& out) {
+  json j;
+  if (auto e = parse_body_object(body, j)) return e;
+  return parse_tgi_request(j, RequestLimits{}, out);
+}
+
+std::optional<ApiError> completion(const std::string& body, OpenAiRequest& out) {
+  json j;
+  if (auto e = parse_body_object(body, j)) return e;
+  return parse_completion_request(j, RequestLimits{}, out);
+}
+
+std::optional<ApiError> chat(const std::string& body, OpenAiRequest& out) {
+  json j;
+  if (auto e = parse_body_object(body, j)) return e;
+  return parse_chat_request(j, RequestLimits{}, out);
+}
+
+TEST(TgiRequest, FullParameters) {
+  TgiRequest r;
+  auto e = tgi(R"({"inputs":"Hello","parameters":{"max_new_tokens":7,"temperature":0.5,"top_k":3,"top_p":0.9,
+      "typical_p":0.95,"min_p":0.05,"repetition_penalty":1.2,"frequency_penalty":0.5,"seed":42,"do_sample":true,
+      "stop":["\n","end"],"details":true,"decoder_input_details":true,"return_full_text":true,"truncate":10,
+      "top_n_tokens":2,"best_of":1,"watermark":false}})", r);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(r.inputs, "Hello");
+  EXPECT_EQ(r.opts.max_new_tokens, 7);
+  EXPECT_FLOAT_EQ(r.opts.sampling.temperature, 0.5f);
+  EXPECT_EQ(r.opts.sampling.top_k, 3);
+  EXPECT_FLOAT_EQ(r.opts.sampling.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(r.opts.sampling.typical_p, 0.95f);
+  EXPECT_FLOAT_EQ(r.opts.sampling.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(r.opts.sampling.repetition_penalty, 1.2f);
+  EXPECT_FLOAT_EQ(r.opts.sampling.frequency_penalty, 0.5f);
+  EXPECT_EQ(r.opts.sampling.seed, 42u);
+  EXPECT_TRUE(r.opts.sampling.has_seed);
+  EXPECT_TRUE(r.opts.sampling.do_sample);
+  EXPECT_EQ(r.opts.stop, (std::vector<std::string>{"\n", "end"}));
+  EXPECT_TRUE(r.details);
+  EXPECT_TRUE(r.decoder_input_details);
+  EXPECT_TRUE(r.opts.prompt_logprobs);
+  EXPECT_TRUE(r.return_full_text);
+  EXPECT_EQ(r.truncate, 10);
+  EXPECT_EQ(r.opts.top_logprobs, 2);
+}
+
+TEST(TgiRequest, DefaultsAndNulls) {
+  TgiRequest r;
+  ASSERT_FALSE(tgi(R"({"inputs":"x","parameters":{"temperature":null,"seed":null,"stop":null}})", r));
+  EXPECT_EQ(r.opts.max_new_tokens, 100);
+  EXPECT_FALSE(r.opts.sampling.do_sample);
+  EXPECT_FALSE(r.opts.sampling.has_seed);
+  EXPECT_FALSE(r.stream);
+  TgiRequest s;
+  ASSERT_FALSE(tgi(R"({"inputs":"x","stream":true})", s));
+  EXPECT_TRUE(s.stream);
+}
+
+struct BadCase {
+  const char* body;
+  int status;
+  const char* mentions;
+};
+
+TEST(TgiRequest, BadInputsGive4xxNamingTheField) {
+  const BadCase cases[] = {
+      {R"({"inputs":"x","parameters":{"max_new_tokens":)", 400, "JSON"},
+      {R"([1,2])", 400, "object"},
+      {R"()", 400, "empty"},
+      {R"({"inputs":""})", 422, "inputs"},
+      {R"({"parameters":{}})", 422, "inputs"},
+      {R"({"inputs":5})", 422, "inputs"},
+      {R"({"inputs":"x","parameters":{"max_new_tokens":-1}})", 422, "max_new_tokens"},
+      {R"({"inputs":"x","parameters":{"max_new_tokens":0}})", 422, "max_new_tokens"},
+      {R"({"inputs":"x","parameters":{"max_new_tokens":"5"}})", 422, "max_new_tokens"},
+      {R"({"inputs":"x","parameters":{"max_new_tokens":1.5}})", 422, "max_new_tokens"},
+      {R"({"inputs":"x","parameters":{"max_new_tokens":99999999999999999999999}})", 422, "max_new_tokens"},
+      {R"({"inputs":"x","parameters":{"max_new_tokens":1e300}})", 422, "max_new_tokens"},
+      {R"({"inputs":"x","parameters":{"temperature":0}})", 422, "temperature"},
+      {R"({"inputs":"x","parameters":{"temperature":-1}})", 422, "temperature"},
+      {R"({"inputs":"x","parameters":{"temperature":"hot"}})", 422, "temperature"},
+      {R"({"inputs":"x","parameters":{"top_p":1.0}})", 422, "top_p"},
+      {R"({"inputs":"x","parameters":{"top_p":0}})", 422, "top_p"},
+      {R"({"inputs":"x","parameters":{"top_k":0}})", 422, "top_k"},
+      {R"({"inputs":"x","parameters":{"typical_p":1.5}})", 422, "typical_p"},
+      {R"({"inputs":"x","parameters":{"repetition_penalty":0}})", 422, "repetition_penalty"},
+      {R"({"inputs":"x","parameters":{"seed":-3}})", 422, "seed"},
+      {R"({"inputs":"x","parameters":{"stop":["a","b","c","d","e"]}})", 422, "stop"},
+      {R"({"inputs":"x","parameters":{"stop":[1]}})", 422, "stop"},
+      {R"({"inputs":"x","parameters":{"best_of":2}})", 422, "best_of"},
+      {R"({"inputs":"x","parameters":{"top_n_tokens":50}})", 422, "top_n_tokens"},
+      {R"({"inputs":"x","parameters":{"watermark":true}})", 422, "watermark"},
+      {R"({"inputs":"x","parameters":{"details":"yes"}})", 422, "details"},
+      {R"({"inputs":"x","parameters":[]})", 422, "parameters"},
+      {"{\"inputs\":\"\xff\xfe\"}", 400, "JSON"},
+  };
+  for (const auto& c : cases) {
+    TgiRequest r;
+    auto e = tgi(c.body, r);
+    ASSERT_TRUE(e.has_value()) << c.body;
+    EXPECT_EQ(e->status, c.status) << c.body << " → " << e->message;
+    EXPECT_NE(e->message.find(c.mentions), std::string::npos) << c.body << " → " << e->message;
+    auto body = json::parse(e->body());
+    EXPECT_TRUE(body["error"].is_string());
+    EXPECT_TRUE(body["error_type"].is_string());
+  }
+}
+
+TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {
+  OpenAiRequest r;
+  ASSERT_FALSE(completion(R"({"model":"m","prompt":"Once"})", r));
+  EXPECT_EQ(r.prompt, "Once");
+  EXPECT_EQ(r.opts.max_new_tokens, 16);
+  EXPECT_TRUE(r.opts.sampling.do_sample);
+  OpenAiRequest g;
+  ASSERT_FALSE(completion(R"({"prompt":["Once"],"temperature":0,"max_tokens":3,"logprobs":2,"stop":"\n","seed":7,
+                              "stream":true,"stream_options":{"include_usage":true}})", g));
+  EXPECT_FALSE(g.opts.sampling.do_sample);
+  EXPECT_EQ(g.opts.max_new_tokens, 3);
+  EXPECT_TRUE(g.logprobs);
+  EXPECT_EQ(g.top_logprobs, 2);
+  EXPECT_EQ(g.opts.top_logprobs, 2);
+  EXPECT_EQ(g.opts.stop, std::vector<std::string>{"\n"});
+  EXPECT_TRUE(g.stream);
+  EXPECT_TRUE(g.include_usage);
+  OpenAiRequest ids;
+  ASSERT_FALSE(completion(R"({"prompt":[5,6,7]})", ids));
+  EXPECT_EQ(ids.prompt_ids, (std::vector<std::int32_t>{5, 6, 7}));
+}
+
+TEST(OpenAiRequest, BadInputs) {
+  const BadCase cases[] = {
+      {R"({"prompt":"x","n":2})", 422, "n"},
+      {R"({"prompt":""})", 422, "prompt"},
+      {R"({"prompt":["a","b"]})", 422, "prompt"},
+      {R"({"prompt":{}})", 422, "prompt"},
+      {R"({"prompt":"x","temperature":3})", 422, "temperature"},
+      {R"({"prompt":"x","max_tokens":-5})", 422, "max_tokens"},
+      {R"({"prompt":"x","logprobs":9})", 422, "logprobs"},
+      {R"({"prompt":"x","logit_bias":{"5":1}})", 422, "logit_bias"},
+      {R"({"prompt":"x","stream":"yes"})", 422, "stream"},
+  };
+  for (const auto& c : cases) {
+    OpenAiRequest r;
+    auto e = completion(c.body, r);
+    ASSERT_TRUE(e.has_value()) << c.body;
+    EXPECT_EQ(e->status, c.status) << c.body;
+    EXPECT_NE(e->message.find(c.mentions), std::string::npos) << e->message;
+  }
+  const BadCase chat_cases[] = {
+      {R"({"messages":[]})", 422, "messages"},
+      {R"({"messages":"hi"})", 422, "messages"},
+      {R"({"messages":[{"role":"wizard","content":"x"}]})", 422, "role"},
+      {R"({"messages":[{"content":"x"}]})", 422, "role"},
+      {R"({"messages":[{"role":"user","content":5}]})", 422, "content"},
+      {R"({"messages":[{"role":"user","content":"x"}],"n":3})", 422, "n"},
+      {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", 422, "top_logprobs"},
+  };
+  for (const auto& c : chat_cases) {
+    OpenAiRequest r;
+    auto e = chat(c.body, r);
+    ASSERT_TRUE(e.has_value()) << c.body;
+    EXPECT_EQ(e->status, c.status) << c.body;
+    EXPECT_NE(e->message.find(c.mentions), std::string::npos) << e->message;
+  }
+}
+
+TEST(OpenAiRequest, ChatPromptFormat) {
+  OpenAiRequest r;
+  ASSERT_FALSE(chat(R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"}]},
+                                   {"role":"assistant","content":"Hello."},{"role":"user","content":"Tell me a story"}],
+                       "max_completion_tokens":9,"logprobs":true,"top_logprobs":3,"temperature":0})", r));
+  EXPECT_EQ(r.prompt, "System: Be brief.\n\nUser: Hi\n\nAssistant: Hello.\n\nUser: Tell me a story\n\nAssistant:");
+  EXPECT_EQ(r.opts.max_new_tokens, 9);
+  EXPECT_EQ(r.opts.top_logprobs, 3);
+  EXPECT_EQ(r.opts.stop, std::vector<std::string>{"\nUser:"});
+  EXPECT_EQ(format_chat_prompt({{"developer", "d"}}), "System: d\n\nAssistant:");
+}
+
+TEST(ServerOptions, ParseByteSize) {
+  EXPECT_EQ(parse_byte_size("2GiB").value(), std::int64_t{2} << 30);
+  EXPECT_EQ(parse_byte_size("512MiB").value(), std::int64_t{512} << 20);
+  EXPECT_EQ(parse_byte_size("1.5GB").value(), 1500000000);
+  EXPECT_EQ(parse_byte_size("100000").value(), 100000);
+  EXPECT_EQ(parse_byte_size("3K").value(), 3072);
+  EXPECT_FALSE(parse_byte_size("lots").ok());
+  EXPECT_FALSE(parse_byte_size("5 parsecs").ok());
+  EXPECT_FALSE(parse_byte_size("-1GiB").ok());
+  EXPECT_FALSE(parse_byte_size("1e30GiB").ok());
+}
+
+TEST(SlotPool, SlotsForBudget) {
+  // mamba2-2.7b: 168 MB state in fp32
+  EXPECT_EQ(slots_for_budget(std::int64_t{2} << 30, 168000000, 128), 12);
+  EXPECT_EQ(slots_for_budget(std::int64_t{2} << 30, 1600000, 128), 128);
+  EXPECT_EQ(slots_for_budget(1000, 168000000, 128), 0);
+}
+
+TEST(Metrics, PrometheusTextHasMeanBatchAndSlots) {
+  Metrics m;
+  m.decode_steps = 4;
+  m.decode_batch_sum = 10;
+  m.slots_total = 8;
+  m.slots_in_use = 3;
+  const std::string t = m.render();
+  EXPECT_NE(t.find("# TYPE mamba_decode_batch_size_mean gauge\nmamba_decode_batch_size_mean 2.5\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("mamba_slots_in_use 3\n"), std::string::npos);
+  EXPECT_NE(t.find("mamba_slots_total 8\n"), std::string::npos);
+  EXPECT_NE(t.find("mamba_requests_total{outcome=\"ok\"} 0\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mamba::server

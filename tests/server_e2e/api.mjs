@@ -1,0 +1,233 @@
+// End-to-end: every endpoint's happy path and its validation errors against a real mamba-server
+// (embedded model), at the HTTP level. Bad input gets a 4xx with {error, error_type} and the
+// server keeps serving.
+import assert from 'node:assert/strict';
+import { deadline, startServer, postJson, postSse, metrics } from './lib.mjs';
+
+deadline(120);
+const srv = await startServer(['--max-concurrent-requests', '16']);
+const { base } = srv;
+const PROMPT = 'It was a dark and stormy night';
+let failed = false;
+async function check(name, fn) {
+  try {
+    await fn();
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed = true;
+    console.log(`FAIL ${name}\n${e.stack}`);
+  }
+}
+
+await check('GET /health', async () => {
+  const r = await fetch(base + '/health');
+  assert.equal(r.status, 200);
+});
+
+await check('GET /info', async () => {
+  const j = await (await fetch(base + '/info')).json();
+  assert.equal(j.model_id, 'mamba2-books-7m-bpe8k');
+  assert.equal(j.max_stop_sequences, 4);
+  assert.equal(j.max_best_of, 1);
+  assert.ok(j.state_slots >= 1);
+  assert.equal(j.model_pipeline_tag, 'text-generation');
+});
+
+await check('GET /v1/models', async () => {
+  const j = await (await fetch(base + '/v1/models')).json();
+  assert.equal(j.object, 'list');
+  assert.equal(j.data[0].id, 'mamba2-books-7m-bpe8k');
+  assert.equal(j.data[0].object, 'model');
+});
+
+await check('POST /tokenize', async () => {
+  const r = await postJson(base, '/tokenize', { inputs: PROMPT });
+  assert.equal(r.status, 200);
+  assert.ok(Array.isArray(r.json) && r.json.length > 3);
+  assert.equal(r.json.map((t) => t.text).join(''), PROMPT);
+  for (const t of r.json) assert.ok(Number.isInteger(t.id) && t.stop >= t.start);
+});
+
+let greedy;
+await check('POST /generate with details, prefill and top tokens', async () => {
+  const r = await postJson(base, '/generate', {
+    inputs: PROMPT,
+    parameters: { max_new_tokens: 12, details: true, decoder_input_details: true, top_n_tokens: 3 },
+  });
+  assert.equal(r.status, 200, r.text);
+  greedy = r.json;
+  const d = r.json.details;
+  assert.equal(typeof r.json.generated_text, 'string');
+  assert.ok(['length', 'eos_token'].includes(d.finish_reason));
+  assert.equal(d.generated_tokens, d.tokens.length);
+  assert.equal(d.seed, null);  // greedy
+  const toks = (await postJson(base, '/tokenize', { inputs: PROMPT })).json;
+  assert.deepEqual(d.prefill.map((t) => t.id), toks.map((t) => t.id));
+  assert.equal(d.prefill[0].logprob, null);
+  for (const t of d.prefill.slice(1)) assert.ok(t.logprob <= 0);
+  for (const [i, t] of d.tokens.entries()) {
+    assert.ok(t.logprob <= 0 && typeof t.special === 'boolean');
+    assert.equal(d.top_tokens[i].length, 3);
+    assert.equal(d.top_tokens[i][0].id, t.id, 'greedy token is the top-1');
+    assert.equal(d.top_tokens[i][0].logprob, t.logprob);
+  }
+  for (const h of ['x-compute-time', 'x-prompt-tokens', 'x-generated-tokens', 'x-time-per-token', 'x-queue-time', 'x-compute-type']) {
+    assert.ok(r.headers.get(h) !== null, `header ${h}`);
+  }
+  assert.equal(Number(r.headers.get('x-prompt-tokens')), toks.length);
+  assert.equal(Number(r.headers.get('x-generated-tokens')), d.generated_tokens);
+});
+
+await check('POST /generate_stream: concatenated tokens == generated_text == /generate', async () => {
+  const s = await postSse(base, '/generate_stream', { inputs: PROMPT, parameters: { max_new_tokens: 12, details: true } });
+  assert.equal(s.status, 200);
+  const evs = s.events;
+  assert.equal(evs.length, greedy.details.generated_tokens);
+  evs.forEach((e, i) => {
+    assert.equal(e.index, i + 1);
+    assert.equal(e.token.id, greedy.details.tokens[i].id);
+    assert.equal(e.token.logprob, greedy.details.tokens[i].logprob);
+    if (i < evs.length - 1) {
+      assert.equal(e.generated_text, null);
+      assert.equal(e.details, null);
+    }
+  });
+  const last = evs.at(-1);
+  assert.equal(last.generated_text, greedy.generated_text);
+  assert.equal(evs.map((e) => e.token.text).join(''), greedy.generated_text);
+  assert.equal(last.details.finish_reason, greedy.details.finish_reason);
+  assert.equal(last.details.generated_tokens, greedy.details.generated_tokens);
+});
+
+await check('stop sequence spanning tokens: never emitted, stream == non-stream', async () => {
+  const full = (await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 24 } })).json.generated_text;
+  assert.ok(full.length > 12, full);
+  const stop = full.slice(5, 11);  // a piece from the middle of the text, likely spanning tokens
+  const cut = full.slice(0, full.indexOf(stop));
+  const r = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 24, stop: [stop], details: true } });
+  assert.equal(r.json.generated_text, cut);
+  assert.equal(r.json.details.finish_reason, 'stop_sequence');
+  const s = await postSse(base, '/generate_stream', { inputs: PROMPT, parameters: { max_new_tokens: 24, stop: [stop] } });
+  const text = s.events.map((e) => e.token.text).join('');
+  assert.equal(text, cut);
+  assert.equal(s.events.at(-1).generated_text, cut);
+  // no event ever carried text of the stop
+  let acc = '';
+  for (const e of s.events) {
+    acc += e.token.text;
+    assert.ok(cut.startsWith(acc));
+  }
+});
+
+await check('POST / (compat): array answer, and stream flag', async () => {
+  const r = await postJson(base, '/', { inputs: PROMPT, parameters: { max_new_tokens: 12 } });
+  assert.equal(r.status, 200);
+  assert.ok(Array.isArray(r.json));
+  assert.equal(r.json[0].generated_text, greedy.generated_text);
+  const s = await postSse(base, '/', { inputs: PROMPT, parameters: { max_new_tokens: 12 }, stream: true });
+  assert.equal(s.events.at(-1).generated_text, greedy.generated_text);
+});
+
+await check('return_full_text and seeded sampling', async () => {
+  const r = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 12, return_full_text: true } });
+  assert.equal(r.json.generated_text, PROMPT + greedy.generated_text);
+  const p = { inputs: PROMPT, parameters: { max_new_tokens: 16, do_sample: true, temperature: 0.9, top_k: 40, seed: 1234, details: true } };
+  const a = (await postJson(base, '/generate', p)).json;
+  const b = (await postJson(base, '/generate', p)).json;
+  assert.equal(a.details.seed, 1234);
+  assert.deepEqual(a.details.tokens, b.details.tokens);
+});
+
+await check('POST /v1/completions (stream and not)', async () => {
+  const body = { model: 'x', prompt: PROMPT, max_tokens: 12, temperature: 0, logprobs: 2 };
+  const r = await postJson(base, '/v1/completions', body);
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.object, 'text_completion');
+  assert.equal(r.json.choices[0].text, greedy.generated_text);
+  assert.equal(r.json.usage.completion_tokens, greedy.details.generated_tokens);
+  assert.equal(r.json.usage.total_tokens, r.json.usage.prompt_tokens + r.json.usage.completion_tokens);
+  assert.deepEqual(r.json.choices[0].logprobs.token_logprobs, greedy.details.tokens.map((t) => t.logprob));
+  const s = await postSse(base, '/v1/completions', { ...body, stream: true, stream_options: { include_usage: true } });
+  assert.equal(s.events.at(-1), '[DONE]');
+  const chunks = s.events.slice(0, -1);
+  assert.equal(chunks.filter((c) => c.choices.length).map((c) => c.choices[0].text).join(''), greedy.generated_text);
+  assert.equal(chunks.at(-1).usage.completion_tokens, greedy.details.generated_tokens);
+  assert.ok(['stop', 'length'].includes(chunks.at(-2).choices[0].finish_reason));
+});
+
+await check('POST /v1/chat/completions (stream and not)', async () => {
+  const body = { model: 'x', messages: [{ role: 'user', content: 'Tell me about the sea.' }], max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 2 };
+  const r = await postJson(base, '/v1/chat/completions', body);
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.object, 'chat.completion');
+  assert.equal(r.json.choices[0].message.role, 'assistant');
+  const content = r.json.choices[0].message.content;
+  assert.equal(typeof content, 'string');
+  assert.equal(r.json.choices[0].logprobs.content.length, r.json.usage.completion_tokens);
+  assert.equal(r.json.choices[0].logprobs.content[0].top_logprobs.length, 2);
+  const s = await postSse(base, '/v1/chat/completions', { ...body, stream: true });
+  assert.equal(s.events.at(-1), '[DONE]');
+  const chunks = s.events.slice(0, -1);
+  assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+  assert.equal(chunks.map((c) => c.choices[0].delta.content ?? '').join(''), content);
+  assert.equal(chunks.at(-1).choices[0].finish_reason, r.json.choices[0].finish_reason);
+});
+
+const bad = [
+  ['/generate', '{"inputs": "x", "parameters": {"max_new_tokens": ', 400],  // truncated JSON
+  ['/generate', '[]', 400],
+  ['/generate', '', 400],
+  ['/generate', '{"inputs": 12}', 422],  // wrong type
+  ['/generate', '{"inputs": ""}', 422],  // empty prompt
+  ['/generate', '{"inputs": "x", "parameters": {"max_new_tokens": -1}}', 422],
+  ['/generate', '{"inputs": "x", "parameters": {"max_new_tokens": 1e999}}', 400],
+  ['/generate', '{"inputs": "x", "parameters": {"max_new_tokens": 123456789012345678901234567890}}', 422],
+  ['/generate', '{"inputs": "x", "parameters": {"temperature": "hot"}}', 422],
+  ['/generate', '{"inputs": "x", "parameters": {"top_p": 1.5}}', 422],
+  ['/generate', '{"inputs": "x", "parameters": {"stop": ["a","b","c","d","e"]}}', 422],
+  ['/generate', '{"inputs": "x", "parameters": {"best_of": 2}}', 422],
+  ['/generate', '{"inputs": "x", "parameters": {"max_new_tokens": 500000}}', 422],
+  ['/generate_stream', '{"inputs": "x", "parameters": {"seed": -1}}', 422],
+  ['/v1/completions', '{"prompt": "x", "n": 2}', 422],
+  ['/v1/completions', '{"prompt": ""}', 422],
+  ['/v1/completions', '{"prompt": "x", "max_tokens": -3}', 422],
+  ['/v1/chat/completions', '{"messages": []}', 422],
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "x"}], "n": 2}', 422],
+  ['/v1/chat/completions', '{"messages": "hello"}', 422],
+];
+await check('malformed bodies → 4xx with {error, error_type}', async () => {
+  for (const [route, body, status] of bad) {
+    const r = await postJson(base, route, body);
+    assert.equal(r.status, status, `${route} ${body} → ${r.status} ${r.text}`);
+    assert.equal(typeof r.json?.error, 'string', r.text);
+    assert.equal(typeof r.json?.error_type, 'string', r.text);
+  }
+  // invalid UTF-8 bytes in the prompt
+  const raw = Buffer.concat([Buffer.from('{"inputs": "ab'), Buffer.from([0xff, 0xc3]), Buffer.from('"}')]);
+  const r = await postJson(base, '/generate', new Uint8Array(raw));
+  assert.ok(r.status >= 400 && r.status < 500, `invalid UTF-8 → ${r.status}`);
+  assert.equal(typeof r.json.error, 'string');
+});
+
+await check('413 for bodies over 8 MiB, 404 JSON for unknown routes', async () => {
+  const big = JSON.stringify({ inputs: 'a'.repeat(9 << 20) });
+  const r = await postJson(base, '/generate', big);
+  assert.equal(r.status, 413);
+  assert.equal(r.json.error_type, 'payload_too_large');
+  const n = await postJson(base, '/nope', {});
+  assert.equal(n.status, 404);
+  assert.equal(typeof n.json.error, 'string');
+});
+
+await check('server still serves after bad input; metrics count it', async () => {
+  const r = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 12 } });
+  assert.equal(r.json.generated_text, greedy.generated_text);
+  const m = await metrics(base);
+  assert.ok(m['mamba_requests_total{outcome="rejected"}'] >= bad.length);
+  assert.ok(m.mamba_generated_tokens_total > 0);
+  assert.equal(m.mamba_slots_in_use, 0);
+});
+
+const ex = await srv.stop();
+await check('SIGTERM exits 0', async () => assert.equal(ex.code, 0, srv.log()));
+process.exit(failed ? 1 : 0);

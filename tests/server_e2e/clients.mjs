@@ -1,0 +1,103 @@
+// End-to-end with real client libraries: the npm `openai` SDK (completions + chat, streaming and
+// not) and `@huggingface/inference` — v2 (`hf-inference-v2`, which talks to TGI's POST / route
+// with TGI stream events) and the current major (which talks to /v1/completions).
+import assert from 'node:assert/strict';
+import { deadline, startServer, postJson, requireNode } from './lib.mjs';
+
+deadline(120);
+const srvKey = 'sekrit';
+const srv = await startServer(['--api-key', srvKey]);
+const { base } = srv;
+const PROMPT = 'The old man said';
+let failed = false;
+async function check(name, fn) {
+  try {
+    await fn();
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed = true;
+    console.log(`FAIL ${name}\n${e.stack}`);
+  }
+}
+const auth = { authorization: `Bearer ${srvKey}` };
+const ref = (await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 10 } }, auth)).json;
+
+await check('--api-key: 401 without / with a wrong key, /health open', async () => {
+  const r = await postJson(base, '/generate', { inputs: PROMPT });
+  assert.equal(r.status, 401);
+  assert.equal(r.json.error_type, 'authentication');
+  assert.equal((await postJson(base, '/v1/completions', { prompt: 'x' }, { authorization: 'Bearer nope' })).status, 401);
+  assert.equal((await fetch(base + '/health')).status, 200);
+  assert.equal(typeof ref.generated_text, 'string');
+});
+
+const OpenAIModule = requireNode('openai');
+const OpenAI = OpenAIModule.OpenAI ?? OpenAIModule.default ?? OpenAIModule;
+const client = new OpenAI({ baseURL: base + '/v1', apiKey: srvKey, maxRetries: 0, timeout: 30000 });
+
+await check('openai: completions.create (non-stream and stream)', async () => {
+  const c = await client.completions.create({ model: 'mamba', prompt: PROMPT, max_tokens: 10, temperature: 0 });
+  assert.equal(c.choices[0].text, ref.generated_text);
+  assert.equal(c.usage.completion_tokens, 10);
+  const stream = await client.completions.create({ model: 'mamba', prompt: PROMPT, max_tokens: 10, temperature: 0, stream: true });
+  let text = '';
+  let finish = null;
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.text ?? '';
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  assert.equal(text, ref.generated_text);
+  assert.equal(finish, 'length');
+});
+
+await check('openai: chat.completions.create (non-stream and stream)', async () => {
+  const messages = [{ role: 'system', content: 'You tell stories.' }, { role: 'user', content: 'Begin.' }];
+  const c = await client.chat.completions.create({ model: 'mamba', messages, max_tokens: 8, temperature: 0 });
+  const content = c.choices[0].message.content;
+  assert.equal(typeof content, 'string');
+  assert.equal(c.choices[0].message.role, 'assistant');
+  const stream = await client.chat.completions.create({ model: 'mamba', messages, max_tokens: 8, temperature: 0, stream: true });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+  assert.equal(text, content);
+});
+
+await check('openai: n=2 → 422 surfaces as an APIError', async () => {
+  await assert.rejects(
+    client.completions.create({ model: 'mamba', prompt: PROMPT, n: 2 }),
+    (e) => e.status === 422,
+  );
+});
+
+await check('@huggingface/inference v2: textGeneration / textGenerationStream on TGI routes', async () => {
+  const hf2 = requireNode('hf-inference-v2');
+  const args = { model: 'mamba', endpointUrl: base + '/', accessToken: srvKey, inputs: PROMPT, parameters: { max_new_tokens: 10 } };
+  const out = await hf2.textGeneration(args);
+  assert.equal(out.generated_text, ref.generated_text);
+  let text = '';
+  let last;
+  for await (const ev of hf2.textGenerationStream(args)) {
+    text += ev.token.text;
+    last = ev;
+  }
+  assert.equal(text, ref.generated_text);
+  assert.equal(last.generated_text, ref.generated_text);
+  const viaGenerate = await hf2.textGeneration({ ...args, endpointUrl: base + '/generate' });
+  assert.equal(viaGenerate.generated_text, ref.generated_text);
+});
+
+await check('@huggingface/inference (current): textGeneration / textGenerationStream', async () => {
+  const { InferenceClient } = requireNode('@huggingface/inference');
+  const hf = new InferenceClient(srvKey, { endpointUrl: base });
+  const out = await hf.textGeneration({ inputs: PROMPT, parameters: { max_new_tokens: 10, temperature: 0 } });
+  assert.equal(out.generated_text, ref.generated_text);
+  let text = '';
+  for await (const ev of hf.textGenerationStream({ inputs: PROMPT, parameters: { max_new_tokens: 10, temperature: 0 } })) {
+    text += ev.choices?.[0]?.text ?? ev.token?.text ?? '';
+  }
+  assert.equal(text, ref.generated_text);
+});
+
+const ex = await srv.stop();
+await check('SIGTERM exits 0', async () => assert.equal(ex.code, 0));
+process.exit(failed ? 1 : 0);

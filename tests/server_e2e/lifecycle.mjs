@@ -1,0 +1,85 @@
+// End-to-end lifecycle: a client that disconnects mid-stream frees its slot (metrics), a full
+// server answers 429, SIGTERM drains in-flight requests (they complete) and exits 0.
+import assert from 'node:assert/strict';
+import { deadline, startServer, postJson, postSse, metrics, waitFor, sleep } from './lib.mjs';
+
+deadline(120);
+let failed = false;
+async function check(name, fn) {
+  try {
+    await fn();
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed = true;
+    console.log(`FAIL ${name}\n${e.stack}`);
+  }
+}
+const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 100000 } };
+
+{
+  const srv = await startServer(['--max-concurrent-requests', '2']);
+  const { base } = srv;
+  await check('disconnect mid-stream cancels the sequence and frees its slot', async () => {
+    const s = await postSse(base, '/generate_stream', endless, { onEvent: (_, i) => i < 4 });
+    assert.ok(s.aborted);
+    assert.equal(s.events.length, 5);
+    const freed = await waitFor(async () => (await metrics(base)).mamba_slots_in_use === 0, { timeoutMs: 5000 });
+    assert.ok(freed, 'slot still in use 5 s after the client left');
+    const m = await metrics(base);
+    assert.ok(m['mamba_requests_total{outcome="cancelled"}'] >= 1);
+  });
+
+  await check('queue overflow → 429 overloaded; served again once capacity frees', async () => {
+    const ctrl = [];
+    const started = [];
+    for (let k = 0; k < 2; k++) {
+      const got = new Promise((resolve) => {
+        const p = postSse(base, '/generate_stream', endless, { onEvent: () => { resolve(); return !ctrl[k]; } });
+        started.push(p);
+      });
+      await got;
+    }
+    const r = await postJson(base, '/generate', { inputs: 'x', parameters: { max_new_tokens: 2 } });
+    assert.equal(r.status, 429, r.text);
+    assert.equal(r.json.error_type, 'overloaded');
+    ctrl[0] = ctrl[1] = true;  // next event aborts both streams
+    await Promise.all(started);
+    assert.ok(await waitFor(async () => (await metrics(base)).mamba_slots_in_use === 0));
+    const ok = await postJson(base, '/generate', { inputs: 'x', parameters: { max_new_tokens: 2 } });
+    assert.equal(ok.status, 200);
+    assert.ok((await metrics(base))['mamba_requests_total{outcome="overloaded"}'] >= 1);
+  });
+  assert.equal((await srv.stop()).code, 0);
+}
+
+await check('SIGTERM drains: in-flight requests complete, then exit 0', async () => {
+  const srv = await startServer([]);
+  const { base } = srv;
+  const body = { inputs: 'The king said', parameters: { max_new_tokens: 60, details: true } };
+  const alone = await postJson(base, '/generate', body);
+  const inflight = postJson(base, '/generate', body);
+  const stream = postSse(base, '/generate_stream', body);
+  await sleep(30);
+  srv.proc.kill('SIGTERM');
+  const [r, s] = await Promise.all([inflight, stream]);
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.generated_text, alone.json.generated_text);
+  assert.equal(s.events.at(-1).generated_text, alone.json.generated_text);
+  const ex = await srv.exited;
+  assert.equal(ex.code, 0);
+  assert.match(srv.log(), /req=\d+ route=\/generate prompt_tokens=\d+ generated_tokens=\d+ queue_ms=/);
+});
+
+await check('SIGTERM with a request that cannot finish: cancelled after the grace period, exit 0', async () => {
+  const srv = await startServer(['--shutdown-grace', '0.5']);
+  const s = postSse(srv.base, '/generate_stream', endless);
+  await sleep(300);
+  srv.proc.kill('SIGTERM');
+  const res = await s;
+  assert.ok(res.events.length > 0);
+  assert.ok(res.events.at(-1).error, 'the stream ends with an error event');
+  const ex = await srv.exited;
+  assert.equal(ex.code, 0);
+});
+
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,128 @@
+// `mamba-cli inspect [MODEL]`: architecture, sizes, dtypes, parameter count, weight bytes,
+// per-sequence state bytes and the tokenizer's size / special tokens of a model directory or a
+// cached HF repo id (default: the embedded model). Validates every tensor like a real load.
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+#include <string>
+
+#include "cli/command.h"
+#include "mamba/checkpoint.h"
+#include "mamba/tokenizer.h"
+#include "mamba/weights.h"
+
+namespace mamba::cli {
+namespace {
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} {}", b, units[u]) : fmt::format("{:.2f} {}", b, units[u]);
+}
+
+std::string human_count(double n) {
+  if (n >= 1e9) return fmt::format("{:.2f}B", n / 1e9);
+  if (n >= 1e6) return fmt::format("{:.2f}M", n / 1e6);
+  if (n >= 1e3) return fmt::format("{:.1f}K", n / 1e3);
+  return fmt::format("{:.0f}", n);
+}
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "error: %s\n", msg.c_str());
+  throw CLI::RuntimeError(1);
+}
+
+void run_inspect(const std::string& model_arg) {
+  std::string ref = model_arg.empty() ? default_model_path() : model_arg;
+  if (ref.empty()) die("no MODEL given and no embedded default model found (set MAMBA_MODEL)");
+  auto dir = resolve_model_path(ref);
+  if (!dir.ok()) die(dir.error().message);
+  auto ck = Checkpoint::open(*dir);
+  if (!ck.ok()) die(ck.error().message);
+  auto w = bind_weights(*ck);
+  if (!w.ok()) die(w.error().message);
+  const ModelConfig& c = ck->config();
+
+  // Unique bound tensors (a tied lm_head is the embedding: counted once).
+  std::set<const void*> seen;
+  std::map<std::string, std::int64_t> bytes_by_dtype;
+  std::int64_t params = 0, bytes = 0;
+  auto count = [&](const TensorView& v) {
+    if (v.empty() || !seen.insert(v.data).second) return;
+    params += v.numel();
+    bytes += static_cast<std::int64_t>(v.nbytes());
+    bytes_by_dtype[dtype_name(v.dtype)] += static_cast<std::int64_t>(v.nbytes());
+  };
+  count(w->embedding);
+  count(w->norm_f);
+  count(w->lm_head);
+  for (const auto& L : w->layers) {
+    for (const TensorView* v : {&L.norm, &L.in_proj, &L.in_proj_bias, &L.conv1d_weight, &L.conv1d_bias, &L.out_proj, &L.out_proj_bias,
+                                &L.A_log, &L.D, &L.x_proj, &L.dt_proj, &L.dt_proj_bias, &L.dt_bias, &L.gated_norm})
+      count(*v);
+  }
+  std::string dtypes;
+  for (const auto& [name, b] : bytes_by_dtype) dtypes += fmt::format("{}{} ({})", dtypes.empty() ? "" : ", ", name, human_bytes(static_cast<double>(b)));
+
+  fmt::print("model            {}\n", *dir);
+  fmt::print("architecture     {} ({} format)\n", arch_name(c.arch), c.format == CheckpointFormat::kHF ? "HF" : "state-spaces");
+  fmt::print("layers           {}\n", c.n_layer);
+  fmt::print("d_model          {}\n", c.d_model);
+  fmt::print("d_inner          {}  (expand {})\n", c.d_inner, c.expand);
+  fmt::print("d_state          {}\n", c.d_state);
+  fmt::print("d_conv           {}\n", c.d_conv);
+  if (c.arch == Arch::kMamba2) {
+    fmt::print("n_heads          {} × head_dim {}\n", c.n_heads, c.head_dim);
+    fmt::print("n_groups         {}\n", c.n_groups);
+    fmt::print("chunk_size       {}\n", c.chunk_size);
+    if (c.d_mlp > 0) fmt::print("d_mlp            {}\n", c.d_mlp);
+    fmt::print("time_step_limit  [{}, {}]\n", c.time_step_min_limit, c.time_step_max_limit);
+  } else {
+    fmt::print("dt_rank          {}\n", c.dt_rank);
+  }
+  if (c.arch == Arch::kFalconMamba) fmt::print("mixer_rms_eps    {}\n", c.mixer_rms_eps);
+  fmt::print("norm eps         {}\n", c.norm_eps);
+  fmt::print("biases           conv1d {}, in/out_proj {}\n", c.conv_bias ? "yes" : "no", c.proj_bias ? "yes" : "no");
+  fmt::print("vocab            {} (logits width {})\n", c.vocab_size, c.padded_vocab_size());
+  fmt::print("lm_head          {}\n", c.tie_embeddings ? "tied to the embedding" : "untied");
+  fmt::print("dtype            {}\n", dtypes);
+  fmt::print("parameters       {} ({})\n", params, human_count(static_cast<double>(params)));
+  fmt::print("weight bytes     {} ({})\n", bytes, human_bytes(static_cast<double>(bytes)));
+  fmt::print("state / sequence {} ({}: conv_state {} + ssm_state {} fp32 per layer)\n", c.state_bytes(),
+             human_bytes(static_cast<double>(c.state_bytes())), c.conv_state_elems(), c.ssm_state_elems());
+
+  const std::string tok_path = (std::filesystem::path(*dir) / "tokenizer.json").string();
+  auto tok = Tokenizer::from_file(tok_path);
+  if (!tok.ok()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(tok_path, ec)) fmt::print("tokenizer        no tokenizer.json (token ids only; logits width {})\n", c.padded_vocab_size());
+    else fmt::print("tokenizer        unusable: {}\n", tok.error().message);
+    return;
+  }
+  fmt::print("tokenizer        {} ids{}\n", tok->size(),
+             tok->size() < c.padded_vocab_size() ? fmt::format(" (logits rows {}–{} are padding)", tok->size(), c.padded_vocab_size() - 1) : "");
+  std::string specials;
+  for (const auto& a : tok->added_tokens())
+    if (a.special) specials += fmt::format("{}{}={}", specials.empty() ? "" : ", ", a.id, a.content);
+  fmt::print("special tokens   {}\n", specials.empty() ? "(none)" : specials);
+  auto id_str = [](const std::optional<std::int64_t>& id) { return id ? std::to_string(*id) : std::string("-"); };
+  std::string eos;
+  for (auto e : c.eos_token_ids) eos += (eos.empty() ? "" : ",") + std::to_string(e);
+  fmt::print("bos / eos / pad  {} / {} / {}\n", id_str(c.bos_token_id), eos.empty() ? "-" : eos, id_str(c.pad_token_id));
+}
+
+const CommandRegistrar kInspect("inspect", 20, [](CLI::App& app) {
+  auto* cmd = app.add_subcommand("inspect", "Print a model's architecture, sizes, dtypes, parameter count, state size and tokenizer");
+  auto model = std::make_shared<std::string>();
+  cmd->add_option("MODEL", *model, "model directory or HF repo id ORG/NAME[@REV] in the local HF cache (default: the embedded model)");
+  cmd->callback([model] { run_inspect(*model); });
+});
+
+}  // namespace
+}  // namespace mamba::cli

@@ -1,0 +1,101 @@
+// `mamba-cli perplexity`: mean negative log-likelihood and perplexity of a text or id sequence.
+//
+// The ids are cut into consecutive, non-overlapping windows of ctx+1 ids that share their boundary
+// id (window w covers ids [w·ctx, (w+1)·ctx]); each window starts from an empty state and scores
+// its ctx predictions (the last window may be shorter). NLL of a prediction = −log-softmax of the
+// raw logits at the target id, over the tokenizer's ids when the model has a tokenizer, else over
+// the full logits width (sampling.h's logprob definition).
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "cli/run_common.h"
+#include "mamba/sampling.h"
+
+namespace mamba::cli {
+namespace {
+
+struct PplArgs {
+  std::string model, text_file, ids_file;
+  std::int64_t ctx = 0;
+  int threads = 0;
+};
+
+void run(const PplArgs& a, CLI::App& cmd) {
+  const bool have_text = cmd.count("--file") > 0, have_ids = cmd.count("--ids-file") > 0;
+  if (have_text == have_ids) fail("give exactly one of -f/--file TEXT or --ids-file IDS");
+  if (cmd.count("--ctx") && a.ctx < 1) fail(fmt::format("--ctx = {} must be >= 1", a.ctx));
+
+  auto loaded = load_model_and_tokenizer(a.model, a.threads);
+  if (!loaded.ok()) fail(loaded.error().message);
+  Model& model = *loaded->model;
+  const Tokenizer* tok = loaded->tokenizer ? &*loaded->tokenizer : nullptr;
+  const std::int64_t width = model.logits_width();
+
+  std::vector<std::int32_t> ids;
+  if (have_ids) {
+    auto text = read_text_file(a.ids_file);
+    if (!text.ok()) fail(text.error().message);
+    auto parsed = parse_ids(*text, a.ids_file);
+    if (!parsed.ok()) fail(parsed.error().message);
+    ids = std::move(*parsed);
+  } else {
+    if (!tok) fail(fmt::format("{} has no tokenizer.json: use --ids-file with token ids", loaded->dir));
+    auto text = read_text_file(a.text_file);
+    if (!text.ok()) fail(text.error().message);
+    auto enc = tok->encode(*text, /*add_special_tokens=*/true);
+    if (!enc.ok()) fail(enc.error().message);
+    ids = std::move(*enc);
+  }
+  if (ids.size() < 2) fail(fmt::format("perplexity needs at least 2 token ids, got {}", ids.size()));
+  const std::int64_t vocab_limit = tok ? std::min<std::int64_t>(tok->size(), width) : width;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= vocab_limit)
+      fail(fmt::format("token id {} (position {}) is outside the vocabulary [0, {})", ids[i], i, vocab_limit));
+
+  const std::int64_t total = static_cast<std::int64_t>(ids.size()) - 1;  // predictions overall
+  const std::int64_t ctx = a.ctx > 0 ? a.ctx : total;
+  // Prefill pieces: ≤ 2048 tokens (rounded to chunk_size) bound the [piece, width] logits buffer.
+  const std::int64_t chunk = model.config().arch == Arch::kMamba2 ? std::max<std::int64_t>(model.config().chunk_size, 1) : 1;
+  const std::int64_t piece = (2048 + chunk - 1) / chunk * chunk;
+  std::vector<float> logits, lp(static_cast<std::size_t>(vocab_limit));
+  double nll_sum = 0;
+  std::int64_t n_pred = 0;
+  for (std::int64_t start = 0; start < total; start += ctx) {
+    const std::int64_t n = std::min(ctx, total - start);  // predictions of this window
+    State state = model.new_state();
+    for (std::int64_t off = 0; off < n; off += piece) {
+      const std::int64_t m = std::min(piece, n - off);
+      logits.resize(static_cast<std::size_t>(m * width));
+      std::span<const std::int32_t> in(ids.data() + start + off, static_cast<std::size_t>(m));
+      if (Status st = model.prefill(in, state, LogitsMode::kAll, logits.data()); !st.ok()) fail(st.message());
+      for (std::int64_t i = 0; i < m; ++i) {
+        std::span<const float> row(logits.data() + i * width, static_cast<std::size_t>(width));
+        if (Status st = log_softmax(row, vocab_limit, lp); !st.ok()) fail(st.message());
+        nll_sum -= lp[static_cast<std::size_t>(ids[static_cast<std::size_t>(start + off + i + 1)])];
+        ++n_pred;
+      }
+    }
+    if (total > ctx) std::fprintf(stderr, "\rscored %lld/%lld predictions", static_cast<long long>(n_pred), static_cast<long long>(total));
+  }
+  if (total > ctx) std::fprintf(stderr, "\n");
+  const double mean = nll_sum / static_cast<double>(n_pred);
+  std::printf("predictions: %lld\nmean_nll: %.6f\nperplexity: %.4f\n", static_cast<long long>(n_pred), mean, std::exp(mean));
+}
+
+const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {
+  auto a = std::make_shared<PplArgs>();
+  CLI::App* cmd = app.add_subcommand("perplexity", "Mean NLL and perplexity of a text or of token ids");
+  cmd->add_option("-m,--model", a->model, "Model directory or HF repo id (default: the embedded model)");
+  cmd->add_option("-f,--file", a->text_file, "Text file to score (tokenized with the model's tokenizer)");
+  cmd->add_option("--ids-file", a->ids_file, "File of token ids (whitespace- or comma-separated)");
+  cmd->add_option("--ctx", a->ctx, "Window size N: windows of N+1 ids sharing their boundary id (default: one window)");
+  cmd->add_option("-t,--threads", a->threads, "CPU threads (0 = all)");
+  cmd->callback([a, cmd] { run(*a, *cmd); });
+});
+
+}  // namespace
+}  // namespace mamba::cli

@@ -1,0 +1,180 @@
+// `mamba-cli run`: generate text (or ids) from a prompt, streamed to stdout as tokens are produced.
+//
+// Default sampling is greedy (deterministic, HF generate's default for these checkpoints, which
+// ship no do_sample in generation_config.json). --temp T samples at temperature T; --top-k,
+// --top-p, --min-p, --typical-p alone turn sampling on at temperature 1 (TGI's rule).
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/run_common.h"
+#include "mamba/generate.h"
+
+namespace mamba::cli {
+namespace {
+
+struct RunArgs {
+  std::string model, prompt, prompt_file, prompt_ids;
+  int n_predict = 128;
+  int threads = 0;
+  float temp = 1.0f;
+  GenerateOptions gen;
+  std::uint64_t seed = 0;
+  bool json = false, echo = false;
+};
+
+nlohmann::json logprob_json(float v) {
+  if (std::isfinite(v)) return static_cast<double>(v);
+  return nullptr;  // -inf (an id outside the tokenizer) has no JSON number
+}
+
+void run(const RunArgs& a, CLI::App& cmd) {
+  GenerateOptions opts = a.gen;
+  opts.max_new_tokens = a.n_predict;
+  if (cmd.count("--temp")) {
+    opts.sampling.temperature = a.temp;
+    opts.sampling.do_sample = true;
+  }
+  if (cmd.count("--seed")) {
+    opts.sampling.seed = a.seed;
+    opts.sampling.has_seed = true;
+  }
+  if (a.n_predict < 0) fail(fmt::format("-n/--n-predict = {} must be >= 0", a.n_predict));
+  if (Status st = opts.sampling.validate(); !st.ok()) fail(st.message());
+  const int sources = (cmd.count("--prompt") > 0) + (cmd.count("--file") > 0) + (cmd.count("--prompt-ids") > 0);
+  if (sources > 1) fail("give at most one of -p/--prompt, -f/--file, --prompt-ids");
+
+  auto loaded = load_model_and_tokenizer(a.model, a.threads);
+  if (!loaded.ok()) fail(loaded.error().message);
+  Model& model = *loaded->model;
+  const Tokenizer* tok = loaded->tokenizer ? &*loaded->tokenizer : nullptr;
+
+  std::vector<std::int32_t> prompt;
+  std::string prompt_text;
+  if (cmd.count("--prompt-ids")) {
+    auto ids = parse_ids(a.prompt_ids, "--prompt-ids");
+    if (!ids.ok()) fail(ids.error().message);
+    prompt = std::move(*ids);
+  } else {
+    if (cmd.count("--prompt")) {
+      prompt_text = a.prompt;
+    } else {
+      if (!cmd.count("--file") && isatty(STDIN_FILENO))
+        std::fprintf(stderr, "reading the prompt from stdin (end with Ctrl-D; or use -p TEXT)\n");
+      auto text = read_text_file(cmd.count("--file") ? a.prompt_file : "-");
+      if (!text.ok()) fail(text.error().message);
+      prompt_text = std::move(*text);
+    }
+    if (!tok)
+      fail(fmt::format("{} has no tokenizer.json: give the prompt as token ids with --prompt-ids 12,7,99", loaded->dir));
+    auto ids = tok->encode(prompt_text, /*add_special_tokens=*/true);
+    if (!ids.ok()) fail(ids.error().message);
+    prompt = std::move(*ids);
+  }
+  if (prompt.empty()) fail("the prompt is empty: give some text (-p, -f, stdin) or --prompt-ids");
+
+  const bool long_prompt = static_cast<std::int64_t>(prompt.size()) > kPrefillPiece;
+  if (long_prompt)
+    opts.on_prefill_progress = [](std::int64_t done, std::int64_t total) {
+      std::fprintf(stderr, "\rprefill: %lld/%lld prompt tokens", static_cast<long long>(done), static_cast<long long>(total));
+      if (done == total) std::fprintf(stderr, "\n");
+      std::fflush(stderr);
+    };
+
+  std::function<bool(const TokenEvent&)> on_token;
+  if (!a.json) {
+    if (a.echo) {
+      std::fputs(prompt_text.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    on_token = [](const TokenEvent& ev) {
+      if (!ev.text_delta.empty()) {
+        std::fwrite(ev.text_delta.data(), 1, ev.text_delta.size(), stdout);
+        std::fflush(stdout);
+      }
+      return true;
+    };
+  }
+  auto res = generate(model, tok, prompt, opts, on_token);
+  if (!res.ok()) fail(res.error().message);
+
+  if (a.json) {
+    nlohmann::json j;
+    j["prompt_ids"] = prompt;
+    std::vector<std::int32_t> ids;
+    nlohmann::json logprobs = nlohmann::json::array(), top = nlohmann::json::array();
+    for (const auto& ev : res->tokens) {
+      ids.push_back(ev.id);
+      logprobs.push_back(logprob_json(ev.logprob));
+      if (opts.top_logprobs > 0) {
+        nlohmann::json step_ids = nlohmann::json::array(), step_vals = nlohmann::json::array();
+        for (const auto& [id, lp] : ev.top) {
+          step_ids.push_back(id);
+          step_vals.push_back(logprob_json(lp));
+        }
+        top.push_back({{"ids", step_ids}, {"logprobs", step_vals}});
+      }
+    }
+    j["ids"] = ids;
+    if (tok) j["text"] = res->text;
+    j["logprobs"] = logprobs;
+    if (opts.top_logprobs > 0) j["top_logprobs"] = top;
+    if (opts.prompt_logprobs) {
+      nlohmann::json pl = nlohmann::json::array();
+      pl.push_back(nullptr);  // the first prompt token has no context
+      for (float v : res->prompt_logprobs) pl.push_back(logprob_json(v));
+      j["prompt_logprobs"] = pl;
+    }
+    j["finish_reason"] = finish_reason_name(res->finish);
+    if (opts.sampling.sampling()) j["seed"] = res->seed;
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else if (isatty(STDOUT_FILENO)) {
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+
+  const auto n_gen = static_cast<double>(res->tokens.size());
+  const double pre_tps = res->prefill_seconds > 0 ? static_cast<double>(prompt.size()) / res->prefill_seconds : 0.0;
+  const double gen_tps = res->decode_seconds > 0 ? n_gen / res->decode_seconds : 0.0;
+  if (opts.sampling.sampling() && !opts.sampling.has_seed)
+    std::fprintf(stderr, "seed: %llu (repeat with --seed)\n", static_cast<unsigned long long>(res->seed));
+  std::fprintf(stderr, "finish: %s | prompt: %zu tokens, %.1f tokens/s | generated: %zu tokens, %.1f tokens/s\n",
+               finish_reason_name(res->finish), prompt.size(), pre_tps, res->tokens.size(), gen_tps);
+}
+
+const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt (streamed to stdout)");
+  cmd->add_option("-m,--model", a->model, "Model directory or HF repo id (default: the embedded model)");
+  cmd->add_option("-p,--prompt", a->prompt, "Prompt text");
+  cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file");
+  cmd->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 12,7,99 (for checkpoints without tokenizer)");
+  cmd->add_option("-n,--n-predict", a->n_predict, "Maximum number of tokens to generate")->capture_default_str();
+  cmd->add_option("--temp", a->temp, "Sample at this temperature (default: greedy; 0 = greedy)");
+  cmd->add_option("--top-k", a->gen.sampling.top_k, "Keep the K most likely tokens (0 = off)");
+  cmd->add_option("--top-p", a->gen.sampling.top_p, "Nucleus sampling mass in (0, 1] (1 = off)");
+  cmd->add_option("--min-p", a->gen.sampling.min_p, "Drop tokens below min_p × the top probability (0 = off)");
+  cmd->add_option("--typical-p", a->gen.sampling.typical_p, "Locally typical sampling mass in (0, 1] (1 = off)");
+  cmd->add_option("--repeat-penalty", a->gen.sampling.repetition_penalty, "HF repetition penalty (> 0, 1 = off)");
+  cmd->add_option("--frequency-penalty", a->gen.sampling.frequency_penalty, "OpenAI frequency penalty in [-2, 2]");
+  cmd->add_option("--presence-penalty", a->gen.sampling.presence_penalty, "OpenAI presence penalty in [-2, 2]");
+  cmd->add_option("--seed", a->seed, "RNG seed (same seed + same input = same output)");
+  cmd->add_option("--stop", a->gen.stop, "Stop string (repeatable); its text is not printed");
+  cmd->add_flag("--ignore-eos", a->gen.ignore_eos, "Keep generating after the EOS token");
+  cmd->add_option("-t,--threads", a->threads, "CPU threads (0 = all)");
+  cmd->add_flag("--json", a->json, "Print one JSON object: ids, text, logprobs, ... instead of streaming");
+  cmd->add_option("--top-logprobs", a->gen.top_logprobs, "With --json: the K most likely tokens per step");
+  cmd->add_flag("--prompt-logprobs", a->gen.prompt_logprobs, "With --json: logprob of each prompt token");
+  cmd->add_flag("--echo", a->echo, "Print the prompt text before the generated text");
+  cmd->callback([a, cmd] { run(*a, *cmd); });
+});
+
+}  // namespace
+}  // namespace mamba::cli

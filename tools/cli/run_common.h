@@ -1,0 +1,40 @@
+// Shared by `mamba-cli run` and `mamba-cli perplexity`: loading a model with its tokenizer,
+// parsing token-id lists, and the one-line error convention.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mamba/model.h"
+#include "mamba/status.h"
+#include "mamba/tokenizer.h"
+
+namespace mamba::cli {
+
+/// Prints "error: MESSAGE" on stderr and throws CLI::RuntimeError(1) (main() turns it into exit 1).
+[[noreturn]] void fail(const std::string& message);
+
+/// A loaded model plus its tokenizer.json when the model directory has one.
+struct LoadedModel {
+  std::unique_ptr<Model> model;
+  std::optional<Tokenizer> tokenizer;
+  std::string dir;  ///< resolved model directory
+};
+
+/// `model_ref`: a directory or an HF repo id; empty → the embedded default model
+/// (default_model_path()). `threads` 0 = all hardware threads. Errors name the path.
+Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads);
+
+/// Parses token ids separated by commas and/or whitespace ("12,7, 99\n3"). `what` names the
+/// source in errors (e.g. "--prompt-ids", a file path). Errors: kInvalidArgument naming the bad item.
+Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::string& what);
+
+/// Reads a whole file (kIo naming it on failure); path "-" reads stdin.
+Result<std::string> read_text_file(const std::string& path);
+
+}  // namespace mamba::cli

@@ -1,0 +1,108 @@
+// mamba-server: TGI- and OpenAI-compatible HTTP server with continuous batching (docs/SERVER.md).
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "mamba/checkpoint.h"
+#include "mamba/model.h"
+#include "mamba/server.h"
+#include "mamba/tokenizer.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"mamba-server: TGI- and OpenAI-compatible HTTP server for Mamba models (continuous batching)", "mamba-server"};
+  mamba::ServerOptions o;
+  std::string model_ref, state_memory = "2GiB";
+  int threads = 0;
+  double grace = o.drain_grace_seconds;
+  app.add_option("-m,--model", model_ref, "model directory or HF repo id (default: the embedded model)");
+  app.add_option("--host", o.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", o.port, "port (0 = any free port, printed at start)")->capture_default_str();
+  app.add_option("--max-concurrent-requests", o.max_concurrent_requests,
+                 "requests in the server (running + queued); more get 429")->capture_default_str();
+  app.add_option("--max-batch-size", o.max_batch_size, "sequences per decode step (0 = number of state slots)")->capture_default_str();
+  app.add_option("--max-batch-prefill-tokens", o.max_batch_prefill_tokens,
+                 "prompt tokens prefilled per scheduler iteration (long prompts go in pieces)")->capture_default_str();
+  app.add_option("--max-input-tokens", o.max_input_tokens, "longest prompt in tokens")->capture_default_str();
+  app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")->capture_default_str();
+  app.add_option("--state-memory", state_memory, "memory for preallocated sequence states (e.g. 2GiB, 512MiB)")->capture_default_str();
+  app.add_option("--threads", threads, "compute threads (0 = all hardware threads)")->capture_default_str();
+  app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32)")->capture_default_str();
+  app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' (all routes but /health)");
+  app.add_option("--model-id", o.model_id, "model name reported by /info and /v1/models (default: the model directory name)");
+  app.add_option("--shutdown-grace", grace, "seconds in-flight requests get to finish on SIGTERM/SIGINT")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  // Logs go to stderr; stdout carries only the "listening on" line (for scripts).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("mamba-server"));
+  o.drain_grace_seconds = grace;
+
+  auto mem = mamba::parse_byte_size(state_memory);
+  if (!mem.ok()) {
+    std::fprintf(stderr, "error: --state-memory: %s\n", mem.error().message.c_str());
+    return 2;
+  }
+  o.state_memory_bytes = mem.value();
+
+  if (model_ref.empty()) {
+    model_ref = mamba::server_default_model_path();
+    if (model_ref.empty()) {
+      std::fprintf(stderr, "error: no -m given and the embedded default model was not found (set MAMBA_MODEL)\n");
+      return 2;
+    }
+  }
+  auto dir = mamba::resolve_model_path(model_ref);
+  if (!dir.ok()) {
+    std::fprintf(stderr, "error: %s\n", dir.error().message.c_str());
+    return 2;
+  }
+  if (o.model_id == "mamba") o.model_id = std::filesystem::path(dir.value()).filename().string();
+
+  // Signals are taken by sigwait below; block them before any thread starts so none inherits them.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  mamba::LoadOptions lo;
+  lo.threads = threads;
+  auto model = mamba::Model::load(dir.value(), lo);
+  if (!model.ok()) {
+    std::fprintf(stderr, "error: %s\n", model.error().message.c_str());
+    return 1;
+  }
+  auto tok = mamba::Tokenizer::from_file((std::filesystem::path(dir.value()) / "tokenizer.json").string());
+  if (!tok.ok()) {
+    std::fprintf(stderr, "error: %s\n", tok.error().message.c_str());
+    return 1;
+  }
+  auto eos = mamba::read_eos_ids(dir.value(), model.value()->config());
+  auto server = mamba::Server::create(std::move(model).value(), std::make_unique<mamba::Tokenizer>(std::move(tok).value()),
+                                      std::move(eos), o);
+  if (!server.ok()) {
+    std::fprintf(stderr, "error: %s\n", server.error().message.c_str());
+    return 2;
+  }
+  mamba::Status st = server.value()->start();
+  if (!st.ok()) {
+    std::fprintf(stderr, "error: %s\n", st.message().c_str());
+    return 1;
+  }
+  // Machine-readable line for scripts that start the server on port 0.
+  std::printf("mamba-server listening on http://%s:%d\n", o.host.c_str(), server.value()->port());
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  spdlog::info("received {}, draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  server.value()->shutdown();
+  server.value()->wait();
+  spdlog::info("stopped");
+  return 0;
+}
