@@ -55,6 +55,8 @@ void run(const RunArgs& a, CLI::App& cmd) {
   if (!loaded.ok()) fail(loaded.error().message);
   Model& model = *loaded->model;
   const Tokenizer* tok = loaded->tokenizer ? &*loaded->tokenizer : nullptr;
+  std::fprintf(stderr, "model: %s (%s, %lld layers%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),
+               static_cast<long long>(model.config().n_layer), tok ? "" : ", no tokenizer");
 
   std::vector<std::int32_t> prompt;
   std::string prompt_text;
@@ -166,7 +168,9 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_option("--frequency-penalty", a->gen.sampling.frequency_penalty, "OpenAI frequency penalty in [-2, 2]");
   cmd->add_option("--presence-penalty", a->gen.sampling.presence_penalty, "OpenAI presence penalty in [-2, 2]");
   cmd->add_option("--seed", a->seed, "RNG seed (same seed + same input = same output)");
-  cmd->add_option("--stop", a->gen.stop, "Stop string (repeatable); its text is not printed");
+  cmd->add_option("--stop", a->gen.stop, "Stop string (repeatable); its text is not printed")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--ignore-eos", a->gen.ignore_eos, "Keep generating after the EOS token");
   cmd->add_option("-t,--threads", a->threads, "CPU threads (0 = all)");
   cmd->add_flag("--json", a->json, "Print one JSON object: ids, text, logprobs, ... instead of streaming");

@@ -1,0 +1,30 @@
+# The embedded model is found after `cmake --install --prefix P` (P/share/mamba.cpp/models/...,
+# next to P/bin/mamba-cli), and $MAMBA_MODEL overrides it. -DBUILD=<build dir>.
+include(${CMAKE_CURRENT_LIST_DIR}/cli_util.cmake)
+file(REMOVE_RECURSE ${WORK}/inst)
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD} --prefix ${WORK}/inst
+                OUTPUT_QUIET ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cmake --install failed:\n${err}")
+endif()
+set(installed ${WORK}/inst/share/mamba.cpp/models/mamba2-books-7m-bpe8k)
+file(READ ${SRC}/models/mamba2-books-7m-bpe8k/reference.json ref)
+string(JSON want GET "${ref}" prompts 0 greedy_text)
+execute_process(COMMAND ${WORK}/inst/bin/mamba-cli run -t 1 -p "It was a dark and stormy night" -n 5
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+get_filename_component(installed_real ${installed} REALPATH)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "model: ${installed_real} \\(mamba2, 12 layers\\)")
+  message(FATAL_ERROR "the installed mamba-cli should use ${installed_real}:\n${err}")
+endif()
+string(FIND "${want}" "${out}" pos)
+if(out STREQUAL "" OR NOT pos EQUAL 0)
+  message(FATAL_ERROR "installed run printed [${out}], expected the start of [${want}]")
+endif()
+require_shared()
+set(other ${SHARED}/models/mamba2-books-16m)
+execute_process(COMMAND ${CMAKE_COMMAND} -E env MAMBA_MODEL=${other} ${WORK}/inst/bin/mamba-cli run -t 1 -p "Hello" -n 2
+                OUTPUT_QUIET ERROR_VARIABLE err RESULT_VARIABLE rc)
+get_filename_component(other_real ${other} REALPATH)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "model: ${other_real} ")
+  message(FATAL_ERROR "MAMBA_MODEL=${other} should be used:\n${err}")
+endif()

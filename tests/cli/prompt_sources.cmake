@@ -1,0 +1,27 @@
+# The prompt may come from -p, -f FILE or stdin (no prompt flag), with the same result; --echo
+# prints the prompt before the generated text.
+include(${CMAKE_CURRENT_LIST_DIR}/cli_util.cmake)
+set(model ${SRC}/models/mamba2-books-7m-bpe8k)
+set(prompt "The old man looked at the sea and said")
+file(MAKE_DIRECTORY ${WORK})
+file(WRITE ${WORK}/prompt.txt "${prompt}")
+cli_run_ok(p run -m ${model} -p "${prompt}" -n 6)
+cli_run_ok(f run -m ${model} -f ${WORK}/prompt.txt -n 6)
+execute_process(COMMAND ${CLI} run -t 1 -m ${model} -n 6 INPUT_FILE ${WORK}/prompt.txt
+                OUTPUT_VARIABLE s_OUT ERROR_VARIABLE s_ERR RESULT_VARIABLE s_RC)
+if(NOT s_RC EQUAL 0)
+  message(FATAL_ERROR "prompt from stdin failed:\n${s_ERR}")
+endif()
+if(p_OUT STREQUAL "" OR NOT p_OUT STREQUAL f_OUT OR NOT p_OUT STREQUAL s_OUT)
+  message(FATAL_ERROR "-p, -f and stdin prompts differ:\n[${p_OUT}]\n[${f_OUT}]\n[${s_OUT}]")
+endif()
+cli_run_ok(e run -m ${model} -p "${prompt}" -n 6 --echo)
+if(NOT e_OUT STREQUAL "${prompt}${p_OUT}")
+  message(FATAL_ERROR "--echo: [${e_OUT}], expected the prompt then [${p_OUT}]")
+endif()
+# -n 0 generates nothing and still succeeds.
+cli_run_ok(z run -m ${model} -p "${prompt}" -n 0 --json)
+string(JSON n LENGTH "${z_OUT}" ids)
+if(NOT n EQUAL 0)
+  message(FATAL_ERROR "-n 0 generated ${n} ids")
+endif()
