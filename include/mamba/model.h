@@ -18,7 +18,8 @@
 namespace mamba {
 
 struct LoadOptions {
-  int threads = 0;  ///< CPU threads for compute; 0 = all hardware threads
+  int threads = 0;  ///< CPU threads for compute; 0 = all hardware threads (process-wide setting of the
+                    ///< CPU ops; results are bitwise the same for any thread count)
 };
 
 /// Which prefill logits to return.
@@ -50,13 +51,19 @@ class Model {
   /// (updated in place). Writes logits per `mode` into `logits` ([L or 1, logits_width] floats,
   /// caller-owned). Mamba-2 uses SSD chunks aligned to absolute positions (state.position), so
   /// prefill split at multiples of chunk_size is bitwise identical to the unsplit prefill.
-  /// Errors: kInvalidArgument (bad id, empty input), kNumerical (non-finite logits).
+  /// Long prompts are processed internally in pieces of ≤ 512 tokens cut at absolute multiples of
+  /// chunk_size (identical results), so scratch memory stays bounded.
+  /// Errors: kInvalidArgument (bad id, empty input, null logits with mode ≠ kNone, a state not made
+  /// by this model's new_state()) — checked before anything is computed, the state is untouched;
+  /// kNumerical (non-finite logits, naming row and id) — the state has already advanced.
   virtual Status prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode,
                          float* logits) = 0;
 
   /// One decode step for a batch: tokens[b] is the next token of sequence b, states[b] its state
   /// (updated in place). Writes logits [batch, logits_width]. Per-row results are bitwise
-  /// independent of the batch size and of the other rows (batch invariance).
+  /// independent of the batch size and of the other rows (batch invariance). No allocation once
+  /// the largest batch size has been seen. Errors: as prefill, plus tokens/states count mismatch,
+  /// a null state, or the same state twice in one batch (kInvalidArgument).
   virtual Status step(std::span<const std::int32_t> tokens, std::span<State* const> states,
                       float* logits) = 0;
 };

@@ -3,7 +3,12 @@
 // position in the batch); and the Model API's argument errors.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -94,6 +99,39 @@ TEST(ModelApi, RejectsBadArguments) {
   EXPECT_FALSE(model.step(two, twice, logits.data()).ok()) << "same state twice in one batch";
   State* one_state[] = {&st};
   EXPECT_FALSE(model.step(two, one_state, logits.data()).ok()) << "tokens/states count mismatch";
+}
+
+// A weight that makes the logits non-finite is reported as kNumerical, never returned silently.
+TEST(ModelApi, NonFiniteLogitsAreAnError) {
+  MAMBA_REQUIRE_SHARED(shared);
+  namespace fs = std::filesystem;
+  const fs::path src = fs::path(shared) / "fixtures/mamba2-odd/model";
+  const fs::path dir = fs::path(testing::TempDir()) / "mamba_nonfinite_model";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(src / f, dir / f);
+  // Patch lm_head.weight[0, 0] (F32) to +inf in the copy.
+  std::string bytes = test::read_file((dir / "model.safetensors").string());
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  const auto header = nlohmann::json::parse(bytes.substr(8, n));
+  ASSERT_TRUE(header.contains("lm_head.weight"));
+  ASSERT_EQ(header["lm_head.weight"]["dtype"], "F32");
+  const std::size_t off = 8 + n + header["lm_head.weight"]["data_offsets"][0].get<std::size_t>();
+  const float inf = INFINITY;
+  std::memcpy(bytes.data() + off, &inf, 4);
+  std::ofstream((dir / "model.safetensors").string(), std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+
+  auto m = Model::load(dir.string());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  State st = m.value()->new_state();
+  std::vector<float> logits(std::size_t(m.value()->logits_width()));
+  const std::vector<std::int32_t> ids = {1, 2, 3};
+  const Status s = m.value()->prefill(ids, st, LogitsMode::kLast, logits.data());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kNumerical) << s.message();
+  EXPECT_NE(s.message().find("id 0"), std::string::npos) << s.message();
+  fs::remove_all(dir);
 }
 
 TEST(ModelApi, StateResetCloneAndSize) {

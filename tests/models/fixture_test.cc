@@ -17,7 +17,7 @@
 #include "common/test_util.h"
 #include "mamba/model.h"
 #include "models/model_test_util.h"
-#include "models/reference_data.h"
+#include "common/reference_data.h"
 
 namespace mamba {
 namespace {

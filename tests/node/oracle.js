@@ -9,7 +9,7 @@
 //              "tokenizers": [{"name", "path", "docs": SET, "out"}]}
 //       writes to each "out": {"ids": [[...]...], "decoded": [...], "decode_cases": [[plain, skip_special]...]}
 //   node oracle.js bench TOKENIZER_JSON TEXT_FILE REPEATS [whole|docs]
-//       prints {first, best, tokens}: encode times in seconds of the whole file as one string
+//       prints {first, best, tokens}: encode CPU times in seconds of the whole file as one string
 //       (whole) or as ~2 KB pieces encoded one after another (docs)
 //       (first = cold word cache, best = best of REPEATS)
 'use strict';
@@ -147,13 +147,14 @@ function mistralLegacy(neox) {
     model: spModel(neox) };
 }
 
-// Newer Mistral/Llama style: Metaspace pre-tokenizer (prepend_scheme "first", split) and decoder.
+// Newer Mistral style (as Mamba-Codestral): Metaspace pre-tokenizer with prepend_scheme "first"
+// and no split (each text is one word), Metaspace decoder.
 function mistralMetaspace(neox) {
   return { version: '1.0', truncation: null, padding: null, added_tokens: spAdded(),
     normalizer: null,
-    pre_tokenizer: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: true },
+    pre_tokenizer: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: false },
     post_processor: bosTemplate(),
-    decoder: { type: 'Sequence', decoders: [{ type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: true },
+    decoder: { type: 'Sequence', decoders: [{ type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: false },
       { type: 'ByteFallback' }, { type: 'Fuse' }] },
     model: spModel(neox) };
 }
@@ -226,10 +227,13 @@ async function bench(tokPath, textPath, repeats, mode) {
   const docs = mode === 'docs' ? pieces(bytes, 2048) : [bytes.toString('utf8')];
   let first = 0, best = Infinity, n = 0;
   for (let r = 0; r < repeats; r++) {
-    const t0 = process.hrtime.bigint();
+    // Process CPU time (user + system, all threads: encode runs on a libuv worker), robust on a
+    // shared machine where wall time depends on other load.
+    const c0 = process.cpuUsage();
     n = 0;
     for (const d of docs) n += (await tok.encode(d, null, { addSpecialTokens: false })).getLength();
-    const dt = Number(process.hrtime.bigint() - t0) / 1e9;
+    const c1 = process.cpuUsage(c0);
+    const dt = (c1.user + c1.system) / 1e6;
     if (r === 0) first = dt;
     best = Math.min(best, dt);
   }

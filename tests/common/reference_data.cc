@@ -1,4 +1,4 @@
-#include "models/reference_data.h"
+#include "common/reference_data.h"
 
 #include <gtest/gtest.h>
 
