@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   const fs::path shared = src / ".." / "shared";
   std::string text_path = (shared / "data/books-sample.txt").string();
   std::vector<std::string> toks;
-  int repeats = 3;
+  int repeats = 2;
   CLI::App app{"Tokenizer encode throughput vs HF tokenizers (npm)"};
   app.add_option("--text", text_path, "UTF-8 text file to encode as one string");
   app.add_option("--tokenizer", toks, "tokenizer.json files (repeatable)");

@@ -1,11 +1,19 @@
-// Tokenizer: HF `tokenizer.json` interpreted component by component exactly as HF tokenizers does.
+// Tokenizer: HF `tokenizer.json` interpreted component by component exactly as HF tokenizers
+// (the Rust core, v0.23) does — checked token for token against the npm `tokenizers` package.
 //
-// Supported: normalizers NFC, NFKC, Sequence, Prepend, Replace; pre-tokenizers ByteLevel,
-// Split (regex / string), Sequence, Digits, Punctuation, Metaspace; model BPE (byte_fallback,
-// ignore_merges, merges as "a b" strings or ["a","b"] pairs); decoders ByteLevel, Metaspace,
-// ByteFallback, Fuse, Strip, Replace, Sequence. Added tokens are matched before normalization /
-// pre-tokenization honouring special / normalized / lstrip / rstrip / single_word. Any other
-// component type → kUnsupported error naming it (never an approximation).
+// Supported: normalizers NFC, NFD, NFKC, NFKD, Sequence, Prepend, Replace; pre-tokenizers
+// ByteLevel (add_prefix_space, use_regex: the GPT-2 regex incl. `\s+(?!\S)` through PCRE2 with
+// UTF + UCP + JIT), Split (string or regex pattern; Removed / Isolated / MergedWithPrevious /
+// MergedWithNext / Contiguous; invert), Sequence, Digits (individual_digits), Punctuation,
+// Metaspace (replacement, prepend_scheme always/first/never or legacy add_prefix_space, split),
+// WhitespaceSplit; model BPE (byte_fallback, ignore_merges, fuse_unk, unk_token,
+// continuing_subword_prefix, end_of_word_suffix; merges as "a b" strings or ["a","b"] pairs);
+// decoders ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace, Sequence; post-processors
+// ByteLevel, TemplateProcessing (single), BertProcessing, RobertaProcessing, Sequence. Added tokens
+// are matched before normalization (normalized=false) or on the normalized text (normalized=true),
+// leftmost-longest, honouring special / lstrip / rstrip / single_word. Any other component type
+// → kUnsupported naming it (never an approximation); BPE dropout ≠ 0 → kUnsupported. The
+// "truncation" and "padding" sections (batch options) are ignored.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +35,8 @@ struct AddedToken {
   bool special = false, normalized = false, lstrip = false, rstrip = false, single_word = false;
 };
 
-/// Immutable after construction; encode/decode are thread-safe (const).
+/// A loaded tokenizer.json. Immutable after construction except for an internal word cache
+/// (mutex-protected): encode/decode are thread-safe. Move-only.
 class Tokenizer {
  public:
   /// Loads tokenizer.json. Errors: kIo / kFormat (file, JSON path of the bad field),
@@ -39,11 +48,13 @@ class Tokenizer {
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
-  /// Text (UTF-8) → ids, like HF `encode(text, add_special_tokens=False)`... plus the
-  /// post-processor's special tokens when `add_special_tokens` is true. Invalid UTF-8 → kInvalidArgument.
+  /// Text (UTF-8) → ids, like HF `encode(text, add_special_tokens=False).ids`, plus the
+  /// post-processor's special tokens (e.g. BOS) when `add_special_tokens` is true. Ids are in
+  /// [0, size()). Invalid UTF-8 → kInvalidArgument naming the byte offset.
   Result<std::vector<std::int32_t>> encode(std::string_view text, bool add_special_tokens = false) const;
-  /// Ids → text like HF `decode(ids, skip_special_tokens)` (no clean-up of spaces).
-  /// An id ≥ size() → kInvalidArgument naming it.
+  /// Ids → text like HF `decode(ids, skip_special_tokens)` (no clean-up of spaces; invalid UTF-8
+  /// from byte tokens becomes U+FFFD exactly as HF does). An id < 0 or ≥ size() (e.g. the padded
+  /// vocab rows 50277–50279 of the GPT-NeoX models) → kInvalidArgument naming it.
   Result<std::string> decode(std::span<const std::int32_t> ids, bool skip_special_tokens = false) const;
 
   /// Number of ids the tokenizer defines (max id + 1 over the vocab and added tokens).
@@ -63,15 +74,19 @@ class Tokenizer {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Incremental detokenizer: feeding ids one at a time yields, concatenated, exactly
-/// `decode(all ids)`; text is released only at UTF-8 character boundaries (never U+FFFD mid-stream).
-/// Holds a reference to the Tokenizer (must outlive it).
+/// Incremental detokenizer: the pieces returned by push() for ids fed one at a time, followed by
+/// flush(), concatenate to exactly `decode(all ids, skip_special_tokens)`. Text is released only
+/// at UTF-8 character boundaries: a piece never ends in a partial character and contains U+FFFD
+/// only where decode(all) has one that no later id can change (a run of "<0xXX>" byte-fallback
+/// tokens is held until it ends, since HF decodes such a run as a whole). Cost per push is
+/// O(ids since the last released piece). Holds a pointer to the Tokenizer (must outlive it).
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tok, bool skip_special_tokens = false);
   /// Adds one id; returns the newly completed text (possibly empty). Id ≥ size() → error.
   Result<std::string> push(std::int32_t id);
-  /// Returns whatever is still held (incomplete UTF-8 at the end is decoded as HF would, with U+FFFD).
+  /// Returns whatever is still held (incomplete UTF-8 at the end is decoded as HF would, with
+  /// U+FFFD) and resets the decoder for a new sequence.
   std::string flush();
 
  private:

@@ -29,8 +29,12 @@ inline std::uint64_t hash_bytes(std::string_view s) {
     h = (h ^ w) * kMul;
     h ^= h >> 29;
   }
-  h *= kMul;
-  return h ^ (h >> 32);
+  // murmur3 fmix64: every input bit affects the low bits used as the table index.
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDULL;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ULL;
+  return h ^ (h >> 33);
 }
 
 /// String → V map (insert / find only). Keys are copied into an arena.
@@ -52,7 +56,7 @@ class FlatStringMap {
 
   /// Inserts or overwrites.
   void insert(std::string_view key, V value) {
-    if ((size_ + 1) * 4 > slots_.size() * 3) grow();
+    if ((size_ + 1) * 2 > slots_.size()) grow();
     const std::uint64_t h = hash_bytes(key);
     for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
@@ -70,7 +74,7 @@ class FlatStringMap {
   }
 
   void reserve(std::size_t n) {
-    while (slots_.size() * 3 < n * 4) grow();
+    while (slots_.size() < n * 2) grow();
   }
 
  private:
@@ -132,11 +136,12 @@ class FlatU64Map {
     std::uint64_t key = kEmpty;
     V value{};
   };
-  static std::uint64_t mix(std::uint64_t k) {
+  static std::uint64_t mix(std::uint64_t k) {  // murmur3 fmix64
     k ^= k >> 33;
     k *= 0xFF51AFD7ED558CCDULL;
     k ^= k >> 33;
-    return k;
+    k *= 0xC4CEB9FE1A85EC53ULL;
+    return k ^ (k >> 33);
   }
   void grow() {
     std::vector<Slot> old = std::move(slots_);

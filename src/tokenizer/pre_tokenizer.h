@@ -1,5 +1,5 @@
 // Pre-tokenizers of tokenizer.json ("pre_tokenizer"): ByteLevel, Split, Sequence, Digits,
-// Punctuation, Metaspace, Whitespace, WhitespaceSplit — each as in HF tokenizers, operating on a
+// Punctuation, Metaspace, WhitespaceSplit — each as in HF tokenizers, operating on a
 // list of pieces (the "splits" of HF's PreTokenizedString) without offset tracking.
 #pragma once
 

@@ -172,10 +172,6 @@ struct Loader {
       return std::unique_ptr<PreTokenizer>(new MetaspacePreTokenizer(rep, scheme, split));
     }
     if (type == "WhitespaceSplit") return std::unique_ptr<PreTokenizer>(new WhitespaceSplitPreTokenizer());
-    if (type == "Whitespace") {
-      MAMBA_ASSIGN_OR_RETURN(auto re, Regex::compile(R"(\w+|[^\w\s]+)", "Whitespace pre-tokenizer"));
-      return std::unique_ptr<PreTokenizer>(new SplitPreTokenizer(SplitPattern::regex(std::move(re)), SplitBehavior::kRemoved, true));
-    }
     if (type == "Sequence") {
       MAMBA_ASSIGN_OR_RETURN(const json* arr, get_array(j, path, "pretokenizers"));
       std::vector<std::unique_ptr<PreTokenizer>> items;
@@ -185,7 +181,7 @@ struct Loader {
       }
       return std::unique_ptr<PreTokenizer>(new SequencePreTokenizer(std::move(items)));
     }
-    return unsupported(path, type, "ByteLevel, Split, Digits, Punctuation, Metaspace, Whitespace, WhitespaceSplit, Sequence");
+    return unsupported(path, type, "ByteLevel, Split, Digits, Punctuation, Metaspace, WhitespaceSplit, Sequence");
   }
 
   Result<std::unique_ptr<BpeModel>> model(const json& j) const {

@@ -147,13 +147,14 @@ function mistralLegacy(neox) {
     model: spModel(neox) };
 }
 
-// Newer Mistral/Llama style: Metaspace pre-tokenizer (prepend_scheme "first", split) and decoder.
+// Newer Mistral style (as Mamba-Codestral): Metaspace pre-tokenizer with prepend_scheme "first"
+// and no split (each text is one word), Metaspace decoder.
 function mistralMetaspace(neox) {
   return { version: '1.0', truncation: null, padding: null, added_tokens: spAdded(),
     normalizer: null,
-    pre_tokenizer: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: true },
+    pre_tokenizer: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: false },
     post_processor: bosTemplate(),
-    decoder: { type: 'Sequence', decoders: [{ type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: true },
+    decoder: { type: 'Sequence', decoders: [{ type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: false },
       { type: 'ByteFallback' }, { type: 'Fuse' }] },
     model: spModel(neox) };
 }
