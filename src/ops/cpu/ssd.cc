@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/cpu/dot.h"
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
 
@@ -48,8 +49,7 @@ void ssd_head_chunk(const SsdArgs& a, std::int64_t head, std::int64_t t0, std::i
     const float* Ci = Crow(i);
     for (std::int64_t j = 0; j <= i; ++j) {
       const float* Bj = Brow(j);
-      float cb = 0.0f;
-      for (std::int64_t n = 0; n < N; ++n) cb += Ci[n] * Bj[n];
+      const float cb = cpu::dot_f32(Ci, Bj, N);
       CB[i * Lc + j] = cb * std::exp(S[i] - S[j]) * dt(j);
     }
   }
@@ -70,9 +70,7 @@ void ssd_head_chunk(const SsdArgs& a, std::int64_t head, std::int64_t t0, std::i
     float* yi = a.y + (t0 + i) * a.ldy + head * P;
     for (std::int64_t p = 0; p < P; ++p) {
       // 4. Y_off: the incoming state read out through C_i, decayed to position i.
-      const float* hp = h + p * N;
-      float off = 0.0f;
-      for (std::int64_t n = 0; n < N; ++n) off += hp[n] * Ci[n];
+      const float off = cpu::dot_f32(h + p * N, Ci, N);
       // 5. y = Y_diag + Y_off + D·x
       yi[p] = acc[p] + decay_in * off + Dh * xi[p];
     }
