@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=${JOBS:-$(nproc)}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+# ccache keys on paths relative to the checkout, so fresh clones reuse earlier compiles.
+export CCACHE_BASEDIR=$ROOT
 
 bash scripts/install-deps.sh
 if [ -f tests/node/package.json ]; then
