@@ -11,6 +11,7 @@
 
 #include "mamba/checkpoint.h"
 #include "mamba/model.h"
+#include "mamba/generate.h"
 #include "mamba/server.h"
 #include "mamba/tokenizer.h"
 
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
   o.state_memory_bytes = mem.value();
 
   if (model_ref.empty()) {
-    model_ref = mamba::server_default_model_path();
+    model_ref = mamba::default_model_path();
     if (model_ref.empty()) {
       std::fprintf(stderr, "error: no -m given and the embedded default model was not found (set MAMBA_MODEL)\n");
       return 2;
@@ -82,9 +83,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", tok.error().message.c_str());
     return 1;
   }
-  auto eos = mamba::read_eos_ids(dir.value(), model.value()->config());
+  auto eos = mamba::model_eos_ids(dir.value(), model.value()->config());
+  if (!eos.ok()) {
+    std::fprintf(stderr, "error: %s\n", eos.error().message.c_str());
+    return 2;
+  }
   auto server = mamba::Server::create(std::move(model).value(), std::make_unique<mamba::Tokenizer>(std::move(tok).value()),
-                                      std::move(eos), o);
+                                      std::move(eos).value(), o);
   if (!server.ok()) {
     std::fprintf(stderr, "error: %s\n", server.error().message.c_str());
     return 2;

@@ -23,6 +23,11 @@ namespace mamba {
 /// Errors: kNotFound naming every place looked and how to download (`huggingface-cli download ORG/NAME`).
 Result<std::string> resolve_model_path(const std::string& model_ref);
 
+/// Directory of the embedded default model (mamba2-books-7m-bpe8k), searched in order:
+/// $MAMBA_MODEL; next to the executable (<exe dir>/models/NAME, <exe dir>/../share/mamba.cpp/models/NAME);
+/// the configured install data dir; the source tree's models/NAME. Empty string if none holds a config.json.
+std::string default_model_path();
+
 /// One named tensor of a checkpoint.
 struct TensorEntry {
   std::string name;  ///< as stored (e.g. "backbone.layers.0.mixer.in_proj.weight")

@@ -41,10 +41,6 @@ struct ServerOptions {
 /// Errors: kInvalidArgument naming the text.
 Result<std::int64_t> parse_byte_size(std::string_view text);
 
-/// Embedded default model directory: $MAMBA_MODEL, next to the executable (models/NAME,
-/// ../share/mamba.cpp/models/NAME), the installed data dir, the source tree. Empty if none.
-/// (Same search as mamba-cli's default_model_path().)
-std::string server_default_model_path();
 
 /// The HTTP server. Lifecycle: create → start (binds, spawns scheduler + HTTP threads) →
 /// wait() blocks until shutdown() has drained everything. shutdown() is safe from any thread.
@@ -76,8 +72,5 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Reads the EOS ids of a model directory: generation_config.json's eos_token_id (int or list),
-/// else the config's eos_token_ids. Missing files are not errors (empty list).
-std::vector<std::int32_t> read_eos_ids(const std::string& model_dir, const ModelConfig& config);
 
 }  // namespace mamba

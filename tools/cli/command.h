@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "mamba/checkpoint.h"
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -28,9 +30,7 @@ struct CommandRegistrar {
   }
 };
 
-/// Path of the embedded default model: $MAMBA_MODEL, else next to the executable
-/// (<exe dir>/models/NAME, <exe dir>/../share/mamba.cpp/models/NAME), else the installed data dir,
-/// else the source tree's models/NAME. Empty if none exists.
-std::string default_model_path();
+/// Path of the embedded default model (see mamba::default_model_path in checkpoint.h).
+using mamba::default_model_path;
 
 }  // namespace mamba::cli
