@@ -36,7 +36,8 @@ if [ "${SKIP_FUZZ:-0}" != 1 ] && ls fuzz/*.cc >/dev/null 2>&1; then
   echo "== libFuzzer targets (${FUZZ_SECONDS}s each)"
   cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
     -DCMAKE_CXX_COMPILER=clang++-14 -DMAMBA_FUZZ=ON -DMAMBA_BUILD_TESTS=OFF -DMAMBA_BUILD_BENCH=OFF >/dev/null
-  cmake --build build/fuzz -j "$JOBS"
+  fuzz_targets=$(for src in fuzz/*.cc; do basename "$src" .cc; done)
+  cmake --build build/fuzz -j "$JOBS" --target $fuzz_targets
   for src in fuzz/*.cc; do
     t=$(basename "$src" .cc)
     mkdir -p "build/fuzz/corpus-$t"
