@@ -93,7 +93,7 @@ const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {
   cmd->add_option("-f,--file", a->text_file, "Text file to score (tokenized with the model's tokenizer)");
   cmd->add_option("--ids-file", a->ids_file, "File of token ids (whitespace- or comma-separated)");
   cmd->add_option("--ctx", a->ctx, "Window size N: windows of N+1 ids sharing their boundary id (default: one window)");
-  cmd->add_option("-t,--threads", a->threads, "CPU threads (0 = all)");
+  cmd->add_option("-t,--threads", a->threads, "CPU threads (0 = all)")->check(non_negative_integer());
   cmd->callback([a, cmd] { run(*a, *cmd); });
 });
 

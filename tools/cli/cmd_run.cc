@@ -167,12 +167,12 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_option("--repeat-penalty", a->gen.sampling.repetition_penalty, "HF repetition penalty (> 0, 1 = off)");
   cmd->add_option("--frequency-penalty", a->gen.sampling.frequency_penalty, "OpenAI frequency penalty in [-2, 2]");
   cmd->add_option("--presence-penalty", a->gen.sampling.presence_penalty, "OpenAI presence penalty in [-2, 2]");
-  cmd->add_option("--seed", a->seed, "RNG seed (same seed + same input = same output)");
+  cmd->add_option("--seed", a->seed, "RNG seed (same seed + same input = same output)")->check(non_negative_integer());
   cmd->add_option("--stop", a->gen.stop, "Stop string (repeatable); its text is not printed")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--ignore-eos", a->gen.ignore_eos, "Keep generating after the EOS token");
-  cmd->add_option("-t,--threads", a->threads, "CPU threads (0 = all)");
+  cmd->add_option("-t,--threads", a->threads, "CPU threads (0 = all)")->check(non_negative_integer());
   cmd->add_flag("--json", a->json, "Print one JSON object: ids, text, logprobs, ... instead of streaming");
   cmd->add_option("--top-logprobs", a->gen.top_logprobs, "With --json: the K most likely tokens per step");
   cmd->add_flag("--prompt-logprobs", a->gen.prompt_logprobs, "With --json: logprob of each prompt token");

@@ -24,6 +24,13 @@ struct CommandInfo {
 
 std::vector<CommandInfo>& command_registry();
 
+/// CLI11 validator: the value must not start with '-' (unsigned options would otherwise wrap around).
+inline CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](std::string& v) { return (!v.empty() && v[0] == '-') ? std::string("must be a non-negative integer, got ") + v : std::string(); },
+      "NONNEGATIVE");
+}
+
 struct CommandRegistrar {
   CommandRegistrar(std::string name, int order, CommandSetup setup) {
     command_registry().push_back({std::move(name), order, std::move(setup)});
