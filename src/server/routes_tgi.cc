@@ -150,11 +150,16 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   auto enc = ctx.tok->encode(r.inputs, false);
   if (!enc.ok()) return send_error(res, ApiError::validation(enc.error().message), ctx.metrics);
   json arr = json::array();
-  std::size_t offset = 0;  // byte offsets into the decoded text
+  // Byte offsets into the input: a StreamDecoder releases text only at whole UTF-8 characters, so
+  // a character split over several byte tokens is attributed to the token that completes it and
+  // the earlier pieces get empty spans (offsets never run past the input).
+  StreamDecoder stream(*ctx.tok);
+  std::size_t offset = 0;
   for (std::int32_t id : enc.value()) {
-    std::string t = token_text(ctx, id);
-    arr.push_back(json{{"id", id}, {"text", t}, {"start", offset}, {"stop", offset + t.size()}});
-    offset += t.size();
+    auto piece = stream.push(id);
+    const std::size_t len = piece.ok() ? piece.value().size() : 0;
+    arr.push_back(json{{"id", id}, {"text", token_text(ctx, id)}, {"start", offset}, {"stop", offset + len}});
+    offset += len;
   }
   res.set_content(dump_json(arr), "application/json");
 }
