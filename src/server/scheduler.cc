@@ -211,15 +211,23 @@ void Scheduler::decode_step() {
       s.error = st.error();
       continue;
     }
-    std::span<float> row(step_logits_.data() + b * static_cast<std::size_t>(width), static_cast<std::size_t>(width));
-    auto ev = s.gen->next(row);
-    if (!ev.ok()) {
-      s.done = true;
-      s.error = ev.error();
-      continue;
-    }
-    emit(s, std::move(ev).value());
+    sample_and_emit(s, std::span<float>(step_logits_.data() + b * static_cast<std::size_t>(width),
+                                        static_cast<std::size_t>(width)));
   }
+  reap_done();
+}
+
+void Scheduler::sample_and_emit(Sequence& s, std::span<float> row) {
+  auto ev = s.gen->next(row);
+  if (!ev.ok()) {
+    s.done = true;
+    s.error = ev.error();
+    return;
+  }
+  emit(s, std::move(ev).value());
+}
+
+void Scheduler::reap_done() {
   for (std::size_t i = running_.size(); i-- > 0;) {
     if (running_[i]->done) finish_sequence(i, running_[i]->error);
   }
@@ -293,19 +301,10 @@ void Scheduler::prefill_pieces() {
     }
     if (last) {
       const std::int64_t r = mode == LogitsMode::kAll ? n - 1 : 0;
-      std::span<float> row(prefill_logits_.data() + r * width, static_cast<std::size_t>(width));
-      auto ev = s.gen->next(row);
-      if (!ev.ok()) {
-        s.done = true;
-        s.error = ev.error();
-        continue;
-      }
-      emit(s, std::move(ev).value());
+      sample_and_emit(s, std::span<float>(prefill_logits_.data() + r * width, static_cast<std::size_t>(width)));
     }
   }
-  for (std::size_t i = running_.size(); i-- > 0;) {
-    if (running_[i]->done) finish_sequence(i, running_[i]->error);
-  }
+  reap_done();
 }
 
 void Scheduler::finish_sequence(std::size_t idx, const std::optional<Error>& err) {

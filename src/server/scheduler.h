@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <span>
 #include <vector>
 
 #include "mamba/generate.h"
@@ -70,6 +71,10 @@ class Scheduler {
   void prefill_pieces();
   void finish_sequence(std::size_t idx, const std::optional<Error>& err);
   void emit(Sequence& s, TokenEvent ev);
+  /// Samples the next token of `s` from its logits row and emits it; a failure marks `s` done.
+  void sample_and_emit(Sequence& s, std::span<float> row);
+  /// Removes every sequence marked done (frees its slot, tells its client).
+  void reap_done();
   bool has_work_locked() const;
 
   Model& model_;
