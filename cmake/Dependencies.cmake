@@ -12,3 +12,6 @@ pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 if(MAMBA_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
+# oneDNN is optional: only bench/bench_cpu uses it, to measure the machine's GEMM ceiling.
+# (find_package(dnnl) needs ocl-icd-opencl-dev + opencl-c-headers on Debian 12.)
+find_package(dnnl QUIET)

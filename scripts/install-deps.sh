@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config ccache git curl
       nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev libutf8proc-dev
       libcpp-httplib-dev libhwy-dev libgtest-dev libgmock-dev
+      libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
       clang-14 libclang-rt-14-dev python3-numpy)
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
 command -v npm >/dev/null 2>&1 || PKGS+=(npm)

@@ -2,11 +2,13 @@
 // Channels are independent; the loop over channels is innermost so rows of x are read contiguously.
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
+#include "ops/profile.h"
 
 namespace mamba::ops {
 
 void conv1d_silu(const float* x, std::int64_t ldx, std::int64_t L, std::int64_t C, std::int64_t K,
                  const float* w, const float* bias, float* conv_state, float* y) {
+  const ProfileScope profile(OpKind::kConv);
   const std::int64_t S = K - 1;  // conv_state width
 #pragma omp parallel for schedule(static) num_threads(num_threads()) if (L * C * K >= cpu::kParallelMinWork)
   for (std::int64_t t = 0; t < L; ++t) {

@@ -4,11 +4,13 @@
 
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
+#include "ops/profile.h"
 
 namespace mamba::ops {
 
 void rms_norm(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t D, const float* w, float eps,
               float* y, std::int64_t ldy) {
+  const ProfileScope profile(OpKind::kNorm);
 #pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * D >= cpu::kParallelMinWork)
   for (std::int64_t m = 0; m < M; ++m) {
     const float* xm = x + m * ldx;
@@ -27,6 +29,7 @@ void rms_norm(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t D, 
 
 void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz, std::int64_t M,
                     std::int64_t E, std::int64_t G, const float* w, float eps) {
+  const ProfileScope profile(OpKind::kNorm);
   const std::int64_t gs = E / G;
 #pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * E >= cpu::kParallelMinWork)
   for (std::int64_t m = 0; m < M; ++m) {

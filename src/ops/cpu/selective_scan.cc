@@ -4,10 +4,12 @@
 
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
+#include "ops/profile.h"
 
 namespace mamba::ops {
 
 void selective_scan(const SelectiveScanArgs& a) {
+  const ProfileScope profile(OpKind::kScan);
   const std::int64_t N = a.N;
 #pragma omp parallel for schedule(static) num_threads(num_threads()) if (a.L * a.E * N >= cpu::kParallelMinWork)
   for (std::int64_t e = 0; e < a.E; ++e) {

@@ -18,6 +18,7 @@
 #include "ops/cpu/dot.h"
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
+#include "ops/profile.h"
 
 namespace mamba::ops {
 
@@ -93,6 +94,7 @@ void ssd_head_chunk(const SsdArgs& a, std::int64_t head, std::int64_t t0, std::i
 }  // namespace
 
 void ssd(const SsdArgs& a) {
+  const ProfileScope profile(OpKind::kScan);
   const std::int64_t state_per_head = a.P * a.N, state_elems = a.H * state_per_head;
   const bool parallel = a.L * a.H * a.P * a.N >= cpu::kParallelMinWork && a.H > 1;
 #pragma omp parallel for schedule(static) num_threads(num_threads()) if (parallel)
