@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/quantized.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
 
@@ -134,6 +135,7 @@ float bias_at(const TensorView& b, std::int64_t n) {
 void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
             float* y, std::int64_t ldy) {
   const ProfileScope profile(OpKind::kLinear);
+  if (W.dtype == DType::kQ8 || W.dtype == DType::kQ4) return cpu::linear_quantized(x, ldx, M, W, bias, y, ldy);
   const std::int64_t n_out = W.shape[0], K = W.shape[1];
   const std::int64_t n_tasks = (n_out + kRowsPerTask - 1) / kRowsPerTask;
   const bool parallel = M * n_out * K >= cpu::kParallelMinWork && n_tasks > 1;
@@ -163,6 +165,7 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
 
 void embedding(const TensorView& table, std::span<const std::int32_t> ids, float* out) {
   const ProfileScope profile(OpKind::kEmbedding);
+  if (table.dtype == DType::kQ8 || table.dtype == DType::kQ4) return cpu::embedding_quantized(table, ids, out);
   const std::int64_t d = table.shape[1];
   const auto* base = static_cast<const std::uint8_t*>(table.data);
   for (std::size_t i = 0; i < ids.size(); ++i)
