@@ -30,6 +30,7 @@ using WT = LinearWeight;
 
 constexpr std::int64_t kDirectMaxRows = 8;  // up to this many rows: read weights in their dtype
 constexpr std::int64_t kRowBlock = 48;       // input rows per block in the many-rows path
+constexpr bool kPrefetch = true;
 
 template <WT T> inline __m256 load8(const void* w, std::int64_t i) {
   if constexpr (T == WT::kF32) {
@@ -84,7 +85,10 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, cons
       for (int m = 0; m < MR; ++m) xv[m] = _mm256_loadu_ps(x + m * ldx + k + 8 * h);
 #pragma GCC unroll 8
       for (int n = 0; n < NR; ++n) {
-        const __m256 wv = load8<T>(w, n * K + k + 8 * h);
+        __m256 wv = load8<T>(w, n * K + k + 8 * h);
+        // Keep wv in a register: GCC would otherwise fold the load into each of the MR FMAs,
+        // loading it MR times and making the loop load-bound.
+        __asm__("" : "+x"(wv));
 #pragma GCC unroll 8
         for (int m = 0; m < MR; ++m) acc[m][n][h] = _mm256_fmadd_ps(xv[m], wv, acc[m][n][h]);
       }
@@ -122,6 +126,13 @@ void sweep(const LinearProblem& p, std::int64_t m0, std::int64_t m1, const void*
   for (std::int64_t j = 0; j < nrows; j += nr_full) {
     const int nr = static_cast<int>(nrows - j < nr_full ? nrows - j : nr_full);
     const void* wj = static_cast<const std::uint8_t*>(w) + j * K * esz;
+    if (kPrefetch && m1 - m0 > 2) {
+      // Several passes will run over this group: fetch the next group meanwhile, so that its
+      // DRAM reads overlap this group's FMAs instead of stalling the next group's first pass.
+      const std::int64_t left = nrows - j - nr, next = left < nr_full ? left : nr_full;
+      const char* pf = static_cast<const char*>(wj) + nr * K * esz;
+      for (std::int64_t b = 0; b < next * K * esz; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
+    }
     const float* bj = p.bias != nullptr ? p.bias + n0 + j : nullptr;
     for (std::int64_t m = m0; m < m1; m += mr_full) {
       const int mr = static_cast<int>(m1 - m < mr_full ? m1 - m : mr_full);
