@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "mamba/tokenizer.h"
+#include "tokenizer/text_gen.h"  // tests/tokenizer: split_documents (the ~2 KB split oracle.js also uses)
 
 namespace fs = std::filesystem;
 
@@ -33,22 +34,6 @@ double cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// ~2 KB pieces at line ends (same split as oracle.js).
-std::vector<std::string> pieces(const std::string& text, std::size_t target) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = std::min(text.size(), pos + target);
-    if (end < text.size()) {
-      const std::size_t nl = text.find('\n', end);
-      end = nl == std::string::npos ? text.size() : nl + 1;
-    }
-    out.push_back(text.substr(pos, end - pos));
-    pos = end;
-  }
-  return out;
 }
 
 Timing bench_ours(const std::string& tok_path, const std::vector<std::string>& docs, int repeats, std::string* err) {
@@ -138,7 +123,7 @@ int main(int argc, char** argv) {
               "ids");
   std::printf("%-34s %12s %12s %12s %12s %10s %10s %8s\n", "", "MB/s", "MB/s", "MB/s", "MB/s", "ours/HF", "ours/HF", "");
   const std::vector<std::string> whole{text};
-  const std::vector<std::string> docs = pieces(text, 2048);
+  const std::vector<std::string> docs = mamba::test::split_documents(text, 2048);
   for (const auto& tp : toks) {
     for (const char* mode : {"whole", "docs"}) {
       std::string err;

@@ -50,6 +50,10 @@ void run(const RunArgs& a, CLI::App& cmd) {
   if (Status st = opts.sampling.validate(); !st.ok()) fail(st.message());
   const int sources = (cmd.count("--prompt") > 0) + (cmd.count("--file") > 0) + (cmd.count("--prompt-ids") > 0);
   if (sources > 1) fail("give at most one of -p/--prompt, -f/--file, --prompt-ids");
+  if (!a.json && (cmd.count("--top-logprobs") || cmd.count("--prompt-logprobs")))
+    fail("--top-logprobs and --prompt-logprobs need --json (the streamed text has no place for them)");
+  for (const std::string& s : opts.stop)
+    if (s.empty()) fail("--stop: an empty stop string would stop before the first token");
 
   auto loaded = load_model_and_tokenizer(a.model, a.threads);
   if (!loaded.ok()) fail(loaded.error().message);

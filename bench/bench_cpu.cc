@@ -1,0 +1,356 @@
+// bench_cpu: issue 5's goal table — CPU decode against the memory roofline, prefill against the GEMM
+// ceiling, thread scaling — measured in one run on this machine.
+//
+//   bench_cpu [MODEL_DIR ...] [--threads N] [--prompt-lens 512,2048] [--decode-steps 32]
+//             [--batches 1,8] [--bw-gib 1] [--no-gemm-ceiling]
+//
+// With no MODEL_DIR it measures the embedded default model. Order of a run:
+//  1. ceilings: streaming read bandwidth (best of 5 passes over --bw-gib GiB, 1 thread and all
+//     threads) and, per model, oneDNN matmul GFLOP/s at the model's projection shapes;
+//  2. per model: ops::linear vs oneDNN at each projection shape (M = each batch and prompt length);
+//     decode tok/s at each batch as a fraction of its memory ceiling, with the FMA-compute bound;
+//     prefill tok/s, the per-op split of prefill time (ops/profile.h) and the projections' achieved
+//     GFLOP/s as a fraction of oneDNN's; prefill scaling 1 thread vs 2 / all threads;
+//  3. a goal table: PASS/FAIL against the issue's goals.
+// README §Performance explains the columns. Timings on a shared machine are noisy: the cpu column
+// (process CPU time ÷ wall time × threads) below ~90% means other processes took the cores.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cpu/bandwidth.h"
+#include "cpu/forward_timing.h"
+#include "cpu/linear_timing.h"
+#include "cpu/model_cost.h"
+#include "cpu/onednn_gemm.h"
+#include "mamba/checkpoint.h"
+#include "mamba/model.h"
+#include "mamba/weights.h"
+#include "ops/cpu/cpu_target.h"
+#include "ops/ops.h"
+#include "ops/profile.h"
+
+namespace mb = mamba::bench;
+using mamba::ops::OpKind;
+
+namespace {
+
+struct Options {
+  std::vector<std::string> dirs;
+  int threads = 0;
+  std::vector<int> prompt_lens = {512, 2048};
+  int decode_steps = 32;
+  std::vector<int> batches = {1, 8};
+  bool no_gemm_ceiling = false;
+  double bw_gib = 1.0;
+  double gemm_seconds = 0.2;
+};
+
+// Issue 5's goals.
+constexpr double kGoalDecodeB1 = 0.85, kGoalDecodeB8 = 0.75, kGoalGemm = 0.60, kGoalNonGemm = 0.20,
+                 kGoalScaling = 1.7;
+
+/// One row of the final goal table.
+struct Goal {
+  std::string model, what, measured, target;
+  std::optional<bool> pass;  ///< nullopt: not measured
+};
+std::vector<Goal> g_goals;
+
+std::string verdict(std::optional<bool> pass) { return !pass ? "n/a" : *pass ? "PASS" : "FAIL"; }
+std::string pct(double x) { return fmt::format("{:.0f}%", 100.0 * x); }
+std::string opt_num(std::optional<double> v, const char* f = "{:.1f}") {
+  return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
+}
+
+std::string cpu_model_name() {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+std::string short_name(const std::string& dir) {
+  std::string s = dir;
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  const auto slash = s.rfind('/');
+  return slash == std::string::npos ? s : s.substr(slash + 1);
+}
+
+/// oneDNN rates, measured once per (M, K, N, precision) and reused across models.
+class GemmCeiling {
+ public:
+  GemmCeiling(bool enabled, std::size_t llc, double min_seconds) : enabled_(enabled), llc_(llc), min_s_(min_seconds) {}
+  bool enabled() const { return enabled_; }
+
+  std::optional<mb::GemmRate> rate(std::int64_t M, std::int64_t K, std::int64_t N, mb::GemmType t) {
+    if (!enabled_ || !mb::onednn_supports(t)) return std::nullopt;
+    const auto key = std::make_tuple(M, K, N, static_cast<int>(t));
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    // Small M reads its weights from memory in a real decode step: give it distinct weight copies
+    // adding up to ≥ 4× the LLC, so the figure is not a cache-resident one.
+    int copies = 1;
+    if (M <= 64) {
+      const double bytes = static_cast<double>(K * N) * (t == mb::GemmType::kF32 ? 4 : t == mb::GemmType::kBF16 ? 2 : 1);
+      copies = static_cast<int>(std::clamp(std::ceil(4.0 * static_cast<double>(llc_) / bytes), 1.0, 256.0));
+    }
+    auto r = mb::onednn_gemm(M, K, N, t, copies, min_s_);
+    if (r && impl_.empty()) impl_ = r->impl;
+    cache_.emplace(key, r);
+    return r;
+  }
+
+  /// Rate of all of a model's projections at M rows (lm_head at 1 row when `prefill`: prefill asks
+  /// only the last token's logits): Σ flops ÷ Σ flops/rate. nullopt if any shape is unmeasured.
+  std::optional<double> aggregate(const mb::ModelCost& c, std::int64_t M, bool prefill, mb::GemmType t) {
+    double flops = 0, secs = 0;
+    for (const auto& p : c.projections) {
+      const std::int64_t m = prefill && !p.per_prefill_token ? 1 : M;
+      auto r = rate(m, p.K, p.N, t);
+      if (!r) return std::nullopt;
+      const double f = 2.0 * static_cast<double>(m * p.count * p.K * p.N);
+      flops += f;
+      secs += f / (r->gflops * 1e9);
+    }
+    return flops / secs / 1e9;
+  }
+  const std::string& impl() const { return impl_; }
+
+ private:
+  bool enabled_;
+  std::size_t llc_;
+  double min_s_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, std::optional<mb::GemmRate>> cache_;
+  std::string impl_;
+};
+
+void set_threads(int n) {
+  mamba::ops::set_num_threads(n);
+  omp_set_num_threads(n);  // oneDNN (OpenMP runtime) uses omp_get_max_threads()
+}
+
+// ---- per-model sections --------------------------------------------------------------------------
+
+void print_gemm_table(const Options& o, const mb::ModelCost& cost, GemmCeiling& gemm, mb::GemmType ours_in) {
+  const bool bf16 = gemm.enabled() && mb::onednn_supports(mb::GemmType::kBF16);
+  const bool int8 = gemm.enabled() && cost.quantized;
+  fmt::print("-- projection GEMMs: ops::linear on the model's {} weights vs oneDNN (ratio vs oneDNN {})\n",
+             cost.weight_dtype, mb::gemm_type_name(ours_in));
+  fmt::print("{:<9} {:>5} {:>6} {:>6} {:>11} {:>9} {:>11}{}{} {:>8}\n", "proj", "M", "K", "N", "linear", "weights",
+             "oneDNN f32", bf16 ? "  oneDNN bf16" : "", int8 ? "  oneDNN int8" : "", "linear/");
+  fmt::print("{:<9} {:>5} {:>6} {:>6} {:>11} {:>9} {:>11}{}{} {:>8}\n", "", "", "", "", "GFLOP/s", "GB/s", "GFLOP/s",
+             bf16 ? "       GFLOP/s" : "", int8 ? "        GOP/s" : "", "oneDNN");
+  std::vector<std::int64_t> ms;
+  for (int b : o.batches) ms.push_back(b);
+  for (int l : o.prompt_lens) ms.push_back(l);
+  std::sort(ms.begin(), ms.end());
+  ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
+  const std::set<std::int64_t> decode_ms(o.batches.begin(), o.batches.end());
+  for (const auto& p : cost.projections) {
+    for (std::int64_t M : ms) {
+      if (!p.per_prefill_token && !decode_ms.count(M)) continue;  // lm_head runs at M = batch only
+      const mb::LinearRate ours = mb::time_linear(p, M, o.gemm_seconds);
+      auto f32 = gemm.rate(M, p.K, p.N, mb::GemmType::kF32);
+      auto b16 = bf16 ? gemm.rate(M, p.K, p.N, mb::GemmType::kBF16) : std::nullopt;
+      auto i8 = int8 ? gemm.rate(M, p.K, p.N, mb::GemmType::kInt8) : std::nullopt;
+      auto ref = ours_in == mb::GemmType::kInt8 ? i8 : f32;
+      fmt::print("{:<9} {:>5} {:>6} {:>6} {:>11.1f} {:>9.1f} {:>11}{}{} {:>8}\n", p.name, M, p.K, p.N, ours.gflops,
+                 ours.weight_gbps, f32 ? fmt::format("{:.1f}", f32->gflops) : "-",
+                 bf16 ? fmt::format(" {:>13}", b16 ? fmt::format("{:.1f}", b16->gflops) : "-") : "",
+                 int8 ? fmt::format(" {:>13}", i8 ? fmt::format("{:.1f}", i8->gflops) : "-") : "",
+                 ref ? pct(ours.gflops / ref->gflops) : "-");
+      std::fflush(stdout);
+    }
+  }
+}
+
+mamba::Status print_decode(const Options& o, const std::string& name, mamba::Model& model, const mb::ModelCost& cost,
+                           double bw_gbps, std::optional<double> peak_gflops) {
+  fmt::print("-- decode ({} threads; ceiling = read bandwidth ÷ bytes per step; FMA bound = GEMM peak ÷ 2·params)\n",
+             mamba::ops::num_threads());
+  fmt::print("{:>5} {:>9} {:>10} {:>11} {:>8} {:>6} {:>10} {:>10} {:>9} {:>5}\n", "b", "tok/s", "MB/step", "ceiling",
+             "of ceil", "goal", "", "FMA bound", "bound by", "cpu");
+  const std::optional<double> fma_tps =
+      peak_gflops ? std::optional<double>(*peak_gflops * 1e9 / (2.0 * cost.matmul_params)) : std::nullopt;
+  for (int b : o.batches) {
+    MAMBA_ASSIGN_OR_RETURN(auto t, mb::time_decode(model, b, o.decode_steps));
+    const double bytes = cost.decode_bytes(b);
+    const double ceiling = b * bw_gbps * 1e9 / bytes;
+    const double frac = t.tokens_per_s / ceiling;
+    const double goal = b == 1 ? kGoalDecodeB1 : b == 8 ? kGoalDecodeB8 : 0;
+    std::optional<bool> pass;
+    if (goal > 0) pass = frac >= goal;
+    const char* bound = !fma_tps ? "-" : *fma_tps < ceiling ? "compute" : "memory";
+    fmt::print("{:>5} {:>9.1f} {:>10.1f} {:>11.1f} {:>8} {:>6} {:>10} {:>10} {:>9} {:>5}\n", b, t.tokens_per_s,
+               bytes / 1e6, ceiling, pct(frac), goal > 0 ? "≥" + pct(goal) : "-", goal > 0 ? verdict(pass) : "",
+               opt_num(fma_tps), bound, pct(t.cpu_share));
+    std::fflush(stdout);
+    if (goal > 0)
+      g_goals.push_back({name, fmt::format("decode b={} (of memory ceiling)", b),
+                         fmt::format("{} ({:.1f} tok/s)", pct(frac), t.tokens_per_s), "≥ " + pct(goal), pass});
+  }
+  return {};
+}
+
+mamba::Status print_prefill(const Options& o, const std::string& name, mamba::Model& model, const mb::ModelCost& cost,
+                            GemmCeiling& gemm, mb::GemmType precision) {
+  fmt::print("-- prefill ({} threads; split = % of prefill wall time; GEMM = projections' GFLOP/s in linear time)\n",
+             mamba::ops::num_threads());
+  fmt::print("{:>5} {:>8} {:>7} {:>5} {:>5} {:>5} {:>5} {:>5} {:>6} {:>9} {:>5} {:>8} {:>8} {:>9} {:>5} {:>5}\n", "L",
+             "tok/s", "linear", "conv", "scan", "norm", "elem", "emb", "other", "non-GEMM", "", "GEMM", "oneDNN",
+             "of oneDNN", "", "cpu");
+  for (int L : o.prompt_lens) {
+    MAMBA_ASSIGN_OR_RETURN(auto t, mb::time_prefill(model, L));
+    auto share = [&](OpKind k) { return t.profile.seconds[static_cast<std::size_t>(k)] / t.seconds; };
+    const double other = 1.0 - t.profile.total_seconds() / t.seconds;
+    const double non_gemm = share(OpKind::kConv) + share(OpKind::kScan) + share(OpKind::kNorm) + share(OpKind::kElementwise);
+    const double linear_s = t.profile.seconds[static_cast<std::size_t>(OpKind::kLinear)];
+    const double achieved = linear_s > 0 ? cost.prefill_flops(L) / linear_s / 1e9 : 0;
+    const auto ceiling = gemm.aggregate(cost, L, /*prefill=*/true, precision);
+    std::optional<bool> gemm_pass;
+    if (ceiling) gemm_pass = achieved / *ceiling >= kGoalGemm;
+    const bool ng_pass = non_gemm <= kGoalNonGemm;
+    fmt::print("{:>5} {:>8.1f} {:>7} {:>5} {:>5} {:>5} {:>5} {:>5} {:>6} {:>9} {:>5} {:>8.1f} {:>8} {:>9} {:>5} {:>5}\n",
+               L, t.tokens_per_s, pct(share(OpKind::kLinear)), pct(share(OpKind::kConv)), pct(share(OpKind::kScan)),
+               pct(share(OpKind::kNorm)), pct(share(OpKind::kElementwise)), pct(share(OpKind::kEmbedding)), pct(other),
+               pct(non_gemm), verdict(ng_pass), achieved, opt_num(ceiling), ceiling ? pct(achieved / *ceiling) : "-",
+               verdict(gemm_pass), pct(t.cpu_share));
+    std::fflush(stdout);
+    g_goals.push_back({name, fmt::format("prefill {} conv+scan+norm+elementwise", L), pct(non_gemm),
+                       "≤ " + pct(kGoalNonGemm), ng_pass});
+    g_goals.push_back({name, fmt::format("prefill {} GEMMs (of oneDNN {})", L, mb::gemm_type_name(precision)),
+                       ceiling ? fmt::format("{} ({:.1f} GFLOP/s)", pct(achieved / *ceiling), achieved) : "not measured",
+                       "≥ " + pct(kGoalGemm), gemm_pass});
+  }
+  return {};
+}
+
+mamba::Status print_scaling(const Options& o, const std::string& name, mamba::Model& model, int all_threads) {
+  const int L = o.prompt_lens.front();
+  std::vector<int> counts = {1};
+  if (all_threads >= 2) counts.push_back(2);
+  if (all_threads > 2) counts.push_back(all_threads);
+  std::vector<double> tps;
+  for (int n : counts) {
+    set_threads(n);
+    auto t = mb::time_prefill(model, L);
+    set_threads(all_threads);
+    MAMBA_RETURN_IF_ERROR(t.status());
+    tps.push_back(t->tokens_per_s);
+  }
+  std::string line = fmt::format("-- scaling: prefill {} tok/s:", L);
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    line += fmt::format(" {} thread{} {:.1f} ({:.2f}×)", counts[i], counts[i] == 1 ? "" : "s", tps[i], tps[i] / tps[0]);
+  std::optional<bool> pass;
+  if (counts.size() > 1) pass = tps[1] / tps[0] >= kGoalScaling;
+  fmt::print("{}   goal 2 threads ≥ {:.1f}× {}\n", line, kGoalScaling, verdict(pass));
+  g_goals.push_back({name, fmt::format("prefill {} scaling 2 threads ÷ 1", L),
+                     counts.size() > 1 ? fmt::format("{:.2f}×", tps[1] / tps[0]) : "1 thread only",
+                     fmt::format("≥ {:.1f}×", kGoalScaling), pass});
+  return {};
+}
+
+mamba::Status bench_model(const Options& o, const std::string& ref, double bw_gbps, GemmCeiling& gemm, int threads) {
+  MAMBA_ASSIGN_OR_RETURN(auto model, mamba::Model::load(ref, {threads}));
+  // A second mapping of the same files for the bound weight views (bind_weights needs a mutable
+  // checkpoint; the pages are shared through the page cache).
+  MAMBA_ASSIGN_OR_RETURN(auto ckpt, mamba::Checkpoint::open(model->checkpoint().dir()));
+  MAMBA_ASSIGN_OR_RETURN(auto weights, mamba::bind_weights(ckpt));
+  const mb::ModelCost cost = mb::model_cost(ckpt, weights);
+  const mamba::ModelConfig& c = ckpt.config();
+  const std::string name = short_name(ckpt.dir());
+  const mb::GemmType precision = cost.quantized ? mb::GemmType::kInt8 : mb::GemmType::kF32;
+
+  fmt::print("\n== {}  ({})\n", name, ckpt.dir());
+  fmt::print("   {}, {} layers, d_model {}, d_inner {}, d_state {}, logits width {} ({}), weights {}\n",
+             mamba::arch_name(c.arch), c.n_layer, c.d_model, c.d_inner, c.d_state, c.padded_vocab_size(),
+             weights.lm_head.data == weights.embedding.data ? "tied" : "untied", cost.weight_dtype);
+  fmt::print("   matmul params {:.1f} M; bytes per decode step: weights {:.1f} MB + per sequence {:.2f} MB "
+             "(state {:.2f} MB read + written{})\n",
+             cost.matmul_params / 1e6, cost.step_weight_bytes / 1e6, (cost.row_bytes + 2 * cost.state_bytes) / 1e6,
+             cost.state_bytes / 1e6, cost.row_bytes > 0 ? ", embedding row" : "");
+  print_gemm_table(o, cost, gemm, precision);
+  // The FMA-compute bound uses the best aggregate rate measured at the prompt lengths.
+  std::optional<double> peak;
+  for (int L : o.prompt_lens) {
+    auto r = gemm.aggregate(cost, L, /*prefill=*/false, precision);
+    if (r && (!peak || *r > *peak)) peak = r;
+  }
+  MAMBA_RETURN_IF_ERROR(print_decode(o, name, *model, cost, bw_gbps, peak));
+  MAMBA_RETURN_IF_ERROR(print_prefill(o, name, *model, cost, gemm, precision));
+  return print_scaling(o, name, *model, threads);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"CPU speed against the machine's ceilings (issue 5's goal table)"};
+  app.add_option("models", o.dirs, "model directories or HF cache refs (default: the embedded model)");
+  app.add_option("--threads", o.threads, "threads for everything but the 1-thread rows (0 = all)")->check(CLI::Range(0, 4096));
+  app.add_option("--prompt-lens", o.prompt_lens, "prefill lengths in tokens (the first is also used for scaling)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--decode-steps", o.decode_steps, "timed decode steps per batch size")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--batches", o.batches, "decode batch sizes")->delimiter(',')->check(CLI::Range(1, 1024));
+  app.add_flag("--no-gemm-ceiling", o.no_gemm_ceiling, "skip the oneDNN GEMM measurements");
+  app.add_option("--bw-gib", o.bw_gib, "bandwidth buffer size in GiB (≥ 1 and ≥ 4× LLC for a real ceiling)")
+      ->check(CLI::Range(0.001, 1024.0));
+  app.add_option("--gemm-seconds", o.gemm_seconds, "minimum seconds per GEMM shape measurement")->check(CLI::Range(0.0, 60.0));
+  CLI11_PARSE(app, argc, argv);
+  if (o.dirs.empty()) {
+    std::string def = mamba::default_model_path();
+    o.dirs.push_back(def.empty() ? std::string(MAMBA_SOURCE_MODEL_DIR) : def);
+  }
+  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  set_threads(threads);
+
+  const std::size_t llc = mb::last_level_cache_bytes();
+  fmt::print("bench_cpu: {}, {} threads, dispatch {}, LLC {:.0f} MiB, {}\n", cpu_model_name(), threads,
+             mamba::ops::cpu::cpu_target_name(mamba::ops::cpu::cpu_target()), static_cast<double>(llc) / (1 << 20),
+             mb::onednn_version());
+
+  // ---- ceilings ----
+  const auto bytes = static_cast<std::size_t>(o.bw_gib * static_cast<double>(1ull << 30));
+  const mb::Bandwidth bw1 = mb::read_bandwidth(bytes, 1, 5);
+  const mb::Bandwidth bwn = threads > 1 ? mb::read_bandwidth(bytes, threads, 5) : bw1;
+  if (bwn.gbps <= 0) {
+    fmt::print(stderr, "error: cannot allocate the {:.2f} GiB bandwidth buffer (lower --bw-gib)\n", o.bw_gib);
+    return 1;
+  }
+  fmt::print("== ceilings\nread bandwidth ({:.2f} GiB buffer, {} loop, best of 5): 1 thread {:.1f} GB/s, {} threads {:.1f} GB/s{}\n",
+             static_cast<double>(bwn.bytes) / (1ull << 30), bwn.kernel, bw1.gbps, threads, bwn.gbps,
+             bwn.bytes < 4 * llc ? "  (buffer < 4× LLC: this measures the cache, not memory)" : "");
+  GemmCeiling gemm(!o.no_gemm_ceiling && mb::onednn_available(), llc, o.gemm_seconds);
+  if (!mb::onednn_available()) fmt::print("oneDNN not found: GEMM ceiling not measured\n");
+  else if (o.no_gemm_ceiling) fmt::print("GEMM ceiling not measured (--no-gemm-ceiling)\n");
+  else
+    fmt::print("GEMM ceiling: oneDNN matmul at each model's projection shapes (tables below): f32, {}int8 for "
+               "quantized models\n",
+               mb::onednn_supports(mb::GemmType::kBF16) ? "bf16, " : "no bf16 (the CPU lacks AVX-512 BF16), ");
+
+  for (const auto& dir : o.dirs) {
+    const mamba::Status st = bench_model(o, dir, bwn.gbps, gemm, threads);
+    if (!st.ok()) {
+      fmt::print(stderr, "error: {}: {}\n", dir, st.error().message);
+      return 1;
+    }
+  }
+
+  fmt::print("\n== goals (issue 5){}\n", gemm.impl().empty() ? "" : fmt::format("; oneDNN kernel: {}", gemm.impl()));
+  fmt::print("{:<28} {:<44} {:>24} {:>8} {:>6}\n", "model", "goal", "measured", "target", "");
+  for (const auto& g : g_goals)
+    fmt::print("{:<28} {:<44} {:>24} {:>8} {:>6}\n", g.model.substr(0, 28), g.what, g.measured, g.target, verdict(g.pass));
+  return 0;
+}

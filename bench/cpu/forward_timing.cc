@@ -1,0 +1,90 @@
+// Timed prefill and decode (see forward_timing.h).
+#include "cpu/forward_timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <random>
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace mamba::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::vector<std::int32_t> random_ids(const Model& model, int n, unsigned seed) {
+  std::mt19937 rng(seed);
+  const auto hi = static_cast<std::int32_t>(std::min<std::int64_t>(model.logits_width(), 8192) - 1);
+  std::uniform_int_distribution<std::int32_t> id(0, hi);
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
+  for (auto& t : ids) t = id(rng);
+  return ids;
+}
+
+std::int32_t argmax(const float* row, std::int64_t n) {
+  return static_cast<std::int32_t>(std::max_element(row, row + n) - row);
+}
+
+}  // namespace
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+Result<PrefillTiming> time_prefill(Model& model, int tokens) {
+  const std::vector<std::int32_t> prompt = random_ids(model, tokens, 1234);
+  std::vector<float> logits(static_cast<std::size_t>(model.logits_width()));
+  {
+    State warm = model.new_state();
+    MAMBA_RETURN_IF_ERROR(model.prefill({prompt.data(), std::min<std::size_t>(prompt.size(), 16)}, warm,
+                                        LogitsMode::kLast, logits.data()));
+  }
+  State state = model.new_state();
+  PrefillTiming r;
+  ops::profile_reset();
+  ops::profile_enable(true);
+  const double cpu0 = process_cpu_seconds();
+  const auto t0 = Clock::now();
+  const Status st = model.prefill(prompt, state, LogitsMode::kLast, logits.data());
+  r.seconds = since(t0);
+  r.cpu_share = (process_cpu_seconds() - cpu0) / (r.seconds * ops::num_threads());
+  ops::profile_enable(false);
+  MAMBA_RETURN_IF_ERROR(st);
+  r.profile = ops::profile_read();
+  r.tokens_per_s = tokens / r.seconds;
+  return r;
+}
+
+Result<Timed> time_decode(Model& model, int batch, int steps) {
+  const std::int64_t V = model.logits_width();
+  const std::vector<std::int32_t> prompt = random_ids(model, 16, 99);
+  std::vector<float> logits(static_cast<std::size_t>(V * batch));
+  std::vector<State> states;
+  states.push_back(model.new_state());
+  MAMBA_RETURN_IF_ERROR(model.prefill(prompt, states[0], LogitsMode::kLast, logits.data()));
+  for (int b = 1; b < batch; ++b) states.push_back(states[0].clone());
+  std::vector<State*> ptrs;
+  for (auto& s : states) ptrs.push_back(&s);
+  std::vector<std::int32_t> toks(static_cast<std::size_t>(batch), argmax(logits.data(), V));
+  MAMBA_RETURN_IF_ERROR(model.step(toks, ptrs, logits.data()));  // untimed: grows scratch buffers
+  Timed r;
+  const double cpu0 = process_cpu_seconds();
+  const auto t0 = Clock::now();
+  for (int s = 0; s < steps; ++s) {
+    for (int b = 0; b < batch; ++b) toks[static_cast<std::size_t>(b)] = argmax(logits.data() + b * V, V);
+    MAMBA_RETURN_IF_ERROR(model.step(toks, ptrs, logits.data()));
+  }
+  r.seconds = since(t0);
+  r.cpu_share = (process_cpu_seconds() - cpu0) / (r.seconds * ops::num_threads());
+  r.tokens_per_s = static_cast<double>(steps) * batch / r.seconds;
+  return r;
+}
+
+}  // namespace mamba::bench

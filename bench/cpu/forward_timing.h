@@ -1,0 +1,36 @@
+// Timed prefill and decode of a loaded model, with the per-op split of prefill (ops/profile.h).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "mamba/model.h"
+#include "mamba/status.h"
+#include "ops/profile.h"
+
+namespace mamba::bench {
+
+/// Process CPU seconds ÷ (wall seconds × threads) over a measurement: below ~0.9 other processes
+/// took the cores and the figure understates this machine.
+struct Timed {
+  double tokens_per_s = 0;
+  double seconds = 0;
+  double cpu_share = 0;
+};
+
+struct PrefillTiming : Timed {
+  ops::OpProfile profile;  ///< per-op seconds inside the prefill (ops::profile_enable around it)
+};
+
+/// One prefill of `tokens` seeded-random valid ids into a fresh state (last logits only), after a
+/// 16-token warm-up prefill. Threads: as set by ops::set_num_threads.
+Result<PrefillTiming> time_prefill(Model& model, int tokens);
+
+/// `steps` decode steps of `batch` sequences (each starts from the same 16-token prefill and feeds
+/// back its greedy token), after one untimed step. tokens_per_s counts every sequence's token.
+Result<Timed> time_decode(Model& model, int batch, int steps);
+
+/// Process CPU time in seconds (all threads).
+double process_cpu_seconds();
+
+}  // namespace mamba::bench

@@ -1,0 +1,14 @@
+# cmake -DBENCH=<bench_cpu> -DMODEL=<dir> -P bench/smoke.cmake: a tiny bench_cpu run must exit 0 and
+# print every table (ceilings, projection GEMMs, decode, prefill, scaling, goals). Timings unchecked.
+execute_process(COMMAND ${BENCH} ${MODEL} --bw-gib 0.05 --prompt-lens 16 --decode-steps 2 --gemm-seconds 0.01
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "bench_cpu exited with ${rc}")
+endif()
+foreach(re "read bandwidth .*GB/s" "proj +M +K +N" "in_proj +16 +256 " "b +tok/s +MB/step +ceiling"
+           "L +tok/s +linear +conv +scan +norm" "scaling: prefill 16 tok/s" "== goals")
+  if(NOT out MATCHES "${re}")
+    message(FATAL_ERROR "bench_cpu output lacks /${re}/")
+  endif()
+endforeach()

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Issue 5's CPU goal table: builds bench_cpu (Release) and runs it on random-weight mamba-130m and
+# mamba2-130m checkpoints in bf16 — plus q8 / q4 copies once `mamba-cli quantize` exists.
+#   bash scripts/bench-cpu.sh [bench_cpu options]      e.g. --threads 2 --prompt-lens 512
+# The checkpoints are made once with ../shared/tools/make_checkpoint.py (python3-numpy) and cached
+# under $MODELS. Run it on an otherwise idle machine: other load shows as a cpu column below ~90%.
+# Env: BUILD (default build/release), MODELS (default $BUILD/bench-models), MAMBA_SHARED_DIR
+# (default ../shared), JOBS (build parallelism, default 2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build/release}
+MODELS=${MODELS:-$BUILD/bench-models}
+SHARED=${MAMBA_SHARED_DIR:-../shared}
+JOBS=${JOBS:-2}
+export CCACHE_BASEDIR=$PWD
+
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j "$JOBS" --target bench_cpu mamba-cli
+
+mkdir -p "$MODELS"
+dirs=()
+for preset in mamba-130m mamba2-130m; do
+  d=$MODELS/$preset-bf16
+  if [ ! -f "$d/config.json" ]; then
+    rm -rf "$d.tmp"
+    /usr/bin/python3 "$SHARED/tools/make_checkpoint.py" "$preset" "$d.tmp" --dtype bf16
+    mv "$d.tmp" "$d"
+  fi
+  dirs+=("$d")
+done
+if "$BUILD/mamba-cli" --help 2>&1 | grep -qw quantize; then
+  for preset in mamba-130m mamba2-130m; do
+    for type in q8 q4; do
+      q=$MODELS/$preset-$type
+      [ -f "$q/config.json" ] || "$BUILD/mamba-cli" quantize -m "$MODELS/$preset-bf16" --type "$type" -o "$q"
+      dirs+=("$q")
+    done
+  done
+else
+  echo "(mamba-cli has no quantize command yet: q8/q4 rows skipped)"
+fi
+exec "$BUILD/bench_cpu" "${dirs[@]}" "$@"

@@ -1,0 +1,8 @@
+# Smoke test of bench_cpu (builds with bench/ only): a tiny run on the embedded model exits 0 and
+# prints its tables (bench/smoke.cmake). Speed goals live in the bench's own output, not in tests.
+if(TARGET bench_cpu)
+  add_test(NAME bench_cpu_smoke
+           COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:bench_cpu>
+                   -DMODEL=${PROJECT_SOURCE_DIR}/models/${MAMBA_DEFAULT_MODEL_NAME} -P ${PROJECT_SOURCE_DIR}/bench/smoke.cmake)
+  set_tests_properties(bench_cpu_smoke PROPERTIES LABELS bench TIMEOUT 300 ENVIRONMENT "OMP_WAIT_POLICY=passive")
+endif()
