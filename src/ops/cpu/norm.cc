@@ -2,6 +2,7 @@
 // result of a row never depends on the other rows).
 #include <cmath>
 
+#include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
@@ -31,11 +32,12 @@ void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz
                     std::int64_t E, std::int64_t G, const float* w, float eps) {
   const ProfileScope profile(OpKind::kNorm);
   const std::int64_t gs = E / G;
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * E >= cpu::kParallelMinWork)
+  const cpu::Kernels& k = cpu::cpu_kernels();
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * E * 8 >= cpu::kParallelMinWork && M > 1)
   for (std::int64_t m = 0; m < M; ++m) {
     float* ym = y + m * ldy;
     const float* zm = z + m * ldz;
-    for (std::int64_t i = 0; i < E; ++i) ym[i] *= silu(zm[i]);  // v = y · silu(z)
+    k.silu_mul_row(zm, ym, ym, E);  // v = y · silu(z)
     for (std::int64_t g = 0; g < G; ++g) {
       float* v = ym + g * gs;
       double ss = 0.0;
