@@ -111,11 +111,13 @@ class GemmCeiling {
     return r;
   }
 
-  /// Rate of all of a model's projections at M rows (lm_head at 1 row when `prefill`: prefill asks
-  /// only the last token's logits): Σ flops ÷ Σ flops/rate. nullopt if any shape is unmeasured.
+  /// Rate of a model's projections at M rows: Σ flops ÷ Σ flops/rate. With `prefill` the lm_head
+  /// runs at 1 row (prefill asks only the last token's logits); without, only the per-layer
+  /// projections count (the compute peak at that M). nullopt if any shape is unmeasured.
   std::optional<double> aggregate(const mb::ModelCost& c, std::int64_t M, bool prefill, mb::GemmType t) {
     double flops = 0, secs = 0;
     for (const auto& p : c.projections) {
+      if (!prefill && !p.per_prefill_token) continue;
       const std::int64_t m = prefill && !p.per_prefill_token ? 1 : M;
       auto r = rate(m, p.K, p.N, t);
       if (!r) return std::nullopt;
@@ -165,8 +167,8 @@ void print_gemm_table(const Options& o, const mb::ModelCost& cost, GemmCeiling& 
       auto b16 = bf16 ? gemm.rate(M, p.K, p.N, mb::GemmType::kBF16) : std::nullopt;
       auto i8 = int8 ? gemm.rate(M, p.K, p.N, mb::GemmType::kInt8) : std::nullopt;
       auto ref = ours_in == mb::GemmType::kInt8 ? i8 : f32;
-      fmt::print("{:<9} {:>5} {:>6} {:>6} {:>11.1f} {:>9.1f} {:>11}{}{} {:>8}\n", p.name, M, p.K, p.N, ours.gflops,
-                 ours.weight_gbps, f32 ? fmt::format("{:.1f}", f32->gflops) : "-",
+      fmt::print("{:<9} {:>5} {:>6} {:>6} {:>11.1f} {:>9} {:>11}{}{} {:>8}\n", p.name, M, p.K, p.N, ours.gflops,
+                 M <= 64 ? fmt::format("{:.1f}", ours.weight_gbps) : "-", f32 ? fmt::format("{:.1f}", f32->gflops) : "-",
                  bf16 ? fmt::format(" {:>13}", b16 ? fmt::format("{:.1f}", b16->gflops) : "-") : "",
                  int8 ? fmt::format(" {:>13}", i8 ? fmt::format("{:.1f}", i8->gflops) : "-") : "",
                  ref ? pct(ours.gflops / ref->gflops) : "-");
@@ -179,8 +181,8 @@ mamba::Status print_decode(const Options& o, const std::string& name, mamba::Mod
                            double bw_gbps, std::optional<double> peak_gflops) {
   fmt::print("-- decode ({} threads; ceiling = read bandwidth ÷ bytes per step; FMA bound = GEMM peak ÷ 2·params)\n",
              mamba::ops::num_threads());
-  fmt::print("{:>5} {:>9} {:>10} {:>11} {:>8} {:>6} {:>10} {:>10} {:>9} {:>5}\n", "b", "tok/s", "MB/step", "ceiling",
-             "of ceil", "goal", "", "FMA bound", "bound by", "cpu");
+  fmt::print("{:>5} {:>9} {:>10} {:>11} {:>8} {:>6} {:>10} {:>10} {:>9} {:>9} {:>5}\n", "b", "tok/s", "MB/step", "ceiling",
+             "of ceil", "goal", "", "FMA bound", "bound by", "of lower", "cpu");
   const std::optional<double> fma_tps =
       peak_gflops ? std::optional<double>(*peak_gflops * 1e9 / (2.0 * cost.matmul_params)) : std::nullopt;
   for (int b : o.batches) {
@@ -192,9 +194,10 @@ mamba::Status print_decode(const Options& o, const std::string& name, mamba::Mod
     std::optional<bool> pass;
     if (goal > 0) pass = frac >= goal;
     const char* bound = !fma_tps ? "-" : *fma_tps < ceiling ? "compute" : "memory";
-    fmt::print("{:>5} {:>9.1f} {:>10.1f} {:>11.1f} {:>8} {:>6} {:>10} {:>10} {:>9} {:>5}\n", b, t.tokens_per_s,
+    const double lower = fma_tps ? std::min(ceiling, *fma_tps) : ceiling;
+    fmt::print("{:>5} {:>9.1f} {:>10.1f} {:>11.1f} {:>8} {:>6} {:>10} {:>10} {:>9} {:>9} {:>5}\n", b, t.tokens_per_s,
                bytes / 1e6, ceiling, pct(frac), goal > 0 ? "≥" + pct(goal) : "-", goal > 0 ? verdict(pass) : "",
-               opt_num(fma_tps), bound, pct(t.cpu_share));
+               opt_num(fma_tps), bound, pct(t.tokens_per_s / lower), pct(t.cpu_share));
     std::fflush(stdout);
     if (goal > 0)
       g_goals.push_back({name, fmt::format("decode b={} (of memory ceiling)", b),
@@ -281,7 +284,7 @@ mamba::Status bench_model(const Options& o, const std::string& ref, double bw_gb
              cost.matmul_params / 1e6, cost.step_weight_bytes / 1e6, (cost.row_bytes + 2 * cost.state_bytes) / 1e6,
              cost.state_bytes / 1e6, cost.row_bytes > 0 ? ", embedding row" : "");
   print_gemm_table(o, cost, gemm, precision);
-  // The FMA-compute bound uses the best aggregate rate measured at the prompt lengths.
+  // The FMA-compute bound: the best rate of the per-layer projections at the prompt lengths.
   std::optional<double> peak;
   for (int L : o.prompt_lens) {
     auto r = gemm.aggregate(cost, L, /*prefill=*/false, precision);

@@ -60,6 +60,12 @@ struct ModelConfig {
   double time_step_min_limit = 0.0;  ///< clamp of dt after softplus (time_step_limit[0])
   double time_step_max_limit = std::numeric_limits<double>::infinity();
 
+  // Weight quantization (config.json "quantization_config", written by `mamba-cli quantize`):
+  // {"quant_method": "mamba.cpp", "type": "q8" | "q4", "group_size": 32}. Empty quant_type = the
+  // checkpoint holds plain F32/BF16/F16 weights. Layout: README §"Quantized weights".
+  std::string quant_type;            ///< "", "q8" or "q4"
+  std::int64_t quant_group_size = 0; ///< weights per scale along K (32) when quant_type is set
+
   // token ids from config.json (generation_config.json may override eos at generation time)
   std::optional<std::int64_t> bos_token_id, pad_token_id;
   std::vector<std::int64_t> eos_token_ids;

@@ -58,6 +58,15 @@ struct TensorView {
   Shape shape;
   std::array<std::int64_t, kMaxDims> strides{};  // elements
   Device device = Device::kCpu;
+  // Quantized weights (dtype kQ8 / kQ4, written by `mamba-cli quantize`; layout in README
+  // §"Quantized weights"). `shape` is the LOGICAL [N, K]; `data` holds the codes (kQ8: int8 [N, K];
+  // kQ4: uint8 [N, K/2], byte k/2 of a row holds k even in its low nibble, k odd in its high one,
+  // code = q + 8 for q ∈ [−8, 7]); `scales` holds one scale per group of `group_size` consecutive
+  // weights along K ([N, K / group_size], dtype `scale_dtype` F32 or F16). Weight (n, k) =
+  // scale[n, k / group_size] · q[n, k]. Unused (nullptr / 0) for every other dtype.
+  const void* scales = nullptr;
+  DType scale_dtype = DType::kF32;
+  int group_size = 0;
 
   TensorView() = default;
   /// Contiguous view of `shape` at `data`.

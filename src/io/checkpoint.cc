@@ -44,7 +44,9 @@ Status CheckpointContents::add(const std::string& name, DType dtype, const Shape
 
 Status add_safetensors_file(const std::string& path, CheckpointContents& out) {
   MAMBA_ASSIGN_OR_RETURN(auto map, MappedFile::open(path));
-  MAMBA_ASSIGN_OR_RETURN(auto recs, parse_safetensors(map->data(), map->size(), path));
+  std::map<std::string, std::string> meta;
+  MAMBA_ASSIGN_OR_RETURN(auto recs, parse_safetensors(map->data(), map->size(), path, &meta));
+  out.file_metadata.emplace_back(path, std::move(meta));
   for (const auto& r : recs) {
     MAMBA_RETURN_IF_ERROR(out.add(r.name, r.dtype, r.shape, map->data() + r.begin, path));
   }
@@ -143,6 +145,7 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
                       fmt::format("{}: no weights found (looked for model.safetensors.index.json, model.safetensors, pytorch_model.bin, "
                                   "pytorch_model.bin.index.json)", dir));
   }
+  MAMBA_RETURN_IF_ERROR(io::fuse_quantized(contents, ck.impl_->config, dir));
   return ck;
 }
 

@@ -328,6 +328,35 @@ Status validate(const ModelConfig& c, const std::string& source) {
   return {};
 }
 
+// "quantization_config" (absent or null: plain weights). Only mamba.cpp's own q8/q4 layout loads;
+// other methods (bitsandbytes, GPTQ, ...) are refused by name.
+Status parse_quantization(const json& j, const std::string& source, ModelConfig& c) {
+  auto it = j.find("quantization_config");
+  if (it == j.end() || it->is_null()) return {};
+  auto bad = [&](const std::string& what) {
+    return Status(make_error(ErrorCode::kFormat, fmt::format("{}: quantization_config: {}", source, what)));
+  };
+  if (!it->is_object()) return bad(fmt::format("expected an object, got {}", it->dump()));
+  auto method = it->find("quant_method");
+  if (method == it->end() || !method->is_string()) return bad("missing string \"quant_method\" (expected \"mamba.cpp\")");
+  if (method->get<std::string>() != "mamba.cpp") {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: quantization_config.quant_method \"{}\" is not supported (only \"mamba.cpp\" q8/q4 checkpoints "
+                                  "written by `mamba-cli quantize`)", source, method->get<std::string>()));
+  }
+  auto type = it->find("type");
+  if (type == it->end() || !type->is_string() || (*type != "q8" && *type != "q4")) {
+    return bad(fmt::format("\"type\" must be \"q8\" or \"q4\", got {}", type == it->end() ? "nothing" : type->dump()));
+  }
+  auto gs = it->find("group_size");
+  if (gs == it->end() || !gs->is_number_integer() || gs->get<std::int64_t>() != 32) {
+    return bad(fmt::format("\"group_size\" must be 32, got {}", gs == it->end() ? "nothing" : gs->dump()));
+  }
+  c.quant_type = type->get<std::string>();
+  c.quant_group_size = 32;
+  return {};
+}
+
 }  // namespace
 
 Result<ModelConfig> ModelConfig::from_json_text(const std::string& text, const std::string& source) {
@@ -347,6 +376,7 @@ Result<ModelConfig> ModelConfig::from_json_text(const std::string& text, const s
                       fmt::format("{}: neither an HF config (\"model_type\" + \"hidden_size\") nor a state-spaces config (\"d_model\"): required key \"d_model\" / \"hidden_size\" is missing",
                                   source));
   }
+  MAMBA_RETURN_IF_ERROR(parse_quantization(j, source, c));
   MAMBA_RETURN_IF_ERROR(validate(c, source));
   return c;
 }

@@ -26,7 +26,8 @@ bool safetensors_dtype(const std::string& s, DType* out) {
 }
 
 Result<std::vector<SafetensorsRecord>> parse_safetensors(const std::uint8_t* bytes, std::size_t size,
-                                                         const std::string& source) {
+                                                         const std::string& source,
+                                                         std::map<std::string, std::string>* metadata) {
   if (size < 8) {
     return make_error(ErrorCode::kFormat,
                       fmt::format("{}: truncated safetensors file: {} bytes, need at least 8 for the header length", source, size));
@@ -48,7 +49,16 @@ Result<std::vector<SafetensorsRecord>> parse_safetensors(const std::uint8_t* byt
   recs.reserve(j.size());
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& name = it.key();
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__") {
+      if (!it.value().is_object()) return make_error(ErrorCode::kFormat, fmt::format("{}: \"__metadata__\" is not an object", source));
+      for (auto m = it.value().begin(); m != it.value().end(); ++m) {
+        if (!m.value().is_string()) {
+          return make_error(ErrorCode::kFormat, fmt::format("{}: __metadata__[\"{}\"] is not a string", source, m.key()));
+        }
+        if (metadata != nullptr) (*metadata)[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
     const auto& v = it.value();
     auto bad = [&](const std::string& what) {
       return make_error(ErrorCode::kFormat, fmt::format("{}: tensor '{}': {}", source, name, what));

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,9 @@ bool safetensors_dtype(const std::string& s, DType* out);
 /// with non-negative dims, numel·dtype size (overflow-checked) == end − begin, offsets inside the
 /// data buffer, no two records overlapping. Records are returned sorted by offset (file order).
 /// `source` (a path) prefixes every error. Errors: kFormat (malformed), kUnsupported (dtype/rank).
+/// `metadata` (optional): receives the "__metadata__" string map (must be an object of strings).
 Result<std::vector<SafetensorsRecord>> parse_safetensors(const std::uint8_t* bytes, std::size_t size,
-                                                         const std::string& source);
+                                                         const std::string& source,
+                                                         std::map<std::string, std::string>* metadata = nullptr);
 
 }  // namespace mamba::io

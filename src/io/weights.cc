@@ -22,11 +22,19 @@ struct Binder {
 
   std::string file_of(const TensorEntry* e) const { return e ? e->file : dir; }
 
-  Status check(const TensorEntry& e, const Shape& want) const {
+  // `quant_ok`: a 2-D projection / embedding that `mamba-cli quantize` may store as Q8/Q4.
+  Status check(const TensorEntry& e, const Shape& want, bool quant_ok) const {
     const DType t = e.view.dtype;
-    if (t != DType::kF32 && t != DType::kBF16 && t != DType::kF16) {
+    const bool quant = t == DType::kQ8 || t == DType::kQ4;
+    if (quant && !quant_ok) {
       return make_error(ErrorCode::kShape,
-                        fmt::format("{}: tensor '{}': dtype {} is not supported (expected F32, BF16 or F16)", e.file, e.name, dtype_name(t)));
+                        fmt::format("{}: tensor '{}': dtype {} is not allowed here (only the 2-D projections and the embedding / lm_head "
+                                    "are quantized; expected F32, BF16 or F16)", e.file, e.name, dtype_name(t)));
+    }
+    if (t != DType::kF32 && t != DType::kBF16 && t != DType::kF16 && !quant) {
+      return make_error(ErrorCode::kShape,
+                        fmt::format("{}: tensor '{}': dtype {} is not supported (expected F32, BF16 or F16{})", e.file, e.name, dtype_name(t),
+                                    quant_ok ? ", or Q8/Q4 with a quantization_config" : ""));
     }
     if (e.view.shape != want) {
       return make_error(ErrorCode::kShape,
@@ -36,13 +44,13 @@ struct Binder {
   }
 
   // A required tensor: present with the given shape.
-  Result<TensorView> req(const std::string& name, const Shape& want, const char* why = nullptr) const {
+  Result<TensorView> req(const std::string& name, const Shape& want, const char* why = nullptr, bool quant_ok = false) const {
     const TensorEntry* e = ckpt.find(name);
     if (e == nullptr) {
       return make_error(ErrorCode::kNotFound,
                         fmt::format("{}: tensor '{}' (shape {}) is missing{}{}", dir, name, want.str(), why ? ": " : "", why ? why : ""));
     }
-    MAMBA_RETURN_IF_ERROR(check(*e, want));
+    MAMBA_RETURN_IF_ERROR(check(*e, want, quant_ok));
     return e->view;
   }
 
@@ -54,7 +62,7 @@ struct Binder {
         return make_error(ErrorCode::kNotFound,
                           fmt::format("{}: tensor '{}' (shape {}) is missing but the config says {} = true", dir, name, want.str(), flag));
       }
-      MAMBA_RETURN_IF_ERROR(check(*e, want));
+      MAMBA_RETURN_IF_ERROR(check(*e, want, false));
       return e->view;
     }
     if (e != nullptr) {
@@ -67,16 +75,16 @@ struct Binder {
 
 Status bind_mamba1_layer(const Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& L) {
   const std::int64_t d = c.d_model, E = c.d_inner, N = c.d_state, K = c.d_conv, R = c.dt_rank;
-  MAMBA_ASSIGN_OR_RETURN(L.in_proj, b.req(p + "mixer.in_proj.weight", {2 * E, d}));
+  MAMBA_ASSIGN_OR_RETURN(L.in_proj, b.req(p + "mixer.in_proj.weight", {2 * E, d}, nullptr, true));
   MAMBA_ASSIGN_OR_RETURN(L.in_proj_bias, b.opt(p + "mixer.in_proj.bias", {2 * E}, c.proj_bias, "use_bias"));
   MAMBA_ASSIGN_OR_RETURN(L.conv1d_weight, b.req(p + "mixer.conv1d.weight", {E, 1, K}));
   MAMBA_ASSIGN_OR_RETURN(L.conv1d_bias, b.opt(p + "mixer.conv1d.bias", {E}, c.conv_bias, "use_conv_bias"));
-  MAMBA_ASSIGN_OR_RETURN(L.x_proj, b.req(p + "mixer.x_proj.weight", {R + 2 * N, E}));
-  MAMBA_ASSIGN_OR_RETURN(L.dt_proj, b.req(p + "mixer.dt_proj.weight", {E, R}));
+  MAMBA_ASSIGN_OR_RETURN(L.x_proj, b.req(p + "mixer.x_proj.weight", {R + 2 * N, E}, nullptr, true));
+  MAMBA_ASSIGN_OR_RETURN(L.dt_proj, b.req(p + "mixer.dt_proj.weight", {E, R}, nullptr, true));
   MAMBA_ASSIGN_OR_RETURN(L.dt_proj_bias, b.req(p + "mixer.dt_proj.bias", {E}));
   MAMBA_ASSIGN_OR_RETURN(L.A_log, b.req(p + "mixer.A_log", {E, N}));
   MAMBA_ASSIGN_OR_RETURN(L.D, b.req(p + "mixer.D", {E}));
-  MAMBA_ASSIGN_OR_RETURN(L.out_proj, b.req(p + "mixer.out_proj.weight", {d, E}));
+  MAMBA_ASSIGN_OR_RETURN(L.out_proj, b.req(p + "mixer.out_proj.weight", {d, E}, nullptr, true));
   MAMBA_ASSIGN_OR_RETURN(L.out_proj_bias, b.opt(p + "mixer.out_proj.bias", {d}, c.proj_bias, "use_bias"));
   return {};
 }
@@ -84,7 +92,7 @@ Status bind_mamba1_layer(const Binder& b, const ModelConfig& c, const std::strin
 Status bind_mamba2_layer(const Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& L) {
   const std::int64_t d = c.d_model, E = c.d_inner, N = c.d_state, K = c.d_conv, H = c.n_heads, G = c.n_groups;
   const std::int64_t C = c.conv_channels(), M = c.d_mlp;
-  MAMBA_ASSIGN_OR_RETURN(L.in_proj, b.req(p + "mixer.in_proj.weight", {2 * M + 2 * E + 2 * G * N + H, d}));
+  MAMBA_ASSIGN_OR_RETURN(L.in_proj, b.req(p + "mixer.in_proj.weight", {2 * M + 2 * E + 2 * G * N + H, d}, nullptr, true));
   MAMBA_ASSIGN_OR_RETURN(L.in_proj_bias, b.opt(p + "mixer.in_proj.bias", {2 * M + 2 * E + 2 * G * N + H}, c.proj_bias, "use_bias"));
   MAMBA_ASSIGN_OR_RETURN(L.conv1d_weight, b.req(p + "mixer.conv1d.weight", {C, 1, K}));
   MAMBA_ASSIGN_OR_RETURN(L.conv1d_bias, b.opt(p + "mixer.conv1d.bias", {C}, c.conv_bias, "use_conv_bias"));
@@ -92,7 +100,7 @@ Status bind_mamba2_layer(const Binder& b, const ModelConfig& c, const std::strin
   MAMBA_ASSIGN_OR_RETURN(L.A_log, b.req(p + "mixer.A_log", {H}));
   MAMBA_ASSIGN_OR_RETURN(L.D, b.req(p + "mixer.D", {H}));
   MAMBA_ASSIGN_OR_RETURN(L.gated_norm, b.req(p + "mixer.norm.weight", {E}));
-  MAMBA_ASSIGN_OR_RETURN(L.out_proj, b.req(p + "mixer.out_proj.weight", {d, E + M}));
+  MAMBA_ASSIGN_OR_RETURN(L.out_proj, b.req(p + "mixer.out_proj.weight", {d, E + M}, nullptr, true));
   MAMBA_ASSIGN_OR_RETURN(L.out_proj_bias, b.opt(p + "mixer.out_proj.bias", {d}, c.proj_bias, "use_bias"));
   return {};
 }
@@ -130,12 +138,12 @@ Result<ModelWeights> bind_weights(Checkpoint& ckpt) {
   const char* emb_names[2] = {"backbone.embeddings.weight", "backbone.embedding.weight"};
   if (c.format == CheckpointFormat::kStateSpaces) std::swap(emb_names[0], emb_names[1]);
   const char* emb = ckpt.find(emb_names[0]) != nullptr || ckpt.find(emb_names[1]) == nullptr ? emb_names[0] : emb_names[1];
-  MAMBA_ASSIGN_OR_RETURN(w.embedding, b.req(emb, {V, d}));
+  MAMBA_ASSIGN_OR_RETURN(w.embedding, b.req(emb, {V, d}, nullptr, true));
   MAMBA_ASSIGN_OR_RETURN(w.norm_f, b.req("backbone.norm_f.weight", {d}));
   if (c.tie_embeddings) {
     w.lm_head = w.embedding;
   } else {
-    MAMBA_ASSIGN_OR_RETURN(w.lm_head, b.req("lm_head.weight", {V, d}, "the config says the lm_head is untied (tie_word_embeddings / tie_embeddings = false)"));
+    MAMBA_ASSIGN_OR_RETURN(w.lm_head, b.req("lm_head.weight", {V, d}, "the config says the lm_head is untied (tie_word_embeddings / tie_embeddings = false)", true));
   }
   w.layers.resize(static_cast<std::size_t>(c.n_layer));
   for (std::int64_t i = 0; i < c.n_layer; ++i) {

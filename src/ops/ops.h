@@ -35,8 +35,12 @@ int num_threads();
 
 /// y[m, n] = bias[n] + Σ_k x[m, k] · W[n, k]   (PyTorch nn.Linear).
 /// x: [M, K] fp32 (ldx); W: [Nout, K] contiguous F32/BF16/F16; bias: [Nout] any of those dtypes
-/// or empty; y: [M, Nout] fp32 (ldy). One kernel for prefill (M = tokens) and decode (M = batch):
-/// each y[m, n] is the same fixed-order fp32 dot product whatever M is.
+/// or empty; y: [M, Nout] fp32 (ldy). One kernel for prefill (M = tokens) and decode (M = batch).
+/// Reduction order (canonical, src/ops/cpu/linear_canonical.h): with w = W[n, :] converted exactly
+/// to fp32, 16 lanes l[i] = +0; for k < K16 = K − K % 16 ascending, l[k % 16] = fma(x[k], w[k],
+/// l[k % 16]); then the tree l[i] += l[i + s] for s = 8, 4, 2, 1 (i < s); r = l[0]; the tail
+/// k ∈ [K16, K) ascending r = fma(x[k], w[k], r); y = r + bias[n] (fp32). Every dispatch target,
+/// every M and every thread count gives this bitwise (batch invariance).
 void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
             float* y, std::int64_t ldy);
 

@@ -56,8 +56,10 @@ void run_inspect(const std::string& model_arg) {
   auto count = [&](const TensorView& v) {
     if (v.empty() || !seen.insert(v.data).second) return;
     params += v.numel();
-    bytes += static_cast<std::int64_t>(v.nbytes());
-    bytes_by_dtype[dtype_name(v.dtype)] += static_cast<std::int64_t>(v.nbytes());
+    // Quantized weights: codes + their F32 scales (one per group_size weights).
+    const std::int64_t b = static_cast<std::int64_t>(v.nbytes()) + (v.scales != nullptr ? v.numel() / v.group_size * 4 : 0);
+    bytes += b;
+    bytes_by_dtype[dtype_name(v.dtype)] += b;
   };
   count(w->embedding);
   count(w->norm_f);
@@ -92,6 +94,7 @@ void run_inspect(const std::string& model_arg) {
   fmt::print("vocab            {} (logits width {})\n", c.vocab_size, c.padded_vocab_size());
   fmt::print("lm_head          {}\n", c.tie_embeddings ? "tied to the embedding" : "untied");
   fmt::print("dtype            {}\n", dtypes);
+  if (!c.quant_type.empty()) fmt::print("quantization     {} (group size {}, F32 scales; mamba-cli quantize)\n", c.quant_type, c.quant_group_size);
   fmt::print("parameters       {} ({})\n", params, human_count(static_cast<double>(params)));
   fmt::print("weight bytes     {} ({})\n", bytes, human_bytes(static_cast<double>(bytes)));
   fmt::print("state / sequence {} ({}: conv_state {} + ssm_state {} fp32 per layer)\n", c.state_bytes(),

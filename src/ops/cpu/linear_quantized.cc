@@ -1,20 +1,161 @@
-// Placeholder until the quantized kernels land: no loader produces kQ8/kQ4 views yet.
-#include <cstdio>
-#include <cstdlib>
+// Linear and embedding over q8 / q4 weights: the dispatcher, the scalar reference (= the baseline
+// target) and the embedding lookup. The computation is defined in quant_kernels.h.
+//
+// Work split: tasks = (blocks of kRowsPerTask weight rows) × (blocks of kMPerTask input rows);
+// within a task each weight row's codes are read from memory once and reused from L1 for every
+// input row of the block, so decode (M ≤ 64) streams the weights once per call and prefill keeps a
+// weight block in cache while its input rows pass. Threads take whole tasks (OpenMP, static).
+#include <omp.h>
 
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ops/cpu/cpu_target.h"
+#include "ops/cpu/parallel.h"
+#include "ops/cpu/quant_kernels.h"
 #include "ops/cpu/quantized.h"
+#include "ops/ops.h"
 
 namespace mamba::ops::cpu {
+namespace quant {
 
-void linear_quantized(const float*, std::int64_t, std::int64_t, const TensorView&, const TensorView&, float*,
-                      std::int64_t) {
-  std::fprintf(stderr, "internal error: quantized linear is not implemented yet\n");
-  std::abort();
+void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, float* sx) {
+  for (std::int64_t g = 0; g < K / kGroup; ++g) {
+    const float* xg = x + g * kGroup;
+    float amax = 0.0f;
+    bool finite = true;
+    for (int i = 0; i < kGroup; ++i) {
+      const float a = std::fabs(xg[i]);
+      finite = finite && a <= FLT_MAX;
+      amax = std::max(amax, a);
+    }
+    const float inv = amax == 0.0f || !finite ? 0.0f : 127.0f / amax;
+    sx[g] = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
+    for (int i = 0; i < kGroup; ++i) xq[g * kGroup + i] = finite ? static_cast<std::int8_t>(std::nearbyint(xg[i] * inv)) : 0;
+  }
 }
 
-void embedding_quantized(const TensorView&, std::span<const std::int32_t>, float*) {
-  std::fprintf(stderr, "internal error: quantized embedding is not implemented yet\n");
-  std::abort();
+namespace {
+
+/// Codes of group g of a weight row as int8 values in k order.
+inline void unpack_group(const void* w, bool q4, std::int64_t g, std::int8_t* out) {
+  if (!q4) {
+    const auto* p = static_cast<const std::int8_t*>(w) + g * kGroup;
+    for (int i = 0; i < kGroup; ++i) out[i] = p[i];
+    return;
+  }
+  const auto* p = static_cast<const std::uint8_t*>(w) + g * kGroup / 2;
+  for (int j = 0; j < kGroup / 2; ++j) {
+    out[2 * j] = static_cast<std::int8_t>((p[j] & 0x0F) - 8);
+    out[2 * j + 1] = static_cast<std::int8_t>((p[j] >> 4) - 8);
+  }
+}
+
+}  // namespace
+
+float dot_ref(const std::int8_t* xq, const float* sx, const void* w, const float* sw, std::int64_t K, bool q4) {
+  const std::int64_t G = K / kGroup, G8 = G - G % 8;
+  auto term = [&](std::int64_t g, float acc) {
+    std::int8_t wq[kGroup];
+    unpack_group(w, q4, g, wq);
+    std::int32_t isum = 0;
+    for (int i = 0; i < kGroup; ++i) isum += std::int32_t{xq[g * kGroup + i]} * std::int32_t{wq[i]};
+    return std::fma(sx[g] * sw[g], static_cast<float>(isum), acc);
+  };
+  float l[8] = {};
+  for (std::int64_t g = 0; g < G8; ++g) l[g % 8] = term(g, l[g % 8]);
+  for (int s = 4; s >= 1; s /= 2)
+    for (int i = 0; i < s; ++i) l[i] = l[i] + l[i + s];
+  float r = l[0];
+  for (std::int64_t g = G8; g < G; ++g) r = term(g, r);
+  return r;
+}
+
+void dot_rows_baseline(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1) {
+  const std::int64_t G = a.K / kGroup;
+  const std::int64_t row_bytes = a.q4 ? a.K / 2 : a.K;
+  for (std::int64_t n = n0; n < n1; ++n) {
+    const void* wn = static_cast<const std::uint8_t*>(a.w) + n * row_bytes;
+    for (std::int64_t m = m0; m < m1; ++m)
+      a.y[m * a.ldy + n] = dot_ref(a.xq + m * a.K, a.sx + m * G, wn, a.sw + n * G, a.K, a.q4);
+  }
+}
+
+}  // namespace quant
+
+namespace {
+
+constexpr std::int64_t kRowsPerTask = 16;
+constexpr std::int64_t kMPerTask = 64;
+
+float bias_at(const TensorView& b, std::int64_t n) {
+  switch (b.dtype) {
+    case DType::kF32: return static_cast<const float*>(b.data)[n];
+    case DType::kBF16: return bf16_to_f32(static_cast<const std::uint16_t*>(b.data)[n]);
+    case DType::kF16: return f16_to_f32(static_cast<const std::uint16_t*>(b.data)[n]);
+    default: return 0.0f;
+  }
+}
+
+}  // namespace
+
+void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias, float* y,
+                      std::int64_t ldy) {
+  const std::int64_t N = W.shape[0], K = W.shape[1], G = K / quant::kGroup;
+  if (M <= 0 || N <= 0) return;
+  const CpuTarget target = cpu_target();
+  // 1. Activation quantization into per-call scratch of the calling thread (grows only).
+  static thread_local std::vector<std::int8_t> xq_buf;
+  static thread_local std::vector<float> sx_buf;
+  if (xq_buf.size() < static_cast<std::size_t>(M * K)) xq_buf.resize(static_cast<std::size_t>(M * K));
+  if (sx_buf.size() < static_cast<std::size_t>(M * G)) sx_buf.resize(static_cast<std::size_t>(M * G));
+  std::int8_t* xq = xq_buf.data();
+  float* sx = sx_buf.data();
+  if (target >= CpuTarget::kAvx2) {
+    quant::quantize_rows_avx2(x, ldx, M, K, xq, sx);
+  } else {
+    for (std::int64_t m = 0; m < M; ++m) quant::quantize_row_ref(x + m * ldx, K, xq + m * K, sx + m * G);
+  }
+  // 2–4. Integer dot products and the fixed-order fp32 combination, threads over tasks.
+  const quant::DotArgs args{xq, sx, M, K, W.data, static_cast<const float*>(W.scales), W.dtype == DType::kQ4, y, ldy};
+  auto* kernel = target >= CpuTarget::kAvx512 && cpu_has_avx512_vnni() ? &quant::dot_rows_avx512vnni
+                 : target >= CpuTarget::kAvx2                           ? &quant::dot_rows_avx2
+                                                                        : &quant::dot_rows_baseline;
+  const std::int64_t n_blocks = (N + kRowsPerTask - 1) / kRowsPerTask, m_blocks = (M + kMPerTask - 1) / kMPerTask;
+  const std::int64_t n_tasks = n_blocks * m_blocks;
+  const bool parallel = M * N * K >= kParallelMinWork && n_tasks > 1;
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (parallel)
+  for (std::int64_t t = 0; t < n_tasks; ++t) {
+    const std::int64_t nb = t % n_blocks, mb = t / n_blocks;
+    const std::int64_t n0 = nb * kRowsPerTask, n1 = std::min(N, n0 + kRowsPerTask);
+    const std::int64_t m0 = mb * kMPerTask, m1 = std::min(M, m0 + kMPerTask);
+    kernel(args, m0, m1, n0, n1);
+    // 5. Bias.
+    if (!bias.empty())
+      for (std::int64_t m = m0; m < m1; ++m)
+        for (std::int64_t n = n0; n < n1; ++n) y[m * ldy + n] += bias_at(bias, n);
+  }
+}
+
+void embedding_quantized(const TensorView& table, std::span<const std::int32_t> ids, float* out) {
+  const std::int64_t d = table.shape[1], G = d / quant::kGroup;
+  const bool q4 = table.dtype == DType::kQ4;
+  const std::int64_t row_bytes = q4 ? d / 2 : d;
+  const auto* scales = static_cast<const float*>(table.scales);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::int64_t id = ids[i];
+    const void* w = static_cast<const std::uint8_t*>(table.data) + id * row_bytes;
+    float* o = out + static_cast<std::int64_t>(i) * d;
+    for (std::int64_t g = 0; g < G; ++g) {
+      std::int8_t q[quant::kGroup];
+      quant::unpack_group(w, q4, g, q);
+      const float s = scales[id * G + g];
+      for (int k = 0; k < quant::kGroup; ++k) o[g * quant::kGroup + k] = s * static_cast<float>(q[k]);
+    }
+  }
 }
 
 }  // namespace mamba::ops::cpu
