@@ -36,8 +36,8 @@ std::int64_t ssd_num_chunks(std::int64_t position, std::int64_t L, std::int64_t 
 
 namespace {
 
-/// Rows per causal strip of the CB and Y_diag GEMMs (a multiple of the GEMM's 4-row tile).
-constexpr std::int64_t kStrip = 16;
+/// Rows per causal strip of the CB and Y_diag GEMMs (a multiple of the GEMM's 6-row tile).
+constexpr std::int64_t kStrip = 24;
 
 float* grow(std::vector<float>& v, std::int64_t n) {
   if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
