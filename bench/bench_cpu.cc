@@ -2,11 +2,11 @@
 // ceiling, thread scaling — measured in one run on this machine.
 //
 //   bench_cpu [MODEL_DIR ...] [--threads N] [--prompt-lens 512,2048] [--decode-steps 32]
-//             [--batches 1,8] [--bw-gib 1] [--no-gemm-ceiling]
+//             [--batches 1,8] [--bw-gib GiB] [--no-gemm-ceiling] [--gemm-seconds 0.2]
 //
 // With no MODEL_DIR it measures the embedded default model. Order of a run:
-//  1. ceilings: streaming read bandwidth (best of 5 passes over --bw-gib GiB, 1 thread and all
-//     threads) and, per model, oneDNN matmul GFLOP/s at the model's projection shapes;
+//  1. ceilings: streaming read bandwidth (best of 5 passes over max(1 GiB, 4× LLC) or --bw-gib,
+//     1 thread and all threads) and, per model, oneDNN matmul GFLOP/s at the model's projection shapes;
 //  2. per model: ops::linear vs oneDNN at each projection shape (M = each batch and prompt length);
 //     decode tok/s at each batch as a fraction of its memory ceiling, with the FMA-compute bound;
 //     prefill tok/s, the per-op split of prefill time (ops/profile.h) and the projections' achieved
@@ -52,7 +52,7 @@ struct Options {
   int decode_steps = 32;
   std::vector<int> batches = {1, 8};
   bool no_gemm_ceiling = false;
-  double bw_gib = 1.0;
+  double bw_gib = 0;  ///< 0: max(1 GiB, 4× LLC)
   double gemm_seconds = 0.2;
 };
 
@@ -308,10 +308,14 @@ int main(int argc, char** argv) {
   app.add_option("--decode-steps", o.decode_steps, "timed decode steps per batch size")->check(CLI::Range(1, 1 << 20));
   app.add_option("--batches", o.batches, "decode batch sizes")->delimiter(',')->check(CLI::Range(1, 1024));
   app.add_flag("--no-gemm-ceiling", o.no_gemm_ceiling, "skip the oneDNN GEMM measurements");
-  app.add_option("--bw-gib", o.bw_gib, "bandwidth buffer size in GiB (≥ 1 and ≥ 4× LLC for a real ceiling)")
+  app.add_option("--bw-gib", o.bw_gib, "bandwidth buffer size in GiB (default: 1, or 4× the LLC when larger)")
       ->check(CLI::Range(0.001, 1024.0));
   app.add_option("--gemm-seconds", o.gemm_seconds, "minimum seconds per GEMM shape measurement")->check(CLI::Range(0.0, 60.0));
   CLI11_PARSE(app, argc, argv);
+  if (o.prompt_lens.empty() || o.batches.empty()) {
+    fmt::print(stderr, "error: --prompt-lens and --batches need at least one value\n");
+    return 2;
+  }
   if (o.dirs.empty()) {
     std::string def = mamba::default_model_path();
     o.dirs.push_back(def.empty() ? std::string(MAMBA_SOURCE_MODEL_DIR) : def);
@@ -325,11 +329,13 @@ int main(int argc, char** argv) {
              mb::onednn_version());
 
   // ---- ceilings ----
-  const auto bytes = static_cast<std::size_t>(o.bw_gib * static_cast<double>(1ull << 30));
+  const auto bytes = o.bw_gib > 0 ? static_cast<std::size_t>(o.bw_gib * static_cast<double>(1ull << 30))
+                                  : std::max<std::size_t>(std::size_t{1} << 30, 4 * llc);
   const mb::Bandwidth bw1 = mb::read_bandwidth(bytes, 1, 5);
   const mb::Bandwidth bwn = threads > 1 ? mb::read_bandwidth(bytes, threads, 5) : bw1;
   if (bwn.gbps <= 0) {
-    fmt::print(stderr, "error: cannot allocate the {:.2f} GiB bandwidth buffer (lower --bw-gib)\n", o.bw_gib);
+    fmt::print(stderr, "error: cannot allocate the {:.2f} GiB bandwidth buffer (lower --bw-gib)\n",
+               static_cast<double>(bytes) / (1ull << 30));
     return 1;
   }
   fmt::print("== ceilings\nread bandwidth ({:.2f} GiB buffer, {} loop, best of 5): 1 thread {:.1f} GB/s, {} threads {:.1f} GB/s{}\n",
