@@ -115,6 +115,13 @@ TEST(Gemm, MatchesDoubleOnOddShapes) {
           }
         for (std::int64_t i = 0; i < M; ++i)  // columns past n untouched
           for (std::int64_t j = n; j < ldc; ++j) EXPECT_EQ(C[i * ldc + j], C0[i * ldc + j]);
+        // gemm_at: the same product from A stored transposed ([K, M], ld M + 1): bitwise equal.
+        std::vector<float> At(std::max<std::int64_t>(K, 1) * (M + 1));
+        for (std::int64_t i = 0; i < M; ++i)
+          for (std::int64_t k = 0; k < K; ++k) At[k * (M + 1) + i] = A[i * lda + k];
+        auto Ct = C0;
+        ops::cpu::cpu_kernels().gemm_at(M, n, K, At.data(), M + 1, B.data(), ldb, Ct.data(), ldc, acc);
+        EXPECT_TRUE(bitwise_equal(Ct, C));
       }
     });
   }

@@ -28,6 +28,10 @@ struct Kernels {
   void (*gemm)(std::int64_t M, std::int64_t n, std::int64_t K, const float* A, std::int64_t lda, const float* B,
                std::int64_t ldb, float* C, std::int64_t ldc, bool accumulate);
 
+  /// gemm with A stored transposed: At is [K, M] (lda ≥ M), A[i, k] = At[k·lda + i].
+  void (*gemm_at)(std::int64_t M, std::int64_t n, std::int64_t K, const float* At, std::int64_t lda, const float* B,
+                  std::int64_t ldb, float* C, std::int64_t ldc, bool accumulate);
+
   /// w[j] = cb[j] · exp(s_i − S[j]) · dt[j] for j < n  (SSD's decayed, Δ-weighted C·B row).
   void (*ssd_decay_row)(float* w, const float* cb, float s_i, const float* S, const float* dt, std::int64_t n);
 
@@ -48,6 +52,9 @@ struct Kernels {
 
   /// out[i] = silu(z[i]) · x[i], i < n (out may alias x).
   void (*silu_mul_row)(const float* z, const float* x, float* out, std::int64_t n);
+
+  /// Σ_i x[i]² in double (8-wide partial sums in a fixed order, then the tail), i < n.
+  double (*sumsq_row)(const float* x, std::int64_t n);
 
   /// out[i] = exp(x[i]), i < n (for tests of the vector exp).
   void (*exp_row)(const float* x, float* out, std::int64_t n);

@@ -53,17 +53,16 @@ void step_head(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::
                   a.y + t * a.ldy + head * a.P);
 }
 
-/// One head over the chunk [t0, t0 + Lc); CB: the group's [Lc, Lc] C·Bᵀ (rows i, cols ≤ i).
+/// One head over the chunk [t0, t0 + Lc); CB: the group's [Lc, Lc] C·Bᵀ (rows i, cols ≤ i);
+/// hT: the head's state TRANSPOSED, [N, P] (in/out), so both state GEMMs read it directly.
 void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::int64_t t0, std::int64_t Lc,
-                const float* CB) {
-  static thread_local std::vector<float> S_buf, dt_buf, W_buf, hT_buf, XwT_buf;
+                const float* CB, float* hT) {
+  static thread_local std::vector<float> S_buf, dt_buf, W_buf, Xw_buf;
   const std::int64_t P = a.P, N = a.N, g = head / (a.H / a.G);
   float* S = grow(S_buf, Lc);
   float* dts = grow(dt_buf, Lc);
   float* W = grow(W_buf, Lc * Lc);
-  float* hT = grow(hT_buf, N * P);
-  float* XwT = grow(XwT_buf, P * Lc);
-  float* h = a.ssm_state + head * P * N;
+  float* Xw = grow(Xw_buf, Lc * P);
   const float* x = a.x + t0 * a.ldx + head * P;
   const float* B = a.B + t0 * a.ldb + g * N;
   const float* C = a.C + t0 * a.ldc + g * N;
@@ -83,8 +82,6 @@ void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std:
     for (std::int64_t j = i + 1; j < strip_end; ++j) Wi[j] = 0.0f;
   }
   // Y_off = C · hᵀ, then y = exp(S_i)·Y_off + D·x.
-  for (std::int64_t p = 0; p < P; ++p)
-    for (std::int64_t n = 0; n < N; ++n) hT[n * P + p] = h[p * N + n];
   k.gemm(Lc, P, N, C, a.ldc, hT, P, y, a.ldy, false);
   for (std::int64_t i = 0; i < Lc; ++i) {
     const float e = std::exp(S[i]);
@@ -97,19 +94,37 @@ void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std:
     const std::int64_t i1 = std::min(Lc, i0 + kStrip);
     k.gemm(i1 - i0, P, i1, W + i0 * Lc, Lc, x, a.ldx, y + i0 * a.ldy, a.ldy, true);
   }
-  // h_c = exp(S_last)·h + (X ∘ w)ᵀ · B.
+  // h_cᵀ = exp(S_last)·hᵀ + Bᵀ · (X ∘ w)   (X ∘ w: [Lc, P], row j = w_j·x_j; B rows passed as Aᵀ).
   const float S_last = S[Lc - 1], decay = std::exp(S_last);
   for (std::int64_t j = 0; j < Lc; ++j) {
     const float wj = std::exp(S_last - S[j]) * dts[j];
     const float* xj = x + j * a.ldx;
-    for (std::int64_t p = 0; p < P; ++p) XwT[p * Lc + j] = wj * xj[p];
+    for (std::int64_t p = 0; p < P; ++p) Xw[j * P + p] = wj * xj[p];
   }
-  for (std::int64_t i = 0; i < P * N; ++i) h[i] *= decay;
-  k.gemm(P, N, Lc, XwT, Lc, B, a.ldb, h, N, true);
+  for (std::int64_t i = 0; i < N * P; ++i) hT[i] *= decay;
+  k.gemm_at(N, P, Lc, B, a.ldb, Xw, P, hT, P, true);
 }
 
+/// Internal chunk length: Q itself, or 64 when Q is a larger multiple of 64. The chunked form is
+/// exact for any chunking; shorter chunks cut the quadratic part (C·Bᵀ and W·X: L·q/2 per row)
+/// while the state passing (C·hᵀ and (X∘w)ᵀ·B) stays L·N·P. Still aligned to absolute positions
+/// (multiples of q divide multiples of Q), so splits at multiples of Q stay bitwise identical.
+std::int64_t internal_chunk(std::int64_t Q) { return Q > 64 && Q % 64 == 0 ? 64 : Q; }
+
+/// h [P, N] ← hT [N, P] (and the reverse with to_T).
+void transpose_state(float* h, float* hT, std::int64_t P, std::int64_t N, bool to_T) {
+  for (std::int64_t p = 0; p < P; ++p)
+    for (std::int64_t n = 0; n < N; ++n) {
+      if (to_T)
+        hT[n * P + p] = h[p * N + n];
+      else
+        h[p * N + n] = hT[n * P + p];
+    }
+}
+
+/// Decode: the chunk state of one head (already [P, N]) into chunk_states[chunk].
 void copy_chunk_state(const SsdArgs& a, std::int64_t chunk, std::int64_t head) {
-  if (!a.chunk_states) return;
+  if (!a.chunk_states || chunk < 0) return;
   const std::int64_t per_head = a.P * a.N;
   std::memcpy(a.chunk_states + (chunk * a.H + head) * per_head, a.ssm_state + head * per_head,
               sizeof(float) * std::size_t(per_head));
@@ -119,41 +134,50 @@ void copy_chunk_state(const SsdArgs& a, std::int64_t chunk, std::int64_t head) {
 
 void ssd(const SsdArgs& a) {
   const ProfileScope profile(OpKind::kScan);
+  if (a.L <= 0) return;
   const cpu::Kernels& k = cpu::cpu_kernels();
-  const std::int64_t H = a.H, G = a.G, N = a.N;
-  const bool parallel = a.L * H * a.P * N >= cpu::kParallelMinWork && H > 1;
-  static thread_local std::vector<float> Bt_buf, CB_buf;
-  std::int64_t t0 = 0, chunk = 0;
-  while (t0 < a.L) {
-    const std::int64_t pos = a.position + t0;
-    const std::int64_t Lc = std::min(a.L - t0, a.Q - pos % a.Q);  // up to the next absolute boundary
-    {
-      float* Bt = grow(Bt_buf, G * N * Lc);   // [G][N, Lc]  Bᵀ of the chunk
-      float* CB = grow(CB_buf, G * Lc * Lc);  // [G][Lc, Lc] C·Bᵀ (lower strips)
-      const std::int64_t strips = (Lc + kStrip - 1) / kStrip;
+  const std::int64_t H = a.H, G = a.G, N = a.N, P = a.P, per_head = P * N;
+  const std::int64_t q = internal_chunk(a.Q), max_lc = std::min(q, a.L);
+  const bool parallel = a.L * H * P * N >= cpu::kParallelMinWork && H > 1;
+  static thread_local std::vector<float> Bt_buf, CB_buf, hT_buf;
+  float* Bt = grow(Bt_buf, G * N * max_lc);   // [G][N, Lc]  Bᵀ of the chunk
+  float* CB = grow(CB_buf, G * max_lc * max_lc);  // [G][Lc, Lc] C·Bᵀ (lower strips)
+  float* hT = grow(hT_buf, H * per_head);     // [H][N, P]   the states, transposed for the call
 #pragma omp parallel num_threads(num_threads()) if (parallel)
-      {
+  {
 #pragma omp for schedule(static)
-        for (std::int64_t g = 0; g < G; ++g)
-          for (std::int64_t j = 0; j < Lc; ++j) {
-            const float* Bj = a.B + (t0 + j) * a.ldb + g * N;
-            for (std::int64_t n = 0; n < N; ++n) Bt[(g * N + n) * Lc + j] = Bj[n];
-          }
+    for (std::int64_t head = 0; head < H; ++head)
+      transpose_state(a.ssm_state + head * per_head, hT + head * per_head, P, N, true);
+    for (std::int64_t t0 = 0; t0 < a.L;) {  // every thread walks the same chunks
+      const std::int64_t pos = a.position + t0;
+      const std::int64_t Lc = std::min(a.L - t0, q - pos % q);  // up to the next absolute boundary
+      // chunk_states index when this piece ends a Q-chunk (or the input), else −1.
+      const bool ends_chunk = (pos + Lc) % a.Q == 0 || t0 + Lc == a.L;
+      const std::int64_t chunk = ends_chunk ? (pos + Lc - 1) / a.Q - a.position / a.Q : -1;
+      const std::int64_t strips = (Lc + kStrip - 1) / kStrip;
 #pragma omp for schedule(static)
-        for (std::int64_t item = 0; item < G * strips; ++item) {
-          const std::int64_t g = item / strips, i0 = (item % strips) * kStrip, i1 = std::min(Lc, i0 + kStrip);
-          k.gemm(i1 - i0, i1, N, a.C + (t0 + i0) * a.ldc + g * N, a.ldc, Bt + g * N * Lc, Lc,
-                 CB + g * Lc * Lc + i0 * Lc, Lc, false);
+      for (std::int64_t g = 0; g < G; ++g)
+        for (std::int64_t j = 0; j < Lc; ++j) {
+          const float* Bj = a.B + (t0 + j) * a.ldb + g * N;
+          for (std::int64_t n = 0; n < N; ++n) Bt[(g * N + n) * Lc + j] = Bj[n];
         }
 #pragma omp for schedule(static)
-        for (std::int64_t head = 0; head < H; ++head) {
-          head_chunk(k, a, head, t0, Lc, CB + (head / (H / G)) * Lc * Lc);
-          copy_chunk_state(a, chunk, head);
-        }
+      for (std::int64_t item = 0; item < G * strips; ++item) {
+        const std::int64_t g = item / strips, i0 = (item % strips) * kStrip, i1 = std::min(Lc, i0 + kStrip);
+        k.gemm(i1 - i0, i1, N, a.C + (t0 + i0) * a.ldc + g * N, a.ldc, Bt + g * N * Lc, Lc,
+               CB + g * Lc * Lc + i0 * Lc, Lc, false);
       }
+#pragma omp for schedule(static)
+      for (std::int64_t head = 0; head < H; ++head) {
+        head_chunk(k, a, head, t0, Lc, CB + (head / (H / G)) * Lc * Lc, hT + head * per_head);
+        if (a.chunk_states && chunk >= 0)
+          transpose_state(a.chunk_states + (chunk * H + head) * per_head, hT + head * per_head, P, N, false);
+      }
+      t0 += Lc;
     }
-    t0 += Lc;
-    ++chunk;
+#pragma omp for schedule(static)
+    for (std::int64_t head = 0; head < H; ++head)
+      transpose_state(a.ssm_state + head * per_head, hT + head * per_head, P, N, false);
   }
 }
 
