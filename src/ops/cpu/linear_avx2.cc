@@ -126,7 +126,7 @@ void sweep(const LinearProblem& p, std::int64_t m0, std::int64_t m1, const void*
   for (std::int64_t j = 0; j < nrows; j += nr_full) {
     const int nr = static_cast<int>(nrows - j < nr_full ? nrows - j : nr_full);
     const void* wj = static_cast<const std::uint8_t*>(w) + j * K * esz;
-    if (kPrefetch && m1 - m0 > 2) {
+    if (kPrefetch) {
       // Several passes will run over this group: fetch the next group meanwhile, so that its
       // DRAM reads overlap this group's FMAs instead of stalling the next group's first pass.
       const std::int64_t left = nrows - j - nr, next = left < nr_full ? left : nr_full;
