@@ -73,9 +73,7 @@ constexpr double kBusyShare = 0.9;
 
 std::string verdict(std::optional<bool> pass) { return !pass ? "n/a" : *pass ? "PASS" : "FAIL"; }
 std::string pct(double x) { return fmt::format("{:.0f}%", 100.0 * x); }
-std::string opt_num(std::optional<double> v, const char* f = "{:.1f}") {
-  return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
-}
+std::string opt_num(std::optional<double> v) { return v ? fmt::format("{:.1f}", *v) : std::string("-"); }
 
 std::string cpu_model_name() {
   std::ifstream f("/proc/cpuinfo");
