@@ -66,6 +66,10 @@ struct Goal {
   std::optional<bool> pass;  ///< nullopt: not measured
 };
 std::vector<Goal> g_goals;
+/// Lowest cpu share of a timed decode/prefill row (see forward_timing.h): below kBusyShare the run
+/// shared the cores with other processes and the verdicts understate the machine.
+double g_min_cpu_share = 1e9;
+constexpr double kBusyShare = 0.9;
 
 std::string verdict(std::optional<bool> pass) { return !pass ? "n/a" : *pass ? "PASS" : "FAIL"; }
 std::string pct(double x) { return fmt::format("{:.0f}%", 100.0 * x); }
@@ -198,6 +202,7 @@ mamba::Status print_decode(const Options& o, const std::string& name, mamba::Mod
     fmt::print("{:>5} {:>9.1f} {:>10.1f} {:>11.1f} {:>8} {:>6} {:>10} {:>10} {:>9} {:>9} {:>5}\n", b, t.tokens_per_s,
                bytes / 1e6, ceiling, pct(frac), goal > 0 ? "≥" + pct(goal) : "-", goal > 0 ? verdict(pass) : "",
                opt_num(fma_tps), bound, pct(t.tokens_per_s / lower), pct(t.cpu_share));
+    g_min_cpu_share = std::min(g_min_cpu_share, t.cpu_share);
     std::fflush(stdout);
     if (goal > 0)
       g_goals.push_back({name, fmt::format("decode b={} (of memory ceiling)", b),
@@ -229,6 +234,7 @@ mamba::Status print_prefill(const Options& o, const std::string& name, mamba::Mo
                pct(share(OpKind::kNorm)), pct(share(OpKind::kElementwise)), pct(share(OpKind::kEmbedding)), pct(other),
                pct(non_gemm), verdict(ng_pass), achieved, opt_num(ceiling), ceiling ? pct(achieved / *ceiling) : "-",
                verdict(gemm_pass), pct(t.cpu_share));
+    g_min_cpu_share = std::min(g_min_cpu_share, t.cpu_share);
     std::fflush(stdout);
     g_goals.push_back({name, fmt::format("prefill {} conv+scan+norm+elementwise", L), pct(non_gemm),
                        "≤ " + pct(kGoalNonGemm), ng_pass});
@@ -251,6 +257,7 @@ mamba::Status print_scaling(const Options& o, const std::string& name, mamba::Mo
     set_threads(all_threads);
     MAMBA_RETURN_IF_ERROR(t.status());
     tps.push_back(t->tokens_per_s);
+    g_min_cpu_share = std::min(g_min_cpu_share, t->cpu_share);
   }
   std::string line = fmt::format("-- scaling: prefill {} tok/s:", L);
   for (std::size_t i = 0; i < counts.size(); ++i)
@@ -361,5 +368,9 @@ int main(int argc, char** argv) {
   fmt::print("{:<28} {:<44} {:>24} {:>8} {:>6}\n", "model", "goal", "measured", "target", "");
   for (const auto& g : g_goals)
     fmt::print("{:<28} {:<44} {:>24} {:>8} {:>6}\n", g.model.substr(0, 28), g.what, g.measured, g.target, verdict(g.pass));
+  if (g_min_cpu_share < kBusyShare)
+    fmt::print("WARNING: the machine was busy (a timed row got only {} of its cores' time): the figures and\n"
+               "verdicts above understate this machine; measure again when it is idle.\n",
+               pct(g_min_cpu_share));
   return 0;
 }
