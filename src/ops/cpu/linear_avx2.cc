@@ -12,6 +12,8 @@
 //    every input row runs over that group while it is in L1: each weight byte leaves DRAM once.
 //  - Many rows (prefill): blocks of weight rows are converted to fp32 once into the thread's scratch
 //    (L2-sized), and the micro-kernel sweeps blocks of MB input rows over every NR-row group.
+//    The first pass over each weight-row group of the direct path prefetches the next group.
+
 // GCC 12 reports its own _mm*_undefined_*() helpers (inside the intrinsics headers) as "(maybe)
 // uninitialized" once they are inlined here: a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -30,7 +32,6 @@ using WT = LinearWeight;
 
 constexpr std::int64_t kDirectMaxRows = 8;  // up to this many rows: read weights in their dtype
 constexpr std::int64_t kRowBlock = 48;       // input rows per block in the many-rows path
-constexpr bool kPrefetch = true;
 
 template <WT T> inline __m256 load8(const void* w, std::int64_t i) {
   if constexpr (T == WT::kF32) {
@@ -81,10 +82,10 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, cons
   const std::int64_t k16 = K - K % 16;
   for (std::int64_t k = 0; k < k16; k += 16) {
     if constexpr (kPf) {
-      constexpr std::int64_t esz = T == WT::kF32 ? 4 : 2, kPfRows = NR;
+      constexpr std::int64_t esz = T == WT::kF32 ? 4 : 2;
 #pragma GCC unroll 8
       for (int n = 0; n < NR; ++n)
-        _mm_prefetch(static_cast<const char*>(w) + ((n + kPfRows) * K + k) * esz, _MM_HINT_T0);
+        _mm_prefetch(static_cast<const char*>(w) + ((n + NR) * K + k) * esz, _MM_HINT_T0);
     }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
@@ -143,7 +144,8 @@ void sweep(const LinearProblem& p, std::int64_t m0, std::int64_t m1, const void*
     for (std::int64_t m = m0; m < m1; m += mr_full) {
       const int mr = static_cast<int>(m1 - m < mr_full ? m1 - m : mr_full);
       // The first pass over a group prefetches the next one (weights read from memory only).
-      micro_any<T>(mr, nr, kPrefetch && direct && m == m0, p.x + m * p.ldx, p.ldx, wj, K, bj, p.y + m * p.ldy + n0 + j, p.ldy);
+      micro_any<T>(mr, nr, direct && m == m0, p.x + m * p.ldx, p.ldx, wj, K, bj, p.y + m * p.ldy + n0 + j,
+                   p.ldy);
     }
   }
 }

@@ -12,6 +12,8 @@
 //    every input row runs over that group while it is in L1: each weight byte leaves DRAM once.
 //  - Many rows (prefill): blocks of weight rows are converted to fp32 once into the thread's scratch
 //    (L2-sized), and the micro-kernel sweeps blocks of MB input rows over every NR-row group.
+//    The first pass over each weight-row group of the direct path prefetches the next group.
+
 // GCC 12 reports its own _mm*_undefined_*() helpers (inside the intrinsics headers) as "(maybe)
 // uninitialized" once they are inlined here: a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -142,7 +144,8 @@ void sweep(const LinearProblem& p, std::int64_t m0, std::int64_t m1, const void*
     for (std::int64_t m = m0; m < m1; m += mr_full) {
       const int mr = static_cast<int>(m1 - m < mr_full ? m1 - m : mr_full);
       // The first pass over a group prefetches the next one (weights read from memory only).
-      micro_any<T>(mr, nr, direct && m == m0, p.x + m * p.ldx, p.ldx, wj, K, bj, p.y + m * p.ldy + n0 + j, p.ldy);
+      micro_any<T>(mr, nr, direct && m == m0, p.x + m * p.ldx, p.ldx, wj, K, bj, p.y + m * p.ldy + n0 + j,
+                   p.ldy);
     }
   }
 }
