@@ -39,12 +39,15 @@ constexpr std::int64_t kRowQuantum = 24;
 void run_tile(const cpu::LinearProblem& p, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1) {
   if (m0 >= m1 || n0 >= n1) return;
   static thread_local std::vector<float> scratch;
-  const auto need = static_cast<std::size_t>(cpu::linear_scratch_floats(p.K));
+  constexpr std::size_t kAlign = 16;  // floats: the converted rows start on a cache line
+  const auto need = static_cast<std::size_t>(cpu::linear_scratch_floats(p.K)) + kAlign;
   if (scratch.size() < need) scratch.resize(need);
+  float* s = scratch.data();
+  s += (kAlign - (reinterpret_cast<std::uintptr_t>(s) / sizeof(float)) % kAlign) % kAlign;
   switch (cpu::cpu_target()) {
-    case cpu::CpuTarget::kAvx512: return cpu::linear_tile_avx512(p, m0, m1, n0, n1, scratch.data());
-    case cpu::CpuTarget::kAvx2: return cpu::linear_tile_avx2(p, m0, m1, n0, n1, scratch.data());
-    case cpu::CpuTarget::kBaseline: return cpu::linear_tile_baseline(p, m0, m1, n0, n1, scratch.data());
+    case cpu::CpuTarget::kAvx512: return cpu::linear_tile_avx512(p, m0, m1, n0, n1, s);
+    case cpu::CpuTarget::kAvx2: return cpu::linear_tile_avx2(p, m0, m1, n0, n1, s);
+    case cpu::CpuTarget::kBaseline: return cpu::linear_tile_baseline(p, m0, m1, n0, n1, s);
   }
 }
 

@@ -12,6 +12,8 @@
 //    every input row runs over that group while it is in L1: each weight byte leaves DRAM once.
 //  - Many rows (prefill): blocks of weight rows are converted to fp32 once into the thread's scratch
 //    (L2-sized), and the micro-kernel sweeps blocks of MB input rows over every NR-row group.
+//    The first pass over each weight-row group of the direct path prefetches the next group.
+
 // GCC 12 reports its own _mm*_undefined_*() helpers (inside the intrinsics headers) as "(maybe)
 // uninitialized" once they are inlined here: a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -30,7 +32,6 @@ using WT = LinearWeight;
 
 constexpr std::int64_t kDirectMaxRows = 8;  // up to this many rows: read weights in their dtype
 constexpr std::int64_t kRowBlock = 48;       // input rows per block in the many-rows path
-constexpr bool kPrefetch = true;
 
 template <WT T> inline __m256 load8(const void* w, std::int64_t i) {
   if constexpr (T == WT::kF32) {
@@ -68,7 +69,9 @@ inline float tree16(__m256 lo, __m256 hi) {
 }
 
 /// y[m, n] for m < MR, n < NR: x → row m0, w → row n0 (rows of K elements), y → y[m0, n0].
-template <WT T, int MR, int NR>
+/// kPf: also prefetch the weight rows NR rows further on (the next group), one k-step at a time,
+/// so that DRAM streams them while this group computes.
+template <WT T, int MR, int NR, bool kPf>
 void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, const float* bias, float* y,
            std::int64_t ldy) {
   __m256 acc[MR][NR][2];
@@ -78,11 +81,20 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, cons
     for (int n = 0; n < NR; ++n) acc[m][n][0] = acc[m][n][1] = _mm256_setzero_ps();
   const std::int64_t k16 = K - K % 16;
   for (std::int64_t k = 0; k < k16; k += 16) {
+    if constexpr (kPf) {
+      constexpr std::int64_t esz = T == WT::kF32 ? 4 : 2;
+#pragma GCC unroll 8
+      for (int n = 0; n < NR; ++n)
+        _mm_prefetch(static_cast<const char*>(w) + ((n + NR) * K + k) * esz, _MM_HINT_T0);
+    }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       __m256 xv[MR];
 #pragma GCC unroll 8
-      for (int m = 0; m < MR; ++m) xv[m] = _mm256_loadu_ps(x + m * ldx + k + 8 * h);
+      for (int m = 0; m < MR; ++m) {
+        xv[m] = _mm256_loadu_ps(x + m * ldx + k + 8 * h);
+        __asm__("" : "+x"(xv[m]));  // likewise: one load per x vector
+      }
 #pragma GCC unroll 8
       for (int n = 0; n < NR; ++n) {
         __m256 wv = load8<T>(w, n * K + k + 8 * h);
@@ -106,10 +118,12 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, cons
 
 /// micro<T, mr, nr> for run-time mr ∈ [1, 2], nr ∈ [1, 4].
 template <WT T>
-void micro_any(int mr, int nr, const float* x, std::int64_t ldx, const void* w, std::int64_t K, const float* bias,
-               float* y, std::int64_t ldy) {
-#define MAMBA_MICRO(MR, NR) \
-  if (mr == MR && nr == NR) return micro<T, MR, NR>(x, ldx, w, K, bias, y, ldy);
+void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const void* w, std::int64_t K,
+               const float* bias, float* y, std::int64_t ldy) {
+#define MAMBA_MICRO(MR, NR)                                                         \
+  if (mr == MR && nr == NR)                                                         \
+    return pf ? micro<T, MR, NR, true>(x, ldx, w, K, bias, y, ldy)                  \
+              : micro<T, MR, NR, false>(x, ldx, w, K, bias, y, ldy);
   MAMBA_MICRO(2, 3) MAMBA_MICRO(1, 4) MAMBA_MICRO(1, 3) MAMBA_MICRO(2, 2) MAMBA_MICRO(1, 2) MAMBA_MICRO(2, 1)
   MAMBA_MICRO(1, 1)
 #undef MAMBA_MICRO
@@ -119,24 +133,19 @@ void micro_any(int mr, int nr, const float* x, std::int64_t ldx, const void* w, 
 /// outermost, input-row pairs inside (the group stays in L1 while every row uses it).
 template <WT T>
 void sweep(const LinearProblem& p, std::int64_t m0, std::int64_t m1, const void* w, std::int64_t n0,
-           std::int64_t nrows) {
+           std::int64_t nrows, bool direct) {
   const std::int64_t K = p.K;
   const std::int64_t esz = T == WT::kF32 ? 4 : 2;
   const int nr_full = m1 - m0 == 1 ? 4 : 3, mr_full = m1 - m0 == 1 ? 1 : 2;
   for (std::int64_t j = 0; j < nrows; j += nr_full) {
     const int nr = static_cast<int>(nrows - j < nr_full ? nrows - j : nr_full);
     const void* wj = static_cast<const std::uint8_t*>(w) + j * K * esz;
-    if (kPrefetch && m1 - m0 > 2) {
-      // Several passes will run over this group: fetch the next group meanwhile, so that its
-      // DRAM reads overlap this group's FMAs instead of stalling the next group's first pass.
-      const std::int64_t left = nrows - j - nr, next = left < nr_full ? left : nr_full;
-      const char* pf = static_cast<const char*>(wj) + nr * K * esz;
-      for (std::int64_t b = 0; b < next * K * esz; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
-    }
     const float* bj = p.bias != nullptr ? p.bias + n0 + j : nullptr;
     for (std::int64_t m = m0; m < m1; m += mr_full) {
       const int mr = static_cast<int>(m1 - m < mr_full ? m1 - m : mr_full);
-      micro_any<T>(mr, nr, p.x + m * p.ldx, p.ldx, wj, K, bj, p.y + m * p.ldy + n0 + j, p.ldy);
+      // The first pass over a group prefetches the next one (weights read from memory only).
+      micro_any<T>(mr, nr, direct && m == m0, p.x + m * p.ldx, p.ldx, wj, K, bj, p.y + m * p.ldy + n0 + j,
+                   p.ldy);
     }
   }
 }
@@ -153,7 +162,7 @@ void tile(const LinearProblem& p, std::int64_t m0, std::int64_t m1, std::int64_t
   const std::int64_t K = p.K, esz = T == WT::kF32 ? 4 : 2;
   const auto* wbase = static_cast<const std::uint8_t*>(p.w);
   if (m1 - m0 <= kDirectMaxRows) {
-    sweep<T>(p, m0, m1, wbase + n0 * K * esz, n0, n1 - n0);
+    sweep<T>(p, m0, m1, wbase + n0 * K * esz, n0, n1 - n0, true);
     return;
   }
   const std::int64_t nb = linear_block_rows(K);
@@ -165,7 +174,7 @@ void tile(const LinearProblem& p, std::int64_t m0, std::int64_t m1, std::int64_t
       wb = scratch;
     }
     for (std::int64_t mb = m0; mb < m1; mb += kRowBlock)
-      sweep<WT::kF32>(p, mb, mb + kRowBlock < m1 ? mb + kRowBlock : m1, wb, b0, rows);
+      sweep<WT::kF32>(p, mb, mb + kRowBlock < m1 ? mb + kRowBlock : m1, wb, b0, rows, false);
   }
 }
 

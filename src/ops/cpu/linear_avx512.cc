@@ -12,6 +12,8 @@
 //    every input row runs over that group while it is in L1: each weight byte leaves DRAM once.
 //  - Many rows (prefill): blocks of weight rows are converted to fp32 once into the thread's scratch
 //    (L2-sized), and the micro-kernel sweeps blocks of MB input rows over every NR-row group.
+//    The first pass over each weight-row group of the direct path prefetches the next group.
+
 // GCC 12 reports its own _mm*_undefined_*() helpers (inside the intrinsics headers) as "(maybe)
 // uninitialized" once they are inlined here: a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -28,16 +30,8 @@ namespace {
 
 using WT = LinearWeight;
 
-constexpr std::int64_t kDirectMaxRows = 8;      // up to this many rows: read weights in their dtype
-constexpr std::int64_t kBlockBytes = 96 * 1024;  // fp32 weight block per thread (L2-resident)
-constexpr std::int64_t kRowBlock = 48;           // input rows per block in the many-rows path
-constexpr std::int64_t kMaxBlockRows = 240;
-
-/// Weight rows per converted block for K columns (a multiple of 12 = lcm of the NR values used).
-std::int64_t block_rows(std::int64_t K) {
-  std::int64_t nb = kBlockBytes / (4 * (K > 0 ? K : 1)) / 12 * 12;
-  return nb < 12 ? 12 : (nb > kMaxBlockRows ? kMaxBlockRows : nb);
-}
+constexpr std::int64_t kDirectMaxRows = 8;  // up to this many rows: read weights in their dtype
+constexpr std::int64_t kRowBlock = 48;       // input rows per block in the many-rows path
 
 template <WT T> inline __m512 load16(const void* w, std::int64_t i) {
   if constexpr (T == WT::kF32) {
@@ -76,7 +70,9 @@ inline float tree16(__m512 v) {
 }
 
 /// y[m, n] for m < MR, n < NR: x → row m0, w → row n0 (rows of K elements), y → y[m0, n0].
-template <WT T, int MR, int NR>
+/// kPf: also prefetch the weight rows NR rows further on (the next group), one k-step at a time,
+/// so that DRAM streams them while this group computes.
+template <WT T, int MR, int NR, bool kPf>
 void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, const float* bias, float* y,
            std::int64_t ldy) {
   __m512 acc[MR][NR];
@@ -86,12 +82,23 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, cons
     for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
   const std::int64_t k16 = K - K % 16;
   for (std::int64_t k = 0; k < k16; k += 16) {
+    if constexpr (kPf) {
+      constexpr std::int64_t esz = T == WT::kF32 ? 4 : 2;
+#pragma GCC unroll 8
+      for (int n = 0; n < NR; ++n)
+        _mm_prefetch(static_cast<const char*>(w) + ((n + NR) * K + k) * esz, _MM_HINT_T0);
+    }
     __m512 xv[MR];
 #pragma GCC unroll 8
-    for (int m = 0; m < MR; ++m) xv[m] = _mm512_loadu_ps(x + m * ldx + k);
+    for (int m = 0; m < MR; ++m) {
+      xv[m] = _mm512_loadu_ps(x + m * ldx + k);
+      __asm__("" : "+v"(xv[m]));  // likewise: one load per x vector
+    }
 #pragma GCC unroll 8
     for (int n = 0; n < NR; ++n) {
-      const __m512 wv = load16<T>(w, n * K + k);
+      __m512 wv = load16<T>(w, n * K + k);
+      // Keep wv in a register: GCC would otherwise fold the load into each of the MR FMAs.
+      __asm__("" : "+v"(wv));
 #pragma GCC unroll 8
       for (int m = 0; m < MR; ++m) acc[m][n] = _mm512_fmadd_ps(xv[m], wv, acc[m][n]);
     }
@@ -108,10 +115,12 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, cons
 
 /// micro<T, mr, nr> for run-time mr ∈ [1, 4], nr ∈ [1, 4] (and nr ≤ 8 when mr = 1).
 template <WT T>
-void micro_any(int mr, int nr, const float* x, std::int64_t ldx, const void* w, std::int64_t K, const float* bias,
-               float* y, std::int64_t ldy) {
-#define MAMBA_MICRO(MR, NR) \
-  if (mr == MR && nr == NR) return micro<T, MR, NR>(x, ldx, w, K, bias, y, ldy);
+void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const void* w, std::int64_t K,
+               const float* bias, float* y, std::int64_t ldy) {
+#define MAMBA_MICRO(MR, NR)                                                         \
+  if (mr == MR && nr == NR)                                                         \
+    return pf ? micro<T, MR, NR, true>(x, ldx, w, K, bias, y, ldy)                  \
+              : micro<T, MR, NR, false>(x, ldx, w, K, bias, y, ldy);
   MAMBA_MICRO(4, 4) MAMBA_MICRO(1, 8) MAMBA_MICRO(4, 3) MAMBA_MICRO(4, 2) MAMBA_MICRO(4, 1)
   MAMBA_MICRO(3, 4) MAMBA_MICRO(3, 3) MAMBA_MICRO(3, 2) MAMBA_MICRO(3, 1)
   MAMBA_MICRO(2, 4) MAMBA_MICRO(2, 3) MAMBA_MICRO(2, 2) MAMBA_MICRO(2, 1)
@@ -121,10 +130,10 @@ void micro_any(int mr, int nr, const float* x, std::int64_t ldx, const void* w, 
 }
 
 /// Outputs [m0, m1) × [0, nrows) of the weight rows at w (type T, K elements each): NR-row groups
-/// outermost, input-row pairs inside (the group stays in L1 while every row uses it).
+/// outermost, groups of input rows inside (the group stays in L1 while every row uses it).
 template <WT T>
 void sweep(const LinearProblem& p, std::int64_t m0, std::int64_t m1, const void* w, std::int64_t n0,
-           std::int64_t nrows) {
+           std::int64_t nrows, bool direct) {
   const std::int64_t K = p.K;
   const std::int64_t esz = T == WT::kF32 ? 4 : 2;
   const int nr_full = m1 - m0 == 1 ? 8 : 4, mr_full = m1 - m0 == 1 ? 1 : 4;
@@ -134,7 +143,9 @@ void sweep(const LinearProblem& p, std::int64_t m0, std::int64_t m1, const void*
     const float* bj = p.bias != nullptr ? p.bias + n0 + j : nullptr;
     for (std::int64_t m = m0; m < m1; m += mr_full) {
       const int mr = static_cast<int>(m1 - m < mr_full ? m1 - m : mr_full);
-      micro_any<T>(mr, nr, p.x + m * p.ldx, p.ldx, wj, K, bj, p.y + m * p.ldy + n0 + j, p.ldy);
+      // The first pass over a group prefetches the next one (weights read from memory only).
+      micro_any<T>(mr, nr, direct && m == m0, p.x + m * p.ldx, p.ldx, wj, K, bj, p.y + m * p.ldy + n0 + j,
+                   p.ldy);
     }
   }
 }
@@ -151,10 +162,10 @@ void tile(const LinearProblem& p, std::int64_t m0, std::int64_t m1, std::int64_t
   const std::int64_t K = p.K, esz = T == WT::kF32 ? 4 : 2;
   const auto* wbase = static_cast<const std::uint8_t*>(p.w);
   if (m1 - m0 <= kDirectMaxRows) {
-    sweep<T>(p, m0, m1, wbase + n0 * K * esz, n0, n1 - n0);
+    sweep<T>(p, m0, m1, wbase + n0 * K * esz, n0, n1 - n0, true);
     return;
   }
-  const std::int64_t nb = block_rows(K);
+  const std::int64_t nb = linear_block_rows(K);
   for (std::int64_t b0 = n0; b0 < n1; b0 += nb) {
     const std::int64_t rows = n1 - b0 < nb ? n1 - b0 : nb;
     const void* wb = wbase + b0 * K * esz;
@@ -163,7 +174,7 @@ void tile(const LinearProblem& p, std::int64_t m0, std::int64_t m1, std::int64_t
       wb = scratch;
     }
     for (std::int64_t mb = m0; mb < m1; mb += kRowBlock)
-      sweep<WT::kF32>(p, mb, mb + kRowBlock < m1 ? mb + kRowBlock : m1, wb, b0, rows);
+      sweep<WT::kF32>(p, mb, mb + kRowBlock < m1 ? mb + kRowBlock : m1, wb, b0, rows, false);
   }
 }
 
