@@ -15,8 +15,9 @@
 //   y[i]    = exp(S_i) · (C_i · h_{c−1}ᵀ) + D·x_i           Y_off  = C · hᵀ (GEMM), scaled per row
 //           + Σ_{j≤i} W[i, j] · x_j                         Y_diag = W · X (GEMM over causal strips)
 //   h_c     = exp(S_last) · h_{c−1} + (X ∘ w)ᵀ · B,  w_j = exp(S_last − S_j) · Δ_j   (GEMM)
-// Threads: one region per chunk; B transposed and CB per group (parallel over row strips), then the
-// heads in parallel. Every element is computed by the same operations whatever the thread count.
+// Threads: one region per call; Bᵀ, then CB per (chunk, group, row strip), then the heads in
+// parallel, each over all chunks. Every element is computed by the same operations whatever the
+// thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -136,48 +137,58 @@ void ssd(const SsdArgs& a) {
   const ProfileScope profile(OpKind::kScan);
   if (a.L <= 0) return;
   const cpu::Kernels& k = cpu::cpu_kernels();
-  const std::int64_t H = a.H, G = a.G, N = a.N, P = a.P, per_head = P * N;
-  const std::int64_t q = internal_chunk(a.Q), max_lc = std::min(q, a.L);
-  const bool parallel = a.L * H * P * N >= cpu::kParallelMinWork && H > 1;
-  static thread_local std::vector<float> Bt_buf, CB_buf, hT_buf;
-  float* Bt = grow(Bt_buf, G * N * max_lc);   // [G][N, Lc]  Bᵀ of the chunk
-  float* CB = grow(CB_buf, G * max_lc * max_lc);  // [G][Lc, Lc] C·Bᵀ (lower strips)
-  float* hT = grow(hT_buf, H * per_head);     // [H][N, P]   the states, transposed for the call
+  const std::int64_t H = a.H, G = a.G, N = a.N, P = a.P, L = a.L, per_head = P * N;
+  const std::int64_t q = internal_chunk(a.Q);
+  const bool parallel = L * H * P * N >= cpu::kParallelMinWork && H > 1;
+  // The chunks: [starts[c], starts[c + 1]), cut at absolute multiples of q.
+  static thread_local std::vector<std::int64_t> starts;
+  starts.clear();
+  for (std::int64_t t0 = 0; t0 < L;) {
+    starts.push_back(t0);
+    t0 += std::min(L - t0, q - (a.position + t0) % q);
+  }
+  starts.push_back(L);
+  const std::int64_t n_chunks = static_cast<std::int64_t>(starts.size()) - 1, cb_size = q * q;
+  static thread_local std::vector<float> Bt_buf, CB_buf;
+  float* Bt = grow(Bt_buf, G * N * L);               // [G][N, L]        Bᵀ of the call
+  float* CB = grow(CB_buf, n_chunks * G * cb_size);  // [chunk][G][Lc, Lc] C·Bᵀ (lower strips)
+  const std::int64_t* st = starts.data();
+  std::int64_t max_strips = (q + kStrip - 1) / kStrip;
+  // Three phases, one region, two barriers: Bᵀ; C·Bᵀ per (chunk, group, strip); then each head
+  // walks all chunks in order with its state transposed in its thread's cache.
 #pragma omp parallel num_threads(num_threads()) if (parallel)
   {
 #pragma omp for schedule(static)
-    for (std::int64_t head = 0; head < H; ++head)
-      transpose_state(a.ssm_state + head * per_head, hT + head * per_head, P, N, true);
-    for (std::int64_t t0 = 0; t0 < a.L;) {  // every thread walks the same chunks
-      const std::int64_t pos = a.position + t0;
-      const std::int64_t Lc = std::min(a.L - t0, q - pos % q);  // up to the next absolute boundary
-      // chunk_states index when this piece ends a Q-chunk (or the input), else −1.
-      const bool ends_chunk = (pos + Lc) % a.Q == 0 || t0 + Lc == a.L;
-      const std::int64_t chunk = ends_chunk ? (pos + Lc - 1) / a.Q - a.position / a.Q : -1;
-      const std::int64_t strips = (Lc + kStrip - 1) / kStrip;
-#pragma omp for schedule(static)
-      for (std::int64_t g = 0; g < G; ++g)
-        for (std::int64_t j = 0; j < Lc; ++j) {
-          const float* Bj = a.B + (t0 + j) * a.ldb + g * N;
-          for (std::int64_t n = 0; n < N; ++n) Bt[(g * N + n) * Lc + j] = Bj[n];
-        }
-#pragma omp for schedule(static)
-      for (std::int64_t item = 0; item < G * strips; ++item) {
-        const std::int64_t g = item / strips, i0 = (item % strips) * kStrip, i1 = std::min(Lc, i0 + kStrip);
-        k.gemm(i1 - i0, i1, N, a.C + (t0 + i0) * a.ldc + g * N, a.ldc, Bt + g * N * Lc, Lc,
-               CB + g * Lc * Lc + i0 * Lc, Lc, false);
-      }
-#pragma omp for schedule(static)
-      for (std::int64_t head = 0; head < H; ++head) {
-        head_chunk(k, a, head, t0, Lc, CB + (head / (H / G)) * Lc * Lc, hT + head * per_head);
-        if (a.chunk_states && chunk >= 0)
-          transpose_state(a.chunk_states + (chunk * H + head) * per_head, hT + head * per_head, P, N, false);
-      }
-      t0 += Lc;
+    for (std::int64_t gt = 0; gt < G * L; ++gt) {
+      const std::int64_t g = gt / L, t = gt % L;
+      const float* Bt_src = a.B + t * a.ldb + g * N;
+      for (std::int64_t n = 0; n < N; ++n) Bt[(g * N + n) * L + t] = Bt_src[n];
     }
 #pragma omp for schedule(static)
-    for (std::int64_t head = 0; head < H; ++head)
-      transpose_state(a.ssm_state + head * per_head, hT + head * per_head, P, N, false);
+    for (std::int64_t item = 0; item < n_chunks * G * max_strips; ++item) {
+      const std::int64_t c = item / (G * max_strips), g = item / max_strips % G, s_i = item % max_strips;
+      const std::int64_t t0 = st[c], Lc = st[c + 1] - t0, i0 = s_i * kStrip;
+      if (i0 >= Lc) continue;
+      const std::int64_t i1 = std::min(Lc, i0 + kStrip);
+      k.gemm(i1 - i0, i1, N, a.C + (t0 + i0) * a.ldc + g * N, a.ldc, Bt + g * N * L + t0, L,
+             CB + (c * G + g) * cb_size + i0 * Lc, Lc, false);
+    }
+#pragma omp for schedule(static)
+    for (std::int64_t head = 0; head < H; ++head) {
+      static thread_local std::vector<float> hT_buf;
+      float* hT = grow(hT_buf, per_head);  // [N, P] this head's state, transposed
+      float* h = a.ssm_state + head * per_head;
+      transpose_state(h, hT, P, N, true);
+      for (std::int64_t c = 0; c < n_chunks; ++c) {
+        const std::int64_t t0 = st[c], Lc = st[c + 1] - t0, pos_end = a.position + t0 + Lc;
+        head_chunk(k, a, head, t0, Lc, CB + (c * G + head / (H / G)) * cb_size, hT);
+        if (a.chunk_states && (pos_end % a.Q == 0 || c + 1 == n_chunks)) {
+          const std::int64_t chunk = (pos_end - 1) / a.Q - a.position / a.Q;
+          transpose_state(a.chunk_states + (chunk * H + head) * per_head, hT, P, N, false);
+        }
+      }
+      transpose_state(h, hT, P, N, false);
+    }
   }
 }
 
