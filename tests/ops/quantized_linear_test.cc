@@ -55,12 +55,12 @@ std::vector<float> reference(const std::vector<float>& x, std::int64_t ldx, std:
   const std::int64_t N = W.view.shape[0], K = W.view.shape[1], G = K / 32;
   const bool q4 = W.view.dtype == DType::kQ4;
   std::vector<float> y(std::size_t(M * ldy), -7.0f);
-  std::vector<std::int8_t> xq(static_cast<std::size_t>(K));
+  std::vector<std::int8_t> xq(static_cast<std::size_t>(K)), xl(static_cast<std::size_t>(K));
   std::vector<float> sx(static_cast<std::size_t>(G));
   for (std::int64_t m = 0; m < M; ++m) {
-    ops::cpu::quant::quantize_row_ref(x.data() + m * ldx, K, xq.data(), sx.data());
+    ops::cpu::quant::quantize_row_ref(x.data() + m * ldx, K, xq.data(), xl.data(), sx.data());
     for (std::int64_t n = 0; n < N; ++n) {
-      const float r = ops::cpu::quant::dot_ref(xq.data(), sx.data(), W.codes.data() + n * (q4 ? K / 2 : K), W.scales.data() + n * G, K, q4);
+      const float r = ops::cpu::quant::dot_ref(xq.data(), xl.data(), sx.data(), W.codes.data() + n * (q4 ? K / 2 : K), W.scales.data() + n * G, K, q4);
       y[std::size_t(m * ldy + n)] = bias ? r + bias[n] : r;
     }
   }
@@ -91,7 +91,8 @@ TEST_F(QuantizedLinear, EveryTargetBitwiseEqualsReferenceAndNearFp32) {
         std::vector<float> bias = test::random_vec(N, rng);
         const auto want = reference(x, ldx, M, W, with_bias ? bias.data() : nullptr, ldy);
         // The fp32 product with the dequantized weights, and the activation-quantization bound:
-        // |Δ| ≤ Σ_g (amax_g / 254) · Σ_{k∈g} |w_k| (half a step of x per element), + fp rounding.
+        // |Δ| ≤ Σ_g (amax_g / 127 / 256) · Σ_{k∈g} |w_k| (≤ one residual step of x per element)
+        // + fp32 rounding (≤ 1e-6 · Σ |x·w|).
         for (std::int64_t m = 0; m < M; ++m) {
           for (std::int64_t n = 0; n < N; ++n) {
             double exact = with_bias ? bias[std::size_t(n)] : 0.0, bound = 1e-5;
@@ -102,8 +103,9 @@ TEST_F(QuantizedLinear, EveryTargetBitwiseEqualsReferenceAndNearFp32) {
                 exact += xv * wv;
                 amax = std::max(amax, std::fabs(xv));
                 wabs += std::fabs(wv);
+                bound += 1e-6 * std::fabs(xv * wv);
               }
-              bound += amax / 254.0 * wabs * 1.001;
+              bound += amax / 127.0 / 256.0 * wabs * 1.001;
             }
             ASSERT_NEAR(want[std::size_t(m * ldy + n)], exact, bound) << "q4 " << q4 << " K " << K << " N " << N << " m " << m << " n " << n;
           }
