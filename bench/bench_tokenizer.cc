@@ -8,13 +8,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cpu/cpu_time.h"
 #include "mamba/tokenizer.h"
 #include "tokenizer/text_gen.h"  // tests/tokenizer: split_documents (the ~2 KB split oracle.js also uses)
 
@@ -28,14 +28,6 @@ struct Timing {
   bool ok = false;
 };
 
-// Process CPU time in seconds (both sides are timed in CPU time: wall time on a shared machine
-// measures the other load).
-double cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
 Timing bench_ours(const std::string& tok_path, const std::vector<std::string>& docs, int repeats, std::string* err) {
   Timing t;
   auto tok = mamba::Tokenizer::from_file(tok_path);
@@ -45,7 +37,7 @@ Timing bench_ours(const std::string& tok_path, const std::vector<std::string>& d
   }
   t.warm = 1e30;
   for (int r = 0; r < repeats; ++r) {
-    const double a = cpu_seconds();
+    const double a = mamba::bench::process_cpu_seconds();
     t.tokens = 0;
     for (const auto& d : docs) {
       auto ids = tok->encode(d);
@@ -55,7 +47,7 @@ Timing bench_ours(const std::string& tok_path, const std::vector<std::string>& d
       }
       t.tokens += ids->size();
     }
-    const double dt = cpu_seconds() - a;
+    const double dt = mamba::bench::process_cpu_seconds() - a;
     if (r == 0) t.cold = dt;
     t.warm = std::min(t.warm, dt);
   }

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <random>
 #include <vector>
 
@@ -31,12 +30,6 @@ std::int32_t argmax(const float* row, std::int64_t n) {
 }
 
 }  // namespace
-
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 Result<PrefillTiming> time_prefill(Model& model, int tokens) {
   const std::vector<std::int32_t> prompt = random_ids(model, tokens, 1234);

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 
+#include "cpu/cpu_time.h"
 #include "mamba/model.h"
 #include "mamba/status.h"
 #include "ops/profile.h"
@@ -29,8 +30,5 @@ Result<PrefillTiming> time_prefill(Model& model, int tokens);
 /// `steps` decode steps of `batch` sequences (each starts from the same 16-token prefill and feeds
 /// back its greedy token), after one untimed step. tokens_per_s counts every sequence's token.
 Result<Timed> time_decode(Model& model, int batch, int steps);
-
-/// Process CPU time in seconds (all threads).
-double process_cpu_seconds();
 
 }  // namespace mamba::bench

@@ -8,30 +8,25 @@ namespace mamba::bench {
 
 namespace {
 
-/// Stored bytes of the checkpoint tensor a view points into, plus its companions (tensors whose
-/// name extends its name with '_' or '.', e.g. quantization scales "X.weight_scale"). Views that
-/// point into no checkpoint tensor (converted copies) count their own bytes.
+/// Stored bytes of the checkpoint tensor a view points into (views that point into no checkpoint
+/// tensor, e.g. converted copies, count their own bytes), plus a quantized view's scales.
 class ByteCounter {
  public:
-  explicit ByteCounter(const Checkpoint& ckpt) : ckpt_(ckpt) {
+  explicit ByteCounter(const Checkpoint& ckpt) {
     for (const auto& e : ckpt.tensors()) by_data_[e.view.data] = &e;
   }
   double bytes(const TensorView& v) const {
     if (v.empty()) return 0;
     auto it = by_data_.find(v.data);
-    if (it == by_data_.end()) return static_cast<double>(v.nbytes());
-    const std::string& name = it->second->name;
-    double b = static_cast<double>(it->second->view.nbytes());
-    for (const auto& e : ckpt_.tensors()) {
-      if (e.name.size() > name.size() && e.name.compare(0, name.size(), name) == 0 &&
-          (e.name[name.size()] == '_' || e.name[name.size()] == '.'))
-        b += static_cast<double>(e.view.nbytes());
+    double b = static_cast<double>(it == by_data_.end() ? v.nbytes() : it->second->view.nbytes());
+    if (v.scales && v.group_size > 0 && v.shape.rank == 2) {
+      const std::int64_t groups = (v.shape[1] + v.group_size - 1) / v.group_size;
+      b += static_cast<double>(dtype_bytes(v.scale_dtype, static_cast<std::size_t>(v.shape[0] * groups)));
     }
     return b;
   }
 
  private:
-  const Checkpoint& ckpt_;
   std::map<const void*, const TensorEntry*> by_data_;
 };
 

@@ -26,8 +26,8 @@ struct Projection {
 struct ModelCost {
   std::vector<Projection> projections;  ///< per-layer kinds first, then lm_head
   /// Bytes every decode step reads whatever the batch: every bound weight except an untied
-  /// embedding table (a tied table is the lm_head and is counted once). Companion tensors of a
-  /// bound weight (names extending it, e.g. "X.weight_scale") are included.
+  /// embedding table (a tied table is the lm_head and is counted once); quantized weights count
+  /// their codes and their scales.
   double step_weight_bytes = 0;
   /// Extra bytes per sequence per step: the embedding row of an untied table (0 when tied: the row
   /// is part of the lm_head already streamed that step).

@@ -20,10 +20,11 @@ void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
 
   // 2. u = silu(conv1d(u)), causal, continuing from each sequence's conv_state   u: [T, E]
   float* u = Scratch::get(s.conv, T * E);
+  s.conv_seqs.clear();
   for (const SeqSlice& q : seqs)
-    ops::conv1d_silu(proj + q.row0 * 2 * E, 2 * E, q.len, E, K, ctx.p.conv_w.data(),
-                     ctx.p.conv_b.empty() ? nullptr : ctx.p.conv_b.data(),
-                     q.state->conv_state[ctx.layer].data<float>(), u + q.row0 * E);
+    s.conv_seqs.push_back({proj + q.row0 * 2 * E, q.len, q.state->conv_state[ctx.layer].data<float>(), u + q.row0 * E});
+  ops::conv1d_silu_batch(s.conv_seqs, 2 * E, E, K, ctx.p.conv_wT.data(),
+                         ctx.p.conv_b.empty() ? nullptr : ctx.p.conv_b.data());
 
   // 3. [δ, B, C] = u · x_projᵀ                            xdbl: [T, R + 2N]
   float* xdbl = Scratch::get(s.xdbl, T * n_xdbl);
@@ -48,6 +49,7 @@ void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
   // 5. selective scan per sequence: h_t = exp(Δ_t·A)·h_{t−1} + Δ_t·u_t·B_t;
   //    y_t = (h_t·C_t + D·u_t) · silu(z_t)                y: [T, E]
   float* y = Scratch::get(s.y, T * E);
+  s.scan_seqs.clear();
   for (const SeqSlice& q : seqs) {
     ops::SelectiveScanArgs a;
     a.L = q.len; a.E = E; a.N = N;
@@ -60,8 +62,9 @@ void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
     a.z = proj + q.row0 * 2 * E + E;   a.ldz = 2 * E;
     a.ssm_state = q.state->ssm_state[ctx.layer].data<float>();
     a.y = y + q.row0 * E;              a.ldy = E;
-    ops::selective_scan(a);
+    s.scan_seqs.push_back(a);
   }
+  ops::selective_scan_batch(s.scan_seqs);
 
   // 6. out = y · out_projᵀ                                out: [T, d]
   ops::linear(y, E, T, ctx.w.out_proj, ctx.w.out_proj_bias, out, d);

@@ -22,10 +22,12 @@ void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
 
   // 2. xBC = silu(conv1d(xBC)) per sequence;  [u (E) | B (G·N) | C (G·N)] = xBC     xbc: [T, E + 2GN]
   float* xbc = Scratch::get(s.conv, T * n_conv);
+  s.conv_seqs.clear();
   for (const SeqSlice& q : seqs)
-    ops::conv1d_silu(proj + q.row0 * rows + off_xbc, rows, q.len, n_conv, K, ctx.p.conv_w.data(),
-                     ctx.p.conv_b.empty() ? nullptr : ctx.p.conv_b.data(),
-                     q.state->conv_state[ctx.layer].data<float>(), xbc + q.row0 * n_conv);
+    s.conv_seqs.push_back(
+        {proj + q.row0 * rows + off_xbc, q.len, q.state->conv_state[ctx.layer].data<float>(), xbc + q.row0 * n_conv});
+  ops::conv1d_silu_batch(s.conv_seqs, rows, n_conv, K, ctx.p.conv_wT.data(),
+                         ctx.p.conv_b.empty() ? nullptr : ctx.p.conv_b.data());
 
   // 3. Δ = clamp(softplus(dt + dt_bias), time_step_limit), in place in proj's dt columns   [T, H]
   float* dt = proj + off_dt;
@@ -37,6 +39,7 @@ void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
   const std::int64_t ldy = M + E;
   float* ybuf = Scratch::get(s.y, T * ldy);
   float* y = ybuf + M;  // [T, E] with row stride M + E
+  s.ssd_seqs.clear();
   for (const SeqSlice& q : seqs) {
     ops::SsdArgs a;
     a.L = q.len; a.H = H; a.P = P; a.N = N; a.G = G; a.Q = c.chunk_size;
@@ -49,7 +52,12 @@ void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
     a.D = ctx.p.D.data();
     a.ssm_state = q.state->ssm_state[ctx.layer].data<float>();
     a.y = y + q.row0 * ldy;                 a.ldy = ldy;
-    ops::ssd(a);
+    s.ssd_seqs.push_back(a);
+  }
+  if (ctx.decode) {
+    ops::ssd_batch(s.ssd_seqs);  // one token per sequence: the recurrence, all sequences in one region
+  } else {
+    for (const ops::SsdArgs& a : s.ssd_seqs) ops::ssd(a);  // chunked (rows independent of the length)
   }
 
   // 5. y = GroupRMSNorm(y · silu(z)) · w_norm   (G groups of E/G channels, eps = norm_eps)

@@ -15,6 +15,7 @@
 
 #include "mamba/model.h"
 #include "mamba/weights.h"
+#include "ops/ops.h"
 
 namespace mamba::models {
 
@@ -22,6 +23,7 @@ namespace mamba::models {
 struct LayerParams {
   std::vector<float> norm;        ///< [d]  block RMSNorm weight
   std::vector<float> conv_w;      ///< [C, K] depthwise conv weight
+  std::vector<float> conv_wT;     ///< [K, C] the same, transposed (ops::conv1d_silu_batch's layout)
   std::vector<float> conv_b;      ///< [C] or empty (no conv bias)
   std::vector<float> A;           ///< Mamba-1 [E, N]; Mamba-2 [H];  A = −exp(A_log)
   std::vector<float> D;           ///< Mamba-1 [E]; Mamba-2 [H]
@@ -44,6 +46,9 @@ struct Scratch {
   std::vector<float> xdbl;        ///< Mamba-1 [T, R + 2N]
   std::vector<float> dt;          ///< Mamba-1 [T, E]
   std::vector<float> y;           ///< [T, M + E] (Mamba-2 with d_mlp: [silu(z0)·x0 | y])
+  std::vector<ops::Conv1dSeq> conv_seqs;          ///< per-sequence op arguments (reused, no
+  std::vector<ops::SelectiveScanArgs> scan_seqs;  ///< allocation per decode step)
+  std::vector<ops::SsdArgs> ssd_seqs;
   /// Returns buf's data, grown to at least n floats.
   static float* get(std::vector<float>& buf, std::int64_t n) {
     if (buf.size() < static_cast<std::size_t>(n)) buf.resize(static_cast<std::size_t>(n));
@@ -58,6 +63,7 @@ struct MixerContext {
   const LayerParams& p;    ///< fp32 small tensors
   std::int64_t layer;      ///< index into State::conv_state / ssm_state
   Scratch& s;
+  bool decode = false;     ///< a step() call (one token per sequence): recurrent SSD, not chunked
 };
 
 /// Mamba-1 / Falcon-Mamba mixer: x [T, d] (normed) → out [T, d]; updates the slices' states.
@@ -84,8 +90,9 @@ class MambaModel final : public Model {
   MambaModel(Checkpoint ckpt, ModelWeights weights, std::vector<LayerParams> params);
   /// One forward over T = tokens.size() rows split into `seqs`. Writes logits for rows
   /// [logits_row0, T) into `logits` (none when logits == nullptr). Advances each state's position.
+  /// decode: the rows are single decode tokens (step()), so Mamba-2 runs its recurrent SSD.
   Status forward(std::span<const std::int32_t> tokens, std::span<const SeqSlice> seqs,
-                 std::int64_t logits_row0, float* logits);
+                 std::int64_t logits_row0, float* logits, bool decode = false);
   Status check_tokens(std::span<const std::int32_t> tokens) const;
   Status check_state(const State& s) const;
 

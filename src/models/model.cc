@@ -71,6 +71,10 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
     const std::string pre = fmt::format("{}: layer {} ", ckpt.dir(), l);
     MAMBA_ASSIGN_OR_RETURN(p.norm, to_f32(lw.norm, pre + "norm.weight"));
     MAMBA_ASSIGN_OR_RETURN(p.conv_w, to_f32(lw.conv1d_weight, pre + "mixer.conv1d.weight"));  // [C,1,K] = [C,K]
+    p.conv_wT.resize(p.conv_w.size());
+    for (std::int64_t ch = 0; ch < c.conv_channels(); ++ch)
+      for (std::int64_t k = 0; k < c.d_conv; ++k)
+        p.conv_wT[std::size_t(k * c.conv_channels() + ch)] = p.conv_w[std::size_t(ch * c.d_conv + k)];
     MAMBA_ASSIGN_OR_RETURN(p.conv_b, to_f32(lw.conv1d_bias, pre + "mixer.conv1d.bias"));
     MAMBA_ASSIGN_OR_RETURN(p.A, to_f32(lw.A_log, pre + "mixer.A_log"));
     for (float& a : p.A) a = -std::exp(a);  // A = −exp(A_log)
@@ -167,12 +171,12 @@ Status MambaModel::step(std::span<const std::int32_t> tokens, std::span<State* c
         return make_error(ErrorCode::kInvalidArgument, fmt::format("step: states {} and {} are the same", o, b));
     step_seqs_.push_back(SeqSlice{static_cast<std::int64_t>(b), 1, states[b]});
   }
-  return forward(tokens, step_seqs_, 0, logits);
+  return forward(tokens, step_seqs_, 0, logits, /*decode=*/true);
 }
 
 // The whole forward pass: embed → per layer: norm → mixer → residual → final norm → lm_head.
 Status MambaModel::forward(std::span<const std::int32_t> tokens, std::span<const SeqSlice> seqs,
-                           std::int64_t logits_row0, float* logits) {
+                           std::int64_t logits_row0, float* logits, bool decode) {
   const ModelConfig& c = config();
   const std::int64_t T = static_cast<std::int64_t>(tokens.size()), d = c.d_model, V = logits_width();
   const auto eps = static_cast<float>(c.norm_eps);
@@ -184,7 +188,7 @@ Status MambaModel::forward(std::span<const std::int32_t> tokens, std::span<const
   for (std::int64_t l = 0; l < c.n_layer; ++l) {
     const auto li = static_cast<std::size_t>(l);
     ops::rms_norm(h, d, T, d, params_[li].norm.data(), eps, x, d);
-    const MixerContext ctx{c, weights_.layers[li], params_[li], l, scratch_};
+    const MixerContext ctx{c, weights_.layers[li], params_[li], l, scratch_, decode};
     if (c.arch == Arch::kMamba2)
       mamba2_mixer(ctx, x, T, seqs, mix);
     else

@@ -35,8 +35,12 @@ int num_threads();
 
 /// y[m, n] = bias[n] + Σ_k x[m, k] · W[n, k]   (PyTorch nn.Linear).
 /// x: [M, K] fp32 (ldx); W: [Nout, K] contiguous F32/BF16/F16; bias: [Nout] any of those dtypes
-/// or empty; y: [M, Nout] fp32 (ldy). One kernel for prefill (M = tokens) and decode (M = batch):
-/// each y[m, n] is the same fixed-order fp32 dot product whatever M is.
+/// or empty; y: [M, Nout] fp32 (ldy). One kernel for prefill (M = tokens) and decode (M = batch).
+/// Reduction order (canonical, src/ops/cpu/linear_canonical.h): with w = W[n, :] converted exactly
+/// to fp32, 16 lanes l[i] = +0; for k < K16 = K − K % 16 ascending, l[k % 16] = fma(x[k], w[k],
+/// l[k % 16]); then the tree l[i] += l[i + s] for s = 8, 4, 2, 1 (i < s); r = l[0]; the tail
+/// k ∈ [K16, K) ascending r = fma(x[k], w[k], r); y = r + bias[n] (fp32). Every dispatch target,
+/// every M and every thread count gives this bitwise (batch invariance).
 void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
             float* y, std::int64_t ldy);
 
@@ -63,6 +67,21 @@ void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz
 /// y: [L, C] contiguous. Any L ≥ 1 (also L < K−1).
 void conv1d_silu(const float* x, std::int64_t ldx, std::int64_t L, std::int64_t C, std::int64_t K,
                  const float* w, const float* bias, float* conv_state, float* y);
+
+/// One sequence of a batched conv1d_silu call: x [L, C] (the call's ldx), conv_state [C, K−1],
+/// y [L, C] contiguous — as conv1d_silu's arguments.
+struct Conv1dSeq {
+  const float* x = nullptr;
+  std::int64_t L = 0;
+  float* conv_state = nullptr;
+  float* y = nullptr;
+};
+/// conv1d_silu for several sequences that share ldx, C, K, the weight and bias (one decode step of
+/// a batch, one layer) in one parallel region. wT: the conv weight TRANSPOSED, [K, C] (wT[k·C + c]
+/// = w[c·K + k]; models keep it so, see LayerParams::conv_wT). Each sequence's results are bitwise
+/// those of conv1d_silu.
+void conv1d_silu_batch(std::span<const Conv1dSeq> seqs, std::int64_t ldx, std::int64_t C, std::int64_t K,
+                       const float* wT, const float* bias);
 
 /// In place: dt = clamp(softplus(dt + bias), lo, hi), softplus as PyTorch (x > 20 → x, else
 /// log1p(exp(x))). dt: [M, n] (lddt); bias: [n] fp32 or nullptr. Use lo = 0, hi = +inf for none.
@@ -91,6 +110,9 @@ struct SelectiveScanArgs {
   float* y = nullptr;        std::int64_t ldy = 0;   ///< [L, E]
 };
 void selective_scan(const SelectiveScanArgs& a);
+/// selective_scan for several sequences with the same E and N (a batched decode step) in one
+/// parallel region over (sequence, channel block); bitwise the per-sequence results.
+void selective_scan_batch(std::span<const SelectiveScanArgs> seqs);
 
 /// Mamba-2 SSD over L tokens of one sequence (Dao & Gu 2024 §6–7; mamba-math.md §SSD):
 ///   h_t[h] = exp(Δ_t[h]·A[h]) · h_{t−1}[h] + Δ_t[h] · x_t[h] ⊗ B_t[g(h)],  g(h) = h / (H/G)
@@ -114,6 +136,11 @@ struct SsdArgs {
   float* chunk_states = nullptr;
 };
 void ssd(const SsdArgs& a);
+/// ssd for several sequences with the same H, P, N, G, Q. When every sequence has L = 1 (a decode
+/// step) it runs the recurrence directly (one pass over each state, no chunk machinery) in one
+/// parallel region over (sequence, head): bitwise the same per sequence whatever the batch, and
+/// equal to ssd() within rounding (not bitwise). Otherwise it calls ssd() per sequence.
+void ssd_batch(std::span<const SsdArgs> seqs);
 /// Number of chunks SSD splits [position, position + L) into.
 std::int64_t ssd_num_chunks(std::int64_t position, std::int64_t L, std::int64_t Q);
 

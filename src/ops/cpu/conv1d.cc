@@ -1,34 +1,69 @@
-// CPU causal depthwise conv1d + SiLU continuing from conv_state (mamba-math.md §conv).
-// Channels are independent; the loop over channels is innermost so rows of x are read contiguously.
+// CPU causal depthwise conv1d + SiLU continuing from conv_state (mamba-math.md §conv), vectorised
+// over channels (kernels.h conv1d_silu_rows reads the weight and the old state transposed, [K, C]
+// and [K−1, C], so every tap is a contiguous load), parallel over (sequence, row block).
+#include <vector>
+
+#include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
 
 namespace mamba::ops {
 
-void conv1d_silu(const float* x, std::int64_t ldx, std::int64_t L, std::int64_t C, std::int64_t K,
-                 const float* w, const float* bias, float* conv_state, float* y) {
+namespace {
+constexpr std::int64_t kRowBlock = 16;  ///< rows per work item in prefill
+}  // namespace
+
+void conv1d_silu_batch(std::span<const Conv1dSeq> seqs, std::int64_t ldx, std::int64_t C, std::int64_t K,
+                       const float* wT, const float* bias) {
   const ProfileScope profile(OpKind::kConv);
-  const std::int64_t S = K - 1;  // conv_state width
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (L * C * K >= cpu::kParallelMinWork)
-  for (std::int64_t t = 0; t < L; ++t) {
-    for (std::int64_t c = 0; c < C; ++c) {
-      // Input at window index t + k: from conv_state when t + k < S, else x[t + k − S].
-      float acc = bias ? bias[c] : 0.0f;
-      for (std::int64_t k = 0; k < K; ++k) {
-        const std::int64_t j = t + k;
-        const float u = j < S ? conv_state[c * S + j] : x[(j - S) * ldx + c];
-        acc += w[c * K + k] * u;
-      }
-      y[t * C + c] = silu(acc);
-    }
+  if (seqs.empty()) return;
+  const cpu::Kernels& k = cpu::cpu_kernels();
+  const std::int64_t S = K - 1, n_seq = static_cast<std::int64_t>(seqs.size());
+  // Old states transposed, [n_seq][S, C] (the states are overwritten below).
+  static thread_local std::vector<float> stT;
+  if (stT.size() < static_cast<std::size_t>(n_seq * S * C)) stT.resize(static_cast<std::size_t>(n_seq * S * C));
+  for (std::int64_t q = 0; q < n_seq; ++q)
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t j = 0; j < S; ++j) stT[std::size_t((q * S + j) * C + c)] = seqs[std::size_t(q)].conv_state[c * S + j];
+
+  // Work items: (sequence, block of kRowBlock rows); one decode token per sequence = one item each.
+  std::int64_t items = 0, work = 0;
+  static thread_local std::vector<std::int64_t> first;  // first item of each sequence
+  if (first.size() < static_cast<std::size_t>(n_seq + 1)) first.resize(static_cast<std::size_t>(n_seq + 1));
+  for (std::int64_t q = 0; q < n_seq; ++q) {
+    first[std::size_t(q)] = items;
+    items += (seqs[std::size_t(q)].L + kRowBlock - 1) / kRowBlock;
+    work += seqs[std::size_t(q)].L * C * K;
+  }
+  first[std::size_t(n_seq)] = items;
+  const float* stTp = stT.data();
+  const std::int64_t* firstp = first.data();
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (work >= cpu::kParallelMinWork && items > 1)
+  for (std::int64_t i = 0; i < items; ++i) {
+    std::int64_t q = 0;
+    while (firstp[q + 1] <= i) ++q;
+    const Conv1dSeq& s = seqs[std::size_t(q)];
+    const std::int64_t t0 = (i - firstp[q]) * kRowBlock, t1 = t0 + kRowBlock < s.L ? t0 + kRowBlock : s.L;
+    k.conv1d_silu_rows(s.x, ldx, t0, t1, 0, C, C, K, wT, bias, stTp + q * S * C, s.y);
   }
   // New conv_state = last S entries of (conv_state ++ x): entry j is window index L + j.
+  for (const Conv1dSeq& s : seqs)
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t j = 0; j < S; ++j) {
+        const std::int64_t src = s.L + j;  // ≥ j: reading ahead of the write, safe in place
+        s.conv_state[c * S + j] = src < S ? s.conv_state[c * S + src] : s.x[(src - S) * ldx + c];
+      }
+}
+
+void conv1d_silu(const float* x, std::int64_t ldx, std::int64_t L, std::int64_t C, std::int64_t K,
+                 const float* w, const float* bias, float* conv_state, float* y) {
+  static thread_local std::vector<float> wT;
+  if (wT.size() < static_cast<std::size_t>(K * C)) wT.resize(static_cast<std::size_t>(K * C));
   for (std::int64_t c = 0; c < C; ++c)
-    for (std::int64_t j = 0; j < S; ++j) {
-      const std::int64_t src = L + j;  // ≥ j: reading ahead of the write, safe in place
-      conv_state[c * S + j] = src < S ? conv_state[c * S + src] : x[(src - S) * ldx + c];
-    }
+    for (std::int64_t j = 0; j < K; ++j) wT[std::size_t(j * C + c)] = w[c * K + j];
+  const Conv1dSeq s{x, L, conv_state, y};
+  conv1d_silu_batch({&s, 1}, ldx, C, K, wT.data(), bias);
 }
 
 }  // namespace mamba::ops

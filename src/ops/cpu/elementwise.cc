@@ -1,6 +1,7 @@
-// CPU element-wise ops: dt softplus/clamp, silu gate, residual add.
+// CPU element-wise ops: dt softplus/clamp and silu gate (vector exp/log1p, kernels.h), residual add.
 #include <algorithm>
 
+#include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
@@ -10,17 +11,17 @@ namespace mamba::ops {
 void softplus_clamp(float* dt, std::int64_t lddt, std::int64_t M, std::int64_t n, const float* bias, float lo,
                     float hi) {
   const ProfileScope profile(OpKind::kElementwise);
-  for (std::int64_t m = 0; m < M; ++m) {
-    float* d = dt + m * lddt;
-    for (std::int64_t i = 0; i < n; ++i) d[i] = std::clamp(softplus(d[i] + (bias ? bias[i] : 0.0f)), lo, hi);
-  }
+  const cpu::Kernels& k = cpu::cpu_kernels();
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * n * 16 >= cpu::kParallelMinWork && M > 1)
+  for (std::int64_t m = 0; m < M; ++m) k.softplus_clamp_row(dt + m * lddt, bias, n, lo, hi);
 }
 
 void silu_mul(const float* z, std::int64_t ldz, const float* x, std::int64_t ldx, std::int64_t M, std::int64_t n,
               float* out, std::int64_t ldo) {
   const ProfileScope profile(OpKind::kElementwise);
-  for (std::int64_t m = 0; m < M; ++m)
-    for (std::int64_t i = 0; i < n; ++i) out[m * ldo + i] = silu(z[m * ldz + i]) * x[m * ldx + i];
+  const cpu::Kernels& k = cpu::cpu_kernels();
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * n * 8 >= cpu::kParallelMinWork && M > 1)
+  for (std::int64_t m = 0; m < M; ++m) k.silu_mul_row(z + m * ldz, x + m * ldx, out + m * ldo, n);
 }
 
 void add_inplace(float* h, const float* x, std::int64_t n) {

@@ -1,7 +1,8 @@
-// CPU RMSNorm and grouped gated RMSNorm. Per-row reductions in double (row order fixed, so the
-// result of a row never depends on the other rows).
+// CPU RMSNorm and grouped gated RMSNorm. Per-row sums of squares in double (kernels.h sumsq_row,
+// a fixed order within the row, so the result of a row never depends on the other rows).
 #include <cmath>
 
+#include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
@@ -11,12 +12,12 @@ namespace mamba::ops {
 void rms_norm(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t D, const float* w, float eps,
               float* y, std::int64_t ldy) {
   const ProfileScope profile(OpKind::kNorm);
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * D >= cpu::kParallelMinWork)
+  const cpu::Kernels& k = cpu::cpu_kernels();
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * D * 4 >= cpu::kParallelMinWork && M > 1)
   for (std::int64_t m = 0; m < M; ++m) {
     const float* xm = x + m * ldx;
     float* ym = y + m * ldy;
-    double ss = 0.0;
-    for (std::int64_t i = 0; i < D; ++i) ss += double(xm[i]) * double(xm[i]);
+    const double ss = k.sumsq_row(xm, D);
     // HF: hidden * torch.rsqrt(variance + eps), in fp32.
     const float r = 1.0f / std::sqrt(float(ss / double(D)) + eps);
     if (w) {
@@ -31,15 +32,15 @@ void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz
                     std::int64_t E, std::int64_t G, const float* w, float eps) {
   const ProfileScope profile(OpKind::kNorm);
   const std::int64_t gs = E / G;
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * E >= cpu::kParallelMinWork)
+  const cpu::Kernels& k = cpu::cpu_kernels();
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * E * 8 >= cpu::kParallelMinWork && M > 1)
   for (std::int64_t m = 0; m < M; ++m) {
     float* ym = y + m * ldy;
     const float* zm = z + m * ldz;
-    for (std::int64_t i = 0; i < E; ++i) ym[i] *= silu(zm[i]);  // v = y · silu(z)
+    k.silu_mul_row(zm, ym, ym, E);  // v = y · silu(z)
     for (std::int64_t g = 0; g < G; ++g) {
       float* v = ym + g * gs;
-      double ss = 0.0;
-      for (std::int64_t i = 0; i < gs; ++i) ss += double(v[i]) * double(v[i]);
+      const double ss = k.sumsq_row(v, gs);
       const float r = 1.0f / std::sqrt(float(ss / double(gs)) + eps);
       for (std::int64_t i = 0; i < gs; ++i) v[i] = w[g * gs + i] * (v[i] * r);
     }

@@ -1,35 +1,41 @@
-// CPU Mamba-1 selective scan (Gu & Dao 2023, Alg. 2), sequential over tokens, parallel over the
-// E channels (each channel's state row h[e, :] is independent).
-#include <cmath>
+// CPU Mamba-1 selective scan (Gu & Dao 2023, Alg. 2): sequential over tokens, vectorised over
+// channels (kernels.h scan_channels, kLanes channels per vector with the state kept transposed in
+// L1), parallel over (sequence, block of channels). Each channel's state row h[e, :] is independent,
+// so the split never changes a result.
+#include <vector>
 
+#include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
 
 namespace mamba::ops {
 
-void selective_scan(const SelectiveScanArgs& a) {
+namespace {
+/// Channels per work item: enough to amortise the state transpose, small enough to spread 1536
+/// channels of one decode token over the threads.
+constexpr std::int64_t kChannelBlock = 64;
+}  // namespace
+
+void selective_scan_batch(std::span<const SelectiveScanArgs> seqs) {
   const ProfileScope profile(OpKind::kScan);
-  const std::int64_t N = a.N;
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (a.L * a.E * N >= cpu::kParallelMinWork)
-  for (std::int64_t e = 0; e < a.E; ++e) {
-    float* h = a.ssm_state + e * N;  // [N]
-    const float* A = a.A + e * N;
-    for (std::int64_t t = 0; t < a.L; ++t) {
-      const float dt = a.dt[t * a.lddt + e], u = a.u[t * a.ldu + e];
-      const float* B = a.B + t * a.ldb;
-      const float* C = a.C + t * a.ldc;
-      const float dtu = dt * u;
-      float y = 0.0f;
-      for (std::int64_t n = 0; n < N; ++n) {
-        h[n] = std::exp(dt * A[n]) * h[n] + dtu * B[n];  // h_t = exp(Δ·A)·h_{t−1} + Δ·u·B_t
-        y += h[n] * C[n];                                // y_t = h_t · C_t
-      }
-      if (a.D) y += a.D[e] * u;                          // + D·u
-      if (a.z) y *= silu(a.z[t * a.ldz + e]);            // · silu(z)
-      a.y[t * a.ldy + e] = y;
-    }
+  if (seqs.empty()) return;
+  const cpu::Kernels& k = cpu::cpu_kernels();
+  const std::int64_t E = seqs[0].E, N = seqs[0].N;
+  const std::int64_t blocks = (E + kChannelBlock - 1) / kChannelBlock;
+  const std::int64_t items = blocks * static_cast<std::int64_t>(seqs.size());
+  std::int64_t work = 0;
+  for (const SelectiveScanArgs& a : seqs) work += a.L * E * N;
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (work >= cpu::kParallelMinWork && items > 1)
+  for (std::int64_t i = 0; i < items; ++i) {
+    static thread_local std::vector<float> scratch;
+    if (scratch.size() < static_cast<std::size_t>(2 * N * k.lanes)) scratch.resize(static_cast<std::size_t>(2 * N * k.lanes));
+    const SelectiveScanArgs& a = seqs[static_cast<std::size_t>(i / blocks)];
+    const std::int64_t e0 = (i % blocks) * kChannelBlock, e1 = e0 + kChannelBlock < E ? e0 + kChannelBlock : E;
+    k.scan_channels(a, e0, e1, scratch.data());
   }
 }
+
+void selective_scan(const SelectiveScanArgs& a) { selective_scan_batch({&a, 1}); }
 
 }  // namespace mamba::ops

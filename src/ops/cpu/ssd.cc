@@ -1,21 +1,28 @@
-// CPU Mamba-2 SSD, chunked (Dao & Gu 2024 §6–7; mamba-math.md §SSD), parallel over heads.
+// CPU Mamba-2 SSD, chunked (Dao & Gu 2024 §6–7; mamba-math.md §SSD), its matmuls as register-blocked
+// fp32 GEMMs (kernels.h gemm).
 //
 // Chunks are aligned to ABSOLUTE positions: the chunk of token t is (position + t) / Q. So a prompt
 // split at multiples of Q goes through exactly the same chunks, with the same incoming state, as the
-// unsplit prompt: bitwise-identical outputs and states.
+// unsplit prompt: bitwise-identical outputs and states. Row i of a chunk is computed the same way
+// whatever the chunk's length (so a prompt's logits are bitwise the first rows of a longer one's).
+// ssd_batch with L = 1 everywhere (decode) runs the plain recurrence instead (ssd_step_head): one
+// pass over the state, equal to the chunked form within rounding, not bitwise.
 //
-// Per head h (group g = h / (H/G)) and chunk c of positions i, j ∈ [0, Lc):
-//   a_j = Δ_j·A[h];  S_i = Σ_{j≤i} a_j                                   (inclusive cumsum)
-//   1. Y_diag[i] = Σ_{j≤i} (C_i·B_j) · exp(S_i − S_j) · Δ_j · x_j         (intra-chunk)
-//   4. Y_off[i]  = exp(S_i) · (h_{c−1} · C_i)                             (from the incoming state)
-//   5. y[i]      = Y_diag[i] + Y_off[i] + D·x_i
-//   2.+3. h_c    = exp(S_last) · h_{c−1} + Σ_j exp(S_last − S_j) · Δ_j · x_j ⊗ B_j
+// Per chunk c of positions i, j ∈ [0, Lc), group g, head h of group g:
+//   CB_g[i, j] = C_i · B_j  for j ≤ i                      once per group (C · Bᵀ, causal strips)
+//   a_j = Δ_j·A[h];  S_i = Σ_{j≤i} a_j                     (inclusive cumsum)
+//   W[i, j] = CB_g[i, j] · exp(S_i − S_j) · Δ_j  (j ≤ i, else 0)
+//   y[i]    = exp(S_i) · (C_i · h_{c−1}ᵀ) + D·x_i           Y_off  = C · hᵀ (GEMM), scaled per row
+//           + Σ_{j≤i} W[i, j] · x_j                         Y_diag = W · X (GEMM over causal strips)
+//   h_c     = exp(S_last) · h_{c−1} + (X ∘ w)ᵀ · B,  w_j = exp(S_last − S_j) · Δ_j   (GEMM)
+// Threads: one region per chunk; B transposed and CB per group (parallel over row strips), then the
+// heads in parallel. Every element is computed by the same operations whatever the thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-#include "ops/cpu/dot.h"
+#include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
@@ -29,89 +36,168 @@ std::int64_t ssd_num_chunks(std::int64_t position, std::int64_t L, std::int64_t 
 
 namespace {
 
-/// One head over one chunk [t0, t0 + Lc); `h` is the head's state [P, N] (in/out).
-void ssd_head_chunk(const SsdArgs& a, std::int64_t head, std::int64_t t0, std::int64_t Lc, float* h,
-                    std::vector<float>& S, std::vector<float>& CB, std::vector<float>& acc) {
+/// Rows per causal strip of the CB and Y_diag GEMMs (a multiple of the GEMM's 6-row tile).
+constexpr std::int64_t kStrip = 24;
+
+float* grow(std::vector<float>& v, std::int64_t n) {
+  if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
+  return v.data();
+}
+
+/// Token t of the call through the recurrence, one head (decode).
+void step_head(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::int64_t t) {
+  const std::int64_t g = head / (a.H / a.G);
+  const float dt = a.dt[t * a.lddt + head];
+  k.ssd_step_head(a.x + t * a.ldx + head * a.P, dt, std::exp(dt * a.A[head]), a.B + t * a.ldb + g * a.N,
+                  a.C + t * a.ldc + g * a.N, a.D ? a.D[head] : 0.0f, a.ssm_state + head * a.P * a.N, a.P, a.N,
+                  a.y + t * a.ldy + head * a.P);
+}
+
+/// One head over the chunk [t0, t0 + Lc); CB: the group's [Lc, Lc] C·Bᵀ (rows i, cols ≤ i);
+/// hT: the head's state TRANSPOSED, [N, P] (in/out), so both state GEMMs read it directly.
+void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::int64_t t0, std::int64_t Lc,
+                const float* CB, float* hT) {
+  static thread_local std::vector<float> S_buf, dt_buf, W_buf, Xw_buf;
   const std::int64_t P = a.P, N = a.N, g = head / (a.H / a.G);
-  const float A = a.A[head];
-  auto xrow = [&](std::int64_t t) { return a.x + (t0 + t) * a.ldx + head * P; };
-  auto Brow = [&](std::int64_t t) { return a.B + (t0 + t) * a.ldb + g * N; };
-  auto Crow = [&](std::int64_t t) { return a.C + (t0 + t) * a.ldc + g * N; };
-  auto dt = [&](std::int64_t t) { return a.dt[(t0 + t) * a.lddt + head]; };
+  float* S = grow(S_buf, Lc);
+  float* dts = grow(dt_buf, Lc);
+  float* W = grow(W_buf, Lc * Lc);
+  float* Xw = grow(Xw_buf, Lc * P);
+  const float* x = a.x + t0 * a.ldx + head * P;
+  const float* B = a.B + t0 * a.ldb + g * N;
+  const float* C = a.C + t0 * a.ldc + g * N;
+  float* y = a.y + t0 * a.ldy + head * P;
+  const float A = a.A[head], Dh = a.D ? a.D[head] : 0.0f;
 
-  // Cumulative log-decay S_i.
-  S.resize(static_cast<std::size_t>(Lc));
-  float s = 0.0f;
-  for (std::int64_t i = 0; i < Lc; ++i) S[i] = s += dt(i) * A;
-
-  // CB[i, j] = (C_i · B_j) · exp(S_i − S_j) · Δ_j for j ≤ i (the masked, decayed "attention").
-  CB.resize(static_cast<std::size_t>(Lc * Lc));
+  float s = 0.0f;  // S_i = Σ_{j≤i} Δ_j·A
   for (std::int64_t i = 0; i < Lc; ++i) {
-    const float* Ci = Crow(i);
-    for (std::int64_t j = 0; j <= i; ++j) {
-      const float* Bj = Brow(j);
-      const float cb = cpu::dot_f32(Ci, Bj, N);
-      CB[i * Lc + j] = cb * std::exp(S[i] - S[j]) * dt(j);
-    }
+    dts[i] = a.dt[(t0 + i) * a.lddt + head];
+    S[i] = s += dts[i] * A;
   }
-
-  acc.resize(static_cast<std::size_t>(P));
+  // W = causal, decayed, Δ-weighted CB; zero above the diagonal up to the end of the row's strip.
   for (std::int64_t i = 0; i < Lc; ++i) {
-    // 1. Y_diag[i] = Σ_{j≤i} CB[i, j] · x_j   (contributions of the chunk's own earlier tokens)
-    std::fill(acc.begin(), acc.end(), 0.0f);
-    for (std::int64_t j = 0; j <= i; ++j) {
-      const float wij = CB[i * Lc + j];
-      const float* xj = xrow(j);
-      for (std::int64_t p = 0; p < P; ++p) acc[p] += wij * xj[p];
-    }
-    const float* Ci = Crow(i);
-    const float decay_in = std::exp(S[i]);
-    const float Dh = a.D ? a.D[head] : 0.0f;
-    const float* xi = xrow(i);
-    float* yi = a.y + (t0 + i) * a.ldy + head * P;
-    for (std::int64_t p = 0; p < P; ++p) {
-      // 4. Y_off: the incoming state read out through C_i, decayed to position i.
-      const float off = cpu::dot_f32(h + p * N, Ci, N);
-      // 5. y = Y_diag + Y_off + D·x
-      yi[p] = acc[p] + decay_in * off + Dh * xi[p];
-    }
+    float* Wi = W + i * Lc;
+    k.ssd_decay_row(Wi, CB + i * Lc, S[i], S, dts, i + 1);
+    const std::int64_t strip_end = std::min(Lc, (i / kStrip + 1) * kStrip);
+    for (std::int64_t j = i + 1; j < strip_end; ++j) Wi[j] = 0.0f;
   }
+  // Y_off = C · hᵀ, then y = exp(S_i)·Y_off + D·x.
+  k.gemm(Lc, P, N, C, a.ldc, hT, P, y, a.ldy, false);
+  for (std::int64_t i = 0; i < Lc; ++i) {
+    const float e = std::exp(S[i]);
+    float* yi = y + i * a.ldy;
+    const float* xi = x + i * a.ldx;
+    for (std::int64_t p = 0; p < P; ++p) yi[p] = e * yi[p] + Dh * xi[p];
+  }
+  // y += W · X over causal strips (row strip [i0, i1) needs columns j < i1 only).
+  for (std::int64_t i0 = 0; i0 < Lc; i0 += kStrip) {
+    const std::int64_t i1 = std::min(Lc, i0 + kStrip);
+    k.gemm(i1 - i0, P, i1, W + i0 * Lc, Lc, x, a.ldx, y + i0 * a.ldy, a.ldy, true);
+  }
+  // h_cᵀ = exp(S_last)·hᵀ + Bᵀ · (X ∘ w)   (X ∘ w: [Lc, P], row j = w_j·x_j; B rows passed as Aᵀ).
+  const float S_last = S[Lc - 1], decay = std::exp(S_last);
+  for (std::int64_t j = 0; j < Lc; ++j) {
+    const float wj = std::exp(S_last - S[j]) * dts[j];
+    const float* xj = x + j * a.ldx;
+    for (std::int64_t p = 0; p < P; ++p) Xw[j * P + p] = wj * xj[p];
+  }
+  for (std::int64_t i = 0; i < N * P; ++i) hT[i] *= decay;
+  k.gemm_at(N, P, Lc, B, a.ldb, Xw, P, hT, P, true);
+}
 
-  // 2.+3. State passing: h_c = exp(S_last)·h_{c−1} + Σ_j exp(S_last − S_j)·Δ_j·x_j ⊗ B_j.
-  const float S_last = S[Lc - 1], decay_chunk = std::exp(S_last);
-  for (std::int64_t j = 0; j < Lc; ++j) S[j] = std::exp(S_last - S[j]) * dt(j);  // reuse S as weights
-  for (std::int64_t p = 0; p < P; ++p) {
-    float* hp = h + p * N;
-    for (std::int64_t n = 0; n < N; ++n) hp[n] *= decay_chunk;
-    for (std::int64_t j = 0; j < Lc; ++j) {
-      const float wx = S[j] * xrow(j)[p];
-      const float* Bj = Brow(j);
-      for (std::int64_t n = 0; n < N; ++n) hp[n] += wx * Bj[n];
+/// Internal chunk length: Q itself, or 64 when Q is a larger multiple of 64. The chunked form is
+/// exact for any chunking; shorter chunks cut the quadratic part (C·Bᵀ and W·X: L·q/2 per row)
+/// while the state passing (C·hᵀ and (X∘w)ᵀ·B) stays L·N·P. Still aligned to absolute positions
+/// (multiples of q divide multiples of Q), so splits at multiples of Q stay bitwise identical.
+std::int64_t internal_chunk(std::int64_t Q) { return Q > 64 && Q % 64 == 0 ? 64 : Q; }
+
+/// h [P, N] ← hT [N, P] (and the reverse with to_T).
+void transpose_state(float* h, float* hT, std::int64_t P, std::int64_t N, bool to_T) {
+  for (std::int64_t p = 0; p < P; ++p)
+    for (std::int64_t n = 0; n < N; ++n) {
+      if (to_T)
+        hT[n * P + p] = h[p * N + n];
+      else
+        h[p * N + n] = hT[n * P + p];
     }
-  }
+}
+
+/// Decode: the chunk state of one head (already [P, N]) into chunk_states[chunk].
+void copy_chunk_state(const SsdArgs& a, std::int64_t chunk, std::int64_t head) {
+  if (!a.chunk_states || chunk < 0) return;
+  const std::int64_t per_head = a.P * a.N;
+  std::memcpy(a.chunk_states + (chunk * a.H + head) * per_head, a.ssm_state + head * per_head,
+              sizeof(float) * std::size_t(per_head));
 }
 
 }  // namespace
 
 void ssd(const SsdArgs& a) {
   const ProfileScope profile(OpKind::kScan);
-  const std::int64_t state_per_head = a.P * a.N, state_elems = a.H * state_per_head;
-  const bool parallel = a.L * a.H * a.P * a.N >= cpu::kParallelMinWork && a.H > 1;
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (parallel)
-  for (std::int64_t head = 0; head < a.H; ++head) {
-    static thread_local std::vector<float> S, CB, acc;
-    float* h = a.ssm_state + head * state_per_head;
-    std::int64_t t0 = 0, chunk = 0;
-    while (t0 < a.L) {
+  if (a.L <= 0) return;
+  const cpu::Kernels& k = cpu::cpu_kernels();
+  const std::int64_t H = a.H, G = a.G, N = a.N, P = a.P, per_head = P * N;
+  const std::int64_t q = internal_chunk(a.Q), max_lc = std::min(q, a.L);
+  const bool parallel = a.L * H * P * N >= cpu::kParallelMinWork && H > 1;
+  static thread_local std::vector<float> Bt_buf, CB_buf, hT_buf;
+  float* Bt = grow(Bt_buf, G * N * max_lc);   // [G][N, Lc]  Bᵀ of the chunk
+  float* CB = grow(CB_buf, G * max_lc * max_lc);  // [G][Lc, Lc] C·Bᵀ (lower strips)
+  float* hT = grow(hT_buf, H * per_head);     // [H][N, P]   the states, transposed for the call
+#pragma omp parallel num_threads(num_threads()) if (parallel)
+  {
+#pragma omp for schedule(static)
+    for (std::int64_t head = 0; head < H; ++head)
+      transpose_state(a.ssm_state + head * per_head, hT + head * per_head, P, N, true);
+    for (std::int64_t t0 = 0; t0 < a.L;) {  // every thread walks the same chunks
       const std::int64_t pos = a.position + t0;
-      const std::int64_t Lc = std::min(a.L - t0, a.Q - pos % a.Q);  // up to the next absolute boundary
-      ssd_head_chunk(a, head, t0, Lc, h, S, CB, acc);
-      if (a.chunk_states)
-        std::memcpy(a.chunk_states + chunk * state_elems + head * state_per_head, h,
-                    sizeof(float) * std::size_t(state_per_head));
+      const std::int64_t Lc = std::min(a.L - t0, q - pos % q);  // up to the next absolute boundary
+      // chunk_states index when this piece ends a Q-chunk (or the input), else −1.
+      const bool ends_chunk = (pos + Lc) % a.Q == 0 || t0 + Lc == a.L;
+      const std::int64_t chunk = ends_chunk ? (pos + Lc - 1) / a.Q - a.position / a.Q : -1;
+      const std::int64_t strips = (Lc + kStrip - 1) / kStrip;
+#pragma omp for schedule(static)
+      for (std::int64_t g = 0; g < G; ++g)
+        for (std::int64_t j = 0; j < Lc; ++j) {
+          const float* Bj = a.B + (t0 + j) * a.ldb + g * N;
+          for (std::int64_t n = 0; n < N; ++n) Bt[(g * N + n) * Lc + j] = Bj[n];
+        }
+#pragma omp for schedule(static)
+      for (std::int64_t item = 0; item < G * strips; ++item) {
+        const std::int64_t g = item / strips, i0 = (item % strips) * kStrip, i1 = std::min(Lc, i0 + kStrip);
+        k.gemm(i1 - i0, i1, N, a.C + (t0 + i0) * a.ldc + g * N, a.ldc, Bt + g * N * Lc, Lc,
+               CB + g * Lc * Lc + i0 * Lc, Lc, false);
+      }
+#pragma omp for schedule(static)
+      for (std::int64_t head = 0; head < H; ++head) {
+        head_chunk(k, a, head, t0, Lc, CB + (head / (H / G)) * Lc * Lc, hT + head * per_head);
+        if (a.chunk_states && chunk >= 0)
+          transpose_state(a.chunk_states + (chunk * H + head) * per_head, hT + head * per_head, P, N, false);
+      }
       t0 += Lc;
-      ++chunk;
     }
+#pragma omp for schedule(static)
+    for (std::int64_t head = 0; head < H; ++head)
+      transpose_state(a.ssm_state + head * per_head, hT + head * per_head, P, N, false);
+  }
+}
+
+void ssd_batch(std::span<const SsdArgs> seqs) {
+  bool all_single = true;
+  for (const SsdArgs& a : seqs) all_single = all_single && a.L == 1;
+  if (!all_single) {
+    for (const SsdArgs& a : seqs) ssd(a);
+    return;
+  }
+  const ProfileScope profile(OpKind::kScan);
+  if (seqs.empty()) return;
+  const cpu::Kernels& k = cpu::cpu_kernels();
+  const std::int64_t H = seqs[0].H, items = H * static_cast<std::int64_t>(seqs.size());
+  const bool parallel = items * seqs[0].P * seqs[0].N >= cpu::kParallelMinWork && items > 1;
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (parallel)
+  for (std::int64_t i = 0; i < items; ++i) {
+    const SsdArgs& a = seqs[static_cast<std::size_t>(i / H)];
+    step_head(k, a, i % H, 0);
+    copy_chunk_state(a, 0, i % H);
   }
 }
 

@@ -1,0 +1,70 @@
+// Dispatch table of the forward-pass kernels that are not projection GEMMs (Mamba-1 scan, SSD
+// pieces, conv1d+SiLU, softplus, SiLU gate), one instance per CPU target.
+//
+// The same source (src/ops/cpu/kernels_impl.inc, over the width-generic vectors of simd.h) is
+// compiled three times: kernels_baseline.cc (SSE2, 4 lanes), kernels_avx2.cc (AVX2+FMA, 8 lanes),
+// kernels_avx512.cc (AVX-512F, 16 lanes). cpu_kernels() returns the table of cpu_target().
+// Every kernel computes each output element by a fixed sequence of operations that depends only on
+// its position (channel, row, column), never on how the caller split the work between threads or
+// sequences, so results are bitwise identical for any thread count and batch composition (on one
+// target; different targets differ in rounding, within the parity tolerances).
+#pragma once
+
+#include <cstdint>
+
+#include "ops/ops.h"
+
+namespace mamba::ops::cpu {
+
+struct Kernels {
+  int lanes;  ///< fp32 lanes per vector (4 / 8 / 16)
+
+  /// Mamba-1 selective scan of channels [e0, e1) over all a.L tokens (ops::selective_scan's
+  /// formula; Δ already softplus-ed). scratch: ≥ 2·N·lanes floats (transposed state and A).
+  void (*scan_channels)(const SelectiveScanArgs& a, std::int64_t e0, std::int64_t e1, float* scratch);
+
+  /// C[M, n] (ldc) = (accumulate ? C : 0) + A[M, K] (lda) · B[K, n] (ldb), fp32, row-major. Each
+  /// C element is Σ_k in ascending k order (fused multiply-adds where the ISA has them).
+  void (*gemm)(std::int64_t M, std::int64_t n, std::int64_t K, const float* A, std::int64_t lda, const float* B,
+               std::int64_t ldb, float* C, std::int64_t ldc, bool accumulate);
+
+  /// gemm with A stored transposed: At is [K, M] (lda ≥ M), A[i, k] = At[k·lda + i].
+  void (*gemm_at)(std::int64_t M, std::int64_t n, std::int64_t K, const float* At, std::int64_t lda, const float* B,
+                  std::int64_t ldb, float* C, std::int64_t ldc, bool accumulate);
+
+  /// w[j] = cb[j] · exp(s_i − S[j]) · dt[j] for j < n  (SSD's decayed, Δ-weighted C·B row).
+  void (*ssd_decay_row)(float* w, const float* cb, float s_i, const float* S, const float* dt, std::int64_t n);
+
+  /// SSD recurrence for one token of one head (ssd for a chunk of one token, and decode):
+  ///   h[p, :] = dA · h[p, :] + (dt · x[p]) · B[:];  y[p] = h[p, :] · C + Dh · x[p],  p < P, N = d_state.
+  void (*ssd_step_head)(const float* x, float dt, float dA, const float* B, const float* C, float Dh, float* h,
+                        std::int64_t P, std::int64_t N, float* y);
+
+  /// Causal depthwise conv + SiLU for rows [t0, t1) and channels [c0, c1) (ops::conv1d_silu's
+  /// formula). wT: [K, C] (the conv weight transposed, so a row is contiguous over channels);
+  /// bias: [C] or nullptr; conv_state: [C, K−1] (read only here); y: [L, C] contiguous.
+  void (*conv1d_silu_rows)(const float* x, std::int64_t ldx, std::int64_t t0, std::int64_t t1, std::int64_t c0,
+                           std::int64_t c1, std::int64_t C, std::int64_t K, const float* wT, const float* bias,
+                           const float* conv_state, float* y);
+
+  /// d[i] = clamp(softplus(d[i] + bias[i]), lo, hi), i < n (bias may be nullptr).
+  void (*softplus_clamp_row)(float* d, const float* bias, std::int64_t n, float lo, float hi);
+
+  /// out[i] = silu(z[i]) · x[i], i < n (out may alias x).
+  void (*silu_mul_row)(const float* z, const float* x, float* out, std::int64_t n);
+
+  /// Σ_i x[i]² in double (8-wide partial sums in a fixed order, then the tail), i < n.
+  double (*sumsq_row)(const float* x, std::int64_t n);
+
+  /// out[i] = exp(x[i]), i < n (for tests of the vector exp).
+  void (*exp_row)(const float* x, float* out, std::int64_t n);
+};
+
+/// The kernels of cpu_target().
+const Kernels& cpu_kernels();
+
+namespace baseline { extern const Kernels kKernels; }
+namespace avx2 { extern const Kernels kKernels; }
+namespace avx512 { extern const Kernels kKernels; }
+
+}  // namespace mamba::ops::cpu

@@ -1,0 +1,192 @@
+// ops::linear kernels for AVX-512 F/BW/VL/DQ (see linear_kernels.h; canonical order in
+// linear_canonical.h). The same structure as linear_avx2.cc, with one zmm per output.
+//
+// Each output y[m, n] is a 16-lane dot product held in one zmm accumulator (lane i takes the k with
+// k % 16 = i), reduced by the fixed tree 256-bit halves → 128 → 64 → 32 bits, then the K % 16 tail
+// by scalar FMAs in order, then + bias: the canonical order, whatever the tile.
+//
+// Tiles: a micro-kernel computes MR input rows × NR weight rows (4 × 4 → 16 accumulators; 1 × 8
+// for a single row), loading each x and w vector once per 16-element step.
+//  - Few rows (decode, M ≤ kDirectMaxRows): the weights are read straight from memory in their
+//    dtype (bf16 widened by vpmovzxwd + vpslld, f16 by vcvtph2ps) one NR-row group at a time, and
+//    every input row runs over that group while it is in L1: each weight byte leaves DRAM once.
+//  - Many rows (prefill): blocks of weight rows are converted to fp32 once into the thread's scratch
+//    (L2-sized), and the micro-kernel sweeps blocks of MB input rows over every NR-row group.
+//    The first pass over each weight-row group of the direct path prefetches the next group.
+
+// GCC 12 reports its own _mm*_undefined_*() helpers (inside the intrinsics headers) as "(maybe)
+// uninitialized" once they are inlined here: a known false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "ops/cpu/linear_kernels.h"
+
+namespace mamba::ops::cpu {
+namespace {
+
+using WT = LinearWeight;
+
+constexpr std::int64_t kDirectMaxRows = 8;  // up to this many rows: read weights in their dtype
+constexpr std::int64_t kRowBlock = 48;       // input rows per block in the many-rows path
+
+template <WT T> inline __m512 load16(const void* w, std::int64_t i) {
+  if constexpr (T == WT::kF32) {
+    return _mm512_loadu_ps(static_cast<const float*>(w) + i);
+  } else {
+    const __m256i h =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const std::uint16_t*>(w) + i));
+    if constexpr (T == WT::kBF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    else return _mm512_cvtph_ps(h);
+  }
+}
+
+template <WT T> inline float load1(const void* w, std::int64_t i) {
+  if constexpr (T == WT::kF32) {
+    return static_cast<const float*>(w)[i];
+  } else {
+    const std::uint16_t h = static_cast<const std::uint16_t*>(w)[i];
+    if constexpr (T == WT::kBF16) {
+      const std::uint32_t u = std::uint32_t(h) << 16;
+      float f;
+      __builtin_memcpy(&f, &u, sizeof f);
+      return f;
+    } else {
+      return _cvtsh_ss(h);
+    }
+  }
+}
+
+/// The canonical lane tree: (l[i] + l[i+8]) → (+4) → (+2) → (+1).
+inline float tree16(__m512 v) {
+  const __m256 s = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+
+/// y[m, n] for m < MR, n < NR: x → row m0, w → row n0 (rows of K elements), y → y[m0, n0].
+/// kPf: also prefetch the weight rows NR rows further on (the next group), one k-step at a time,
+/// so that DRAM streams them while this group computes.
+template <WT T, int MR, int NR, bool kPf>
+void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, const float* bias, float* y,
+           std::int64_t ldy) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 8
+    for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
+  const std::int64_t k16 = K - K % 16;
+  for (std::int64_t k = 0; k < k16; k += 16) {
+    if constexpr (kPf) {
+      constexpr std::int64_t esz = T == WT::kF32 ? 4 : 2;
+#pragma GCC unroll 8
+      for (int n = 0; n < NR; ++n)
+        _mm_prefetch(static_cast<const char*>(w) + ((n + NR) * K + k) * esz, _MM_HINT_T0);
+    }
+    __m512 xv[MR];
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m) {
+      xv[m] = _mm512_loadu_ps(x + m * ldx + k);
+      __asm__("" : "+v"(xv[m]));  // likewise: one load per x vector
+    }
+#pragma GCC unroll 8
+    for (int n = 0; n < NR; ++n) {
+      __m512 wv = load16<T>(w, n * K + k);
+      // Keep wv in a register: GCC would otherwise fold the load into each of the MR FMAs.
+      __asm__("" : "+v"(wv));
+#pragma GCC unroll 8
+      for (int m = 0; m < MR; ++m) acc[m][n] = _mm512_fmadd_ps(xv[m], wv, acc[m][n]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 8
+    for (int n = 0; n < NR; ++n) {
+      float r = tree16(acc[m][n]);
+      for (std::int64_t k = k16; k < K; ++k) r = __builtin_fmaf(x[m * ldx + k], load1<T>(w, n * K + k), r);
+      y[m * ldy + n] = bias != nullptr ? r + bias[n] : r;
+    }
+}
+
+/// micro<T, mr, nr> for run-time mr ∈ [1, 4], nr ∈ [1, 4] (and nr ≤ 8 when mr = 1).
+template <WT T>
+void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const void* w, std::int64_t K,
+               const float* bias, float* y, std::int64_t ldy) {
+#define MAMBA_MICRO(MR, NR)                                                         \
+  if (mr == MR && nr == NR)                                                         \
+    return pf ? micro<T, MR, NR, true>(x, ldx, w, K, bias, y, ldy)                  \
+              : micro<T, MR, NR, false>(x, ldx, w, K, bias, y, ldy);
+  MAMBA_MICRO(4, 4) MAMBA_MICRO(1, 8) MAMBA_MICRO(4, 3) MAMBA_MICRO(4, 2) MAMBA_MICRO(4, 1)
+  MAMBA_MICRO(3, 4) MAMBA_MICRO(3, 3) MAMBA_MICRO(3, 2) MAMBA_MICRO(3, 1)
+  MAMBA_MICRO(2, 4) MAMBA_MICRO(2, 3) MAMBA_MICRO(2, 2) MAMBA_MICRO(2, 1)
+  MAMBA_MICRO(1, 7) MAMBA_MICRO(1, 6) MAMBA_MICRO(1, 5) MAMBA_MICRO(1, 4) MAMBA_MICRO(1, 3) MAMBA_MICRO(1, 2)
+  MAMBA_MICRO(1, 1)
+#undef MAMBA_MICRO
+}
+
+/// Outputs [m0, m1) × [0, nrows) of the weight rows at w (type T, K elements each): NR-row groups
+/// outermost, groups of input rows inside (the group stays in L1 while every row uses it).
+template <WT T>
+void sweep(const LinearProblem& p, std::int64_t m0, std::int64_t m1, const void* w, std::int64_t n0,
+           std::int64_t nrows, bool direct) {
+  const std::int64_t K = p.K;
+  const std::int64_t esz = T == WT::kF32 ? 4 : 2;
+  const int nr_full = m1 - m0 == 1 ? 8 : 4, mr_full = m1 - m0 == 1 ? 1 : 4;
+  for (std::int64_t j = 0; j < nrows; j += nr_full) {
+    const int nr = static_cast<int>(nrows - j < nr_full ? nrows - j : nr_full);
+    const void* wj = static_cast<const std::uint8_t*>(w) + j * K * esz;
+    const float* bj = p.bias != nullptr ? p.bias + n0 + j : nullptr;
+    for (std::int64_t m = m0; m < m1; m += mr_full) {
+      const int mr = static_cast<int>(m1 - m < mr_full ? m1 - m : mr_full);
+      // The first pass over a group prefetches the next one (weights read from memory only).
+      micro_any<T>(mr, nr, direct && m == m0, p.x + m * p.ldx, p.ldx, wj, K, bj, p.y + m * p.ldy + n0 + j,
+                   p.ldy);
+    }
+  }
+}
+
+/// Widens rows of bf16/f16 weights to fp32 (exact).
+template <WT T> void widen(const void* w, std::int64_t n, float* out) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, load16<T>(w, i));
+  for (; i < n; ++i) out[i] = load1<T>(w, i);
+}
+
+template <WT T>
+void tile(const LinearProblem& p, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1, float* scratch) {
+  const std::int64_t K = p.K, esz = T == WT::kF32 ? 4 : 2;
+  const auto* wbase = static_cast<const std::uint8_t*>(p.w);
+  if (m1 - m0 <= kDirectMaxRows) {
+    sweep<T>(p, m0, m1, wbase + n0 * K * esz, n0, n1 - n0, true);
+    return;
+  }
+  const std::int64_t nb = linear_block_rows(K);
+  for (std::int64_t b0 = n0; b0 < n1; b0 += nb) {
+    const std::int64_t rows = n1 - b0 < nb ? n1 - b0 : nb;
+    const void* wb = wbase + b0 * K * esz;
+    if constexpr (T != WT::kF32) {
+      widen<T>(wb, rows * K, scratch);
+      wb = scratch;
+    }
+    for (std::int64_t mb = m0; mb < m1; mb += kRowBlock)
+      sweep<WT::kF32>(p, mb, mb + kRowBlock < m1 ? mb + kRowBlock : m1, wb, b0, rows, false);
+  }
+}
+
+}  // namespace
+
+void linear_tile_avx512(const LinearProblem& p, std::int64_t m0, std::int64_t m1, std::int64_t n0,
+                        std::int64_t n1, float* scratch) {
+  switch (p.wtype) {
+    case WT::kF32: return tile<WT::kF32>(p, m0, m1, n0, n1, scratch);
+    case WT::kBF16: return tile<WT::kBF16>(p, m0, m1, n0, n1, scratch);
+    case WT::kF16: return tile<WT::kF16>(p, m0, m1, n0, n1, scratch);
+  }
+}
+
+}  // namespace mamba::ops::cpu

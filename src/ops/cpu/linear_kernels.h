@@ -1,0 +1,47 @@
+// Per-target kernels behind ops::linear (y = x·Wᵀ + b over F32/BF16/F16 weights).
+//
+// linear.cc picks the target (cpu_target()), splits the outputs over threads and calls one of the
+// functions below once per thread for a rectangle of outputs. Every target computes each y[m, n]
+// with the canonical reduction order of linear_canonical.h (bitwise identical across targets, M,
+// tile sizes and thread counts), so any split of the rectangle is batch-invariant.
+#pragma once
+
+#include <cstdint>
+
+namespace mamba::ops::cpu {
+
+/// Weight element type of a linear problem (the F32/BF16/F16 DTypes of mamba/tensor.h).
+enum class LinearWeight : std::uint8_t { kF32, kBF16, kF16 };
+
+/// One ops::linear call. x: [M, K] fp32 (row m at x + m·ldx); w: [N, K] contiguous rows of `wtype`
+/// (uint16 bit patterns for BF16/F16); bias: [N] fp32 or nullptr; y: [M, N] fp32 (ldy).
+struct LinearProblem {
+  const float* x;
+  std::int64_t ldx;
+  const void* w;
+  LinearWeight wtype;
+  std::int64_t K;
+  const float* bias;
+  float* y;
+  std::int64_t ldy;
+};
+
+/// Weight rows per fp32-converted block for K columns (an L2-sized block; a multiple of 12, the
+/// least common multiple of the micro-kernels' row counts). Defined in linear.cc (baseline code).
+std::int64_t linear_block_rows(std::int64_t K);
+
+/// Floats of per-thread scratch the kernels below need for a problem with K columns
+/// (= linear_block_rows(K) · K; the caller owns it: a thread-local buffer that only grows).
+std::int64_t linear_scratch_floats(std::int64_t K);
+
+/// Computes y[m, n] for m ∈ [m0, m1), n ∈ [n0, n1) (single thread). `scratch` holds
+/// linear_scratch_floats(K) floats. The AVX2 / AVX-512 versions may only be called
+/// when cpu_target() allows them.
+void linear_tile_baseline(const LinearProblem& p, std::int64_t m0, std::int64_t m1, std::int64_t n0,
+                          std::int64_t n1, float* scratch);
+void linear_tile_avx2(const LinearProblem& p, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1,
+                      float* scratch);
+void linear_tile_avx512(const LinearProblem& p, std::int64_t m0, std::int64_t m1, std::int64_t n0,
+                        std::int64_t n1, float* scratch);
+
+}  // namespace mamba::ops::cpu

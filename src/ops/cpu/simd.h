@@ -1,0 +1,145 @@
+// Width-generic fp32 SIMD vectors for the forward-pass kernels (scan, SSD, conv, elementwise).
+//
+// Include this header only from a kernel translation unit (mamba_kernels_*.cc) after defining
+// MAMBA_SIMD_BYTES = 16 (baseline SSE2), 32 (AVX2+FMA) or 64 (AVX-512F). Everything here is in an
+// anonymous namespace, so each ISA's TU gets its own copy (cpu_target.h's rule: no shared inline
+// code between ISA flags). The vector type is GCC's vector extension, which lowers to the ISA's
+// registers; `fmadd` is a fused multiply-add where the ISA has one (a·b + c, two roundings on SSE2).
+//
+// vexp: accurate exp (Cephes expf scheme: x = n·ln2 + r with a two-constant Cody–Waite split,
+// degree-6 polynomial on |r| ≤ ln2/2, then ·2ⁿ through the exponent bits); max error ≤ 2 ulp
+// against the correctly rounded result over [−86.6, 88.7] (tests/ops/forward_kernels_test.cc).
+// Below −86.6 it returns 0 (the true value is < 2.6e−38), above 88.72 +inf; NaN → NaN.
+#pragma once
+
+#if !defined(MAMBA_SIMD_BYTES)
+#error "define MAMBA_SIMD_BYTES (16, 32 or 64) before including ops/cpu/simd.h"
+#endif
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+constexpr int kLanes = MAMBA_SIMD_BYTES / 4;
+typedef float vf __attribute__((vector_size(MAMBA_SIMD_BYTES), aligned(4), may_alias));
+typedef std::int32_t vi __attribute__((vector_size(MAMBA_SIMD_BYTES), aligned(4), may_alias));
+
+inline vf vset1(float x) { return x - vf{}; }  // x − 0 = x exactly (also −0), folds to a broadcast
+inline vf vload(const float* p) { return *reinterpret_cast<const vf*>(p); }
+inline void vstore(float* p, vf v) { *reinterpret_cast<vf*>(p) = v; }
+/// First n < kLanes lanes from p, the rest 0.
+inline vf vload_part(const float* p, std::int64_t n) {
+  float t[kLanes] = {};
+  std::memcpy(t, p, sizeof(float) * std::size_t(n));
+  return vload(t);
+}
+inline void vstore_part(float* p, vf v, std::int64_t n) {
+  float t[kLanes];
+  vstore(t, v);
+  std::memcpy(p, t, sizeof(float) * std::size_t(n));
+}
+inline vf vload_n(const float* p, std::int64_t n) { return n >= kLanes ? vload(p) : vload_part(p, n); }
+inline void vstore_n(float* p, vf v, std::int64_t n) {
+  if (n >= kLanes)
+    vstore(p, v);
+  else
+    vstore_part(p, v, n);
+}
+
+inline vf fmadd(vf a, vf b, vf c) {
+#if MAMBA_SIMD_BYTES == 64
+  return _mm512_fmadd_ps(a, b, c);
+#elif MAMBA_SIMD_BYTES == 32
+  return _mm256_fmadd_ps(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
+inline vf vmax(vf a, vf b) { return a > b ? a : b; }
+inline vf vmin(vf a, vf b) { return a < b ? a : b; }
+
+/// Sum of the lanes in a fixed pairwise order (deterministic).
+inline float hsum(vf v) {
+  float t[kLanes];
+  vstore(t, v);
+  for (int w = kLanes / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) t[i] += t[i + w];
+  return t[0];
+}
+
+inline vf vexp(vf x) {
+  const vf hi = vset1(88.72283935546875f), lo = vset1(-86.6f);
+  const vf xc = vmin(vmax(x, lo), hi);
+  // n = round(x / ln2) by the 1.5·2²³ trick (round to nearest even, |x/ln2| < 2²²).
+  const vf magic = vset1(12582912.0f);
+  const vf fn = fmadd(xc, vset1(1.44269504088896341f), magic) - magic;
+  vf r = fmadd(fn, vset1(-0.693359375f), xc);
+  r = fmadd(fn, vset1(2.12194440e-4f), r);
+  vf p = vset1(1.9875691500e-4f);
+  p = fmadd(p, r, vset1(1.3981999507e-3f));
+  p = fmadd(p, r, vset1(8.3334519073e-3f));
+  p = fmadd(p, r, vset1(4.1665795894e-2f));
+  p = fmadd(p, r, vset1(1.6666665459e-1f));
+  p = fmadd(p, r, vset1(5.0000001201e-1f));
+  const vf e = fmadd(p, r * r, r) + vset1(1.0f);
+  // ·2ⁿ for n ∈ [−125, 128] as ·2ⁿ⁻¹·2 (exponent field n + 126 ∈ [1, 254], so n = 128 stays finite).
+  const vi n = __builtin_convertvector(fn, vi);
+  const vi bits = (n + 126) << 23;
+  vf scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  vf out = (e * scale) * vset1(2.0f);
+  out = x < lo ? vf{} : out;
+  out = x > hi ? vset1(__builtin_inff()) : out;
+  return x != x ? x : out;  // NaN in, NaN out
+}
+
+/// x / (1 + exp(−x)), the PyTorch SiLU formula.
+inline vf vsilu(vf x) { return x / (vset1(1.0f) + vexp(-x)); }
+
+/// Natural log for x > 0 finite (Cephes logf scheme: x = m·2ᵉ with m ∈ [√½, √2), degree-8
+/// polynomial in m − 1); ≤ 2 ulp. Only used by vsoftplus on [1, 2].
+inline vf vlog(vf x) {
+  vi bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  vi e = ((bits >> 23) & 0xff) - 126;
+  bits = (bits & 0x007fffff) | 0x3f000000;  // mantissa in [0.5, 1)
+  vf m;
+  std::memcpy(&m, &bits, sizeof(m));
+  const vi small = m < vset1(0.707106781186547524f);
+  e = small ? e - 1 : e;
+  m = small ? m + m : m;
+  m = m - vset1(1.0f);
+  vf p = vset1(7.0376836292e-2f);
+  p = fmadd(p, m, vset1(-1.1514610310e-1f));
+  p = fmadd(p, m, vset1(1.1676998740e-1f));
+  p = fmadd(p, m, vset1(-1.2420140846e-1f));
+  p = fmadd(p, m, vset1(1.4249322787e-1f));
+  p = fmadd(p, m, vset1(-1.6668057665e-1f));
+  p = fmadd(p, m, vset1(2.0000714765e-1f));
+  p = fmadd(p, m, vset1(-2.4999993993e-1f));
+  p = fmadd(p, m, vset1(3.3333331174e-1f));
+  const vf m2 = m * m;
+  const vf fe = __builtin_convertvector(e, vf);
+  vf y = p * m * m2;
+  y = fmadd(fe, vset1(-2.12194440e-4f), y);
+  y = y - vset1(0.5f) * m2;
+  return m + y + fe * vset1(0.693359375f);
+}
+
+/// PyTorch softplus: x > 20 → x, else log1p(exp(x)), as max(x, 0) + log1p(exp(−|x|)) with
+/// log1p(v) = log(1 + v) · v / ((1 + v) − 1) (exact correction for the rounding of 1 + v).
+inline vf vsoftplus(vf x) {
+  const vf ax = vmax(x, -x);
+  const vf v = vexp(-ax);
+  const vf u = vset1(1.0f) + v;
+  const vf d = u - vset1(1.0f);
+  const vf l1p = d == vf{} ? v : vlog(u) * (v / d);
+  const vf sp = vmax(x, vf{}) + l1p;
+  return x > vset1(20.0f) ? x : sp;
+}
+
+}  // namespace

@@ -1,0 +1,374 @@
+// The dispatched forward-pass kernels (src/ops/cpu/kernels.h: vector exp, softplus, SiLU, GEMM,
+// Mamba-1 scan, SSD, conv1d) on EVERY target this CPU supports, against the reference ops: odd
+// sizes (channels not a multiple of the vector width, N not a multiple of 8/16), L = 1,
+// L < d_conv − 1, mid-chunk SSD positions, n_groups 1/2/4; and the batched ops (one region for a
+// decode step of several sequences) bitwise equal to per-sequence calls, for 1 and 2 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "ops/cpu/cpu_target.h"
+#include "ops/cpu/kernels.h"
+#include "ops/ops.h"
+#include "ops/ref/ref_ops.h"
+#include "ops_test_util.h"
+
+namespace mamba {
+namespace {
+
+using ops::cpu::CpuTarget;
+using test::max_abs_diff;
+using test::random_vec;
+
+/// Runs fn() once per supported target (SCOPED_TRACE names it), then restores the original target.
+template <class Fn>
+void for_each_target(Fn fn) {
+  const CpuTarget original = ops::cpu::cpu_target();
+  for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+    ops::cpu::set_cpu_target_for_test(t);
+    SCOPED_TRACE(ops::cpu::cpu_target_name(t));
+    fn();
+  }
+  ops::cpu::set_cpu_target_for_test(original);
+}
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+}
+
+/// Distance in units in the last place between two finite floats of the same sign.
+std::int64_t ulp_distance(float a, float b) {
+  std::int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  return std::llabs(std::int64_t(ia) - std::int64_t(ib));
+}
+
+TEST(VectorExp, AtMostTwoUlpAndEdgeCases) {
+  std::vector<float> x;
+  for (float v = -86.6f; v < 88.7f; v += 0.00731f) x.push_back(v);
+  for (float v : {0.0f, -0.0f, 1e-8f, -1e-8f, 0.5f, -0.5f, 88.72f, -86.59f}) x.push_back(v);
+  for_each_target([&] {
+    std::vector<float> y(x.size());
+    ops::cpu::cpu_kernels().exp_row(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+    std::int64_t worst = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float want = static_cast<float>(std::exp(static_cast<double>(x[i])));
+      worst = std::max(worst, ulp_distance(y[i], want));
+    }
+    EXPECT_LE(worst, 2);
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> edge = {-1000.0f, -88.0f, 89.0f, 1000.0f, -inf, inf, std::nanf("")}, out(edge.size());
+    ops::cpu::cpu_kernels().exp_row(edge.data(), out.data(), static_cast<std::int64_t>(edge.size()));
+    EXPECT_EQ(out[0], 0.0f);
+    EXPECT_EQ(out[1], 0.0f);  // below −86.6: 0 (true value < 2.6e−38)
+    EXPECT_EQ(out[2], inf);
+    EXPECT_EQ(out[3], inf);
+    EXPECT_EQ(out[4], 0.0f);
+    EXPECT_EQ(out[5], inf);
+    EXPECT_TRUE(std::isnan(out[6]));
+  });
+}
+
+TEST(VectorSoftplusSilu, MatchReferenceOnEveryTarget) {
+  std::mt19937 rng(3);
+  const std::int64_t M = 3, n = 37, ld = 41;
+  auto d0 = random_vec(M * ld, rng, -40, 40);
+  d0[1] = 25.0f; d0[2] = 20.0f; d0[3] = -90.0f; d0[4] = 0.0f; d0[5] = 1e-7f; d0[6] = -17.0f;
+  auto bias = random_vec(n, rng);
+  auto z = random_vec(M * ld, rng, -100, 100), x = random_vec(M * ld, rng);
+  for_each_target([&] {
+    for (const float* b : {static_cast<const float*>(bias.data()), static_cast<const float*>(nullptr)}) {
+      auto d = d0, dr = d0;
+      ops::softplus_clamp(d.data(), ld, M, n, b, 0.0f, INFINITY);
+      ops::ref::softplus_clamp(dr.data(), ld, M, n, b, 0.0f, INFINITY);
+      for (std::int64_t i = 0; i < M * ld; ++i)  // relative: tiny softplus values stay accurate
+        EXPECT_NEAR(d[i], dr[i], 2e-7 * std::max(1.0f, std::fabs(dr[i]))) << i;
+    }
+    std::vector<float> o(M * ld), orf(M * ld);
+    ops::silu_mul(z.data(), ld, x.data(), ld, M, n, o.data(), ld);
+    ops::ref::silu_mul(z.data(), ld, x.data(), ld, M, n, orf.data(), ld);
+    EXPECT_LE(max_abs_diff(o.data(), orf.data(), M * ld), 1e-5);
+  });
+}
+
+TEST(Gemm, MatchesDoubleOnOddShapes) {
+  std::mt19937 rng(5);
+  for (auto [M, n, K] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 1, 1}, {3, 5, 7}, {7, 33, 19},
+                         {16, 64, 128}, {13, 47, 0}}) {
+    const std::int64_t lda = K + 3, ldb = n + 2, ldc = n + 5;
+    auto A = random_vec(M * lda, rng), B = random_vec(std::max<std::int64_t>(K, 1) * ldb, rng);
+    auto C0 = random_vec(M * ldc, rng);
+    for_each_target([&] {
+      for (bool acc : {false, true}) {
+        auto C = C0;
+        ops::cpu::cpu_kernels().gemm(M, n, K, A.data(), lda, B.data(), ldb, C.data(), ldc, acc);
+        for (std::int64_t i = 0; i < M; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            double want = acc ? C0[i * ldc + j] : 0.0;
+            for (std::int64_t k = 0; k < K; ++k) want += double(A[i * lda + k]) * B[k * ldb + j];
+            EXPECT_NEAR(C[i * ldc + j], want, 1e-5) << M << "x" << n << "x" << K << " at " << i << "," << j;
+          }
+        for (std::int64_t i = 0; i < M; ++i)  // columns past n untouched
+          for (std::int64_t j = n; j < ldc; ++j) EXPECT_EQ(C[i * ldc + j], C0[i * ldc + j]);
+        // gemm_at: the same product from A stored transposed ([K, M], ld M + 1): bitwise equal.
+        std::vector<float> At(std::max<std::int64_t>(K, 1) * (M + 1));
+        for (std::int64_t i = 0; i < M; ++i)
+          for (std::int64_t k = 0; k < K; ++k) At[k * (M + 1) + i] = A[i * lda + k];
+        auto Ct = C0;
+        ops::cpu::cpu_kernels().gemm_at(M, n, K, At.data(), M + 1, B.data(), ldb, Ct.data(), ldc, acc);
+        EXPECT_TRUE(bitwise_equal(Ct, C));
+      }
+    });
+  }
+}
+
+struct ScanData {
+  std::int64_t L, E, N, ld, ldbc;
+  std::vector<float> u, z, dt, A, B, C, D, h0;
+  ScanData(std::int64_t L_, std::int64_t E_, std::int64_t N_, std::mt19937& rng)
+      : L(L_), E(E_), N(N_), ld(E_ + 3), ldbc(N_ + 2) {
+    u = random_vec(L * ld, rng); z = random_vec(L * ld, rng, -3, 3);
+    dt = random_vec(L * ld, rng, 0.001f, 1.5f);
+    A = random_vec(E * N, rng, -8.0f, -0.05f);
+    B = random_vec(L * ldbc, rng); C = random_vec(L * ldbc, rng); D = random_vec(E, rng);
+    h0 = random_vec(E * N, rng);
+  }
+  ops::SelectiveScanArgs args(float* h, float* y, bool with_d, bool with_z) const {
+    return {L, E, N, u.data(), ld, dt.data(), ld, A.data(), B.data(), ldbc, C.data(), ldbc,
+            with_d ? D.data() : nullptr, with_z ? z.data() : nullptr, ld, h, y, ld};
+  }
+};
+
+TEST(SelectiveScanKernel, MatchesReferenceOnEveryTarget) {
+  std::mt19937 rng(7);
+  for (auto [L, E, N] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 1, 1}, {1, 37, 16}, {9, 67, 5},
+                         {20, 130, 17}, {5, 16, 16}}) {
+    const ScanData d(L, E, N, rng);
+    for (bool with_d : {true, false})
+      for (bool with_z : {true, false}) {
+        auto hr = d.h0;
+        std::vector<float> yr(L * d.ld);
+        ops::ref::selective_scan(d.args(hr.data(), yr.data(), with_d, with_z));
+        for_each_target([&] {
+          auto h = d.h0;
+          std::vector<float> y(L * d.ld);
+          ops::selective_scan(d.args(h.data(), y.data(), with_d, with_z));
+          EXPECT_LE(max_abs_diff(h.data(), hr.data(), E * N), 1e-5) << "L" << L << " E" << E << " N" << N;
+          for (std::int64_t t = 0; t < L; ++t) EXPECT_LE(max_abs_diff(y.data() + t * d.ld, yr.data() + t * d.ld, E), 1e-5);
+        });
+      }
+  }
+}
+
+TEST(SelectiveScanKernel, BatchEqualsPerSequenceForAnyThreadCount) {
+  std::mt19937 rng(9);
+  std::vector<ScanData> seqs;
+  for (std::int64_t L : {1, 1, 3, 1, 2}) seqs.emplace_back(L, 141, 16, rng);  // 141 channels: 3 blocks + tail
+  for_each_target([&] {
+    std::vector<std::vector<float>> h1, y1;
+    for (const ScanData& d : seqs) {
+      h1.push_back(d.h0);
+      y1.emplace_back(d.L * d.ld);
+      ops::selective_scan(d.args(h1.back().data(), y1.back().data(), true, true));
+    }
+    const int saved = ops::num_threads();
+    for (int threads : {1, 2}) {
+      ops::set_num_threads(threads);
+      std::vector<std::vector<float>> h2, y2;
+      std::vector<ops::SelectiveScanArgs> args;
+      for (const ScanData& d : seqs) {
+        h2.push_back(d.h0);
+        y2.emplace_back(d.L * d.ld);
+      }
+      for (std::size_t i = 0; i < seqs.size(); ++i) args.push_back(seqs[i].args(h2[i].data(), y2[i].data(), true, true));
+      ops::selective_scan_batch(args);
+      for (std::size_t i = 0; i < seqs.size(); ++i) {
+        EXPECT_TRUE(bitwise_equal(h1[i], h2[i])) << "sequence " << i << ", " << threads << " threads";
+        EXPECT_TRUE(bitwise_equal(y1[i], y2[i])) << "sequence " << i << ", " << threads << " threads";
+      }
+    }
+    ops::set_num_threads(saved);
+  });
+}
+
+TEST(Conv1dKernel, MatchesReferenceAndBatchIsBitwisePerSequence) {
+  std::mt19937 rng(11);
+  const std::int64_t C = 45, K = 4, ldx = C + 6;
+  auto w = random_vec(C * K, rng), b = random_vec(C, rng);
+  std::vector<float> wT(C * K);
+  for (std::int64_t c = 0; c < C; ++c)
+    for (std::int64_t k = 0; k < K; ++k) wT[k * C + c] = w[c * K + k];
+  const std::vector<std::int64_t> lens = {1, 2, 1, 17, 3};  // L < K − 1, L = K − 1, longer than a row block
+  std::vector<std::vector<float>> xs, st0;
+  for (std::int64_t L : lens) {
+    xs.push_back(random_vec(L * ldx, rng, -4, 4));
+    st0.push_back(random_vec(C * (K - 1), rng));
+  }
+  for_each_target([&] {
+    std::vector<std::vector<float>> st1, y1;
+    for (std::size_t i = 0; i < lens.size(); ++i) {
+      auto sr = st0[i];
+      std::vector<float> yr(lens[i] * C);
+      ops::ref::conv1d_silu(xs[i].data(), ldx, lens[i], C, K, w.data(), b.data(), sr.data(), yr.data());
+      st1.push_back(st0[i]);
+      y1.emplace_back(lens[i] * C);
+      ops::conv1d_silu(xs[i].data(), ldx, lens[i], C, K, w.data(), b.data(), st1.back().data(), y1.back().data());
+      EXPECT_LE(max_abs_diff(y1.back().data(), yr.data(), lens[i] * C), 2e-6) << "L=" << lens[i];
+      EXPECT_TRUE(bitwise_equal(st1.back(), sr));
+    }
+    const int saved = ops::num_threads();
+    for (int threads : {1, 2}) {
+      ops::set_num_threads(threads);
+      std::vector<std::vector<float>> st2 = st0, y2;
+      std::vector<ops::Conv1dSeq> seqs;
+      for (std::size_t i = 0; i < lens.size(); ++i) y2.emplace_back(lens[i] * C);
+      for (std::size_t i = 0; i < lens.size(); ++i) seqs.push_back({xs[i].data(), lens[i], st2[i].data(), y2[i].data()});
+      ops::conv1d_silu_batch(seqs, ldx, C, K, wT.data(), b.data());
+      for (std::size_t i = 0; i < lens.size(); ++i) {
+        EXPECT_TRUE(bitwise_equal(y1[i], y2[i])) << "sequence " << i;
+        EXPECT_TRUE(bitwise_equal(st1[i], st2[i])) << "sequence " << i;
+      }
+    }
+    ops::set_num_threads(saved);
+  });
+}
+
+struct SsdCase { std::int64_t L, H, P, N, G, Q, position; };
+
+struct SsdData {
+  SsdCase c;
+  std::int64_t ldx, lddt, ldbc, ldy;
+  std::vector<float> x, dt, A, B, C, D, h0;
+  SsdData(const SsdCase& c_, std::mt19937& rng)
+      : c(c_), ldx(c_.H * c_.P + 3), lddt(c_.H + 1), ldbc(c_.G * c_.N + 2), ldy(c_.H * c_.P + 1) {
+    x = random_vec(c.L * ldx, rng); dt = random_vec(c.L * lddt, rng, 0.01f, 0.6f);
+    A = random_vec(c.H, rng, -3.0f, -0.1f);
+    B = random_vec(c.L * ldbc, rng); C = random_vec(c.L * ldbc, rng); D = random_vec(c.H, rng);
+    h0 = random_vec(c.H * c.P * c.N, rng);
+  }
+  ops::SsdArgs args(float* h, float* y, float* chunk_states = nullptr) const {
+    ops::SsdArgs a;
+    a.L = c.L; a.H = c.H; a.P = c.P; a.N = c.N; a.G = c.G; a.Q = c.Q; a.position = c.position;
+    a.x = x.data(); a.ldx = ldx; a.dt = dt.data(); a.lddt = lddt; a.A = A.data();
+    a.B = B.data(); a.ldb = ldbc; a.C = C.data(); a.ldc = ldbc; a.D = D.data();
+    a.ssm_state = h; a.y = y; a.ldy = ldy; a.chunk_states = chunk_states;
+    return a;
+  }
+};
+
+TEST(SsdKernels, ChunkedMatchesRecurrenceOnEveryTarget) {
+  std::mt19937 rng(13);
+  for (const SsdCase& c : {SsdCase{1, 2, 3, 4, 1, 4, 0}, SsdCase{19, 4, 5, 9, 2, 4, 1}, SsdCase{23, 8, 3, 6, 4, 8, 5},
+                           SsdCase{70, 4, 17, 33, 1, 32, 7}, SsdCase{40, 6, 64, 20, 2, 64, 63},
+                           SsdCase{37, 3, 5, 128, 1, 256, 0}}) {
+    const SsdData d(c, rng);
+    const std::int64_t S = c.H * c.P * c.N, n_chunks = ops::ssd_num_chunks(c.position, c.L, c.Q);
+    auto hr = d.h0;
+    std::vector<float> yr(c.L * d.ldy), csr(n_chunks * S);
+    ops::ref::ssd(d.args(hr.data(), yr.data(), csr.data()));
+    for_each_target([&] {
+      auto h = d.h0;
+      std::vector<float> y(c.L * d.ldy), cs(n_chunks * S);
+      ops::ssd(d.args(h.data(), y.data(), cs.data()));
+      const std::string where = "L" + std::to_string(c.L) + " N" + std::to_string(c.N) + " G" + std::to_string(c.G);
+      for (std::int64_t t = 0; t < c.L; ++t)
+        EXPECT_LE(max_abs_diff(y.data() + t * d.ldy, yr.data() + t * d.ldy, c.H * c.P), 3e-5) << where << " t" << t;
+      EXPECT_LE(max_abs_diff(cs.data(), csr.data(), n_chunks * S), 3e-5) << where;
+      EXPECT_LE(max_abs_diff(h.data(), hr.data(), S), 3e-5) << where;
+      // Row i of a chunk does not depend on the chunk's length: a prefix gives bitwise its rows.
+      const std::int64_t Lp = c.L / 2 + 1;
+      auto hp = d.h0;
+      std::vector<float> yp(c.L * d.ldy);
+      ops::SsdArgs ap = d.args(hp.data(), yp.data());
+      ap.L = Lp;
+      ops::ssd(ap);
+      EXPECT_EQ(0, std::memcmp(yp.data(), y.data(), sizeof(float) * std::size_t((Lp - 1) * d.ldy + c.H * c.P)))
+          << where << " prefix " << Lp;
+    });
+  }
+}
+
+TEST(SsdKernels, DecodeBatchMatchesRecurrenceAndIsBitwisePerSequence) {
+  std::mt19937 rng(17);
+  for (std::int64_t G : {1, 2, 4}) {
+    std::vector<SsdData> seqs;
+    for (std::int64_t pos : {0, 5, 255, 256, 1000}) seqs.emplace_back(SsdCase{1, 8, 12, 19, G, 256, pos}, rng);
+    for_each_target([&] {
+      std::vector<std::vector<float>> h1, y1;
+      for (const SsdData& d : seqs) {
+        auto hr = d.h0;
+        std::vector<float> yr(d.ldy);
+        ops::ref::ssd(d.args(hr.data(), yr.data()));
+        h1.push_back(d.h0);
+        y1.emplace_back(d.ldy);
+        const ops::SsdArgs a = d.args(h1.back().data(), y1.back().data());
+        ops::ssd_batch({&a, 1});
+        EXPECT_LE(max_abs_diff(y1.back().data(), yr.data(), d.ldy), 1e-5) << "G" << G;
+        EXPECT_LE(max_abs_diff(h1.back().data(), hr.data(), std::int64_t(hr.size())), 1e-5) << "G" << G;
+      }
+      const int saved = ops::num_threads();
+      for (int threads : {1, 2}) {
+        ops::set_num_threads(threads);
+        std::vector<std::vector<float>> h2, y2;
+        for (const SsdData& d : seqs) {
+          h2.push_back(d.h0);
+          y2.emplace_back(d.ldy);
+        }
+        std::vector<ops::SsdArgs> args;
+        for (std::size_t i = 0; i < seqs.size(); ++i) args.push_back(seqs[i].args(h2[i].data(), y2[i].data()));
+        ops::ssd_batch(args);
+        for (std::size_t i = 0; i < seqs.size(); ++i) {
+          EXPECT_TRUE(bitwise_equal(h1[i], h2[i])) << "sequence " << i << ", " << threads << " threads";
+          EXPECT_TRUE(bitwise_equal(y1[i], y2[i])) << "sequence " << i << ", " << threads << " threads";
+        }
+      }
+      ops::set_num_threads(saved);
+    });
+  }
+}
+
+TEST(SsdKernels, ThreadCountDoesNotChangeChunkedResults) {
+  std::mt19937 rng(19);
+  const SsdData d(SsdCase{300, 8, 16, 32, 2, 64, 3}, rng);
+  for_each_target([&] {
+    const int saved = ops::num_threads();
+    std::vector<float> ref_h, ref_y;
+    for (int threads : {1, 2}) {
+      ops::set_num_threads(threads);
+      auto h = d.h0;
+      std::vector<float> y(d.c.L * d.ldy);
+      ops::ssd(d.args(h.data(), y.data()));
+      if (threads == 1) {
+        ref_h = h;
+        ref_y = y;
+      } else {
+        EXPECT_TRUE(bitwise_equal(h, ref_h));
+        EXPECT_TRUE(bitwise_equal(y, ref_y));
+      }
+    }
+    ops::set_num_threads(saved);
+  });
+}
+
+TEST(GatedRmsNormKernel, MatchesReferenceOnEveryTarget) {
+  std::mt19937 rng(23);
+  for (std::int64_t G : {1, 2, 4}) {
+    const std::int64_t M = 3, E = 13 * G, ldy = E + 1, ldz = E + 9;
+    auto y0 = random_vec(M * ldy, rng, -2, 2), z = random_vec(M * ldz, rng, -30, 30), w = random_vec(E, rng);
+    auto yr = y0;
+    ops::ref::gated_rms_norm(yr.data(), ldy, z.data(), ldz, M, E, G, w.data(), 1e-5f);
+    for_each_target([&] {
+      auto y = y0;
+      ops::gated_rms_norm(y.data(), ldy, z.data(), ldz, M, E, G, w.data(), 1e-5f);
+      EXPECT_LE(max_abs_diff(y.data(), yr.data(), M * ldy), 3e-6) << "G=" << G;
+    });
+  }
+}
+
+}  // namespace
+}  // namespace mamba
