@@ -111,7 +111,8 @@ struct SelectiveScanArgs {
 };
 void selective_scan(const SelectiveScanArgs& a);
 /// selective_scan for several sequences with the same E and N (a batched decode step) in one
-/// parallel region over (sequence, channel block); bitwise the per-sequence results.
+/// parallel region over (sequence, channel block); bitwise the per-sequence results. (A call with
+/// L = 1 uses a decode variant: equal to a row of a longer call within rounding, not bitwise.)
 void selective_scan_batch(std::span<const SelectiveScanArgs> seqs);
 
 /// Mamba-2 SSD over L tokens of one sequence (Dao & Gu 2024 §6–7; mamba-math.md §SSD):

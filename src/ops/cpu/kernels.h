@@ -21,6 +21,8 @@ struct Kernels {
 
   /// Mamba-1 selective scan of channels [e0, e1) over all a.L tokens (ops::selective_scan's
   /// formula; Δ already softplus-ed). scratch: ≥ 2·N·lanes floats (transposed state and A).
+  /// L = 1 (decode) runs a row-wise variant (no transposes; y summed over n in another order, so
+  /// one token alone is not bitwise one row of a longer call, only within rounding).
   void (*scan_channels)(const SelectiveScanArgs& a, std::int64_t e0, std::int64_t e1, float* scratch);
 
   /// C[M, n] (ldc) = (accumulate ? C : 0) + A[M, K] (lda) · B[K, n] (ldb), fp32, row-major. Each

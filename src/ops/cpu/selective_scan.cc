@@ -26,7 +26,9 @@ void selective_scan_batch(std::span<const SelectiveScanArgs> seqs) {
   const std::int64_t items = blocks * static_cast<std::int64_t>(seqs.size());
   std::int64_t work = 0;
   for (const SelectiveScanArgs& a : seqs) work += a.L * E * N;
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (work >= cpu::kParallelMinWork && items > 1)
+  // Each (channel, state) step costs an exp (~20 flops), so a decode token (E·N ≈ 25K) already
+  // pays for a parallel region.
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (work * 8 >= cpu::kParallelMinWork && items > 1)
   for (std::int64_t i = 0; i < items; ++i) {
     static thread_local std::vector<float> scratch;
     if (scratch.size() < static_cast<std::size_t>(2 * N * k.lanes)) scratch.resize(static_cast<std::size_t>(2 * N * k.lanes));
