@@ -22,7 +22,7 @@
 namespace mamba::ops::cpu {
 namespace quant {
 
-void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, float* sx) {
+void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, std::int8_t* xl, float* sx) {
   for (std::int64_t g = 0; g < K / kGroup; ++g) {
     const float* xg = x + g * kGroup;
     float amax = 0.0f;
@@ -32,9 +32,22 @@ void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, float* sx
       finite = finite && a <= FLT_MAX;
       amax = std::max(amax, a);
     }
-    const float inv = amax == 0.0f || !finite ? 0.0f : 127.0f / amax;
-    sx[g] = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
-    for (int i = 0; i < kGroup; ++i) xq[g * kGroup + i] = finite ? static_cast<std::int8_t>(std::nearbyint(xg[i] * inv)) : 0;
+    if (!finite) {
+      for (int i = 0; i < kGroup; ++i) xq[g * kGroup + i] = xl[g * kGroup + i] = 0;
+      sx[g] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    const float s = amax / 127.0f;
+    const float inv = amax == 0.0f ? 0.0f : 127.0f / amax;
+    const float inv256 = inv * 256.0f;
+    sx[g] = s * (1.0f / 256.0f);
+    for (int i = 0; i < kGroup; ++i) {
+      const float qh = std::nearbyint(xg[i] * inv);
+      const float r = std::fma(-qh, s, xg[i]);
+      const float ql = std::clamp(std::nearbyint(r * inv256), -127.0f, 127.0f);
+      xq[g * kGroup + i] = static_cast<std::int8_t>(qh);
+      xl[g * kGroup + i] = static_cast<std::int8_t>(ql);
+    }
   }
 }
 
@@ -56,13 +69,17 @@ inline void unpack_group(const void* w, bool q4, std::int64_t g, std::int8_t* ou
 
 }  // namespace
 
-float dot_ref(const std::int8_t* xq, const float* sx, const void* w, const float* sw, std::int64_t K, bool q4) {
+float dot_ref(const std::int8_t* xq, const std::int8_t* xl, const float* sx, const void* w, const float* sw, std::int64_t K, bool q4) {
   const std::int64_t G = K / kGroup, G8 = G - G % 8;
   auto term = [&](std::int64_t g, float acc) {
     std::int8_t wq[kGroup];
     unpack_group(w, q4, g, wq);
-    std::int32_t isum = 0;
-    for (int i = 0; i < kGroup; ++i) isum += std::int32_t{xq[g * kGroup + i]} * std::int32_t{wq[i]};
+    std::int32_t hi = 0, lo = 0;
+    for (int i = 0; i < kGroup; ++i) {
+      hi += std::int32_t{xq[g * kGroup + i]} * std::int32_t{wq[i]};
+      lo += std::int32_t{xl[g * kGroup + i]} * std::int32_t{wq[i]};
+    }
+    const std::int32_t isum = hi * 256 + lo;
     return std::fma(sx[g] * sw[g], static_cast<float>(isum), acc);
   };
   float l[8] = {};
@@ -80,7 +97,7 @@ void dot_rows_baseline(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::
   for (std::int64_t n = n0; n < n1; ++n) {
     const void* wn = static_cast<const std::uint8_t*>(a.w) + n * row_bytes;
     for (std::int64_t m = m0; m < m1; ++m)
-      a.y[m * a.ldy + n] = dot_ref(a.xq + m * a.K, a.sx + m * G, wn, a.sw + n * G, a.K, a.q4);
+      a.y[m * a.ldy + n] = dot_ref(a.xq + m * a.K, a.xl + m * a.K, a.sx + m * G, wn, a.sw + n * G, a.K, a.q4);
   }
 }
 
@@ -108,19 +125,21 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   if (M <= 0 || N <= 0) return;
   const CpuTarget target = cpu_target();
   // 1. Activation quantization into per-call scratch of the calling thread (grows only).
-  static thread_local std::vector<std::int8_t> xq_buf;
+  static thread_local std::vector<std::int8_t> xq_buf, xl_buf;
   static thread_local std::vector<float> sx_buf;
   if (xq_buf.size() < static_cast<std::size_t>(M * K)) xq_buf.resize(static_cast<std::size_t>(M * K));
+  if (xl_buf.size() < static_cast<std::size_t>(M * K)) xl_buf.resize(static_cast<std::size_t>(M * K));
   if (sx_buf.size() < static_cast<std::size_t>(M * G)) sx_buf.resize(static_cast<std::size_t>(M * G));
   std::int8_t* xq = xq_buf.data();
+  std::int8_t* xl = xl_buf.data();
   float* sx = sx_buf.data();
   if (target >= CpuTarget::kAvx2) {
-    quant::quantize_rows_avx2(x, ldx, M, K, xq, sx);
+    quant::quantize_rows_avx2(x, ldx, M, K, xq, xl, sx);
   } else {
-    for (std::int64_t m = 0; m < M; ++m) quant::quantize_row_ref(x + m * ldx, K, xq + m * K, sx + m * G);
+    for (std::int64_t m = 0; m < M; ++m) quant::quantize_row_ref(x + m * ldx, K, xq + m * K, xl + m * K, sx + m * G);
   }
   // 2–4. Integer dot products and the fixed-order fp32 combination, threads over tasks.
-  const quant::DotArgs args{xq, sx, M, K, W.data, static_cast<const float*>(W.scales), W.dtype == DType::kQ4, y, ldy};
+  const quant::DotArgs args{xq, xl, sx, M, K, W.data, static_cast<const float*>(W.scales), W.dtype == DType::kQ4, y, ldy};
   auto* kernel = target >= CpuTarget::kAvx512 && cpu_has_avx512_vnni() ? &quant::dot_rows_avx512vnni
                  : target >= CpuTarget::kAvx2                           ? &quant::dot_rows_avx2
                                                                         : &quant::dot_rows_baseline;

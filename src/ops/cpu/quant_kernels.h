@@ -3,12 +3,19 @@
 // Weights W [N, K] in mamba.cpp's q8 / q4 format (include/mamba/quantize.h): codes q_w and one F32
 // scale sw per group of 32 along K. For y[m, n] with x = x[m, :] (fp32), every target computes
 // exactly (so results are bitwise equal across targets, batch sizes, row sets and thread counts):
-//   1. activation quantization (depends on the row only), per group g of 32:
-//        amax_g = max |x[k]|;  sx_g = amax_g / 127;  inv_g = amax_g == 0 ? 0 : 127 / amax_g;
-//        q_x[k] = round_half_even(x[k] · inv_g)   (∈ [−127, 127]; a non-finite amax makes sx_g NaN,
-//        so NaN/Inf inputs propagate to y instead of being silently dropped)
-//   2. isum_g = Σ_{k in g} q_x[k] · q_w[n, k]   (exact int32; |isum_g| ≤ 32·127·127)
-//   3. d_g = sx_g · sw[n, g]   (one fp32 multiply)
+//   1. activation quantization (depends on the row only) into two int8 codes per element (a
+//      coarse code and a residual code 256× finer: ≈ 16-bit activations, so the result is close to
+//      fp32 activations × dequantized weights while every product stays an int8 dot product),
+//      per group g of 32:
+//        amax_g = max |x[k]|;  s_g = amax_g / 127;  inv_g = amax_g == 0 ? 0 : 127 / amax_g;
+//        qh[k] = round_half_even(x[k] · inv_g)                      ∈ [−127, 127]
+//        r[k]  = fma(−qh[k], s_g, x[k])                            (x − qh·s, one rounding)
+//        ql[k] = clamp(round_half_even(r[k] · (inv_g · 256)), −127, 127)
+//        sx_g  = s_g · (1/256)
+//      (a non-finite amax makes sx_g NaN and the codes 0, so NaN/Inf inputs propagate to y)
+//   2. isum_g = 256 · Σ_{k in g} qh[k] · q_w[n, k] + Σ_{k in g} ql[k] · q_w[n, k]
+//      (exact int32: |isum_g| ≤ 257 · 32 · 127 · 127 < 2^31)
+//   3. d_g = sx_g · sw[n, g]   (one fp32 multiply); float(isum_g) rounds to nearest even
 //   4. G = K / 32, G8 = G − G % 8, lanes l[0..7] = +0;
 //        for g in [0, G8) ascending: l[g % 8] = fma(d_g, float(isum_g), l[g % 8]);
 //        tree: for s in 4, 2, 1: l[i] = l[i] + l[i + s] for i < s;  r = l[0];
@@ -23,17 +30,18 @@ namespace mamba::ops::cpu::quant {
 
 inline constexpr int kGroup = 32;
 
-/// Step 1 for one row: x[0, K) → xq[0, K), sx[0, K/32). Scalar reference.
-void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, float* sx);
+/// Step 1 for one row: x[0, K) → xq[0, K) (qh), xl[0, K) (ql), sx[0, K/32). Scalar reference.
+void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, std::int8_t* xl, float* sx);
 
 /// Steps 2–4 for one (x row, weight row): the scalar reference. `w` points at weight row n's codes
 /// (q8: K int8; q4: K/2 packed bytes), `sw` at its K/32 scales.
-float dot_ref(const std::int8_t* xq, const float* sx, const void* w, const float* sw, std::int64_t K, bool q4);
+float dot_ref(const std::int8_t* xq, const std::int8_t* xl, const float* sx, const void* w, const float* sw, std::int64_t K, bool q4);
 
 /// Per-target kernels: y[m·ldy + n] = steps 2–4 for m < M, n ∈ [n0, n1), no bias. xq is [M, K]
-/// (row stride K), sx [M, K/32]; w/sw are the whole weight's codes / scales.
+/// (row stride K) and xl likewise, sx [M, K/32]; w/sw are the whole weight's codes / scales.
 struct DotArgs {
   const std::int8_t* xq;
+  const std::int8_t* xl;
   const float* sx;
   std::int64_t M, K;
   const void* w;
@@ -46,7 +54,7 @@ void dot_rows_baseline(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::
 void dot_rows_avx2(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1);
 void dot_rows_avx512vnni(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1);
 
-/// Step 1 for M rows (x row stride ldx) into xq [M, K], sx [M, K/32].
-void quantize_rows_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* xq, float* sx);
+/// Step 1 for M rows (x row stride ldx) into xq, xl [M, K], sx [M, K/32].
+void quantize_rows_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* xq, std::int8_t* xl, float* sx);
 
 }  // namespace mamba::ops::cpu::quant

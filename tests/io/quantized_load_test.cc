@@ -1,0 +1,213 @@
+// Quantized checkpoints (mamba-cli quantize): what the quantizer writes, how the loader fuses codes
+// + scales into kQ8/kQ4 views, and clear errors for damaged files (each names file, tensor,
+// expected and actual).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/test_util.h"
+#include "io/io_test_util.h"
+#include "mamba/checkpoint.h"
+#include "mamba/quantize.h"
+#include "mamba/weights.h"
+
+namespace mamba {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string embedded_dir() { return test::source_dir() + "/models/mamba2-books-7m-bpe8k"; }
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// A quantized copy of the embedded model in a temp dir, plus helpers to damage it.
+class QuantizedCheckpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = quantize_checkpoint(embedded_dir(), QuantType::kQ8, q8_dir());
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    const std::string st = read_file(q8_dir() + "/model.safetensors");
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<std::uint8_t>(st[std::size_t(i)]);
+    header_ = json::parse(st.substr(8, n));
+    data_ = st.substr(8 + n);
+  }
+  std::string q8_dir() const { return tmp_.path() + "/q8"; }
+
+  /// A copy of the q8 checkpoint with the header changed by `edit` (data bytes unchanged) and
+  /// config.json changed by `edit_config`; returns its directory.
+  template <class F, class G = void (*)(json&)>
+  std::string damaged(const std::string& name, F edit, G edit_config = [](json&) {}) {
+    json h = header_;
+    edit(h);
+    std::string hs = h.dump();
+    const std::string dir = tmp_.path() + "/" + name;
+    fs::create_directories(dir);
+    tmp_.write(name + "/model.safetensors", test::le(hs.size(), 8) + hs + data_);
+    json c = json::parse(read_file(q8_dir() + "/config.json"));
+    edit_config(c);
+    tmp_.write(name + "/config.json", c.dump());
+    return dir;
+  }
+
+  test::TempDir tmp_;
+  json header_;
+  std::string data_;
+};
+
+std::string open_error(const std::string& dir) {
+  auto ck = Checkpoint::open(dir);
+  if (!ck.ok()) return ck.error().message;
+  auto w = bind_weights(*ck);
+  return w.ok() ? std::string("(loaded)") : w.error().message;
+}
+
+const char* kInProj = "backbone.layers.0.mixer.in_proj.weight";
+
+TEST_F(QuantizedCheckpoint, QuantizerOutputLoadsAsQ8Views) {
+  auto ck = Checkpoint::open(q8_dir());
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  EXPECT_EQ(ck->config().quant_type, "q8");
+  EXPECT_EQ(ck->config().quant_group_size, 32);
+  auto w = bind_weights(*ck);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  auto orig = Checkpoint::open(embedded_dir());
+  ASSERT_TRUE(orig.ok());
+  auto ow = bind_weights(*orig);
+  ASSERT_TRUE(ow.ok());
+  const ModelConfig& c = ck->config();
+  const TensorView& ip = w->layers[0].in_proj;
+  EXPECT_EQ(ip.dtype, DType::kQ8);
+  EXPECT_EQ(ip.shape, ow->layers[0].in_proj.shape);  // logical [N, K]
+  ASSERT_NE(ip.scales, nullptr);
+  EXPECT_EQ(ip.group_size, 32);
+  EXPECT_EQ(ip.scale_dtype, DType::kF32);
+  EXPECT_EQ(w->layers[0].out_proj.dtype, DType::kQ8);
+  EXPECT_EQ(w->embedding.dtype, DType::kQ8);
+  EXPECT_EQ(w->lm_head.data, w->embedding.data);  // tied: stored once
+  EXPECT_EQ(w->norm_f.dtype, DType::kF32);
+  EXPECT_EQ(w->layers[0].A_log.dtype, DType::kF32);
+  EXPECT_EQ(w->layers[0].conv1d_weight.dtype, DType::kF32);
+  // The scale companions are fused, not listed as tensors of their own.
+  EXPECT_EQ(ck->find(std::string(kInProj) + "_scale"), nullptr);
+  // Codes dequantize close to the original weights (q8: within half a step of the group scale).
+  const auto* codes = static_cast<const std::int8_t*>(ip.data);
+  const auto* scales = static_cast<const float*>(ip.scales);
+  std::vector<float> orig_row(std::size_t(c.d_model));
+  ASSERT_TRUE(convert_to_f32(ow->layers[0].in_proj.data, ow->layers[0].in_proj.dtype, orig_row.size(), orig_row.data()));
+  for (std::int64_t k = 0; k < c.d_model; ++k)
+    EXPECT_LE(std::fabs(scales[k / 32] * codes[k] - orig_row[std::size_t(k)]), 0.5f * scales[k / 32] * 1.0001f) << k;
+  // Metadata and config.
+  EXPECT_EQ(header_["__metadata__"]["mamba.cpp.quantization"], "q8");
+  EXPECT_EQ(header_["__metadata__"]["mamba.cpp.group_size"], "32");
+  EXPECT_EQ(header_[kInProj]["dtype"], "I8");
+  EXPECT_EQ(header_[std::string(kInProj) + "_scale"]["dtype"], "F32");
+  EXPECT_TRUE(fs::exists(q8_dir() + "/tokenizer.json"));
+  EXPECT_TRUE(fs::exists(q8_dir() + "/generation_config.json"));
+}
+
+TEST_F(QuantizedCheckpoint, Q4Layout) {
+  const std::string dir = tmp_.path() + "/q4";
+  auto r = quantize_checkpoint(embedded_dir(), QuantType::kQ4, dir);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto ck = Checkpoint::open(dir);
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  const TensorEntry* e = ck->find(kInProj);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->view.dtype, DType::kQ4);
+  EXPECT_EQ(e->view.nbytes(), std::size_t(e->view.numel() / 2));
+  const std::string st = read_file(dir + "/model.safetensors");
+  EXPECT_NE(st.find("\"U8\""), std::string::npos);
+}
+
+TEST_F(QuantizedCheckpoint, WrongScaleShape) {
+  const std::string dir = damaged("bad-scale-shape", [](json& h) {
+    auto& s = h[std::string(kInProj) + "_scale"]["shape"];
+    s = json::array({s[1], s[0]});
+  });
+  const std::string err = open_error(dir);
+  EXPECT_NE(err.find(std::string(kInProj) + "_scale"), std::string::npos) << err;
+  EXPECT_NE(err.find("expected F32 ["), std::string::npos) << err;
+}
+
+TEST_F(QuantizedCheckpoint, ScaleDtypeAndCodeDtype) {
+  std::string err = open_error(damaged("scale-i32", [](json& h) { h[std::string(kInProj) + "_scale"]["dtype"] = "I32"; }));
+  EXPECT_NE(err.find("got I32"), std::string::npos) << err;
+  err = open_error(damaged("codes-u8", [](json& h) { h[kInProj]["dtype"] = "U8"; }));
+  EXPECT_NE(err.find("expected I8 codes"), std::string::npos) << err;
+  EXPECT_NE(err.find(kInProj), std::string::npos) << err;
+}
+
+TEST_F(QuantizedCheckpoint, MissingScale) {
+  const std::string dir = damaged("missing-scale", [](json& h) {
+    h["renamed"] = h[std::string(kInProj) + "_scale"];
+    h.erase(std::string(kInProj) + "_scale");
+  });
+  const std::string err = open_error(dir);
+  EXPECT_NE(err.find("scale tensor '" + std::string(kInProj) + "_scale' is missing"), std::string::npos) << err;
+}
+
+TEST_F(QuantizedCheckpoint, ScaleWithoutCodes) {
+  const std::string err = open_error(damaged("orphan-scale", [](json& h) { h[kInProj]["dtype"] = "BOOL"; }));
+  EXPECT_NE(err.find("scale tensor '" + std::string(kInProj) + "_scale' has no I8 code tensor"), std::string::npos) << err;
+  EXPECT_NE(err.find("stored as BOOL"), std::string::npos) << err;
+}
+
+TEST_F(QuantizedCheckpoint, BadMetadata) {
+  std::string err = open_error(damaged("meta-q4", [](json& h) { h["__metadata__"]["mamba.cpp.quantization"] = "q4"; }));
+  EXPECT_NE(err.find("__metadata__ must say mamba.cpp.quantization = \"q8\""), std::string::npos) << err;
+  err = open_error(damaged("meta-missing", [](json& h) { h.erase("__metadata__"); }));
+  EXPECT_NE(err.find("(missing)"), std::string::npos) << err;
+  err = open_error(damaged("no-qconfig", [](json&) {}, [](json& c) { c.erase("quantization_config"); }));
+  EXPECT_NE(err.find("has no quantization_config"), std::string::npos) << err;
+  err = open_error(damaged("group-64", [](json&) {}, [](json& c) { c["quantization_config"]["group_size"] = 64; }));
+  EXPECT_NE(err.find("\"group_size\" must be 32, got 64"), std::string::npos) << err;
+  err = open_error(damaged("gptq", [](json&) {}, [](json& c) { c["quantization_config"]["quant_method"] = "gptq"; }));
+  EXPECT_NE(err.find("quant_method \"gptq\" is not supported"), std::string::npos) << err;
+  err = open_error(damaged("type-q3", [](json&) {}, [](json& c) { c["quantization_config"]["type"] = "q3"; }));
+  EXPECT_NE(err.find("\"type\" must be \"q8\" or \"q4\""), std::string::npos) << err;
+}
+
+TEST_F(QuantizedCheckpoint, QuantizeErrors) {
+  // Output exists.
+  auto r = quantize_checkpoint(embedded_dir(), QuantType::kQ8, q8_dir());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("already exists"), std::string::npos) << r.error().message;
+  // Already quantized input.
+  r = quantize_checkpoint(q8_dir(), QuantType::kQ4, tmp_.path() + "/again");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("already quantized (q8)"), std::string::npos) << r.error().message;
+  EXPECT_FALSE(fs::exists(tmp_.path() + "/again"));
+  // Parent directory missing.
+  r = quantize_checkpoint(embedded_dir(), QuantType::kQ8, tmp_.path() + "/no/such/dir");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("does not exist"), std::string::npos) << r.error().message;
+  // No temporary directory left behind by the failures.
+  for (const auto& e : fs::directory_iterator(tmp_.path())) EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+TEST(QuantizedFormat, StateSpacesBinInputQuantizes) {
+  MAMBA_REQUIRE_SHARED(shared);
+  test::TempDir tmp;
+  const std::string in = shared + "/fixtures/mamba2-tiny-ssm-bf16/model";
+  auto r = quantize_checkpoint(in, QuantType::kQ8, tmp.path() + "/q");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto ck = Checkpoint::open(tmp.path() + "/q");
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  auto w = bind_weights(*ck);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(ck->config().format, CheckpointFormat::kStateSpaces);
+  EXPECT_EQ(w->lm_head.data, w->embedding.data);
+}
+
+}  // namespace
+}  // namespace mamba

@@ -1,0 +1,77 @@
+// Shared by the quantized-model tests: teacher-forced comparison of a q8 / q4 copy (made with
+// quantize_checkpoint) against the original over the reference window `ppl.ids` (2049 ids, 2048
+// predictions, one window from an empty state, prefill in pieces of 256 = chunk multiples).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "common/reference_data.h"
+#include "mamba/model.h"
+#include "mamba/quantize.h"
+#include "models/model_test_util.h"
+
+namespace mamba::test {
+
+struct QuantComparison {
+  double top1_agreement = 0;  ///< fraction of positions where argmax(q) == argmax(original)
+  double ppl_orig = 0, ppl_quant = 0;
+};
+
+/// Per-position argmax and the window's perplexity of `model` over `ids`.
+inline void score_window(Model& model, const std::vector<std::int32_t>& ids, std::vector<std::int32_t>& top1, double& ppl) {
+  const std::int64_t V = model.logits_width(), piece = 256, n = std::int64_t(ids.size()) - 1;
+  State st = model.new_state();
+  std::vector<float> logits(std::size_t(piece * V));
+  double nll = 0;
+  top1.clear();
+  for (std::int64_t t0 = 0; t0 < n; t0 += piece) {
+    const std::int64_t len = std::min(piece, n - t0);
+    const Status s = model.prefill({ids.data() + t0, std::size_t(len)}, st, LogitsMode::kAll, logits.data());
+    ASSERT_TRUE(s.ok()) << s.message();
+    for (std::int64_t t = 0; t < len; ++t) {
+      const float* row = logits.data() + t * V;
+      top1.push_back(argmax(row, V));
+      nll += logsumexp(row, V) - row[ids[std::size_t(t0 + t + 1)]];
+    }
+  }
+  ppl = std::exp(nll / double(n));
+}
+
+/// Quantizes `dir` to `type` in a temp dir and compares it with the original over ppl.ids.
+inline QuantComparison compare_quantized(const std::string& dir, QuantType type) {
+  namespace fs = std::filesystem;
+  QuantComparison r;
+  const fs::path tmp = fs::temp_directory_path() / ("mamba-quant-test-" + std::to_string(::getpid()) + "-" +
+                                                    fs::path(dir).filename().string() + (type == QuantType::kQ8 ? "-q8" : "-q4"));
+  fs::remove_all(tmp);
+  auto q = quantize_checkpoint(dir, type, tmp.string());
+  EXPECT_TRUE(q.ok()) << q.error().message;
+  if (!q.ok()) return r;
+  auto orig = Model::load(dir);
+  auto quant = Model::load(tmp.string());
+  EXPECT_TRUE(orig.ok() && quant.ok()) << (orig.ok() ? quant.error().message : orig.error().message);
+  if (!orig.ok() || !quant.ok()) return r;
+  const auto ref = load_reference(dir);
+  const auto& ids = ref.at("ppl.ids").i32;
+  std::vector<std::int32_t> a, b;
+  score_window(**orig, ids, a, r.ppl_orig);
+  score_window(**quant, ids, b, r.ppl_quant);
+  fs::remove_all(tmp);
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) same += a[i] == b[i];
+  r.top1_agreement = a.empty() ? 0.0 : double(same) / double(a.size());
+  std::printf("%s %s: top-1 agreement %.2f%% over %zu positions; perplexity %.4f → %.4f (%+.3f%%)\n", dir.c_str(),
+              type == QuantType::kQ8 ? "q8" : "q4", 100 * r.top1_agreement, a.size(), r.ppl_orig, r.ppl_quant,
+              100 * (r.ppl_quant / r.ppl_orig - 1));
+  return r;
+}
+
+}  // namespace mamba::test

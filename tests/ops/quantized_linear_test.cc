@@ -1,0 +1,211 @@
+// Quantized-weight linear / embedding (q8, q4): every dispatch target BITWISE equal to the scalar
+// reference computation of quant_kernels.h (odd shapes, strides, bias), within the activation-
+// quantization error bound of the fp32 product with the dequantized weights, batch- and
+// thread-invariant; dequantization round trip within half a step (q8) / one step (q4); non-finite
+// inputs propagate.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "mamba/quantize.h"
+#include "mamba/tensor.h"
+#include "ops/cpu/cpu_target.h"
+#include "ops/cpu/quant_kernels.h"
+#include "ops/ops.h"
+#include "ops/ops_test_util.h"
+
+namespace mamba {
+namespace {
+
+using ops::cpu::CpuTarget;
+
+/// A quantized weight [N, K] built from random fp32 values, plus its dequantized copy.
+struct QWeight {
+  std::vector<std::uint8_t> codes;
+  std::vector<float> scales, deq;
+  TensorView view;
+  QWeight(std::int64_t N, std::int64_t K, bool q4, std::mt19937& rng) {
+    const std::int64_t G = K / kQuantGroupSize, row_bytes = q4 ? K / 2 : K;
+    codes.resize(std::size_t(N * row_bytes));
+    scales.resize(std::size_t(N * G));
+    deq.resize(std::size_t(N * K));
+    std::normal_distribution<float> nd(0.0f, 0.05f);
+    std::vector<float> row(static_cast<std::size_t>(K));
+    for (std::int64_t n = 0; n < N; ++n) {
+      for (auto& v : row) v = nd(rng);
+      if (n % 7 == 3) std::fill(row.begin(), row.begin() + kQuantGroupSize, 0.0f);  // an all-zero group
+      if (q4) quantize_row_q4(row.data(), K, codes.data() + n * row_bytes, scales.data() + n * G);
+      else quantize_row_q8(row.data(), K, reinterpret_cast<std::int8_t*>(codes.data()) + n * row_bytes, scales.data() + n * G);
+    }
+    view = TensorView(codes.data(), q4 ? DType::kQ4 : DType::kQ8, Shape{N, K});
+    view.scales = scales.data();
+    view.group_size = kQuantGroupSize;
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(N));
+    for (std::int64_t n = 0; n < N; ++n) ids[std::size_t(n)] = std::int32_t(n);
+    ops::embedding(view, ids, deq.data());  // the dequantized table (checked separately below)
+  }
+};
+
+/// Reference: the scalar definition, rows quantized one by one.
+std::vector<float> reference(const std::vector<float>& x, std::int64_t ldx, std::int64_t M, const QWeight& W, const float* bias,
+                             std::int64_t ldy) {
+  const std::int64_t N = W.view.shape[0], K = W.view.shape[1], G = K / 32;
+  const bool q4 = W.view.dtype == DType::kQ4;
+  std::vector<float> y(std::size_t(M * ldy), -7.0f);
+  std::vector<std::int8_t> xq(static_cast<std::size_t>(K)), xl(static_cast<std::size_t>(K));
+  std::vector<float> sx(static_cast<std::size_t>(G));
+  for (std::int64_t m = 0; m < M; ++m) {
+    ops::cpu::quant::quantize_row_ref(x.data() + m * ldx, K, xq.data(), xl.data(), sx.data());
+    for (std::int64_t n = 0; n < N; ++n) {
+      const float r = ops::cpu::quant::dot_ref(xq.data(), xl.data(), sx.data(), W.codes.data() + n * (q4 ? K / 2 : K), W.scales.data() + n * G, K, q4);
+      y[std::size_t(m * ldy + n)] = bias ? r + bias[n] : r;
+    }
+  }
+  return y;
+}
+
+class QuantizedLinear : public ::testing::Test {
+ protected:
+  void TearDown() override { ops::cpu::set_cpu_target_for_test(saved_); }
+  CpuTarget saved_ = ops::cpu::cpu_target();
+};
+
+TEST_F(QuantizedLinear, EveryTargetBitwiseEqualsReferenceAndNearFp32) {
+  std::mt19937 rng(5);
+  const std::int64_t Ks[] = {32, 64, 96, 256, 288, 800, 1536};
+  const std::int64_t Ns[] = {1, 5, 17, 80};
+  const std::int64_t Ms[] = {1, 2, 3, 7, 8, 9, 65, 130};
+  int cases = 0;
+  for (bool q4 : {false, true}) {
+    for (std::int64_t K : Ks) {
+      for (std::int64_t N : Ns) {
+        const std::int64_t M = Ms[std::size_t(cases) % 8];
+        const bool with_bias = cases % 2 == 0;
+        const std::int64_t ldx = K + (cases % 3), ldy = N + (cases % 4);
+        ++cases;
+        QWeight W(N, K, q4, rng);
+        std::vector<float> x = test::random_vec(M * ldx, rng, -2.0f, 2.0f);
+        std::vector<float> bias = test::random_vec(N, rng);
+        const auto want = reference(x, ldx, M, W, with_bias ? bias.data() : nullptr, ldy);
+        // The fp32 product with the dequantized weights, and the activation-quantization bound:
+        // |Δ| ≤ Σ_g (amax_g / 127 / 256) · Σ_{k∈g} |w_k| (≤ one residual step of x per element)
+        // + fp32 rounding (≤ 1e-6 · Σ |x·w|).
+        for (std::int64_t m = 0; m < M; ++m) {
+          for (std::int64_t n = 0; n < N; ++n) {
+            double exact = with_bias ? bias[std::size_t(n)] : 0.0, bound = 1e-5;
+            for (std::int64_t g = 0; g < K / 32; ++g) {
+              double amax = 0, wabs = 0;
+              for (std::int64_t k = g * 32; k < g * 32 + 32; ++k) {
+                const double xv = x[std::size_t(m * ldx + k)], wv = W.deq[std::size_t(n * K + k)];
+                exact += xv * wv;
+                amax = std::max(amax, std::fabs(xv));
+                wabs += std::fabs(wv);
+                bound += 1e-6 * std::fabs(xv * wv);
+              }
+              bound += amax / 127.0 / 256.0 * wabs * 1.001;
+            }
+            ASSERT_NEAR(want[std::size_t(m * ldy + n)], exact, bound) << "q4 " << q4 << " K " << K << " N " << N << " m " << m << " n " << n;
+          }
+        }
+        for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+          ops::cpu::set_cpu_target_for_test(t);
+          std::vector<float> y(std::size_t(M * ldy), -7.0f);
+          ops::linear(x.data(), ldx, M, W.view, with_bias ? TensorView(bias.data(), DType::kF32, Shape{N}) : TensorView(), y.data(), ldy);
+          for (std::size_t i = 0; i < y.size(); ++i) {
+            ASSERT_EQ(std::memcmp(&y[i], &want[i], 4), 0) << ops::cpu::cpu_target_name(t) << " q4 " << q4 << " M " << M << " K " << K
+                                                           << " N " << N << " at " << i << ": " << y[i] << " vs " << want[i];
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(QuantizedLinear, BatchAndThreadInvariant) {
+  std::mt19937 rng(11);
+  const std::int64_t K = 768, N = 83, M = 130;
+  for (bool q4 : {false, true}) {
+    QWeight W(N, K, q4, rng);
+    const std::vector<float> x = test::random_vec(M * K, rng);
+    for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+      ops::cpu::set_cpu_target_for_test(t);
+      std::vector<float> all(std::size_t(M * N)), one(static_cast<std::size_t>(N));
+      const int saved_threads = ops::num_threads();
+      ops::set_num_threads(2);
+      ops::linear(x.data(), K, M, W.view, TensorView(), all.data(), N);
+      ops::set_num_threads(1);
+      for (std::int64_t m : {std::int64_t{0}, std::int64_t{1}, std::int64_t{64}, M - 1}) {
+        ops::linear(x.data() + m * K, K, 1, W.view, TensorView(), one.data(), N);
+        ASSERT_EQ(std::memcmp(one.data(), all.data() + m * N, std::size_t(N) * 4), 0) << ops::cpu::cpu_target_name(t) << " row " << m;
+      }
+      ops::set_num_threads(saved_threads);
+    }
+  }
+}
+
+TEST_F(QuantizedLinear, DequantizeRoundTripAndEmbedding) {
+  std::mt19937 rng(3);
+  const std::int64_t N = 9, K = 320;
+  std::normal_distribution<float> nd(0.0f, 0.1f);
+  for (bool q4 : {false, true}) {
+    std::vector<float> w(std::size_t(N * K));
+    for (auto& v : w) v = nd(rng);
+    const std::int64_t row_bytes = q4 ? K / 2 : K, G = K / 32;
+    std::vector<std::uint8_t> codes(std::size_t(N * row_bytes));
+    std::vector<float> scales(std::size_t(N * G));
+    for (std::int64_t n = 0; n < N; ++n) {
+      if (q4) quantize_row_q4(w.data() + n * K, K, codes.data() + n * row_bytes, scales.data() + n * G);
+      else quantize_row_q8(w.data() + n * K, K, reinterpret_cast<std::int8_t*>(codes.data()) + n * row_bytes, scales.data() + n * G);
+    }
+    TensorView v(codes.data(), q4 ? DType::kQ4 : DType::kQ8, Shape{N, K});
+    v.scales = scales.data();
+    v.group_size = 32;
+    const std::vector<std::int32_t> ids = {4, 0, 8, 4};
+    std::vector<float> out(ids.size() * std::size_t(K));
+    ops::embedding(v, ids, out.data());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      for (std::int64_t k = 0; k < K; ++k) {
+        const float orig = w[std::size_t(ids[i] * K + k)], got = out[i * std::size_t(K) + std::size_t(k)];
+        const float step = std::fabs(scales[std::size_t(ids[i] * G + k / 32)]);
+        // q8: round to nearest step (½ step); q4: the +8 end clamps to +7 (≤ 1 step).
+        EXPECT_LE(std::fabs(got - orig), (q4 ? 1.0f : 0.5f) * step * 1.0001f + 1e-9f) << "q4 " << q4 << " id " << ids[i] << " k " << k;
+        // Exactly scale · code.
+        std::int32_t q;
+        if (q4) {
+          const std::uint8_t b = codes[std::size_t(ids[i] * row_bytes + k / 2)];
+          q = ((k % 2 == 0) ? (b & 0x0F) : (b >> 4)) - 8;
+        } else {
+          q = reinterpret_cast<const std::int8_t*>(codes.data())[ids[i] * row_bytes + k];
+        }
+        EXPECT_EQ(got, scales[std::size_t(ids[i] * G + k / 32)] * float(q));
+      }
+    }
+    // q8 codes stay within ±127 (the AVX2 sign trick needs it); q4's largest-magnitude weight is −8.
+    if (!q4)
+      for (std::uint8_t c : codes) EXPECT_NE(static_cast<std::int8_t>(c), -128);
+  }
+}
+
+TEST_F(QuantizedLinear, NonFiniteInputPropagates) {
+  std::mt19937 rng(7);
+  const std::int64_t K = 288, N = 5;
+  for (bool q4 : {false, true}) {
+    QWeight W(N, K, q4, rng);
+    for (float bad : {std::nanf(""), INFINITY}) {
+      std::vector<float> x = test::random_vec(K, rng);
+      x[100] = bad;
+      for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+        ops::cpu::set_cpu_target_for_test(t);
+        std::vector<float> y(static_cast<std::size_t>(N));
+        ops::linear(x.data(), K, 1, W.view, TensorView(), y.data(), N);
+        for (float v : y) EXPECT_TRUE(std::isnan(v)) << ops::cpu::cpu_target_name(t);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mamba
