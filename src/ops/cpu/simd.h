@@ -97,6 +97,31 @@ inline vf vexp(vf x) {
   return x != x ? x : out;  // NaN in, NaN out
 }
 
+/// vexp for x ≤ 0 only (the scan's Δ·A: Δ ≥ 0, A = −exp(A_log) < 0), without the overflow
+/// clamp and blend: the same value as vexp there (bitwise), NaN → NaN.
+inline vf vexp_nonpos(vf x) {
+  const vf lo = vset1(-86.6f);
+  const vf xc = vmax(x, lo);
+  const vf magic = vset1(12582912.0f);
+  const vf fn = fmadd(xc, vset1(1.44269504088896341f), magic) - magic;
+  vf r = fmadd(fn, vset1(-0.693359375f), xc);
+  r = fmadd(fn, vset1(2.12194440e-4f), r);
+  vf p = vset1(1.9875691500e-4f);
+  p = fmadd(p, r, vset1(1.3981999507e-3f));
+  p = fmadd(p, r, vset1(8.3334519073e-3f));
+  p = fmadd(p, r, vset1(4.1665795894e-2f));
+  p = fmadd(p, r, vset1(1.6666665459e-1f));
+  p = fmadd(p, r, vset1(5.0000001201e-1f));
+  const vf e = fmadd(p, r * r, r) + vset1(1.0f);
+  const vi n = __builtin_convertvector(fn, vi);
+  const vi bits = (n + 126) << 23;
+  vf scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  vf out = (e * scale) * vset1(2.0f);
+  out = x < lo ? vf{} : out;
+  return x != x ? x : out;
+}
+
 /// x / (1 + exp(−x)), the PyTorch SiLU formula.
 inline vf vsilu(vf x) { return x / (vset1(1.0f) + vexp(-x)); }
 
