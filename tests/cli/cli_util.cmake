@@ -28,6 +28,22 @@ function(cli_run_ok prefix)
   set(${prefix}_ERR "${r_ERR}" PARENT_SCOPE)
 endfunction()
 
+# expect_error(<regex> args...): mamba-cli must fail (exit ≠ 0) with stderr matching <regex>, and
+# must not crash.
+function(expect_error pattern)
+  cli_run(r ${ARGN})
+  string(REPLACE ";" " " a "${ARGN}")
+  if(r_RC EQUAL 0)
+    message(FATAL_ERROR "mamba-cli ${a}: expected failure, got exit 0")
+  endif()
+  if(NOT r_ERR MATCHES "${pattern}")
+    message(FATAL_ERROR "mamba-cli ${a}: stderr does not match '${pattern}':\n${r_ERR}")
+  endif()
+  if(r_ERR MATCHES "terminate called|Aborted|Segmentation|AddressSanitizer|runtime error")
+    message(FATAL_ERROR "mamba-cli ${a}: crashed:\n${r_ERR}")
+  endif()
+endfunction()
+
 # require_shared(): the shared/ reference data, else skip (fail under CI=true).
 macro(require_shared)
   if(NOT SHARED OR NOT EXISTS "${SHARED}/models")

@@ -129,27 +129,6 @@ void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const 
 #undef MAMBA_MICRO
 }
 
-/// Outputs [m0, m1) × [0, nrows) of the weight rows at w (type T, K elements each): NR-row groups
-/// outermost, groups of input rows inside (the group stays in L1 while every row uses it).
-template <WT T>
-void sweep(const LinearProblem& p, std::int64_t m0, std::int64_t m1, const void* w, std::int64_t n0,
-           std::int64_t nrows, bool direct) {
-  const std::int64_t K = p.K;
-  const std::int64_t esz = T == WT::kF32 ? 4 : 2;
-  const int nr_full = m1 - m0 == 1 ? 8 : 4, mr_full = m1 - m0 == 1 ? 1 : 4;
-  for (std::int64_t j = 0; j < nrows; j += nr_full) {
-    const int nr = static_cast<int>(nrows - j < nr_full ? nrows - j : nr_full);
-    const void* wj = static_cast<const std::uint8_t*>(w) + j * K * esz;
-    const float* bj = p.bias != nullptr ? p.bias + n0 + j : nullptr;
-    for (std::int64_t m = m0; m < m1; m += mr_full) {
-      const int mr = static_cast<int>(m1 - m < mr_full ? m1 - m : mr_full);
-      // The first pass over a group prefetches the next one (weights read from memory only).
-      micro_any<T>(mr, nr, direct && m == m0, p.x + m * p.ldx, p.ldx, wj, K, bj, p.y + m * p.ldy + n0 + j,
-                   p.ldy);
-    }
-  }
-}
-
 /// Widens rows of bf16/f16 weights to fp32 (exact).
 template <WT T> void widen(const void* w, std::int64_t n, float* out) {
   std::int64_t i = 0;
@@ -157,26 +136,10 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
   for (; i < n; ++i) out[i] = load1<T>(w, i);
 }
 
-template <WT T>
-void tile(const LinearProblem& p, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1, float* scratch) {
-  const std::int64_t K = p.K, esz = T == WT::kF32 ? 4 : 2;
-  const auto* wbase = static_cast<const std::uint8_t*>(p.w);
-  if (m1 - m0 <= kDirectMaxRows) {
-    sweep<T>(p, m0, m1, wbase + n0 * K * esz, n0, n1 - n0, true);
-    return;
-  }
-  const std::int64_t nb = linear_block_rows(K);
-  for (std::int64_t b0 = n0; b0 < n1; b0 += nb) {
-    const std::int64_t rows = n1 - b0 < nb ? n1 - b0 : nb;
-    const void* wb = wbase + b0 * K * esz;
-    if constexpr (T != WT::kF32) {
-      widen<T>(wb, rows * K, scratch);
-      wb = scratch;
-    }
-    for (std::int64_t mb = m0; mb < m1; mb += kRowBlock)
-      sweep<WT::kF32>(p, mb, mb + kRowBlock < m1 ? mb + kRowBlock : m1, wb, b0, rows, false);
-  }
-}
+// Tile shapes of the shared driver (linear_tile.inc): M = 1 → 1 × 8 weight rows, else 4 × 4.
+constexpr int kNrOneRow = 8, kNr = 4, kMr = 4;
+
+#include "ops/cpu/linear_tile.inc"  // sweep<T>() and tile<T>()
 
 }  // namespace
 

@@ -71,9 +71,9 @@ inline float hsum(vf v) {
   return t[0];
 }
 
-inline vf vexp(vf x) {
-  const vf hi = vset1(88.72283935546875f), lo = vset1(-86.6f);
-  const vf xc = vmin(vmax(x, lo), hi);
+/// exp(xc) for xc already clamped to [−86.6, 88.7228]: Cody–Waite reduction, degree-6 polynomial,
+/// ·2ⁿ (≤ 2 ulp). The shared core of vexp and vexp_nonpos.
+inline vf vexp_clamped(vf xc) {
   // n = round(x / ln2) by the 1.5·2²³ trick (round to nearest even, |x/ln2| < 2²²).
   const vf magic = vset1(12582912.0f);
   const vf fn = fmadd(xc, vset1(1.44269504088896341f), magic) - magic;
@@ -91,7 +91,12 @@ inline vf vexp(vf x) {
   const vi bits = (n + 126) << 23;
   vf scale;
   std::memcpy(&scale, &bits, sizeof(scale));
-  vf out = (e * scale) * vset1(2.0f);
+  return (e * scale) * vset1(2.0f);
+}
+
+inline vf vexp(vf x) {
+  const vf hi = vset1(88.72283935546875f), lo = vset1(-86.6f);
+  vf out = vexp_clamped(vmin(vmax(x, lo), hi));
   out = x < lo ? vf{} : out;
   out = x > hi ? vset1(__builtin_inff()) : out;
   return x != x ? x : out;  // NaN in, NaN out
@@ -101,23 +106,7 @@ inline vf vexp(vf x) {
 /// clamp and blend: the same value as vexp there (bitwise), NaN → NaN.
 inline vf vexp_nonpos(vf x) {
   const vf lo = vset1(-86.6f);
-  const vf xc = vmax(x, lo);
-  const vf magic = vset1(12582912.0f);
-  const vf fn = fmadd(xc, vset1(1.44269504088896341f), magic) - magic;
-  vf r = fmadd(fn, vset1(-0.693359375f), xc);
-  r = fmadd(fn, vset1(2.12194440e-4f), r);
-  vf p = vset1(1.9875691500e-4f);
-  p = fmadd(p, r, vset1(1.3981999507e-3f));
-  p = fmadd(p, r, vset1(8.3334519073e-3f));
-  p = fmadd(p, r, vset1(4.1665795894e-2f));
-  p = fmadd(p, r, vset1(1.6666665459e-1f));
-  p = fmadd(p, r, vset1(5.0000001201e-1f));
-  const vf e = fmadd(p, r * r, r) + vset1(1.0f);
-  const vi n = __builtin_convertvector(fn, vi);
-  const vi bits = (n + 126) << 23;
-  vf scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  vf out = (e * scale) * vset1(2.0f);
+  vf out = vexp_clamped(vmax(x, lo));
   out = x < lo ? vf{} : out;
   return x != x ? x : out;
 }
