@@ -23,20 +23,20 @@ int main(int argc, char** argv) {
   double grace = o.drain_grace_seconds;
   app.add_option("-m,--model", model_ref, "model directory or HF repo id (default: the embedded model)");
   app.add_option("--host", o.host, "address to listen on")->capture_default_str();
-  app.add_option("--port", o.port, "port (0 = any free port, printed at start)")->capture_default_str();
+  app.add_option("--port", o.port, "port (0 = any free port, printed at start)")->check(CLI::Range(0, 65535))->capture_default_str();
   app.add_option("--max-concurrent-requests", o.max_concurrent_requests,
-                 "requests in the server (running + queued); more get 429")->capture_default_str();
-  app.add_option("--max-batch-size", o.max_batch_size, "sequences per decode step (0 = number of state slots)")->capture_default_str();
+                 "requests in the server (running + queued); more get 429")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--max-batch-size", o.max_batch_size, "sequences per decode step (0 = number of state slots)")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--max-batch-prefill-tokens", o.max_batch_prefill_tokens,
-                 "prompt tokens prefilled per scheduler iteration (long prompts go in pieces)")->capture_default_str();
-  app.add_option("--max-input-tokens", o.max_input_tokens, "longest prompt in tokens")->capture_default_str();
-  app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")->capture_default_str();
+                 "prompt tokens prefilled per scheduler iteration (long prompts go in pieces)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--max-input-tokens", o.max_input_tokens, "longest prompt in tokens")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--state-memory", state_memory, "memory for preallocated sequence states (e.g. 2GiB, 512MiB)")->capture_default_str();
-  app.add_option("--threads", threads, "compute threads (0 = all hardware threads)")->capture_default_str();
-  app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32)")->capture_default_str();
+  app.add_option("--threads", threads, "compute threads (0 = all hardware threads)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32)")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' (all routes but /health)");
   app.add_option("--model-id", o.model_id, "model name reported by /info and /v1/models (default: the model directory name)");
-  app.add_option("--shutdown-grace", grace, "seconds in-flight requests get to finish on SIGTERM/SIGINT")->capture_default_str();
+  app.add_option("--shutdown-grace", grace, "seconds in-flight requests get to finish on SIGTERM/SIGINT")->check(CLI::NonNegativeNumber)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   // Logs go to stderr; stdout carries only the "listening on" line (for scripts).
   spdlog::set_default_logger(spdlog::stderr_color_mt("mamba-server"));

@@ -5,6 +5,7 @@
 // Loaded:                                 X        kQ8 / kQ4, logical shape [N, K], scales → X_scale.
 #include <fmt/format.h>
 
+#include <cstring>
 #include <set>
 
 #include "io/checkpoint_builder.h"
@@ -85,6 +86,18 @@ Status fuse_quantized(CheckpointContents& c, const ModelConfig& config, const st
                         fmt::format("{}: tensor '{}' (scales of '{}' {} {}): expected F32 {}, got {} {}", s.file, sname, e.name,
                                     dtype_name(e.view.dtype), e.view.shape.str(), want.str(), dtype_name(s.view.dtype),
                                     s.view.shape.str()));
+    }
+    // q8 codes are in [−127, 127]: −128 (0x80) has no negation in int8 and would make the
+    // targets' int8 kernels disagree, so a file holding it is refused (one memchr over the codes).
+    if (!q4) {
+      const void* bad = std::memchr(e.view.data, 0x80, static_cast<std::size_t>(N * K));
+      if (bad != nullptr) {
+        const auto at = static_cast<std::int64_t>(static_cast<const std::uint8_t*>(bad) -
+                                                  static_cast<const std::uint8_t*>(e.view.data));
+        return make_error(ErrorCode::kFormat,
+                          fmt::format("{}: tensor '{}': q8 code -128 at [{}, {}]; codes must be in [-127, 127]", e.file,
+                                      e.name, at / K, at % K));
+      }
     }
     TensorView v(e.view.data, q4 ? DType::kQ4 : DType::kQ8, Shape{N, K});
     v.scales = s.view.data;

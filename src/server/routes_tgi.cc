@@ -186,7 +186,7 @@ void register_tgi_routes(httplib::Server& svr, ServerContext& ctx) {
     const ModelConfig& cfg = ctx.model->config();
     json info{{"model_id", ctx.opts.model_id},
               {"model_sha", nullptr},
-              {"model_dtype", "float32"},
+              {"model_dtype", cfg.quant_type.empty() ? std::string("float32") : cfg.quant_type},  // compute dtype, or q8/q4 weights
               {"model_device_type", "cpu"},
               {"model_pipeline_tag", "text-generation"},
               {"architecture", arch_name(cfg.arch)},

@@ -147,6 +147,17 @@ TEST_F(QuantizedCheckpoint, ScaleDtypeAndCodeDtype) {
   EXPECT_NE(err.find(kInProj), std::string::npos) << err;
 }
 
+TEST_F(QuantizedCheckpoint, Q8CodeMinus128IsRefused) {
+  // Put one −128 code at row 1, column 3 of in_proj (outside q8's [−127, 127]).
+  const std::int64_t begin = header_[kInProj]["data_offsets"][0].get<std::int64_t>();
+  const std::int64_t K = header_[kInProj]["shape"][1].get<std::int64_t>();
+  const std::string good = data_;
+  data_[static_cast<std::size_t>(begin + K + 3)] = static_cast<char>(0x80);
+  const std::string err = open_error(damaged("code-minus-128", [](json&) {}));
+  data_ = good;
+  EXPECT_NE(err.find(std::string(kInProj) + "': q8 code -128 at [1, 3]"), std::string::npos) << err;
+}
+
 TEST_F(QuantizedCheckpoint, MissingScale) {
   const std::string dir = damaged("missing-scale", [](json& h) {
     h["renamed"] = h[std::string(kInProj) + "_scale"];

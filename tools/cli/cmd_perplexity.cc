@@ -5,6 +5,8 @@
 // its ctx predictions (the last window may be shorter). NLL of a prediction = −log-softmax of the
 // raw logits at the target id, over the tokenizer's ids when the model has a tokenizer, else over
 // the full logits width (sampling.h's logprob definition).
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -25,6 +27,7 @@ struct PplArgs {
 };
 
 void run(const PplArgs& a, CLI::App& cmd) {
+  const bool show_progress = isatty(STDERR_FILENO) == 1;  // no \r progress lines in redirected logs
   const bool have_text = cmd.count("--file") > 0, have_ids = cmd.count("--ids-file") > 0;
   if (have_text == have_ids) fail("give exactly one of -f/--file TEXT or --ids-file IDS");
   if (cmd.count("--ctx") && a.ctx < 1) fail(fmt::format("--ctx = {} must be >= 1", a.ctx));
@@ -79,9 +82,9 @@ void run(const PplArgs& a, CLI::App& cmd) {
         ++n_pred;
       }
     }
-    if (total > ctx) std::fprintf(stderr, "\rscored %lld/%lld predictions", static_cast<long long>(n_pred), static_cast<long long>(total));
+    if (total > ctx && show_progress) std::fprintf(stderr, "\rscored %lld/%lld predictions", static_cast<long long>(n_pred), static_cast<long long>(total));
   }
-  if (total > ctx) std::fprintf(stderr, "\n");
+  if (total > ctx && show_progress) std::fprintf(stderr, "\n");
   const double mean = nll_sum / static_cast<double>(n_pred);
   std::printf("predictions: %lld\nmean_nll: %.6f\nperplexity: %.4f\n", static_cast<long long>(n_pred), mean, std::exp(mean));
 }
