@@ -8,7 +8,8 @@
 //  1. ceilings: streaming read bandwidth (best of 5 passes over max(1 GiB, 4× LLC) or --bw-gib,
 //     1 thread and all threads) and, per model, oneDNN matmul GFLOP/s at the model's projection shapes;
 //  2. per model: ops::linear vs oneDNN at each projection shape (M = each batch and prompt length);
-//     decode tok/s at each batch as a fraction of its memory ceiling, with the FMA-compute bound;
+//     decode tok/s at each batch (fastest of 3 runs) as a fraction of its memory ceiling, with the
+//     FMA-compute bound and the per-op split of a step;
 //     prefill tok/s, the per-op split of prefill time (ops/profile.h) and the projections' achieved
 //     GFLOP/s as a fraction of oneDNN's; prefill scaling 1 thread vs 2 / all threads;
 //  3. a goal table: PASS/FAIL against the goals.
@@ -200,6 +201,12 @@ mamba::Status print_decode(const Options& o, const std::string& name, mamba::Mod
     fmt::print("{:>5} {:>9.1f} {:>10.1f} {:>11.1f} {:>8} {:>6} {:>10} {:>10} {:>9} {:>9} {:>5}\n", b, t.tokens_per_s,
                bytes / 1e6, ceiling, pct(frac), goal > 0 ? "≥" + pct(goal) : "-", goal > 0 ? verdict(pass) : "",
                opt_num(fma_tps), bound, pct(t.tokens_per_s / lower), pct(t.cpu_share));
+    const double ms = 1e3 * t.seconds / o.decode_steps;
+    auto share = [&](OpKind k) { return pct(t.profile.seconds[static_cast<std::size_t>(k)] / t.seconds); };
+    fmt::print("{:>5} split of {:.2f} ms/step: linear {} conv {} scan {} norm {} elem {} emb {} other {}\n", "",
+               ms, share(OpKind::kLinear), share(OpKind::kConv), share(OpKind::kScan), share(OpKind::kNorm),
+               share(OpKind::kElementwise), share(OpKind::kEmbedding),
+               pct(1.0 - t.profile.total_seconds() / t.seconds));
     g_min_cpu_share = std::min(g_min_cpu_share, t.cpu_share);
     std::fflush(stdout);
     if (goal > 0)
@@ -310,7 +317,7 @@ int main(int argc, char** argv) {
   app.add_option("--prompt-lens", o.prompt_lens, "prefill lengths in tokens (the first is also used for scaling)")
       ->delimiter(',')
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--decode-steps", o.decode_steps, "timed decode steps per batch size")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--decode-steps", o.decode_steps, "timed decode steps per run (fastest of 3 runs counts)")->check(CLI::Range(1, 1 << 20));
   app.add_option("--batches", o.batches, "decode batch sizes")->delimiter(',')->check(CLI::Range(1, 1024));
   app.add_flag("--no-gemm-ceiling", o.no_gemm_ceiling, "skip the oneDNN GEMM measurements");
   app.add_option("--bw-gib", o.bw_gib, "bandwidth buffer size in GiB (default: 1, or 4× the LLC when larger)")

@@ -55,7 +55,7 @@ Result<PrefillTiming> time_prefill(Model& model, int tokens) {
   return r;
 }
 
-Result<Timed> time_decode(Model& model, int batch, int steps) {
+Result<DecodeTiming> time_decode(Model& model, int batch, int steps) {
   const std::int64_t V = model.logits_width();
   const std::vector<std::int32_t> prompt = random_ids(model, 16, 99);
   std::vector<float> logits(static_cast<std::size_t>(V * batch));
@@ -67,15 +67,27 @@ Result<Timed> time_decode(Model& model, int batch, int steps) {
   for (auto& s : states) ptrs.push_back(&s);
   std::vector<std::int32_t> toks(static_cast<std::size_t>(batch), argmax(logits.data(), V));
   MAMBA_RETURN_IF_ERROR(model.step(toks, ptrs, logits.data()));  // untimed: grows scratch buffers
-  Timed r;
-  const double cpu0 = process_cpu_seconds();
-  const auto t0 = Clock::now();
-  for (int s = 0; s < steps; ++s) {
-    for (int b = 0; b < batch; ++b) toks[static_cast<std::size_t>(b)] = argmax(logits.data() + b * V, V);
-    MAMBA_RETURN_IF_ERROR(model.step(toks, ptrs, logits.data()));
+  // Best of kDecodeRuns runs, like the bandwidth ceiling (best of 5): on a shared machine a run
+  // that other processes slowed says nothing about this code.
+  DecodeTiming r;
+  for (int run = 0; run < kDecodeRuns; ++run) {
+    ops::profile_reset();
+    ops::profile_enable(true);
+    const double cpu0 = process_cpu_seconds();
+    const auto t0 = Clock::now();
+    Status st;
+    for (int s = 0; s < steps && st.ok(); ++s) {
+      for (int b = 0; b < batch; ++b) toks[static_cast<std::size_t>(b)] = argmax(logits.data() + b * V, V);
+      st = model.step(toks, ptrs, logits.data());
+    }
+    const double seconds = since(t0);
+    ops::profile_enable(false);
+    MAMBA_RETURN_IF_ERROR(st);
+    if (run > 0 && seconds >= r.seconds) continue;
+    r.seconds = seconds;
+    r.cpu_share = (process_cpu_seconds() - cpu0) / (seconds * ops::num_threads());
+    r.profile = ops::profile_read();
   }
-  r.seconds = since(t0);
-  r.cpu_share = (process_cpu_seconds() - cpu0) / (r.seconds * ops::num_threads());
   r.tokens_per_s = static_cast<double>(steps) * batch / r.seconds;
   return r;
 }

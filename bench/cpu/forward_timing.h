@@ -27,8 +27,16 @@ struct PrefillTiming : Timed {
 /// 16-token warm-up prefill. Threads: as set by ops::set_num_threads.
 Result<PrefillTiming> time_prefill(Model& model, int tokens);
 
+struct DecodeTiming : Timed {
+  ops::OpProfile profile;  ///< per-op seconds over the timed steps (ops::profile_enable around them)
+};
+
+/// Timed runs of time_decode; the fastest counts.
+inline constexpr int kDecodeRuns = 3;
+
 /// `steps` decode steps of `batch` sequences (each starts from the same 16-token prefill and feeds
-/// back its greedy token), after one untimed step. tokens_per_s counts every sequence's token.
-Result<Timed> time_decode(Model& model, int batch, int steps);
+/// back its greedy token), after one untimed step; the fastest of kDecodeRuns such runs (the states
+/// run on). tokens_per_s counts every sequence's token; profile and cpu_share are the fastest run's.
+Result<DecodeTiming> time_decode(Model& model, int batch, int steps);
 
 }  // namespace mamba::bench

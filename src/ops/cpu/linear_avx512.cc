@@ -137,7 +137,8 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 }
 
 // Tile shapes of the shared driver (linear_tile.inc): M = 1 → 1 × 8 weight rows, else 4 × 4.
-constexpr int kNrOneRow = 8, kNr = 4, kMr = 4;
+constexpr int kNrOneRow = 8, kNrStream = 8, kNr = 4, kMr = 4;
+constexpr std::int64_t kStreamMinK = 256;
 
 #include "ops/cpu/linear_tile.inc"  // sweep<T>() and tile<T>()
 
