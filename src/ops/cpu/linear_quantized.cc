@@ -51,6 +51,36 @@ void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, std::int8
   }
 }
 
+void pack_rows(const std::int8_t* xq, const std::int8_t* xl, std::int64_t M, std::int64_t K, bool q4, std::int16_t* x16,
+               std::int16_t* x16n, std::int32_t* corr) {
+  const std::int64_t G = K / kGroup;
+  for (std::int64_t m = 0; m < M; ++m) {
+    const std::int8_t* qh = xq + m * K;
+    const std::int8_t* ql = xl + m * K;
+    auto X16 = [&](std::int64_t k) { return static_cast<std::int16_t>(256 * qh[k] + ql[k]); };
+    if (!q4) {
+      for (std::int64_t k = 0; k < K; ++k) x16[m * K + k] = X16(k);
+      continue;
+    }
+    for (std::int64_t g = 0; g < G; ++g) {
+      std::int32_t sum = 0;
+      for (int i = 0; i < kGroup; ++i) sum += X16(g * kGroup + i);
+      corr[m * G + g] = 8 * sum;
+    }
+    std::int16_t* out = x16n + m * K;
+    for (std::int64_t g = 0; g < G; g += 2) {
+      std::int16_t* o = out + g * kGroup;
+      if (g + 1 < G) {  // a pair: A_j[i] = X16 of group g + i / 8 at 4·(i % 8) + j
+        for (int j = 0; j < 4; ++j)
+          for (int i = 0; i < 16; ++i) o[16 * j + i] = X16((g + i / 8) * kGroup + 4 * (i % 8) + j);
+      } else {  // the last group alone: A_j[i] = X16 at 4i + j
+        for (int j = 0; j < 4; ++j)
+          for (int i = 0; i < 8; ++i) o[8 * j + i] = X16(g * kGroup + 4 * i + j);
+      }
+    }
+  }
+}
+
 namespace {
 
 /// Codes of group g of a weight row as int8 values in k order.
@@ -124,22 +154,32 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   const std::int64_t N = W.shape[0], K = W.shape[1], G = K / quant::kGroup;
   if (M <= 0 || N <= 0) return;
   const CpuTarget target = cpu_target();
-  // 1. Activation quantization into per-call scratch of the calling thread (grows only).
+  // 1. Activation quantization (and, for the SIMD kernels, its packed layouts) into per-call
+  // scratch of the calling thread (grows only).
+  const bool q4 = W.dtype == DType::kQ4;
   static thread_local std::vector<std::int8_t> xq_buf, xl_buf;
+  static thread_local std::vector<std::int16_t> x16_buf;
   static thread_local std::vector<float> sx_buf;
-  if (xq_buf.size() < static_cast<std::size_t>(M * K)) xq_buf.resize(static_cast<std::size_t>(M * K));
-  if (xl_buf.size() < static_cast<std::size_t>(M * K)) xl_buf.resize(static_cast<std::size_t>(M * K));
-  if (sx_buf.size() < static_cast<std::size_t>(M * G)) sx_buf.resize(static_cast<std::size_t>(M * G));
-  std::int8_t* xq = xq_buf.data();
-  std::int8_t* xl = xl_buf.data();
-  float* sx = sx_buf.data();
+  static thread_local std::vector<std::int32_t> corr_buf;
+  auto grow = [](auto& v, std::int64_t n) {
+    if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
+    return v.data();
+  };
+  std::int8_t* xq = grow(xq_buf, M * K);
+  std::int8_t* xl = grow(xl_buf, M * K);
+  float* sx = grow(sx_buf, M * G);
+  quant::PackedX px{nullptr, nullptr, nullptr};
   if (target >= CpuTarget::kAvx2) {
     quant::quantize_rows_avx2(x, ldx, M, K, xq, xl, sx);
+    std::int16_t* x16 = grow(x16_buf, M * K);  // x16 for q8, x16n for q4
+    std::int32_t* corr = q4 ? grow(corr_buf, M * G) : nullptr;
+    quant::pack_rows(xq, xl, M, K, q4, q4 ? nullptr : x16, q4 ? x16 : nullptr, corr);
+    px = {q4 ? nullptr : x16, q4 ? x16 : nullptr, corr};
   } else {
     for (std::int64_t m = 0; m < M; ++m) quant::quantize_row_ref(x + m * ldx, K, xq + m * K, xl + m * K, sx + m * G);
   }
   // 2–4. Integer dot products and the fixed-order fp32 combination, threads over tasks.
-  const quant::DotArgs args{xq, xl, sx, M, K, W.data, static_cast<const float*>(W.scales), W.dtype == DType::kQ4, y, ldy};
+  const quant::DotArgs args{xq, xl, sx, px, M, K, W.data, static_cast<const float*>(W.scales), q4, y, ldy};
   auto* kernel = target >= CpuTarget::kAvx512 && cpu_has_avx512_vnni() ? &quant::dot_rows_avx512vnni
                  : target >= CpuTarget::kAvx2                           ? &quant::dot_rows_avx2
                                                                         : &quant::dot_rows_baseline;

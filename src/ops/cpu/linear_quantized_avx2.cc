@@ -1,6 +1,6 @@
 // AVX2 kernels of the quantized linear (computation defined in quant_kernels.h): activation
-// quantization, and the int8 dot products through vpmaddubsw (|x| · sign(w, x): unsigned × signed,
-// pair sums ≤ 2·127·127 never saturate) + vpmaddwd into int32.
+// quantization, and the integer dot products by vpmaddwd (int16 weights or nibbles × the 16-bit
+// activations) into int32.
 #include <immintrin.h>
 
 #include <cfloat>
@@ -11,16 +11,11 @@
 namespace mamba::ops::cpu::quant {
 
 namespace {
-inline __m256i qdot_group_avx2(__m256i xv, __m256i wv) {
-  const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(xv), _mm256_sign_epi8(wv, xv));
-  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-}
+inline __m256i madd16_acc(__m256i acc, __m256i a, __m256i b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
 }  // namespace
 
-#define MAMBA_QDOT_GROUP qdot_group_avx2
 #define MAMBA_QDOT_ROWS dot_rows_avx2
 #include "ops/cpu/linear_quantized_kernel.inc"
-#undef MAMBA_QDOT_GROUP
 #undef MAMBA_QDOT_ROWS
 
 void quantize_rows_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* xq, std::int8_t* xl, float* sx) {

@@ -37,12 +37,35 @@ void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, std::int8
 /// (q8: K int8; q4: K/2 packed bytes), `sw` at its K/32 scales.
 float dot_ref(const std::int8_t* xq, const std::int8_t* xl, const float* sx, const void* w, const float* sw, std::int64_t K, bool q4);
 
+/// The activation codes rearranged for the SIMD kernels (filled by pack_rows from xq / xl; the
+/// integer sums of step 2 do not depend on the order of the products inside a group, so every
+/// layout gives the same isum_g):
+///  - x16 [M, K] int16, k order: X16[k] = 256·qh[k] + ql[k] (|X16| ≤ 32639), so step 2's isum_g is
+///    Σ_k q_w[k] · X16[k], one int16 multiply-add per weight (q8 kernels).
+///  - x16n [M, K] int16, for q4 weights kept as their stored nibbles u = q_w + 8 ∈ [0, 15]: the
+///    same X16 values in the order in which 16-bit words of packed nibbles split by shifts. Groups
+///    go in pairs (g, g+1), g even, 64 values each: 4 vectors A_j (j = 0..3, the nibble at bit 4j of
+///    each word) of 16 values, A_j[i] = X16[g·32 + 4i + j] for i < 8 and X16[(g+1)·32 + 4(i−8) + j]
+///    for i ≥ 8; a last unpaired group takes 32 values, 4 vectors of 8, A_j[i] = X16[g·32 + 4i + j].
+///  - corr [M, K/32] int32: corr_g = 8 · Σ_{k∈g} X16[k], so isum_g = Σ_k u[k] · X16[k] − corr_g.
+struct PackedX {
+  const std::int16_t* x16;
+  const std::int16_t* x16n;
+  const std::int32_t* corr;
+};
+
+/// Fills x16 (q4 = false) or x16n + corr (q4 = true) for M rows from xq, xl [M, K] (layouts above).
+void pack_rows(const std::int8_t* xq, const std::int8_t* xl, std::int64_t M, std::int64_t K, bool q4, std::int16_t* x16,
+               std::int16_t* x16n, std::int32_t* corr);
+
 /// Per-target kernels: y[m·ldy + n] = steps 2–4 for m < M, n ∈ [n0, n1), no bias. xq is [M, K]
-/// (row stride K) and xl likewise, sx [M, K/32]; w/sw are the whole weight's codes / scales.
+/// (row stride K) and xl likewise, sx [M, K/32]; px the same rows packed (the SIMD kernels read
+/// px, the baseline xq / xl); w/sw are the whole weight's codes / scales.
 struct DotArgs {
   const std::int8_t* xq;
   const std::int8_t* xl;
   const float* sx;
+  PackedX px;
   std::int64_t M, K;
   const void* w;
   const float* sw;

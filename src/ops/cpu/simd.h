@@ -62,13 +62,23 @@ inline vf fmadd(vf a, vf b, vf c) {
 inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 inline vf vmin(vf a, vf b) { return a < b ? a : b; }
 
-/// Sum of the lanes in a fixed pairwise order (deterministic).
+/// Sum of the lanes in a fixed pairwise order (deterministic): t[i] += t[i + w] for i < w, w =
+/// kLanes/2, …, 1; result t[0]. In registers (halves, then 128-bit shuffles).
 inline float hsum(vf v) {
-  float t[kLanes];
-  vstore(t, v);
-  for (int w = kLanes / 2; w >= 1; w /= 2)
-    for (int i = 0; i < w; ++i) t[i] += t[i + w];
-  return t[0];
+#if MAMBA_SIMD_BYTES == 64
+  const __m512 z = reinterpret_cast<__m512>(v);
+  const __m256 y = _mm256_add_ps(_mm512_castps512_ps256(z), _mm512_extractf32x8_ps(z, 1));
+#elif MAMBA_SIMD_BYTES == 32
+  const __m256 y = reinterpret_cast<__m256>(v);
+#endif
+#if MAMBA_SIMD_BYTES >= 32
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
+#else
+  __m128 s = reinterpret_cast<__m128>(v);
+#endif
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
 }
 
 /// exp(xc) for xc already clamped to [−86.6, 88.7228]: Cody–Waite reduction, degree-6 polynomial,
