@@ -233,6 +233,12 @@ TEST(Conv1dKernel, MatchesReferenceAndBatchIsBitwisePerSequence) {
         EXPECT_TRUE(bitwise_equal(y1[i], y2[i])) << "sequence " << i;
         EXPECT_TRUE(bitwise_equal(st1[i], st2[i])) << "sequence " << i;
       }
+      // A decode batch (every sequence one token: the transpose-free path) gives the same values.
+      std::vector<std::vector<float>> st3 = {st0[0], st0[2]}, y3(2, std::vector<float>(C));
+      const std::vector<ops::Conv1dSeq> dec = {{xs[0].data(), 1, st3[0].data(), y3[0].data()}, {xs[2].data(), 1, st3[1].data(), y3[1].data()}};
+      ops::conv1d_silu_batch(dec, ldx, C, K, wT.data(), b.data());
+      EXPECT_TRUE(bitwise_equal(y3[0], y1[0]) && bitwise_equal(y3[1], y1[2]));
+      EXPECT_TRUE(bitwise_equal(st3[0], st1[0]) && bitwise_equal(st3[1], st1[2]));
     }
     ops::set_num_threads(saved);
   });

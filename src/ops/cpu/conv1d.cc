@@ -1,6 +1,7 @@
 // CPU causal depthwise conv1d + SiLU continuing from conv_state (mamba-math.md §conv), vectorised
 // over channels (kernels.h conv1d_silu_rows reads the weight and the old state transposed, [K, C]
-// and [K−1, C], so every tap is a contiguous load), parallel over (sequence, row block).
+// and [K−1, C], so every tap is a contiguous load), parallel over (sequence, row block). Decode (one
+// token per sequence) skips the transposes: conv1d_silu_step, bitwise the same values.
 #include <vector>
 
 #include "ops/cpu/kernels.h"
@@ -20,6 +21,16 @@ void conv1d_silu_batch(std::span<const Conv1dSeq> seqs, std::int64_t ldx, std::i
   if (seqs.empty()) return;
   const cpu::Kernels& k = cpu::cpu_kernels();
   const std::int64_t S = K - 1, n_seq = static_cast<std::int64_t>(seqs.size());
+  bool decode = true;
+  for (const Conv1dSeq& s : seqs) decode = decode && s.L == 1;
+  if (decode) {  // one token per sequence: no transposes, the state advanced in place
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (n_seq * C * K * 8 >= cpu::kParallelMinWork && n_seq > 1)
+    for (std::int64_t q = 0; q < n_seq; ++q) {
+      const Conv1dSeq& s = seqs[std::size_t(q)];
+      k.conv1d_silu_step(s.x, C, K, wT, bias, s.conv_state, s.y);
+    }
+    return;
+  }
   // Old states transposed, [n_seq][S, C] (the states are overwritten below).
   static thread_local std::vector<float> stT;
   if (stT.size() < static_cast<std::size_t>(n_seq * S * C)) stT.resize(static_cast<std::size_t>(n_seq * S * C));

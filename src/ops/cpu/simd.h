@@ -59,6 +59,15 @@ inline vf fmadd(vf a, vf b, vf c) {
 #endif
 }
 
+/// One lane of fmadd: the same rounding(s) as the vector version on this target.
+inline float fmadd1(float a, float b, float c) {
+#if MAMBA_SIMD_BYTES >= 32
+  return __builtin_fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 inline vf vmin(vf a, vf b) { return a < b ? a : b; }
 
