@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mamba/status.h"
 
@@ -53,5 +54,13 @@ struct QuantizeReport {
 /// Errors: kInvalidArgument (out_dir exists; the input is already quantized; non-finite weights,
 /// naming the tensor), kIo (not writable, write failures), and any load error of the input.
 Result<QuantizeReport> quantize_checkpoint(const std::string& in_dir, QuantType type, const std::string& out_dir);
+
+/// The temporary directory quantize_checkpoint(…, out_dir) writes before renaming it to out_dir:
+/// ".NAME.tmp-PID" beside it (PID = this process). For callers that clean it up on a signal.
+std::string quantize_temp_dir(const std::string& out_dir);
+
+/// Every file name quantize_checkpoint may create inside that directory (model.safetensors,
+/// config.json, the copied tokenizer / generation files): what such a cleanup must unlink.
+std::vector<std::string> quantize_output_files();
 
 }  // namespace mamba

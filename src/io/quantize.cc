@@ -198,10 +198,11 @@ Status write_config(const std::string& in_dir, const std::string& out_path, Quan
 }
 
 /// Tokenizer and generation files travel with the weights.
+constexpr const char* kSideFiles[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
+                                      "vocab.json",     "merges.txt",            "tokenizer.model",         "added_tokens.json"};
+
 Status copy_side_files(const std::string& in_dir, const std::string& out_dir) {
-  static const char* kFiles[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
-                                 "vocab.json",     "merges.txt",            "tokenizer.model",         "added_tokens.json"};
-  for (const char* name : kFiles) {
+  for (const char* name : kSideFiles) {
     const fs::path src = fs::path(in_dir) / name;
     std::error_code ec;
     if (!fs::is_regular_file(src, ec)) continue;
@@ -211,7 +212,26 @@ Status copy_side_files(const std::string& in_dir, const std::string& out_dir) {
   return {};
 }
 
+/// "dir/" → "dir" (the output's name is its last component).
+fs::path without_trailing_slash(const std::string& out_dir) {
+  fs::path out(out_dir);
+  if (!out.has_filename()) out = out.parent_path();
+  return out;
+}
+
 }  // namespace
+
+std::string quantize_temp_dir(const std::string& out_dir) {
+  const fs::path out = without_trailing_slash(out_dir);
+  const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  return (parent / fmt::format(".{}.tmp-{}", out.filename().string(), ::getpid())).string();
+}
+
+std::vector<std::string> quantize_output_files() {
+  std::vector<std::string> names = {"model.safetensors", "config.json"};
+  for (const char* f : kSideFiles) names.emplace_back(f);
+  return names;
+}
 
 Result<QuantizeReport> quantize_checkpoint(const std::string& in_dir, QuantType type, const std::string& out_dir) {
   std::error_code ec;
@@ -228,13 +248,12 @@ Result<QuantizeReport> quantize_checkpoint(const std::string& in_dir, QuantType 
   QuantizeReport rep;
   MAMBA_ASSIGN_OR_RETURN(std::vector<OutTensor> tensors, plan(ck, w, type, rep));
 
-  fs::path out = fs::path(out_dir);
-  if (!out.has_filename()) out = out.parent_path();  // "dir/" → "dir"
+  const fs::path out = without_trailing_slash(out_dir);
   const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (!fs::is_directory(parent, ec)) {
     return make_error(ErrorCode::kIo, fmt::format("{}: parent directory {} does not exist", out_dir, parent.string()));
   }
-  const fs::path tmp = parent / fmt::format(".{}.tmp-{}", out.filename().string(), ::getpid());
+  const fs::path tmp = quantize_temp_dir(out_dir);
   fs::remove_all(tmp, ec);
   if (!fs::create_directory(tmp, ec)) {
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot create a directory in {}: {}", out_dir, parent.string(),

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/signal_cleanup.h"
 #include "mamba/checkpoint.h"
 #include "mamba/quantize.h"
 
@@ -27,7 +28,11 @@ void run_quantize(const QuantizeArgs& a) {
   else die(fmt::format("--type must be q8 or q4, got \"{}\"", a.type));
   auto dir = resolve_model_path(a.model);
   if (!dir.ok()) die(dir.error().message);
-  auto rep = quantize_checkpoint(*dir, type, a.out);
+  auto rep = [&] {
+    // Ctrl-C / kill while writing must not leave the ".OUT.tmp-PID" directory behind.
+    SignalCleanup cleanup(quantize_temp_dir(a.out), quantize_output_files());
+    return quantize_checkpoint(*dir, type, a.out);
+  }();
   if (!rep.ok()) die(rep.error().message);
   std::fprintf(stderr, "quantized %d tensors to %s (group size %d), %d small tensors stored F32", rep->quantized, a.type.c_str(),
                kQuantGroupSize, rep->f32);
