@@ -14,6 +14,7 @@
 #include "mamba/generate.h"
 #include "mamba/server.h"
 #include "mamba/tokenizer.h"
+#include "ops/cpu/cpu_target.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"mamba-server: TGI- and OpenAI-compatible HTTP server for Mamba models (continuous batching)", "mamba-server"};
@@ -71,6 +72,8 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  // Which SIMD path computes, and why; a bad MAMBA_CPU_TARGET warns here, not at the first request.
+  spdlog::info("cpu: {}", mamba::ops::cpu::cpu_target_description());
   mamba::LoadOptions lo;
   lo.threads = threads;
   auto model = mamba::Model::load(dir.value(), lo);

@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "mamba/checkpoint.h"
+#include "ops/cpu/cpu_target.h"
 
 namespace mamba::cli {
 
@@ -32,6 +33,9 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
                         "found next to the executable, in the install data dir, or at $MAMBA_MODEL");
   }
   MAMBA_ASSIGN_OR_RETURN(std::string dir, resolve_model_path(ref));
+  // Once per process, before any kernel runs: which SIMD path computes, and why (a bad
+  // MAMBA_CPU_TARGET is reported here, not at the first matmul).
+  std::fprintf(stderr, "cpu: %s\n", ops::cpu::cpu_target_description().c_str());
   LoadOptions lo;
   lo.threads = threads;
   LoadedModel out;

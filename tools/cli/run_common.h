@@ -27,7 +27,8 @@ struct LoadedModel {
 };
 
 /// `model_ref`: a directory or an HF repo id; empty → the embedded default model
-/// (default_model_path()). `threads` 0 = all hardware threads. Errors name the path.
+/// (default_model_path()). `threads` 0 = all hardware threads. Errors name the path. Prints
+/// "cpu: TARGET (why)" on stderr before loading (cpu_target_description()).
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads);
 
 /// Parses token ids separated by commas and/or whitespace ("12,7, 99\n3"). `what` names the

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fmt/format.h>
+#include <string>
 
 namespace mamba::ops::cpu {
 namespace {
@@ -31,10 +33,26 @@ CpuTarget best_supported() {
   return CpuTarget::kBaseline;
 }
 
-CpuTarget initial_target() {
+/// The target in use and why it was chosen (cpu_target_description()).
+struct Choice {
+  CpuTarget target;
+  std::string why;
+};
+
+std::string detected_why(CpuTarget best) {
+  switch (best) {
+    case CpuTarget::kAvx512:
+      return fmt::format("detected; VNNI {}, BF16 {}", has("avx512vnni") ? "yes" : "no", has("avx512bf16") ? "yes" : "no");
+    case CpuTarget::kAvx2: return "detected; AVX-512 not available";
+    case CpuTarget::kBaseline: return "detected; AVX2+FMA+F16C not available";
+  }
+  return "detected";
+}
+
+Choice initial_choice() {
   const CpuTarget best = best_supported();
   const char* env = std::getenv("MAMBA_CPU_TARGET");
-  if (env == nullptr || *env == '\0') return best;
+  if (env == nullptr || *env == '\0') return {best, detected_why(best)};
   CpuTarget want;
   if (!std::strcmp(env, "baseline")) want = CpuTarget::kBaseline;
   else if (!std::strcmp(env, "avx2")) want = CpuTarget::kAvx2;
@@ -42,24 +60,29 @@ CpuTarget initial_target() {
   else {
     std::fprintf(stderr, "warning: MAMBA_CPU_TARGET=%s is not one of baseline|avx2|avx512; using %s\n", env,
                  cpu_target_name(best));
-    return best;
+    return {best, fmt::format("{}; MAMBA_CPU_TARGET={} ignored: not one of baseline|avx2|avx512", detected_why(best), env)};
   }
   if (static_cast<int>(want) > static_cast<int>(best)) {
     std::fprintf(stderr, "warning: MAMBA_CPU_TARGET=%s is not supported by this CPU; using %s\n", env,
                  cpu_target_name(best));
-    return best;
+    return {best, fmt::format("{}; MAMBA_CPU_TARGET={} ignored: not supported by this CPU", detected_why(best), env)};
   }
-  return want;
+  return {want, "forced by MAMBA_CPU_TARGET"};
 }
 
-CpuTarget& current() {
-  static CpuTarget t = initial_target();
-  return t;
+Choice& current() {
+  static Choice c = initial_choice();
+  return c;
 }
 
 }  // namespace
 
-CpuTarget cpu_target() { return current(); }
+CpuTarget cpu_target() { return current().target; }
+
+std::string cpu_target_description() {
+  const Choice& c = current();
+  return fmt::format("{} ({})", cpu_target_name(c.target), c.why);
+}
 
 std::vector<CpuTarget> supported_cpu_targets() {
   std::vector<CpuTarget> v;
@@ -76,7 +99,7 @@ const char* cpu_target_name(CpuTarget t) {
   return "?";
 }
 
-void set_cpu_target_for_test(CpuTarget t) { current() = t; }
+void set_cpu_target_for_test(CpuTarget t) { current() = {t, "set by set_cpu_target_for_test"}; }
 
 bool cpu_has_avx512_bf16() { return cpu_target() == CpuTarget::kAvx512 && has("avx512bf16"); }
 bool cpu_has_avx512_vnni() { return cpu_target() == CpuTarget::kAvx512 && has("avx512vnni"); }

@@ -18,6 +18,7 @@
 // supported one instead. Tests force each target with set_cpu_target_for_test().
 #pragma once
 
+#include <string>
 #include <vector>
 
 namespace mamba::ops::cpu {
@@ -26,6 +27,11 @@ enum class CpuTarget { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };
 
 /// The target every dispatched kernel uses now (detected, or forced as described above).
 CpuTarget cpu_target();
+/// The target in use and why, for a log line at model load: "avx2 (detected; AVX-512 not available)",
+/// "baseline (forced by MAMBA_CPU_TARGET)", "avx2 (detected; AVX-512 not available; MAMBA_CPU_TARGET=x
+/// ignored: not one of baseline|avx2|avx512)". Like cpu_target(), the first call reads the variable
+/// (and prints its warning, if any).
+std::string cpu_target_description();
 /// Targets this CPU can run, ascending (always contains kBaseline).
 std::vector<CpuTarget> supported_cpu_targets();
 /// "baseline", "avx2", "avx512".

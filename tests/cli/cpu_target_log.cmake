@@ -1,0 +1,39 @@
+# `run` and `perplexity` name the CPU dispatch target and why on stderr, once, before the model
+# loads ("cpu: TARGET (why)"), and a bad MAMBA_CPU_TARGET is reported at that point (before the
+# "model:" line), not at the first matmul.
+include(${CMAKE_CURRENT_LIST_DIR}/cli_util.cmake)
+set(model ${SRC}/models/mamba2-books-7m-bpe8k)
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+
+# Detected (no variable): exactly one cpu line, before the model line.
+unset(ENV{MAMBA_CPU_TARGET})
+cli_run_ok(r run -m ${model} -p "Once" -n 2)
+if(NOT r_ERR MATCHES "^cpu: (baseline|avx2|avx512) \\(detected[;)][^\n]*\nmodel: ")
+  message(FATAL_ERROR "run: expected 'cpu: TARGET (detected...)' as the first stderr line, then 'model: ...':\n${r_ERR}")
+endif()
+string(REGEX MATCHALL "cpu: " lines "${r_ERR}")
+list(LENGTH lines n)
+if(NOT n EQUAL 1)
+  message(FATAL_ERROR "run: expected one cpu line, got ${n}:\n${r_ERR}")
+endif()
+
+# Forced: baseline runs on every x86-64 CPU.
+set(ENV{MAMBA_CPU_TARGET} baseline)
+cli_run_ok(r run -m ${model} -p "Once" -n 2)
+if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\)\nmodel: ")
+  message(FATAL_ERROR "run with MAMBA_CPU_TARGET=baseline: expected 'cpu: baseline (forced by MAMBA_CPU_TARGET)':\n${r_ERR}")
+endif()
+file(WRITE ${WORK}/p.ids "1 2 3 4 5")
+cli_run_ok(r perplexity -m ${model} --ids-file ${WORK}/p.ids)
+if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\)\n")
+  message(FATAL_ERROR "perplexity with MAMBA_CPU_TARGET=baseline: expected the cpu line:\n${r_ERR}")
+endif()
+
+# Invalid: the warning and the reason come first, then the model loads and runs on the detected target.
+set(ENV{MAMBA_CPU_TARGET} avx3)
+cli_run_ok(r run -m ${model} -p "Once" -n 2)
+if(NOT r_ERR MATCHES "^warning: MAMBA_CPU_TARGET=avx3 is not one of baseline\\|avx2\\|avx512; using [a-z0-9]+\ncpu: (baseline|avx2|avx512) \\(detected[^\n]*; MAMBA_CPU_TARGET=avx3 ignored: not one of baseline\\|avx2\\|avx512\\)\nmodel: ")
+  message(FATAL_ERROR "run with MAMBA_CPU_TARGET=avx3: expected the warning, then the cpu line, then the model line:\n${r_ERR}")
+endif()
+unset(ENV{MAMBA_CPU_TARGET})
