@@ -5,6 +5,7 @@
 //             [--batches 1,8] [--bw-gib GiB] [--no-gemm-ceiling] [--gemm-seconds 0.2]
 //
 // With no MODEL_DIR it measures the embedded default model. Order of a run:
+//  0. every model loads first: a missing / unloadable one is an error naming it (exit 1), nothing measured;
 //  1. ceilings: streaming read bandwidth (best of 5 passes over max(1 GiB, 4× LLC) or --bw-gib,
 //     1 thread and all threads) and, per model, oneDNN matmul GFLOP/s at the model's projection shapes;
 //  2. per model: ops::linear vs oneDNN at each projection shape (M = each batch and prompt length);
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -276,8 +278,7 @@ mamba::Status print_scaling(const Options& o, const std::string& name, mamba::Mo
   return {};
 }
 
-mamba::Status bench_model(const Options& o, const std::string& ref, double bw_gbps, GemmCeiling& gemm, int threads) {
-  MAMBA_ASSIGN_OR_RETURN(auto model, mamba::Model::load(ref, {threads}));
+mamba::Status bench_model(const Options& o, std::unique_ptr<mamba::Model> model, double bw_gbps, GemmCeiling& gemm, int threads) {
   // A second mapping of the same files for the bound weight views (bind_weights needs a mutable
   // checkpoint; the pages are shared through the page cache).
   MAMBA_ASSIGN_OR_RETURN(auto ckpt, mamba::Checkpoint::open(model->checkpoint().dir()));
@@ -335,9 +336,21 @@ int main(int argc, char** argv) {
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   set_threads(threads);
 
+  // Every model loads before anything is measured (weights are mmapped: cheap), so a bad path ends
+  // the run at once instead of after minutes of ceilings and earlier models.
+  std::vector<std::unique_ptr<mamba::Model>> models;
+  for (const auto& dir : o.dirs) {
+    auto model = mamba::Model::load(dir, {threads});
+    if (!model.ok()) {
+      fmt::print(stderr, "error: model '{}': {} (nothing measured)\n", dir, model.error().message);
+      return 1;
+    }
+    models.push_back(std::move(model).value());
+  }
+
   const std::size_t llc = mb::last_level_cache_bytes();
   fmt::print("bench_cpu: {}, {} threads, dispatch {}, LLC {:.0f} MiB, {}\n", cpu_model_name(), threads,
-             mamba::ops::cpu::cpu_target_name(mamba::ops::cpu::cpu_target()), static_cast<double>(llc) / (1 << 20),
+             mamba::ops::cpu::cpu_target_description(), static_cast<double>(llc) / (1 << 20),
              mb::onednn_version());
 
   // ---- ceilings ----
@@ -361,10 +374,10 @@ int main(int argc, char** argv) {
                "quantized models\n",
                mb::onednn_supports(mb::GemmType::kBF16) ? "bf16, " : "no bf16 (the CPU lacks AVX-512 BF16), ");
 
-  for (const auto& dir : o.dirs) {
-    const mamba::Status st = bench_model(o, dir, bwn.gbps, gemm, threads);
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    const mamba::Status st = bench_model(o, std::move(models[i]), bwn.gbps, gemm, threads);
     if (!st.ok()) {
-      fmt::print(stderr, "error: {}: {}\n", dir, st.error().message);
+      fmt::print(stderr, "error: {}: {}\n", o.dirs[i], st.error().message);
       return 1;
     }
   }

@@ -5,4 +5,9 @@ if(TARGET bench_cpu)
            COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:bench_cpu>
                    -DMODEL=${PROJECT_SOURCE_DIR}/models/${MAMBA_DEFAULT_MODEL_NAME} -P ${PROJECT_SOURCE_DIR}/bench/smoke.cmake)
   set_tests_properties(bench_cpu_smoke PROPERTIES LABELS bench TIMEOUT 300 ENVIRONMENT "OMP_WAIT_POLICY=passive")
+  # A bad model among good ones fails before anything is measured (bench/bad_model.cmake).
+  add_test(NAME bench_cpu_bad_model
+           COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:bench_cpu> -DWORK=${PROJECT_BINARY_DIR}/bench-test-work/bad_model
+                   -DMODEL=${PROJECT_SOURCE_DIR}/models/${MAMBA_DEFAULT_MODEL_NAME} -P ${PROJECT_SOURCE_DIR}/bench/bad_model.cmake)
+  set_tests_properties(bench_cpu_bad_model PROPERTIES LABELS bench TIMEOUT 60)
 endif()
