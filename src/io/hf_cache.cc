@@ -62,6 +62,10 @@ Result<std::string> resolve_model_path(const std::string& model_ref) {
   std::error_code ec;
   if (model_ref.empty()) return make_error(ErrorCode::kInvalidArgument, "empty model reference (expected a directory or ORG/NAME[@REVISION])");
   if (fs::is_directory(model_ref, ec)) return model_ref;
+  if (fs::exists(model_ref, ec)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: is a file, expected a model directory (the one holding config.json and the weights)", model_ref));
+  }
 
   std::string repo = model_ref, rev = "main";
   if (auto at = model_ref.rfind('@'); at != std::string::npos) {

@@ -42,6 +42,7 @@ expect_error("error: .*already quantized \\(q8\\)" quantize -m ${WORK}/q8 --type
 expect_error("error: --type must be q8 or q4, got \"q5\"" quantize -m ${model} --type q5 -o ${WORK}/q5)
 expect_error("error: .*parent directory .* does not exist" quantize -m ${model} --type q8 -o ${WORK}/no/such/out)
 expect_error("error: .*/no/such/model" quantize -m /no/such/model --type q8 -o ${WORK}/x)
+expect_error("error: [^\n]*/config.json: is a file, expected a model directory" quantize -m ${model}/config.json --type q8 -o ${WORK}/x)
 expect_error("--output is required" quantize -m ${model} --type q8)
 foreach(d again q5 x)
   if(EXISTS ${WORK}/${d})

@@ -112,5 +112,15 @@ TEST(HfCache, NotADirectoryNorARepoId) {
   ASSERT_FALSE(r.ok());
 }
 
+TEST(HfCache, AFileIsNamedAndADirectoryAskedFor) {
+  test::TempDir d;
+  d.write("config.json", "{}");
+  const std::string file = d.path() + "/config.json";
+  auto r = resolve_model_path(file);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.error().message, file + ": is a file, expected a model directory (the one holding config.json and the weights)");
+}
+
 }  // namespace
 }  // namespace mamba
