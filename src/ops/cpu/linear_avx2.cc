@@ -68,11 +68,12 @@ inline float tree16(__m256 lo, __m256 hi) {
   return _mm_cvtss_f32(q);
 }
 
-/// y[m, n] for m < MR, n < NR: x → row m0, w → row n0 (rows of K elements), y → y[m0, n0].
-/// kPf: also prefetch the weight rows NR rows further on (the next group), one k-step at a time,
-/// so that DRAM streams them while this group computes.
+/// y[m, n·rs] for m < MR, n < NR: x → row m0, w → row n0 (rows of K elements; the NR rows are rs
+/// rows apart), y and bias → column n0. kPf: also prefetch, one k-step at a time, the rows that
+/// come next (rs = 1: the NR rows after the group; rs > 1: the row after each of the NR), so that
+/// DRAM streams them while this group computes.
 template <WT T, int MR, int NR, bool kPf>
-void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, const float* bias, float* y,
+void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std::int64_t rs, const float* bias, float* y,
            std::int64_t ldy) {
   __m256 acc[MR][NR][2];
 #pragma GCC unroll 8
@@ -85,7 +86,7 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, cons
       constexpr std::int64_t esz = T == WT::kF32 ? 4 : 2;
 #pragma GCC unroll 8
       for (int n = 0; n < NR; ++n)
-        _mm_prefetch(static_cast<const char*>(w) + ((n + NR) * K + k) * esz, _MM_HINT_T0);
+        _mm_prefetch(static_cast<const char*>(w) + ((n * rs + (rs == 1 ? NR : 1)) * K + k) * esz, _MM_HINT_T0);
     }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
@@ -97,7 +98,7 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, cons
       }
 #pragma GCC unroll 8
       for (int n = 0; n < NR; ++n) {
-        __m256 wv = load8<T>(w, n * K + k + 8 * h);
+        __m256 wv = load8<T>(w, n * rs * K + k + 8 * h);
         // Keep wv in a register: GCC would otherwise fold the load into each of the MR FMAs,
         // loading it MR times and making the loop load-bound.
         __asm__("" : "+x"(wv));
@@ -111,19 +112,19 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, cons
 #pragma GCC unroll 8
     for (int n = 0; n < NR; ++n) {
       float r = tree16(acc[m][n][0], acc[m][n][1]);
-      for (std::int64_t k = k16; k < K; ++k) r = __builtin_fmaf(x[m * ldx + k], load1<T>(w, n * K + k), r);
-      y[m * ldy + n] = bias != nullptr ? r + bias[n] : r;
+      for (std::int64_t k = k16; k < K; ++k) r = __builtin_fmaf(x[m * ldx + k], load1<T>(w, n * rs * K + k), r);
+      y[m * ldy + n * rs] = bias != nullptr ? r + bias[n * rs] : r;
     }
 }
 
 /// micro<T, mr, nr> for run-time mr ∈ [1, 2], nr ∈ [1, 4].
 template <WT T>
 void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const void* w, std::int64_t K,
-               const float* bias, float* y, std::int64_t ldy) {
+               std::int64_t rs, const float* bias, float* y, std::int64_t ldy) {
 #define MAMBA_MICRO(MR, NR)                                                         \
   if (mr == MR && nr == NR)                                                         \
-    return pf ? micro<T, MR, NR, true>(x, ldx, w, K, bias, y, ldy)                  \
-              : micro<T, MR, NR, false>(x, ldx, w, K, bias, y, ldy);
+    return pf ? micro<T, MR, NR, true>(x, ldx, w, K, rs, bias, y, ldy)              \
+              : micro<T, MR, NR, false>(x, ldx, w, K, rs, bias, y, ldy);
   MAMBA_MICRO(2, 3) MAMBA_MICRO(1, 4) MAMBA_MICRO(1, 3) MAMBA_MICRO(2, 2) MAMBA_MICRO(1, 2) MAMBA_MICRO(2, 1)
   MAMBA_MICRO(1, 1)
 #undef MAMBA_MICRO
@@ -139,7 +140,7 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 // Tile shapes of the shared driver (linear_tile.inc): M = 1 → 1 × 1 weight row when K ≥ 256 (one
 // sequential stream: ~35% more bandwidth than 4 interleaved row streams on Zen 3), 1 × 4 for short
 // rows; else 2 × 3.
-constexpr int kNrOneRow = 4, kNrStream = 1, kNr = 3, kMr = 2;
+constexpr int kNrOneRow = 4, kNrStream = 1, kStreams = 3, kNr = 3, kMr = 2;
 constexpr std::int64_t kStreamMinK = 256;
 
 #include "ops/cpu/linear_tile.inc"  // sweep<T>() and tile<T>()

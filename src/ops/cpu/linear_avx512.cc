@@ -69,11 +69,12 @@ inline float tree16(__m512 v) {
   return _mm_cvtss_f32(q);
 }
 
-/// y[m, n] for m < MR, n < NR: x → row m0, w → row n0 (rows of K elements), y → y[m0, n0].
-/// kPf: also prefetch the weight rows NR rows further on (the next group), one k-step at a time,
-/// so that DRAM streams them while this group computes.
+/// y[m, n·rs] for m < MR, n < NR: x → row m0, w → row n0 (rows of K elements; the NR rows are rs
+/// rows apart), y and bias → column n0. kPf: also prefetch, one k-step at a time, the rows that
+/// come next (rs = 1: the NR rows after the group; rs > 1: the row after each of the NR), so that
+/// DRAM streams them while this group computes.
 template <WT T, int MR, int NR, bool kPf>
-void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, const float* bias, float* y,
+void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std::int64_t rs, const float* bias, float* y,
            std::int64_t ldy) {
   __m512 acc[MR][NR];
 #pragma GCC unroll 8
@@ -86,7 +87,7 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, cons
       constexpr std::int64_t esz = T == WT::kF32 ? 4 : 2;
 #pragma GCC unroll 8
       for (int n = 0; n < NR; ++n)
-        _mm_prefetch(static_cast<const char*>(w) + ((n + NR) * K + k) * esz, _MM_HINT_T0);
+        _mm_prefetch(static_cast<const char*>(w) + ((n * rs + (rs == 1 ? NR : 1)) * K + k) * esz, _MM_HINT_T0);
     }
     __m512 xv[MR];
 #pragma GCC unroll 8
@@ -96,7 +97,7 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, cons
     }
 #pragma GCC unroll 8
     for (int n = 0; n < NR; ++n) {
-      __m512 wv = load16<T>(w, n * K + k);
+      __m512 wv = load16<T>(w, n * rs * K + k);
       // Keep wv in a register: GCC would otherwise fold the load into each of the MR FMAs.
       __asm__("" : "+v"(wv));
 #pragma GCC unroll 8
@@ -108,19 +109,19 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, cons
 #pragma GCC unroll 8
     for (int n = 0; n < NR; ++n) {
       float r = tree16(acc[m][n]);
-      for (std::int64_t k = k16; k < K; ++k) r = __builtin_fmaf(x[m * ldx + k], load1<T>(w, n * K + k), r);
-      y[m * ldy + n] = bias != nullptr ? r + bias[n] : r;
+      for (std::int64_t k = k16; k < K; ++k) r = __builtin_fmaf(x[m * ldx + k], load1<T>(w, n * rs * K + k), r);
+      y[m * ldy + n * rs] = bias != nullptr ? r + bias[n * rs] : r;
     }
 }
 
 /// micro<T, mr, nr> for run-time mr ∈ [1, 4], nr ∈ [1, 4] (and nr ≤ 8 when mr = 1).
 template <WT T>
 void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const void* w, std::int64_t K,
-               const float* bias, float* y, std::int64_t ldy) {
+               std::int64_t rs, const float* bias, float* y, std::int64_t ldy) {
 #define MAMBA_MICRO(MR, NR)                                                         \
   if (mr == MR && nr == NR)                                                         \
-    return pf ? micro<T, MR, NR, true>(x, ldx, w, K, bias, y, ldy)                  \
-              : micro<T, MR, NR, false>(x, ldx, w, K, bias, y, ldy);
+    return pf ? micro<T, MR, NR, true>(x, ldx, w, K, rs, bias, y, ldy)              \
+              : micro<T, MR, NR, false>(x, ldx, w, K, rs, bias, y, ldy);
   MAMBA_MICRO(4, 4) MAMBA_MICRO(1, 8) MAMBA_MICRO(4, 3) MAMBA_MICRO(4, 2) MAMBA_MICRO(4, 1)
   MAMBA_MICRO(3, 4) MAMBA_MICRO(3, 3) MAMBA_MICRO(3, 2) MAMBA_MICRO(3, 1)
   MAMBA_MICRO(2, 4) MAMBA_MICRO(2, 3) MAMBA_MICRO(2, 2) MAMBA_MICRO(2, 1)
@@ -139,7 +140,7 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 // Tile shapes of the shared driver (linear_tile.inc): M = 1 → 1 × 8 weight rows whatever K (met the
 // decode goal on Sapphire Rapids; the one-row stream of the AVX2 target is not measured here yet),
 // else 4 × 4.
-constexpr int kNrOneRow = 8, kNrStream = 8, kNr = 4, kMr = 4;
+constexpr int kNrOneRow = 8, kNrStream = 8, kStreams = 1, kNr = 4, kMr = 4;
 constexpr std::int64_t kStreamMinK = 256;
 
 #include "ops/cpu/linear_tile.inc"  // sweep<T>() and tile<T>()
