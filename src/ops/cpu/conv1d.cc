@@ -12,7 +12,9 @@
 namespace mamba::ops {
 
 namespace {
-constexpr std::int64_t kRowBlock = 16;  ///< rows per work item in prefill
+constexpr std::int64_t kRowBlock = 16;          ///< rows per work item in prefill
+constexpr std::int64_t kDecodeChannels = 256;   ///< channels per work item in decode
+constexpr std::int64_t kDecodeParallelChannels = 1024;  ///< decode splits over threads from here
 }  // namespace
 
 void conv1d_silu_batch(std::span<const Conv1dSeq> seqs, std::int64_t ldx, std::int64_t C, std::int64_t K,
@@ -24,10 +26,15 @@ void conv1d_silu_batch(std::span<const Conv1dSeq> seqs, std::int64_t ldx, std::i
   bool decode = true;
   for (const Conv1dSeq& s : seqs) decode = decode && s.L == 1;
   if (decode) {  // one token per sequence: no transposes, the state advanced in place
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (n_seq * C * K * 8 >= cpu::kParallelMinWork && n_seq > 1)
-    for (std::int64_t q = 0; q < n_seq; ++q) {
-      const Conv1dSeq& s = seqs[std::size_t(q)];
-      k.conv1d_silu_step(s.x, C, K, wT, bias, s.conv_state, s.y);
+    // Items: (sequence, block of kDecodeChannels channels). A channel costs K FMAs, a SiLU and
+    // K−1 state moves from memory the weight stream has evicted, so ≥ kDecodeParallelChannels
+    // channels (one token of a 1536-channel layer) pay for a parallel region.
+    const std::int64_t blocks = (C + kDecodeChannels - 1) / kDecodeChannels, n_items = n_seq * blocks;
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (n_seq * C >= kDecodeParallelChannels && n_items > 1)
+    for (std::int64_t i = 0; i < n_items; ++i) {
+      const Conv1dSeq& s = seqs[std::size_t(i / blocks)];
+      const std::int64_t c0 = (i % blocks) * kDecodeChannels, c1 = c0 + kDecodeChannels < C ? c0 + kDecodeChannels : C;
+      k.conv1d_silu_step(s.x, c0, c1, C, K, wT, bias, s.conv_state, s.y);
     }
     return;
   }

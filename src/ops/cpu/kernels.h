@@ -49,12 +49,13 @@ struct Kernels {
                            std::int64_t c1, std::int64_t C, std::int64_t K, const float* wT, const float* bias,
                            const float* conv_state, float* y);
 
-  /// conv1d_silu_rows for one token (decode) reading the state in its own layout and advancing it:
+  /// conv1d_silu_rows for one token (decode) and channels [c0, c1), reading the state in its own
+  /// layout and advancing it:
   /// y[c] = silu(bias[c] + Σ_{j<K−1} wT[j·C + c]·conv_state[c·(K−1) + j] + wT[(K−1)·C + c]·x[c])
   /// (the same fused multiply-adds in the same order, so bitwise equal to conv1d_silu_rows), then
   /// conv_state[c, :] = (conv_state[c, 1:], x[c]). x, y: [C]; conv_state: [C, K−1], updated in place.
-  void (*conv1d_silu_step)(const float* x, std::int64_t C, std::int64_t K, const float* wT, const float* bias,
-                           float* conv_state, float* y);
+  void (*conv1d_silu_step)(const float* x, std::int64_t c0, std::int64_t c1, std::int64_t C, std::int64_t K,
+                           const float* wT, const float* bias, float* conv_state, float* y);
 
   /// d[i] = clamp(softplus(d[i] + bias[i]), lo, hi), i < n (bias may be nullptr).
   void (*softplus_clamp_row)(float* d, const float* bias, std::int64_t n, float lo, float hi);
