@@ -71,20 +71,24 @@ Bandwidth read_bandwidth(std::size_t bytes, int threads, int passes) {
   r.kernel = avx2 ? "avx2" : "baseline";
   r.bytes = per * static_cast<std::size_t>(threads) * sizeof(std::uint64_t);
   volatile std::uint64_t sink = 0;
-  double best = 1e30;
+  double best[2] = {1e30, 1e30};  // [one stream, three streams] per thread
   for (int pass = 0; pass < passes; ++pass) {
-    std::uint64_t total = 0;
-    const auto t0 = std::chrono::steady_clock::now();
+    for (int kind = 0; kind < (avx2 ? 2 : 1); ++kind) {
+      std::uint64_t total = 0;
+      const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : total)
-    for (int t = 0; t < threads; ++t) {
-      const std::uint64_t* p = buf + static_cast<std::size_t>(t) * per;
-      total += avx2 ? detail::read_sum_avx2(p, per) : detail::read_sum_baseline(p, per);
+      for (int t = 0; t < threads; ++t) {
+        const std::uint64_t* p = buf + static_cast<std::size_t>(t) * per;
+        total += !avx2 ? detail::read_sum_baseline(p, per) : kind == 0 ? detail::read_sum_avx2(p, per)
+                                                                        : detail::read_sum_avx2_streams(p, per);
+      }
+      best[kind] = std::min(best[kind], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      sink = sink + total;
     }
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    sink = sink + total;
   }
   std::free(buf);
-  r.gbps = static_cast<double>(r.bytes) / best / 1e9;
+  if (avx2 && best[1] < best[0]) r.kernel = "avx2 3-stream";
+  r.gbps = static_cast<double>(r.bytes) / std::min(best[0], best[1]) / 1e9;
   return r;
 }
 
