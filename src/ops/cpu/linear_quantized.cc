@@ -1,7 +1,8 @@
 // Linear and embedding over q8 / q4 weights: the dispatcher, the scalar reference (= the baseline
 // target) and the embedding lookup. The computation is defined in quant_kernels.h.
 //
-// Work split: tasks = (blocks of kRowsPerTask weight rows) × (blocks of kMPerTask input rows);
+// Work split: one input row (decode): a contiguous range of weight rows per thread. Else tasks =
+// (blocks of kRowsPerTask weight rows) × (blocks of kMPerTask input rows);
 // within a task each weight row's codes are read from memory once and reused from L1 for every
 // input row of the block, so decode (M ≤ 64) streams the weights once per call and prefill keeps a
 // weight block in cache while its input rows pass. Threads take whole tasks (OpenMP, static).
@@ -183,6 +184,19 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   auto* kernel = target >= CpuTarget::kAvx512 && cpu_has_avx512_vnni() ? &quant::dot_rows_avx512vnni
                  : target >= CpuTarget::kAvx2                           ? &quant::dot_rows_avx2
                                                                         : &quant::dot_rows_baseline;
+  if (M == 1) {
+    // Decode: one contiguous range of weight rows per thread (the kernel reads it as three streams).
+    const bool par = N * K >= kParallelMinWork && N >= 2 * kRowsPerTask;
+#pragma omp parallel num_threads(num_threads()) if (par)
+    {
+      const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const std::int64_t n0 = N * t / nt, n1 = N * (t + 1) / nt;
+      kernel(args, 0, 1, n0, n1);
+      if (!bias.empty())
+        for (std::int64_t n = n0; n < n1; ++n) y[n] += bias_at(bias, n);
+    }
+    return;
+  }
   const std::int64_t n_blocks = (N + kRowsPerTask - 1) / kRowsPerTask, m_blocks = (M + kMPerTask - 1) / kMPerTask;
   const std::int64_t n_tasks = n_blocks * m_blocks;
   const bool parallel = M * N * K >= kParallelMinWork && n_tasks > 1;
