@@ -169,16 +169,22 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   std::int8_t* xq = grow(xq_buf, M * K);
   std::int8_t* xl = grow(xl_buf, M * K);
   float* sx = grow(sx_buf, M * G);
-  quant::PackedX px{nullptr, nullptr, nullptr};
-  if (target >= CpuTarget::kAvx2) {
-    quant::quantize_rows_avx2(x, ldx, M, K, xq, xl, sx);
-    std::int16_t* x16 = grow(x16_buf, M * K);  // x16 for q8, x16n for q4
-    std::int32_t* corr = q4 ? grow(corr_buf, M * G) : nullptr;
-    quant::pack_rows(xq, xl, M, K, q4, q4 ? nullptr : x16, q4 ? x16 : nullptr, corr);
-    px = {q4 ? nullptr : x16, q4 ? x16 : nullptr, corr};
-  } else {
-    for (std::int64_t m = 0; m < M; ++m) quant::quantize_row_ref(x + m * ldx, K, xq + m * K, xl + m * K, sx + m * G);
+  const bool simd = target >= CpuTarget::kAvx2;
+  std::int16_t* x16 = simd ? grow(x16_buf, M * K) : nullptr;  // x16 for q8, x16n for q4
+  std::int32_t* corr = simd && q4 ? grow(corr_buf, M * G) : nullptr;
+  // Rows are independent: many rows (prefill) are quantized by all threads (else this serial part
+  // caps the prefill's thread scaling).
+#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M >= 16 && M * K >= kParallelMinWork / 8)
+  for (std::int64_t m = 0; m < M; ++m) {
+    if (simd) {
+      quant::quantize_rows_avx2(x + m * ldx, ldx, 1, K, xq + m * K, xl + m * K, sx + m * G);
+      quant::pack_rows(xq + m * K, xl + m * K, 1, K, q4, q4 ? nullptr : x16 + m * K, q4 ? x16 + m * K : nullptr,
+                       q4 ? corr + m * G : nullptr);
+    } else {
+      quant::quantize_row_ref(x + m * ldx, K, xq + m * K, xl + m * K, sx + m * G);
+    }
   }
+  const quant::PackedX px{simd && !q4 ? x16 : nullptr, simd && q4 ? x16 : nullptr, corr};
   // 2–4. Integer dot products and the fixed-order fp32 combination, threads over tasks.
   const quant::DotArgs args{xq, xl, sx, px, M, K, W.data, static_cast<const float*>(W.scales), q4, y, ldy};
   auto* kernel = target >= CpuTarget::kAvx512 && cpu_has_avx512_vnni() ? &quant::dot_rows_avx512vnni
