@@ -349,9 +349,9 @@ int main(int argc, char** argv) {
   }
 
   const std::size_t llc = mb::last_level_cache_bytes();
-  fmt::print("bench_cpu: {}, {} threads, dispatch {}, LLC {:.0f} MiB, {}\n", cpu_model_name(), threads,
-             mamba::ops::cpu::cpu_target_description(), static_cast<double>(llc) / (1 << 20),
-             mb::onednn_version());
+  fmt::print("bench_cpu: {}, {} threads, dispatch {}, LLC {:.0f} MiB, {}, core clock {:.2f} GHz now\n", cpu_model_name(),
+             threads, mamba::ops::cpu::cpu_target_description(), static_cast<double>(llc) / (1 << 20), mb::onednn_version(),
+             mb::core_clock_ghz());
 
   // ---- ceilings ----
   const auto bytes = o.bw_gib > 0 ? static_cast<std::size_t>(o.bw_gib * static_cast<double>(1ull << 30))
