@@ -77,7 +77,14 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
         p.conv_wT[std::size_t(k * c.conv_channels() + ch)] = p.conv_w[std::size_t(ch * c.d_conv + k)];
     MAMBA_ASSIGN_OR_RETURN(p.conv_b, to_f32(lw.conv1d_bias, pre + "mixer.conv1d.bias"));
     MAMBA_ASSIGN_OR_RETURN(p.A, to_f32(lw.A_log, pre + "mixer.A_log"));
-    for (float& a : p.A) a = -std::exp(a);  // A = −exp(A_log)
+    for (std::size_t i = 0; i < p.A.size(); ++i) {
+      p.A[i] = -std::exp(p.A[i]);  // A = −exp(A_log)
+      // The scan kernels rely on a finite A (a NaN Δ·A would not reach the state otherwise).
+      if (!std::isfinite(p.A[i]))
+        return make_error(ErrorCode::kNumerical,
+                          fmt::format("tensor {}mixer.A_log: element {} gives A = −exp(A_log) = {} (must be finite; "
+                                      "A_log ≤ 88)", pre, i, p.A[i]));
+    }
     MAMBA_ASSIGN_OR_RETURN(p.D, to_f32(lw.D, pre + "mixer.D"));
     MAMBA_ASSIGN_OR_RETURN(p.dt_bias, to_f32(lw.dt_bias, pre + "mixer.dt_bias"));
     MAMBA_ASSIGN_OR_RETURN(p.gated_norm, to_f32(lw.gated_norm, pre + "mixer.norm.weight"));

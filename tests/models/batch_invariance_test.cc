@@ -134,6 +134,37 @@ TEST(ModelApi, NonFiniteLogitsAreAnError) {
   fs::remove_all(dir);
 }
 
+// An A_log whose A = −exp(A_log) is not finite is refused at load, naming the tensor (the scan
+// kernels rely on a finite A).
+TEST(ModelApi, NonFiniteALogIsRefusedAtLoad) {
+  MAMBA_REQUIRE_SHARED(shared);
+  namespace fs = std::filesystem;
+  const fs::path src = fs::path(shared) / "fixtures/mamba1-odd/model";
+  const fs::path dir = fs::path(testing::TempDir()) / "mamba_bad_alog_model";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(src / f, dir / f);
+  std::string bytes = test::read_file((dir / "model.safetensors").string());
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  const auto header = nlohmann::json::parse(bytes.substr(8, n));
+  std::string name;
+  for (const auto& [key, v] : header.items())
+    if (key.find("layers.0.mixer.A_log") != std::string::npos) name = key;
+  ASSERT_FALSE(name.empty());
+  ASSERT_EQ(header[name]["dtype"], "F32");
+  const std::size_t off = 8 + n + header[name]["data_offsets"][0].get<std::size_t>() + 4 * 3;  // element 3
+  const float big = 100.0f;  // exp(100) overflows fp32: A = −inf
+  std::memcpy(bytes.data() + off, &big, 4);
+  std::ofstream((dir / "model.safetensors").string(), std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+
+  auto m = Model::load(dir.string());
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code, ErrorCode::kNumerical) << m.error().message;
+  EXPECT_NE(m.error().message.find("layer 0 mixer.A_log: element 3"), std::string::npos) << m.error().message;
+  fs::remove_all(dir);
+}
+
 TEST(ModelApi, StateResetCloneAndSize) {
   MAMBA_REQUIRE_SHARED(shared);
   auto m = Model::load(shared + "/fixtures/mamba2-tiny/model");
