@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,7 +58,10 @@ struct Collected {
   SequenceStats stats;
   std::optional<Error> error;
 };
-Collected collect(RequestStream& stream);
+/// Waits for the end of `stream`. `client_gone` (when set) is asked about every 250 ms: once it
+/// answers true the sequence is cancelled (counted as cancelled, its slot freed) and collection
+/// goes on until the scheduler ends it.
+Collected collect(RequestStream& stream, const std::function<bool()>& client_gone = {});
 
 /// 424 generation error (model / numerical) or 503 when cancelled by shutdown.
 ApiError generation_error(const Collected& c);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "server/client_connection.h"
 #include "server/json_fields.h"
 #include "server/openai_request.h"
 #include "server/routes.h"
@@ -147,7 +148,8 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     return;
   }
 
-  Collected c = collect(*rs);
+  const ClientConnection conn(req);  // a client that leaves cancels the sequence, as a stream's does
+  Collected c = collect(*rs, [&conn] { return conn.closed(); });
   log_request(id, route, c.stats, c.error);
   if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(res, generation_error(c), ctx.metrics);
   json choice{{"index", 0}, {"finish_reason", openai_finish(c.stats.finish)}};

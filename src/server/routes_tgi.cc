@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "server/client_connection.h"
 #include "server/json_fields.h"
 #include "server/routes.h"
 
@@ -106,7 +107,8 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
     return;
   }
 
-  Collected c = collect(*rs);
+  const ClientConnection conn(req);  // a client that leaves cancels the sequence, as a stream's does
+  Collected c = collect(*rs, [&conn] { return conn.closed(); });
   log_request(id, route, c.stats, c.error);
   if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(res, generation_error(c), ctx.metrics);
   json out{{"generated_text", prefix + c.text}};
