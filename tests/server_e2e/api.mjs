@@ -194,11 +194,14 @@ const bad = [
   ['/v1/chat/completions', '{"messages": []}', 422],
   ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "x"}], "n": 2}', 422],
   ['/v1/chat/completions', '{"messages": "hello"}', 422],
+  ['/v1/chat/completions', '{"messages": [{"role": "user"}]}', 422, 'messages[0].content` is required'],
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": null}]}', 422, 'messages[0].content` is required'],
 ];
 await check('malformed bodies → 4xx with {error, error_type}', async () => {
-  for (const [route, body, status] of bad) {
+  for (const [route, body, status, mentions] of bad) {
     const r = await postJson(base, route, body);
     assert.equal(r.status, status, `${route} ${body} → ${r.status} ${r.text}`);
+    if (mentions) assert.ok(r.json.error.includes(mentions), r.text);
     assert.equal(typeof r.json?.error, 'string', r.text);
     assert.equal(typeof r.json?.error_type, 'string', r.text);
   }
