@@ -20,6 +20,7 @@
 #include "server/api_error.h"
 #include "server/metrics.h"
 #include "server/request_stream.h"
+#include "server/route_table.h"
 #include "server/scheduler.h"
 #include "server/tgi_request.h"
 
@@ -35,6 +36,7 @@ struct ServerContext {
   RequestLimits limits;
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> next_request_id{1};
+  RouteTable routes;  ///< paths and their methods (405 for a known path with another method)
   std::int64_t created_unix = 0;  ///< start time (seconds since epoch), for OpenAI "created"
 };
 

@@ -175,9 +175,9 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
 }  // namespace
 
 void register_openai_routes(httplib::Server& svr, ServerContext& ctx) {
-  svr.Post("/v1/completions", [&ctx](const httplib::Request& q, httplib::Response& s) { handle(ctx, q, s, false); });
-  svr.Post("/v1/chat/completions", [&ctx](const httplib::Request& q, httplib::Response& s) { handle(ctx, q, s, true); });
-  svr.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& s) {
+  ctx.routes.add(svr, "POST", "/v1/completions", [&ctx](const httplib::Request& q, httplib::Response& s) { handle(ctx, q, s, false); });
+  ctx.routes.add(svr, "POST", "/v1/chat/completions", [&ctx](const httplib::Request& q, httplib::Response& s) { handle(ctx, q, s, true); });
+  ctx.routes.add(svr, "GET", "/v1/models", [&ctx](const httplib::Request&, httplib::Response& s) {
     json m{{"object", "list"},
            {"data", json::array({json{{"id", ctx.opts.model_id}, {"object", "model"}, {"created", ctx.created_unix}, {"owned_by", "mamba.cpp"}}})}};
     s.set_content(dump_json(m), "application/json");

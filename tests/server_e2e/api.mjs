@@ -222,6 +222,18 @@ await check('413 for bodies over 8 MiB, 404 JSON for unknown routes', async () =
   assert.equal(typeof n.json.error, 'string');
 });
 
+await check('405 JSON with Allow for a known path asked with the wrong method', async () => {
+  for (const [method, route, allow] of [['GET', '/generate', 'POST'], ['DELETE', '/v1/completions', 'POST'], ['POST', '/health', 'GET, HEAD']]) {
+    const res = await fetch(base + route, { method });
+    assert.equal(res.status, 405, `${method} ${route}`);
+    assert.equal(res.headers.get('allow'), allow);
+    const j = await res.json();
+    assert.equal(j.error_type, 'method_not_allowed');
+    assert.ok(j.error.includes(route), j.error);
+  }
+  assert.equal((await fetch(base + '/health', { method: 'HEAD' })).status, 200);
+});
+
 await check('server still serves after bad input; metrics count it', async () => {
   const r = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 12 } });
   assert.equal(r.json.generated_text, greedy.generated_text);
