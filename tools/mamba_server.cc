@@ -16,6 +16,12 @@
 #include "mamba/tokenizer.h"
 #include "ops/cpu/cpu_target.h"
 
+namespace {
+// Largest --threads (as mamba-cli's -t): far more threads than cores only slows compute down and,
+// past what the OS allows one process, kills it at the first request (libgomp cannot create them).
+constexpr int kMaxComputeThreads = 1024;
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"mamba-server: TGI- and OpenAI-compatible HTTP server for Mamba models (continuous batching)", "mamba-server"};
   mamba::ServerOptions o;
@@ -33,15 +39,32 @@ int main(int argc, char** argv) {
   app.add_option("--max-input-tokens", o.max_input_tokens, "longest prompt in tokens")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--state-memory", state_memory, "memory for preallocated sequence states (e.g. 2GiB, 512MiB)")->capture_default_str();
-  app.add_option("--threads", threads, "compute threads (0 = all hardware threads)")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--threads", threads, "compute threads (0 = all hardware threads, at most 1024)")->capture_default_str();
+  app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32, at most 4096)")->capture_default_str();
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' (all routes but /health)");
   app.add_option("--model-id", o.model_id, "model name reported by /info and /v1/models (default: the model directory name)");
-  app.add_option("--shutdown-grace", grace, "seconds in-flight requests get to finish on SIGTERM/SIGINT")->check(CLI::NonNegativeNumber)->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--shutdown-grace", grace, "seconds in-flight requests get to finish on SIGTERM/SIGINT (0 to 86400)")->capture_default_str();
+  // Startup errors look like mamba-cli's: one "error: ..." line on stderr, exit 2.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "error: " + std::string(e.what()) + "\nRun with --help for more information.\n";
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;  // --help exits 0
+  }
   // Logs go to stderr; stdout carries only the "listening on" line (for scripts).
   spdlog::set_default_logger(spdlog::stderr_color_mt("mamba-server"));
   o.drain_grace_seconds = grace;
+  if (threads < 0 || threads > kMaxComputeThreads) {
+    std::fprintf(stderr, "error: --threads = %d: expected 0 (all hardware threads) to %d\n", threads, kMaxComputeThreads);
+    return 2;
+  }
+  if (mamba::Status v = mamba::validate_server_options(o); !v.ok()) {
+    std::fprintf(stderr, "error: %s\n", v.message().c_str());
+    return 2;
+  }
 
   auto mem = mamba::parse_byte_size(state_memory);
   if (!mem.ok()) {
@@ -79,12 +102,12 @@ int main(int argc, char** argv) {
   auto model = mamba::Model::load(dir.value(), lo);
   if (!model.ok()) {
     std::fprintf(stderr, "error: %s\n", model.error().message.c_str());
-    return 1;
+    return 2;
   }
   auto tok = mamba::Tokenizer::from_file((std::filesystem::path(dir.value()) / "tokenizer.json").string());
   if (!tok.ok()) {
     std::fprintf(stderr, "error: %s\n", tok.error().message.c_str());
-    return 1;
+    return 2;
   }
   auto eos = mamba::model_eos_ids(dir.value(), model.value()->config());
   if (!eos.ok()) {
@@ -100,7 +123,7 @@ int main(int argc, char** argv) {
   mamba::Status st = server.value()->start();
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
-    return 1;
+    return 2;
   }
   // Machine-readable line for scripts that start the server on port 0.
   std::printf("mamba-server listening on http://%s:%d\n", o.host.c_str(), server.value()->port());

@@ -36,6 +36,18 @@ struct ServerOptions {
   std::size_t max_body_bytes = std::size_t{8} << 20;  ///< larger request bodies → 413
 };
 
+/// Most HTTP worker threads (`--http-threads`, or max_concurrent_requests + 32 when 0): each is
+/// an OS thread; far more than this fails to start (or aborts) on common systems.
+inline constexpr int kMaxHttpThreads = 4096;
+/// Longest shutdown grace period in seconds (one day).
+inline constexpr double kMaxDrainGraceSeconds = 86400.0;
+
+/// Checks the options that need no model: port in [0, 65535], max_concurrent_requests ≥ 1,
+/// max_batch_prefill_tokens ≥ 1, 1 ≤ max_input_tokens < max_total_tokens, HTTP threads (as
+/// resolved) in [1, kMaxHttpThreads], drain_grace_seconds finite in [0, kMaxDrainGraceSeconds].
+/// Errors: kInvalidArgument naming the flag, the value and what is expected.
+Status validate_server_options(const ServerOptions& opts);
+
 /// Parses a byte size such as "2GiB", "512MiB", "1.5GB", "100000" (bytes). Units: B, K/KB/KiB,
 /// M/MB/MiB, G/GB/GiB, T/TB/TiB (KB = 1000, KiB = 1024; a bare K/M/G means KiB/MiB/GiB).
 /// Errors: kInvalidArgument naming the text.
@@ -48,7 +60,8 @@ class Server {
  public:
   /// Takes ownership of `model` and `tokenizer` (required: text endpoints need it).
   /// `eos_ids`: EOS tokens (from generation_config.json / config.json).
-  /// Errors: kInvalidArgument for inconsistent options (e.g. state budget below one state).
+  /// Errors: kInvalidArgument for inconsistent options (validate_server_options, or a state
+  /// budget below one state).
   static Result<std::unique_ptr<Server>> create(std::unique_ptr<Model> model,
                                                 std::unique_ptr<Tokenizer> tokenizer,
                                                 std::vector<std::int32_t> eos_ids,

@@ -62,11 +62,17 @@ std::optional<ApiError> submit(ServerContext& ctx, SequenceRequest req, std::sha
   return std::nullopt;
 }
 
-Collected collect(RequestStream& stream) {
+Collected collect(RequestStream& stream, const std::function<bool()>& client_gone) {
   Collected c;
+  constexpr auto kPoll = std::chrono::milliseconds(250);
+  auto next_check = std::chrono::steady_clock::now() + kPoll;
   for (;;) {
+    if (client_gone && !stream.cancelled() && std::chrono::steady_clock::now() >= next_check) {
+      if (client_gone()) stream.cancel();  // as a stream whose client left: the scheduler drops it
+      next_check = std::chrono::steady_clock::now() + kPoll;
+    }
     RequestStream::Update u;
-    if (!stream.take(u, std::chrono::milliseconds(1000))) continue;
+    if (!stream.take(u, kPoll)) continue;
     for (auto& t : u.tokens) {
       c.text += t.text_delta;
       c.tokens.push_back(std::move(t));

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "server/api_error.h"
 #include "server/metrics.h"
 #include "server/request_stream.h"
+#include "server/route_table.h"
 #include "server/scheduler.h"
 #include "server/tgi_request.h"
 
@@ -34,6 +36,7 @@ struct ServerContext {
   RequestLimits limits;
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> next_request_id{1};
+  RouteTable routes;  ///< paths and their methods (405 for a known path with another method)
   std::int64_t created_unix = 0;  ///< start time (seconds since epoch), for OpenAI "created"
 };
 
@@ -57,7 +60,10 @@ struct Collected {
   SequenceStats stats;
   std::optional<Error> error;
 };
-Collected collect(RequestStream& stream);
+/// Waits for the end of `stream`. `client_gone` (when set) is asked about every 250 ms: once it
+/// answers true the sequence is cancelled (counted as cancelled, its slot freed) and collection
+/// goes on until the scheduler ends it.
+Collected collect(RequestStream& stream, const std::function<bool()>& client_gone = {});
 
 /// 424 generation error (model / numerical) or 503 when cancelled by shutdown.
 ApiError generation_error(const Collected& c);

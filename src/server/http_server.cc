@@ -16,6 +16,7 @@
 #include "mamba/server.h"
 #include "server/context.h"
 #include "server/json_fields.h"
+#include "server/listen_address.h"
 #include "server/routes.h"
 #include "server/slot_pool.h"
 
@@ -34,6 +35,45 @@ struct Server::Impl {
   bool started = false;
 };
 
+namespace {
+
+// HTTP worker threads as resolved from the options (0 = max_concurrent_requests + 32).
+std::int64_t http_thread_count(const ServerOptions& o) {
+  return o.http_threads > 0 ? o.http_threads : std::int64_t{o.max_concurrent_requests} + 32;
+}
+
+}  // namespace
+
+Status validate_server_options(const ServerOptions& opts) {
+  if (opts.port < 0 || opts.port > 65535) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--port must be 0 (any free port) to 65535, got {}", opts.port));
+  }
+  if (opts.max_concurrent_requests < 1) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--max-concurrent-requests must be >= 1, got {}", opts.max_concurrent_requests));
+  }
+  if (opts.max_batch_prefill_tokens < 1) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--max-batch-prefill-tokens must be >= 1, got {}", opts.max_batch_prefill_tokens));
+  }
+  if (opts.max_input_tokens < 1 || opts.max_total_tokens <= opts.max_input_tokens) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("need 1 <= --max-input-tokens < --max-total-tokens, got {} and {}", opts.max_input_tokens, opts.max_total_tokens));
+  }
+  if (opts.http_threads < 0 || opts.http_threads > kMaxHttpThreads) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--http-threads must be 0 (max-concurrent-requests + 32) to {}, got {}", kMaxHttpThreads, opts.http_threads));
+  }
+  if (http_thread_count(opts) > kMaxHttpThreads) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--max-concurrent-requests {} needs {} HTTP threads (+32), above the limit {}: lower it or set --http-threads",
+                                  opts.max_concurrent_requests, http_thread_count(opts), kMaxHttpThreads));
+  }
+  if (!std::isfinite(opts.drain_grace_seconds) || opts.drain_grace_seconds < 0 || opts.drain_grace_seconds > kMaxDrainGraceSeconds) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--shutdown-grace must be a number of seconds from 0 to {:.0f}, got {}",
+                                                               kMaxDrainGraceSeconds, opts.drain_grace_seconds));
+  }
+  return {};
+}
+
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Server::~Server() {
@@ -45,16 +85,7 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
                                                std::vector<std::int32_t> eos_ids, const ServerOptions& opts) {
   if (!model) return make_error(ErrorCode::kInvalidArgument, "Server::create: model is null");
   if (!tokenizer) return make_error(ErrorCode::kInvalidArgument, "Server::create: the server needs a tokenizer (tokenizer.json next to the model)");
-  if (opts.max_concurrent_requests < 1) {
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("--max-concurrent-requests must be >= 1, got {}", opts.max_concurrent_requests));
-  }
-  if (opts.max_batch_prefill_tokens < 1) {
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("--max-batch-prefill-tokens must be >= 1, got {}", opts.max_batch_prefill_tokens));
-  }
-  if (opts.max_input_tokens < 1 || opts.max_total_tokens <= opts.max_input_tokens) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("need 1 <= --max-input-tokens < --max-total-tokens, got {} and {}", opts.max_input_tokens, opts.max_total_tokens));
-  }
+  MAMBA_RETURN_IF_ERROR(validate_server_options(opts));
   const std::int64_t state_bytes = model->config().state_bytes();
   const int slots = server::slots_for_budget(opts.state_memory_bytes, state_bytes, opts.max_concurrent_requests);
   if (slots < 1) {
@@ -88,21 +119,30 @@ Status Server::start() {
   Impl& im = *impl_;
   ServerContext& ctx = im.ctx;
   httplib::Server& http = im.http;
-  const int threads = ctx.opts.http_threads > 0 ? ctx.opts.http_threads : ctx.opts.max_concurrent_requests + 32;
+  const auto threads = static_cast<int>(http_thread_count(ctx.opts));  // <= kMaxHttpThreads (create)
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   http.set_keep_alive_max_count(100);
   http.set_keep_alive_timeout(2);
   http.set_read_timeout(30, 0);
   http.set_write_timeout(30, 0);
   http.set_payload_max_length(ctx.opts.max_body_bytes);
+  http.set_socket_options([](socket_t sock) { server::listen_socket_options(sock); });
   http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-    if (ctx.opts.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    const std::string want = "Bearer " + ctx.opts.api_key;
-    if (req.get_header_value("Authorization") == want || req.get_header_value("x-api-key") == ctx.opts.api_key) {
-      return httplib::Server::HandlerResponse::Unhandled;
+    if (!ctx.opts.api_key.empty() && req.path != "/health") {
+      const std::string want = "Bearer " + ctx.opts.api_key;
+      if (req.get_header_value("Authorization") != want && req.get_header_value("x-api-key") != ctx.opts.api_key) {
+        server::send_error(res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)"}, ctx.metrics);
+        return httplib::Server::HandlerResponse::Handled;
+      }
     }
-    server::send_error(res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)"}, ctx.metrics);
-    return httplib::Server::HandlerResponse::Handled;
+    // cpp-httplib answers 404 for a known path asked with another method: make it 405 + Allow
+    if (std::string allow = ctx.routes.disallowed(req.method, req.path); !allow.empty()) {
+      res.set_header("Allow", allow);
+      server::send_error(res, ApiError{405, "method_not_allowed", fmt::format("method {} not allowed on {} (allowed: {})", req.method, req.path, allow)},
+                         ctx.metrics);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
   });
   http.set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
@@ -135,9 +175,11 @@ Status Server::start() {
   int port = ctx.opts.port;
   if (port == 0) {
     port = http.bind_to_any_port(ctx.opts.host.c_str());
-    if (port < 0) return make_error(ErrorCode::kIo, fmt::format("cannot bind {}:<any>", ctx.opts.host));
+    if (port < 0) {
+      return make_error(ErrorCode::kIo, fmt::format("cannot bind {}:<any port>: {}", ctx.opts.host, server::bind_failure_reason(ctx.opts.host, 0)));
+    }
   } else if (!http.bind_to_port(ctx.opts.host.c_str(), port)) {
-    return make_error(ErrorCode::kIo, fmt::format("cannot bind {}:{} (in use or not permitted)", ctx.opts.host, port));
+    return make_error(ErrorCode::kIo, fmt::format("cannot bind {}:{}: {}", ctx.opts.host, port, server::bind_failure_reason(ctx.opts.host, port)));
   }
   im.port = port;
   ctx.scheduler->start();
@@ -158,6 +200,7 @@ void Server::shutdown() {
     std::lock_guard lk(im.mu);
     if (im.shut) return;
     im.shut = true;
+    if (!im.started) return;  // never served (start() failed or was not called): nothing to drain
   }
   im.ctx.draining = true;
   spdlog::info("shutting down: draining in-flight requests (grace {:.0f} s)", im.ctx.opts.drain_grace_seconds);

@@ -130,7 +130,9 @@ std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& l
     }
     auto cit = m.find("content");
     if (cit == m.end() || cit->is_null()) {
-      cm.content.clear();
+      // OpenAI allows a null content only on assistant messages that carry tool_calls (not supported)
+      return ApiError::validation(fmt::format("`messages[{}].content` is required (a string or an array of text parts), got {}", i,
+                                              cit == m.end() ? "nothing" : "null"));
     } else if (cit->is_string()) {
       cm.content = cit->get<std::string>();
     } else if (cit->is_array()) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "server/client_connection.h"
 #include "server/json_fields.h"
 #include "server/openai_request.h"
 #include "server/routes.h"
@@ -147,7 +148,8 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     return;
   }
 
-  Collected c = collect(*rs);
+  const ClientConnection conn(req);  // a client that leaves cancels the sequence, as a stream's does
+  Collected c = collect(*rs, [&conn] { return conn.closed(); });
   log_request(id, route, c.stats, c.error);
   if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(res, generation_error(c), ctx.metrics);
   json choice{{"index", 0}, {"finish_reason", openai_finish(c.stats.finish)}};
@@ -173,9 +175,9 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
 }  // namespace
 
 void register_openai_routes(httplib::Server& svr, ServerContext& ctx) {
-  svr.Post("/v1/completions", [&ctx](const httplib::Request& q, httplib::Response& s) { handle(ctx, q, s, false); });
-  svr.Post("/v1/chat/completions", [&ctx](const httplib::Request& q, httplib::Response& s) { handle(ctx, q, s, true); });
-  svr.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& s) {
+  ctx.routes.add(svr, "POST", "/v1/completions", [&ctx](const httplib::Request& q, httplib::Response& s) { handle(ctx, q, s, false); });
+  ctx.routes.add(svr, "POST", "/v1/chat/completions", [&ctx](const httplib::Request& q, httplib::Response& s) { handle(ctx, q, s, true); });
+  ctx.routes.add(svr, "GET", "/v1/models", [&ctx](const httplib::Request&, httplib::Response& s) {
     json m{{"object", "list"},
            {"data", json::array({json{{"id", ctx.opts.model_id}, {"object", "model"}, {"created", ctx.created_unix}, {"owned_by", "mamba.cpp"}}})}};
     s.set_content(dump_json(m), "application/json");

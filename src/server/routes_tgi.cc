@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "server/client_connection.h"
 #include "server/json_fields.h"
 #include "server/routes.h"
 
@@ -106,7 +107,8 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
     return;
   }
 
-  Collected c = collect(*rs);
+  const ClientConnection conn(req);  // a client that leaves cancels the sequence, as a stream's does
+  Collected c = collect(*rs, [&conn] { return conn.closed(); });
   log_request(id, route, c.stats, c.error);
   if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(res, generation_error(c), ctx.metrics);
   json out{{"generated_text", prefix + c.text}};
@@ -167,11 +169,11 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
 }  // namespace
 
 void register_tgi_routes(httplib::Server& svr, ServerContext& ctx) {
-  svr.Post("/generate", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kGenerate); });
-  svr.Post("/generate_stream", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kStream); });
-  svr.Post("/", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kCompat); });
-  svr.Post("/tokenize", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_tokenize(ctx, q, s); });
-  svr.Get("/health", [&ctx](const httplib::Request&, httplib::Response& s) {
+  ctx.routes.add(svr, "POST", "/generate", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kGenerate); });
+  ctx.routes.add(svr, "POST", "/generate_stream", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kStream); });
+  ctx.routes.add(svr, "POST", "/", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kCompat); });
+  ctx.routes.add(svr, "POST", "/tokenize", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_tokenize(ctx, q, s); });
+  ctx.routes.add(svr, "GET", "/health", [&ctx](const httplib::Request&, httplib::Response& s) {
     if (ctx.draining.load()) {
       s.status = 503;
       s.set_content(ApiError{503, "unavailable", "shutting down"}.body(), "application/json");
@@ -179,10 +181,10 @@ void register_tgi_routes(httplib::Server& svr, ServerContext& ctx) {
       s.status = 200;
     }
   });
-  svr.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& s) {
+  ctx.routes.add(svr, "GET", "/metrics", [&ctx](const httplib::Request&, httplib::Response& s) {
     s.set_content(ctx.metrics.render(), "text/plain; version=0.0.4");
   });
-  svr.Get("/info", [&ctx](const httplib::Request&, httplib::Response& s) {
+  ctx.routes.add(svr, "GET", "/info", [&ctx](const httplib::Request&, httplib::Response& s) {
     const ModelConfig& cfg = ctx.model->config();
     json info{{"model_id", ctx.opts.model_id},
               {"model_sha", nullptr},

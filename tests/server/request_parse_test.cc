@@ -171,6 +171,8 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"messages":[{"role":"wizard","content":"x"}]})", 422, "role"},
       {R"({"messages":[{"content":"x"}]})", 422, "role"},
       {R"({"messages":[{"role":"user","content":5}]})", 422, "content"},
+      {R"({"messages":[{"role":"user"}]})", 422, "messages[0].content` is required"},
+      {R"({"messages":[{"role":"system","content":"x"},{"role":"user","content":null}]})", 422, "messages[1].content` is required"},
       {R"({"messages":[{"role":"user","content":"x"}],"n":3})", 422, "n"},
       {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", 422, "top_logprobs"},
   };

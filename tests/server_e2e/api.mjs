@@ -194,11 +194,14 @@ const bad = [
   ['/v1/chat/completions', '{"messages": []}', 422],
   ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "x"}], "n": 2}', 422],
   ['/v1/chat/completions', '{"messages": "hello"}', 422],
+  ['/v1/chat/completions', '{"messages": [{"role": "user"}]}', 422, 'messages[0].content` is required'],
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": null}]}', 422, 'messages[0].content` is required'],
 ];
 await check('malformed bodies → 4xx with {error, error_type}', async () => {
-  for (const [route, body, status] of bad) {
+  for (const [route, body, status, mentions] of bad) {
     const r = await postJson(base, route, body);
     assert.equal(r.status, status, `${route} ${body} → ${r.status} ${r.text}`);
+    if (mentions) assert.ok(r.json.error.includes(mentions), r.text);
     assert.equal(typeof r.json?.error, 'string', r.text);
     assert.equal(typeof r.json?.error_type, 'string', r.text);
   }
@@ -217,6 +220,18 @@ await check('413 for bodies over 8 MiB, 404 JSON for unknown routes', async () =
   const n = await postJson(base, '/nope', {});
   assert.equal(n.status, 404);
   assert.equal(typeof n.json.error, 'string');
+});
+
+await check('405 JSON with Allow for a known path asked with the wrong method', async () => {
+  for (const [method, route, allow] of [['GET', '/generate', 'POST'], ['DELETE', '/v1/completions', 'POST'], ['POST', '/health', 'GET, HEAD']]) {
+    const res = await fetch(base + route, { method });
+    assert.equal(res.status, 405, `${method} ${route}`);
+    assert.equal(res.headers.get('allow'), allow);
+    const j = await res.json();
+    assert.equal(j.error_type, 'method_not_allowed');
+    assert.ok(j.error.includes(route), j.error);
+  }
+  assert.equal((await fetch(base + '/health', { method: 'HEAD' })).status, 200);
 });
 
 await check('server still serves after bad input; metrics count it', async () => {

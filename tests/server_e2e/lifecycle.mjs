@@ -1,5 +1,6 @@
-// End-to-end lifecycle: a client that disconnects mid-stream frees its slot (metrics), a full
-// server answers 429, SIGTERM drains in-flight requests (they complete) and exits 0.
+// End-to-end lifecycle: a client that disconnects mid-stream or while waiting for a non-stream
+// answer frees its slot (metrics), a full server answers 429, SIGTERM drains in-flight requests
+// (they complete) and exits 0.
 import assert from 'node:assert/strict';
 import { deadline, startServer, postJson, postSse, metrics, waitFor, sleep } from './lib.mjs';
 
@@ -27,6 +28,26 @@ const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 1000
     assert.ok(freed, 'slot still in use 5 s after the client left');
     const m = await metrics(base);
     assert.ok(m['mamba_requests_total{outcome="cancelled"}'] >= 1);
+  });
+
+  await check('non-stream client that leaves: sequence cancelled, slot freed (TGI and OpenAI)', async () => {
+    const cancelled = async () => (await metrics(base))['mamba_requests_total{outcome="cancelled"}'];
+    const before = await cancelled();
+    for (const [route, body] of [['/generate', endless], ['/v1/completions', { prompt: 'hi', max_tokens: 100000 }]]) {
+      const ctrl = new AbortController();
+      const req = fetch(base + route, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: ctrl.signal,
+      }).catch((e) => e);
+      assert.ok(await waitFor(async () => (await metrics(base)).mamba_running_sequences === 1), `${route} never ran`);
+      ctrl.abort();  // closes the connection, as curl -m does on timeout
+      assert.equal((await req).name, 'AbortError');
+      const freed = await waitFor(async () => (await metrics(base)).mamba_slots_in_use === 0, { timeoutMs: 5000 });
+      assert.ok(freed, `${route}: slot still in use 5 s after the client left`);
+    }
+    assert.equal((await cancelled()) - before, 2);
   });
 
   await check('queue overflow → 429 overloaded; served again once capacity frees', async () => {

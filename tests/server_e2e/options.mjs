@@ -1,0 +1,82 @@
+// End-to-end startup errors: bad flags and unusable listen addresses print one `error: ...` line
+// naming the flag (or the bind failure's reason) and exit 2, without the shutdown/drain logs of a
+// server that never started; --help exits 0.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { deadline, startServer, SERVER_BIN } from './lib.mjs';
+
+deadline(120);
+let failed = false;
+async function check(name, fn) {
+  try {
+    await fn();
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed = true;
+    console.log(`FAIL ${name}\n${e.stack}`);
+  }
+}
+
+/// Runs mamba-server with `args` to its exit (it must not start serving); {code, signal, stderr}.
+function runServer(args) {
+  const model = process.env.MAMBA_E2E_MODEL ? ['-m', process.env.MAMBA_E2E_MODEL] : [];
+  const proc = spawn(SERVER_BIN, [...model, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  let stdout = '';
+  proc.stderr.on('data', (d) => (stderr += d.toString()));
+  proc.stdout.on('data', (d) => (stdout += d.toString()));
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 30000);
+    proc.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stderr, stdout });
+    });
+  });
+}
+
+async function expectStartupError(args, pattern) {
+  const host = args.includes('--host') ? [] : ['--host', '127.0.0.1'];
+  const port = args.includes('--port') ? [] : ['--port', '0'];
+  const r = await runServer([...host, ...port, ...args]);
+  const what = `mamba-server ${args.join(' ')}: exit ${r.code} ${r.signal ?? ''}\nstderr:\n${r.stderr}`;
+  assert.equal(r.code, 2, what);
+  assert.match(r.stderr, pattern, what);
+  assert.match(r.stderr, /^error: /m, what);
+  assert.doesNotMatch(r.stderr, /draining|terminate called|Aborted|system_error|libgomp/, what);
+  assert.doesNotMatch(r.stdout, /listening on/, what);
+}
+
+await check('--threads above 1024 → error naming the flag, exit 2', () =>
+  expectStartupError(['--threads', '100000'], /error: --threads = 100000: expected 0 \(all hardware threads\) to 1024/));
+await check('--threads -1 → exit 2', () => expectStartupError(['--threads', '-1'], /error: --threads = -1/));
+await check('--http-threads above 4096 → exit 2', () =>
+  expectStartupError(['--http-threads', '1000000'], /error: --http-threads must be 0 .* to 4096, got 1000000/));
+await check('--max-concurrent-requests needing too many HTTP threads → exit 2', () =>
+  expectStartupError(['--max-concurrent-requests', '100000'], /error: --max-concurrent-requests 100000 needs 100032 HTTP threads/));
+for (const g of ['nan', 'inf', '-1', '1e300']) {
+  await check(`--shutdown-grace ${g} → exit 2`, () =>
+    expectStartupError(['--shutdown-grace', g], /error: --shutdown-grace must be a number of seconds from 0 to 86400/));
+}
+await check('--port 99999 → exit 2 (not CLI11\'s 105)', () => expectStartupError(['--port', '99999'], /error: --port: Value 99999 not in range/));
+await check('unknown flag → exit 2', () => expectStartupError(['--no-such-flag'], /error: .*--no-such-flag/));
+await check('--host that does not resolve → the reason, no drain log', () =>
+  expectStartupError(['--host', '999.1.1.1'], /error: cannot bind 999\.1\.1\.1:<any port>: cannot resolve the address: /));
+await check('port already taken → "Address already in use", exit 2', async () => {
+  const srv = await startServer([]);
+  try {
+    const port = new URL(srv.base).port;
+    const r = await runServer(['--host', '127.0.0.1', '--port', port, '--threads', '1']);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, new RegExp(`error: cannot bind 127\\.0\\.0\\.1:${port}: Address already in use`), r.stderr);
+    assert.doesNotMatch(r.stderr, /draining/, r.stderr);
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+  }
+});
+await check('--help exits 0', async () => {
+  const r = await runServer(['--help']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /--shutdown-grace/);
+});
+
+process.exit(failed ? 1 : 0);
