@@ -137,9 +137,11 @@ Status Server::start() {
     }
     // cpp-httplib answers 404 for a known path asked with another method: make it 405 + Allow
     if (std::string allow = ctx.routes.disallowed(req.method, req.path); !allow.empty()) {
+      // not counted as a rejected request (as a 404 is not): no request was parsed
+      res.status = 405;
       res.set_header("Allow", allow);
-      server::send_error(res, ApiError{405, "method_not_allowed", fmt::format("method {} not allowed on {} (allowed: {})", req.method, req.path, allow)},
-                         ctx.metrics);
+      res.set_content(ApiError{405, "method_not_allowed", fmt::format("method {} not allowed on {} (allowed: {})", req.method, req.path, allow)}.body(),
+                      "application/json");
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
