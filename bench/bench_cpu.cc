@@ -329,7 +329,14 @@ int main(int argc, char** argv) {
   app.add_option("--bw-gib", o.bw_gib, "bandwidth buffer size in GiB (default: 1, or 4× the LLC when larger)")
       ->check(CLI::Range(0.001, 1024.0));
   app.add_option("--gemm-seconds", o.gemm_seconds, "minimum seconds per GEMM shape measurement")->check(CLI::Range(0.0, 60.0));
-  CLI11_PARSE(app, argc, argv);
+  // Parse errors like mamba-cli's: one "error: ..." line, exit 2 (CLI11_PARSE exits 105 and others).
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;  // --help exits 0
+  }
   if (o.prompt_lens.empty() || o.batches.empty()) {
     fmt::print(stderr, "error: --prompt-lens and --batches need at least one value\n");
     return 2;

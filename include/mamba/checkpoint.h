@@ -25,8 +25,16 @@ Result<std::string> resolve_model_path(const std::string& model_ref);
 
 /// Directory of the embedded default model (mamba2-books-7m-bpe8k), searched in order:
 /// $MAMBA_MODEL; next to the executable (<exe dir>/models/NAME, <exe dir>/../share/mamba.cpp/models/NAME);
-/// the configured install data dir; the source tree's models/NAME. Empty string if none holds a config.json.
+/// the configured install data dir; the source tree's models/NAME. A non-empty $MAMBA_MODEL is
+/// returned even when it is not a model directory (it may be a repo id; resolve_model_path then
+/// reports it), never skipped in favour of another model. Empty string if none holds a config.json.
 std::string default_model_path();
+
+/// The model to use when none is given, as a local directory: $MAMBA_MODEL when set and non-empty
+/// (a directory or a cached HF repo id), else default_model_path(). Errors: kNotFound naming
+/// MAMBA_MODEL and its value when it does not resolve to a directory with a config.json (an
+/// explicit setting is never silently replaced by the embedded model), or when no default exists.
+Result<std::string> resolve_default_model();
 
 /// One named tensor of a checkpoint.
 struct TensorEntry {

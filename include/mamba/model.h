@@ -19,7 +19,8 @@ namespace mamba {
 
 struct LoadOptions {
   int threads = 0;  ///< CPU threads for compute; 0 = all hardware threads (process-wide setting of the
-                    ///< CPU ops; results are bitwise the same for any thread count)
+                    ///< CPU ops; results are bitwise the same for any thread count). At most
+                    ///< kMaxThreads (mamba/thread_limit.h), else load fails with kInvalidArgument.
 };
 
 /// Which prefill logits to return.

@@ -51,7 +51,8 @@ struct QuantizeReport {
 /// `mamba-cli quantize`: reads the model directory `in_dir` (anything Checkpoint::open accepts,
 /// already resolved), writes the quantized checkpoint to `out_dir`, first under a temporary sibling
 /// name, renamed to `out_dir` only when complete (never a half-written checkpoint).
-/// Errors: kInvalidArgument (out_dir exists; the input is already quantized; non-finite weights,
+/// Errors: kInvalidArgument (out_dir exists; the input is already quantized; no tensor is
+/// quantizable, i.e. none has K a multiple of 32, so nothing is written; non-finite weights,
 /// naming the tensor), kIo (not writable, write failures), and any load error of the input.
 Result<QuantizeReport> quantize_checkpoint(const std::string& in_dir, QuantType type, const std::string& out_dir);
 

@@ -47,7 +47,9 @@ struct ModelWeights {
 /// Binds and validates every tensor of `ckpt` for its config's architecture. Also fills
 /// config-derived facts that only the tensors reveal (Mamba-2 d_mlp from in_proj rows) into
 /// `ckpt.mutable_config()`. Errors (kNotFound / kShape) name the file, the tensor, the expected
-/// and the actual shape or dtype; untied config without lm_head.weight → kNotFound.
+/// and the actual shape or dtype; untied config without lm_head.weight → kNotFound; a tensor of a
+/// layer ≥ the config's n_layer (num_hidden_layers) → kShape naming the first such tensor (the
+/// model would silently run without those layers).
 Result<ModelWeights> bind_weights(Checkpoint& ckpt);
 
 }  // namespace mamba

@@ -15,6 +15,7 @@
 #include "mamba/config.h"
 
 #include <cmath>
+#include <limits>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -276,8 +277,23 @@ Status validate(const ModelConfig& c, const std::string& source) {
   MAMBA_RETURN_IF_ERROR(positive("d_conv", c.d_conv));
   MAMBA_RETURN_IF_ERROR(positive("d_inner", c.d_inner));
   if (c.n_layer > 4096) return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: n_layer = {}: exceeds the limit 4096", source, c.n_layer));
-  if (!(c.norm_eps > 0) || !std::isfinite(c.norm_eps)) {
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: norm eps = {}: must be a positive finite number", source, c.norm_eps));
+  const bool hf = c.format == CheckpointFormat::kHF;
+  // Eps values and limits are used as float32: they must be positive / finite there, not only as
+  // the double parsed (1e300 is finite as double, +inf as float; 1e-50 is 0 as float).
+  auto positive_f32 = [&](const char* name, double v) -> Status {
+    const auto f = static_cast<float>(v);
+    if (f > 0 && std::isfinite(f)) return {};
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: {} = {}: must be positive and finite as float32 (between {} and {})", source, name, v,
+                                  std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max()));
+  };
+  MAMBA_RETURN_IF_ERROR(positive_f32(hf ? "layer_norm_epsilon" : "norm_epsilon", c.norm_eps));
+  // eos ids end generation: one outside the vocabulary could never be produced.
+  for (std::int64_t id : c.eos_token_ids) {
+    if (id < 0 || id >= c.vocab_size) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: eos_token_id = {}: expected a token id in [0, vocab_size = {})", source, id, c.vocab_size));
+    }
   }
   if (c.arch == Arch::kMamba2) {
     MAMBA_RETURN_IF_ERROR(positive("head_dim", c.head_dim));
@@ -301,11 +317,15 @@ Status validate(const ModelConfig& c, const std::string& source) {
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("{}: time_step_limit [{}, {}]: expected 0 ≤ min ≤ max", source, c.time_step_min_limit, c.time_step_max_limit));
     }
+    // The max may be +inf (no clamp; a double above FLT_MAX means the same); the min is a float32 clamp.
+    if (!std::isfinite(static_cast<float>(c.time_step_min_limit))) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: {}[0] = {}: must be finite as float32 (at most {})", source, hf ? "time_step_limit" : "dt_limit",
+                                    c.time_step_min_limit, std::numeric_limits<float>::max()));
+    }
   } else {
     MAMBA_RETURN_IF_ERROR(positive("dt_rank", c.dt_rank));
-    if (c.arch == Arch::kFalconMamba && (!(c.mixer_rms_eps > 0) || !std::isfinite(c.mixer_rms_eps))) {
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: mixer_rms_eps = {}: must be positive", source, c.mixer_rms_eps));
-    }
+    if (c.arch == Arch::kFalconMamba) MAMBA_RETURN_IF_ERROR(positive_f32("mixer_rms_eps", c.mixer_rms_eps));
   }
   // Derived sizes (computed later with plain int64 arithmetic) must stay far from overflow: every
   // per-layer tensor and the whole state below 2^48 elements / bytes.

@@ -247,6 +247,13 @@ Result<QuantizeReport> quantize_checkpoint(const std::string& in_dir, QuantType 
   MAMBA_ASSIGN_OR_RETURN(ModelWeights w, bind_weights(ck));
   QuantizeReport rep;
   MAMBA_ASSIGN_OR_RETURN(std::vector<OutTensor> tensors, plan(ck, w, type, rep));
+  if (rep.quantized == 0) {
+    // The output would be the input relabelled q8/q4, with nothing smaller or faster.
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: nothing to quantize: no projection or embedding has K (its input width) a multiple of {} "
+                                  "({} kept in their stored dtype: {}{}); nothing written",
+                                  in_dir, kQuantGroupSize, rep.kept, rep.kept_names, rep.kept > 3 ? ", ..." : ""));
+  }
 
   const fs::path out = without_trailing_slash(out_dir);
   const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();

@@ -11,6 +11,9 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <string_view>
+
 namespace mamba {
 namespace {
 
@@ -121,6 +124,28 @@ Status derive_d_mlp(const Checkpoint& ckpt, ModelConfig& c) {
   return {};
 }
 
+// Tensors of layers ≥ n_layer would be silently ignored: the model run would not be the one the
+// checkpoint holds (e.g. num_hidden_layers 11 on a 12-layer checkpoint). The first one is named.
+Status check_no_extra_layers(const Checkpoint& ckpt, const ModelConfig& c) {
+  constexpr std::string_view kPrefix = "backbone.layers.";
+  for (const TensorEntry& e : ckpt.tensors()) {
+    if (e.name.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    const char* first = e.name.data() + kPrefix.size();
+    const char* last = e.name.data() + e.name.size();
+    std::int64_t layer = -1;
+    auto [p, ec] = std::from_chars(first, last, layer);
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && p < last && *p == '.' && layer >= c.n_layer)) {
+      return make_error(ErrorCode::kShape,
+                        fmt::format("{}: tensor '{}' belongs to layer {}, but the config says {} = {} (layers 0–{}): the model would "
+                                    "ignore the checkpoint's layers from {} on (fix the layer count in config.json)",
+                                    e.file, e.name, std::string_view(first, static_cast<std::size_t>(p - first)),
+                                    c.format == CheckpointFormat::kHF ? "num_hidden_layers" : "n_layer", c.n_layer, c.n_layer - 1,
+                                    c.n_layer));
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<ModelWeights> bind_weights(Checkpoint& ckpt) {
@@ -130,6 +155,7 @@ Result<ModelWeights> bind_weights(Checkpoint& ckpt) {
                       fmt::format("{}/config.json: rms_norm = false (LayerNorm blocks) is not supported; only RMSNorm models load", ckpt.dir()));
   }
   if (c.arch == Arch::kMamba2) MAMBA_RETURN_IF_ERROR(derive_d_mlp(ckpt, c));
+  MAMBA_RETURN_IF_ERROR(check_no_extra_layers(ckpt, c));
 
   Binder b{ckpt, ckpt.dir()};
   const std::int64_t V = c.padded_vocab_size(), d = c.d_model;

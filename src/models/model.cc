@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "mamba/thread_limit.h"
 #include "models/mamba_model.h"
 #include "ops/ops.h"
 
@@ -16,6 +17,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& model_ref, const L
 }
 
 Result<std::unique_ptr<Model>> Model::from_checkpoint(Checkpoint ckpt, const LoadOptions& opts) {
+  MAMBA_RETURN_IF_ERROR(check_thread_count(opts.threads, "LoadOptions::threads"));
   return models::MambaModel::create(std::move(ckpt), opts);
 }
 

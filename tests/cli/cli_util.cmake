@@ -3,12 +3,14 @@
 # SHARED (../shared or empty).
 
 # cli_run(<prefix> args...): runs mamba-cli; sets <prefix>_OUT, <prefix>_ERR, <prefix>_RC.
-# `run` / `perplexity` get `-t 1`: the tests run beside others on few cores, where one thread per
-# test is fastest and the results are the same.
+# `run` / `perplexity` get `-t 1` unless the arguments give -t/--threads: the tests run beside
+# others on few cores, where one thread per test is fastest and the results are the same.
 function(cli_run prefix)
   set(args ${ARGN})
   list(GET args 0 sub)
-  if(sub STREQUAL "run" OR sub STREQUAL "perplexity")
+  list(FIND args -t t_at)
+  list(FIND args --threads threads_at)
+  if((sub STREQUAL "run" OR sub STREQUAL "perplexity") AND t_at EQUAL -1 AND threads_at EQUAL -1)
     list(INSERT args 1 -t 1)
   endif()
   execute_process(COMMAND ${CLI} ${args} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
@@ -28,13 +30,13 @@ function(cli_run_ok prefix)
   set(${prefix}_ERR "${r_ERR}" PARENT_SCOPE)
 endfunction()
 
-# expect_error(<regex> args...): mamba-cli must fail (exit ≠ 0) with stderr matching <regex>, and
-# must not crash.
+# expect_error(<regex> args...): mamba-cli must fail with exit status 2 (docs/USAGE.md) and stderr
+# matching <regex>, and must not crash.
 function(expect_error pattern)
   cli_run(r ${ARGN})
   string(REPLACE ";" " " a "${ARGN}")
-  if(r_RC EQUAL 0)
-    message(FATAL_ERROR "mamba-cli ${a}: expected failure, got exit 0")
+  if(NOT r_RC EQUAL 2)
+    message(FATAL_ERROR "mamba-cli ${a}: expected failure with exit 2, got exit ${r_RC}:\n${r_ERR}")
   endif()
   if(NOT r_ERR MATCHES "${pattern}")
     message(FATAL_ERROR "mamba-cli ${a}: stderr does not match '${pattern}':\n${r_ERR}")

@@ -2,12 +2,14 @@
 // names the file / tensor / field and the expected vs actual value. Files are generated here.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "io/torch_pickle.h"
 #include "mamba/checkpoint.h"
+#include "mamba/quantize.h"
 #include "mamba/weights.h"
 
 namespace mamba {
@@ -148,6 +150,34 @@ TEST(BadInput, MissingTensor) {
   Error e = load_error(d, config(true), test::make_safetensors(ts));
   EXPECT_EQ(e.code, ErrorCode::kNotFound);
   expect_mentions(e, {d.path().c_str(), "backbone.layers.0.mixer.x_proj.weight", "[5, 8]", "missing"});
+}
+
+TEST(BadInput, TensorsOfLayersBeyondNLayerAreAnError) {
+  // A 2-layer checkpoint whose config says 1 layer: layer 1 would be ignored silently.
+  auto ts = tiny_mamba1();
+  for (const auto& t : tiny_mamba1()) {
+    if (t.name.rfind("backbone.layers.0.", 0) != 0) continue;
+    ts.push_back(t);
+    ts.back().name.replace(0, std::string("backbone.layers.0.").size(), "backbone.layers.1.");
+  }
+  test::TempDir d;
+  Error e = load_error(d, config(true), test::make_safetensors(ts));
+  EXPECT_EQ(e.code, ErrorCode::kShape);
+  expect_mentions(e, {"model.safetensors", "'backbone.layers.1.norm.weight'", "layer 1", "num_hidden_layers = 1"});
+}
+
+TEST(BadInput, QuantizingANothingQuantizableModelIsAnErrorAndWritesNothing) {
+  // Every projection / embedding of the tiny model has K < 32: a "q4" copy would be the input relabelled.
+  test::TempDir d;
+  d.write("config.json", config(true));
+  d.write("model.safetensors", test::make_safetensors(tiny_mamba1()));
+  const std::string out = d.path() + "/q4";
+  auto r = quantize_checkpoint(d.path(), QuantType::kQ4, out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  expect_mentions(r.error(), {"nothing to quantize", "multiple of 32", "backbone.embeddings.weight"});
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(quantize_temp_dir(out)));
 }
 
 TEST(BadInput, WrongShapeNamesExpectedAndActual) {

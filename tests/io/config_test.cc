@@ -161,6 +161,41 @@ TEST(Config, InconsistentOrUnsupportedConfigs) {
   EXPECT_NE(e.message.find("dir/config.json"), std::string::npos);
 }
 
+TEST(Config, FloatFieldsMustBeFiniteAsFloat32) {
+  // 1e300 is a finite double but +inf as the float32 the kernels use; 1e-50 is 0 as float32.
+  const std::string base = R"({"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 2, "vocab_size": 10, )";
+  Error e = parse_err(base + R"("layer_norm_epsilon": 1e300})");
+  EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(e.message.find("layer_norm_epsilon = 1e+300"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("float32"), std::string::npos) << e.message;
+  e = parse_err(base + R"("layer_norm_epsilon": 1e-50})");
+  EXPECT_NE(e.message.find("layer_norm_epsilon"), std::string::npos) << e.message;
+  e = parse_err(R"({"d_model": 8, "n_layer": 2, "vocab_size": 10, "norm_epsilon": 1e300})");
+  EXPECT_NE(e.message.find("norm_epsilon = 1e+300"), std::string::npos) << e.message;
+  e = parse_err(R"({"model_type": "falcon_mamba", "hidden_size": 8, "num_hidden_layers": 2, "vocab_size": 10, "mixer_rms_eps": 1e39})");
+  EXPECT_NE(e.message.find("mixer_rms_eps = 1e+39"), std::string::npos) << e.message;
+  e = parse_err(R"({"model_type": "mamba2", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 10, "num_heads": 4,
+                    "head_dim": 16, "n_groups": 1, "time_step_limit": [1e300, 1e301]})");
+  EXPECT_NE(e.message.find("time_step_limit[0] = 1e+300"), std::string::npos) << e.message;
+  // An infinite (or float-overflowing) max limit means "no clamp" and stays valid.
+  parse_ok(R"({"model_type": "mamba2", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 10, "num_heads": 4,
+               "head_dim": 16, "n_groups": 1, "time_step_limit": [0.0, 1e300]})");
+  parse_ok(base + R"("layer_norm_epsilon": 1e-30})");
+}
+
+TEST(Config, EosTokenIdMustBeInTheVocabulary) {
+  const std::string base = R"({"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 2, "vocab_size": 10, )";
+  for (const char* bad : {"1000000000", "-3", "10", "[0, 12]"}) {
+    Error e = parse_err(base + "\"eos_token_id\": " + bad + "}");
+    EXPECT_EQ(e.code, ErrorCode::kInvalidArgument) << bad;
+    EXPECT_NE(e.message.find("eos_token_id = "), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("vocab_size = 10"), std::string::npos) << e.message;
+  }
+  Error e = parse_err(base + R"("eos_token_id": -3})");
+  EXPECT_NE(e.message.find("eos_token_id = -3"), std::string::npos) << e.message;
+  EXPECT_EQ(parse_ok(base + R"("eos_token_id": [0, 9]})").eos_token_ids, (std::vector<std::int64_t>{0, 9}));
+}
+
 TEST(Config, LayerNormParsesAndIsRecorded) {
   ModelConfig c = parse_ok(R"({"d_model": 32, "n_layer": 2, "vocab_size": 10, "rms_norm": false})");
   EXPECT_FALSE(c.rms_norm);  // refused by bind_weights (see bad_input_test)

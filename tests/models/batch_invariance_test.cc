@@ -14,6 +14,7 @@
 
 #include "common/test_util.h"
 #include "mamba/model.h"
+#include "mamba/thread_limit.h"
 #include "models/model_test_util.h"
 
 namespace mamba {
@@ -99,6 +100,20 @@ TEST(ModelApi, RejectsBadArguments) {
   EXPECT_FALSE(model.step(two, twice, logits.data()).ok()) << "same state twice in one batch";
   State* one_state[] = {&st};
   EXPECT_FALSE(model.step(two, one_state, logits.data()).ok()) << "tokens/states count mismatch";
+}
+
+TEST(ModelApi, ThreadCountAboveTheLimitIsRefusedAtLoad) {
+  // 100000 threads crashed the OpenMP runtime; the limit is checked before any thread starts.
+  MAMBA_REQUIRE_SHARED(shared);
+  for (int bad : {kMaxThreads + 1, 100000, -1}) {
+    LoadOptions lo;
+    lo.threads = bad;
+    auto m = Model::load(shared + "/fixtures/mamba2-odd/model", lo);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_EQ(m.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(m.error().message.find("threads = " + std::to_string(bad)), std::string::npos) << m.error().message;
+    EXPECT_NE(m.error().message.find("1024"), std::string::npos) << m.error().message;
+  }
 }
 
 // A weight that makes the logits non-finite is reported as kNumerical, never returned silently.

@@ -10,4 +10,7 @@ if(TARGET bench_cpu)
            COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:bench_cpu> -DWORK=${PROJECT_BINARY_DIR}/bench-test-work/bad_model
                    -DMODEL=${PROJECT_SOURCE_DIR}/models/${MAMBA_DEFAULT_MODEL_NAME} -P ${PROJECT_SOURCE_DIR}/bench/bad_model.cmake)
   set_tests_properties(bench_cpu_bad_model PROPERTIES LABELS bench TIMEOUT 60)
+  # Bad flags: one "error: ..." line, exit 2 (bench/bad_args.cmake).
+  add_test(NAME bench_cpu_bad_args COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:bench_cpu> -P ${PROJECT_SOURCE_DIR}/bench/bad_args.cmake)
+  set_tests_properties(bench_cpu_bad_args PROPERTIES LABELS bench TIMEOUT 60)
 endif()

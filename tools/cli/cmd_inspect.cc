@@ -39,9 +39,7 @@ std::string human_count(double n) {
 }
 
 void run_inspect(const std::string& model_arg) {
-  std::string ref = model_arg.empty() ? default_model_path() : model_arg;
-  if (ref.empty()) die("no MODEL given and no embedded default model found (set MAMBA_MODEL)");
-  auto dir = resolve_model_path(ref);
+  auto dir = model_arg.empty() ? resolve_default_model() : resolve_model_path(model_arg);
   if (!dir.ok()) die(dir.error().message);
   auto ck = Checkpoint::open(*dir);
   if (!ck.ok()) die(ck.error().message);
@@ -123,7 +121,8 @@ void run_inspect(const std::string& model_arg) {
 const CommandRegistrar kInspect("inspect", 20, [](CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "Print a model's architecture, sizes, dtypes, parameter count, state size and tokenizer");
   auto model = std::make_shared<std::string>();
-  cmd->add_option("MODEL", *model, "model directory or HF repo id ORG/NAME[@REV] in the local HF cache (default: the embedded model)");
+  cmd->add_option("MODEL", *model, "model directory or HF repo id ORG/NAME[@REV] in the local HF cache (default: $MAMBA_MODEL, else the embedded model)")
+      ->check(non_empty("a model directory or HF repo id ORG/NAME (leave MODEL out for the default model)"));
   cmd->callback([model] { run_inspect(*model); });
 });
 

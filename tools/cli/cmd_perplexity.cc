@@ -32,6 +32,10 @@ void run(const PplArgs& a, CLI::App& cmd) {
   if (have_text == have_ids) fail("give exactly one of -f/--file TEXT or --ids-file IDS");
   if (cmd.count("--ctx") && a.ctx < 1) fail(fmt::format("--ctx = {} must be >= 1", a.ctx));
 
+  // The input is read (and a bad path reported) before the (slow) model load.
+  auto text = read_text_file(have_ids ? a.ids_file : a.text_file);
+  if (!text.ok()) fail(text.error().message);
+
   auto loaded = load_model_and_tokenizer(a.model, a.threads);
   if (!loaded.ok()) fail(loaded.error().message);
   Model& model = *loaded->model;
@@ -40,15 +44,11 @@ void run(const PplArgs& a, CLI::App& cmd) {
 
   std::vector<std::int32_t> ids;
   if (have_ids) {
-    auto text = read_text_file(a.ids_file);
-    if (!text.ok()) fail(text.error().message);
     auto parsed = parse_ids(*text, a.ids_file);
     if (!parsed.ok()) fail(parsed.error().message);
     ids = std::move(*parsed);
   } else {
     if (!tok) fail(fmt::format("{} has no tokenizer.json: use --ids-file with token ids", loaded->dir));
-    auto text = read_text_file(a.text_file);
-    if (!text.ok()) fail(text.error().message);
     auto enc = tok->encode(*text, /*add_special_tokens=*/true);
     if (!enc.ok()) fail(enc.error().message);
     ids = std::move(*enc);
@@ -92,11 +92,14 @@ void run(const PplArgs& a, CLI::App& cmd) {
 const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {
   auto a = std::make_shared<PplArgs>();
   CLI::App* cmd = app.add_subcommand("perplexity", "Mean NLL and perplexity of a text or of token ids");
-  cmd->add_option("-m,--model", a->model, "Model directory or HF repo id (default: the embedded model)");
-  cmd->add_option("-f,--file", a->text_file, "Text file to score (tokenized with the model's tokenizer)");
-  cmd->add_option("--ids-file", a->ids_file, "File of token ids (whitespace- or comma-separated)");
+  cmd->add_option("-m,--model", a->model, "Model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)")
+      ->check(non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
+  cmd->add_option("-f,--file", a->text_file, "Text file to score (tokenized with the model's tokenizer); - = stdin")
+      ->check(non_empty("a file path, or - for stdin"));
+  cmd->add_option("--ids-file", a->ids_file, "File of token ids (whitespace- or comma-separated); - = stdin")
+      ->check(non_empty("a file path, or - for stdin"));
   cmd->add_option("--ctx", a->ctx, "Window size N: windows of N+1 ids sharing their boundary id (default: one window)");
-  cmd->add_option("-t,--threads", a->threads, "CPU threads (0 = all)")->check(non_negative_integer());
+  cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all)")->check(thread_count());
   cmd->callback([a, cmd] { run(*a, *cmd); });
 });
 

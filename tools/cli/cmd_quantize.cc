@@ -46,9 +46,13 @@ void run_quantize(const QuantizeArgs& a) {
 const CommandRegistrar kQuantize("quantize", 50, [](CLI::App& app) {
   auto* cmd = app.add_subcommand("quantize", "Write a q8 / q4 (group-wise int8 / 4-bit) copy of a checkpoint");
   auto a = std::make_shared<QuantizeArgs>();
-  cmd->add_option("-m,--model", a->model, "input model directory or HF repo id ORG/NAME[@REV] (any format mamba.cpp loads)")->required();
+  cmd->add_option("-m,--model", a->model, "input model directory or HF repo id ORG/NAME[@REV] (any format mamba.cpp loads)")
+      ->required()
+      ->check(non_empty("a model directory or HF repo id ORG/NAME"));
   cmd->add_option("--type", a->type, "q8 (int8 codes) or q4 (4-bit codes); group size 32, f32 scales")->required();
-  cmd->add_option("-o,--output", a->out, "output directory (must not exist; written under a temporary name, then renamed)")->required();
+  cmd->add_option("-o,--output", a->out, "output directory (must not exist; written under a temporary name, then renamed)")
+      ->required()
+      ->check(non_empty("a directory path that does not exist yet"));
   cmd->callback([a] { run_quantize(*a); });
 });
 

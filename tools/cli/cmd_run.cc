@@ -55,6 +55,14 @@ void run(const RunArgs& a, CLI::App& cmd) {
   for (const std::string& s : opts.stop)
     if (s.empty()) fail("--stop: an empty stop string would stop before the first token");
 
+  // A bad -f is reported before the (slow) model load.
+  std::string prompt_text;
+  if (cmd.count("--file")) {
+    auto text = read_text_file(a.prompt_file);
+    if (!text.ok()) fail(text.error().message);
+    prompt_text = std::move(*text);
+  }
+
   auto loaded = load_model_and_tokenizer(a.model, a.threads);
   if (!loaded.ok()) fail(loaded.error().message);
   Model& model = *loaded->model;
@@ -63,7 +71,6 @@ void run(const RunArgs& a, CLI::App& cmd) {
                static_cast<long long>(model.config().n_layer), tok ? "" : ", no tokenizer");
 
   std::vector<std::int32_t> prompt;
-  std::string prompt_text;
   if (cmd.count("--prompt-ids")) {
     auto ids = parse_ids(a.prompt_ids, "--prompt-ids");
     if (!ids.ok()) fail(ids.error().message);
@@ -71,10 +78,9 @@ void run(const RunArgs& a, CLI::App& cmd) {
   } else {
     if (cmd.count("--prompt")) {
       prompt_text = a.prompt;
-    } else {
-      if (!cmd.count("--file") && isatty(STDIN_FILENO))
-        std::fprintf(stderr, "reading the prompt from stdin (end with Ctrl-D; or use -p TEXT)\n");
-      auto text = read_text_file(cmd.count("--file") ? a.prompt_file : "-");
+    } else if (!cmd.count("--file")) {
+      if (isatty(STDIN_FILENO)) std::fprintf(stderr, "reading the prompt from stdin (end with Ctrl-D; or use -p TEXT)\n");
+      auto text = read_text_file("-");
       if (!text.ok()) fail(text.error().message);
       prompt_text = std::move(*text);
     }
@@ -158,9 +164,10 @@ void run(const RunArgs& a, CLI::App& cmd) {
 const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt (streamed to stdout)");
-  cmd->add_option("-m,--model", a->model, "Model directory or HF repo id (default: the embedded model)");
+  cmd->add_option("-m,--model", a->model, "Model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)")
+      ->check(non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text");
-  cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file");
+  cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file, pipe or - (stdin)")->check(non_empty("a file path, or - for stdin"));
   cmd->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 12,7,99 (for checkpoints without tokenizer)");
   cmd->add_option("-n,--n-predict", a->n_predict, "Maximum number of tokens to generate")->capture_default_str();
   cmd->add_option("--temp", a->temp, "Sample at this temperature (default: greedy; 0 = greedy)");
@@ -171,12 +178,12 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_option("--repeat-penalty", a->gen.sampling.repetition_penalty, "HF repetition penalty (> 0, 1 = off)");
   cmd->add_option("--frequency-penalty", a->gen.sampling.frequency_penalty, "OpenAI frequency penalty in [-2, 2]");
   cmd->add_option("--presence-penalty", a->gen.sampling.presence_penalty, "OpenAI presence penalty in [-2, 2]");
-  cmd->add_option("--seed", a->seed, "RNG seed (same seed + same input = same output)")->check(non_negative_integer());
+  cmd->add_option("--seed", a->seed, "RNG seed 0 to 2^64-1 (same seed + same input = same output)")->check(uint64_value());
   cmd->add_option("--stop", a->gen.stop, "Stop string (repeatable); its text is not printed")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--ignore-eos", a->gen.ignore_eos, "Keep generating after the EOS token");
-  cmd->add_option("-t,--threads", a->threads, "CPU threads (0 = all)")->check(non_negative_integer());
+  cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all)")->check(thread_count());
   cmd->add_flag("--json", a->json, "Print one JSON object: ids, text, logprobs, ... instead of streaming");
   cmd->add_option("--top-logprobs", a->gen.top_logprobs, "With --json: the K most likely tokens per step");
   cmd->add_flag("--prompt-logprobs", a->gen.prompt_logprobs, "With --json: logprob of each prompt token");

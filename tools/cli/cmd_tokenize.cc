@@ -27,11 +27,7 @@ struct TokenizeOptions {
 
 Result<std::string> tokenizer_path(const TokenizeOptions& o) {
   if (!o.tokenizer.empty()) return o.tokenizer;
-  std::string model = o.model.empty() ? default_model_path() : o.model;
-  if (model.empty()) {
-    return make_error(ErrorCode::kNotFound, "no --model or --tokenizer given and the default model was not found");
-  }
-  MAMBA_ASSIGN_OR_RETURN(std::string dir, resolve_model_path(model));
+  MAMBA_ASSIGN_OR_RETURN(std::string dir, o.model.empty() ? resolve_default_model() : resolve_model_path(o.model));
   const std::string path = (std::filesystem::path(dir) / "tokenizer.json").string();
   if (!std::filesystem::is_regular_file(path)) {
     return make_error(ErrorCode::kNotFound, fmt::format("{}: the model has no tokenizer.json", dir));
@@ -81,8 +77,9 @@ void run(const TokenizeOptions& o) {
 CommandRegistrar reg("tokenize", 30, [](CLI::App& app) {
   auto opts = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of TEXT (or, with --decode, the text of IDS)");
-  auto* m = cmd->add_option("--model,-m", opts->model, "model directory or HF repo id (default: the embedded model)");
-  cmd->add_option("--tokenizer,-t", opts->tokenizer, "a tokenizer.json file")->excludes(m);
+  auto* m = cmd->add_option("--model,-m", opts->model, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)")
+                ->check(non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
+  cmd->add_option("--tokenizer,-t", opts->tokenizer, "a tokenizer.json file")->excludes(m)->check(non_empty("a tokenizer.json path"));
   cmd->add_flag("--decode,-d", opts->decode, "decode token ids (space or comma separated) to text");
   cmd->add_flag("--special", opts->special, "add the post-processor's special tokens (e.g. BOS) when encoding");
   cmd->add_flag("--skip-special", opts->skip_special, "drop special tokens when decoding");

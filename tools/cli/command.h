@@ -5,8 +5,14 @@
 #include <CLI/CLI.hpp>
 
 #include "mamba/checkpoint.h"
+#include "mamba/thread_limit.h"
 
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -29,6 +35,39 @@ inline CLI::Validator non_negative_integer() {
   return CLI::Validator(
       [](std::string& v) { return (!v.empty() && v[0] == '-') ? std::string("must be a non-negative integer, got ") + v : std::string(); },
       "NONNEGATIVE");
+}
+
+/// CLI11 validator of a thread count: a decimal integer in [0, kMaxThreads] (0 = all hardware
+/// threads). Checked at parse time, before any model is loaded (100000 threads crashed OpenMP).
+inline CLI::Validator thread_count() {
+  return CLI::Validator(
+      [](std::string& v) {
+        long long n = -1;
+        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec == std::errc() && p == v.data() + v.size() && n >= 0 && n <= kMaxThreads) return std::string();
+        return fmt::format("expected an integer from 0 (all hardware threads) to {}, got {}", kMaxThreads, v);
+      },
+      fmt::format("INT in [0, {}]", kMaxThreads));
+}
+
+/// CLI11 validator: a decimal integer in [0, 2^64 − 1] (CLI11 itself clamps larger values to the
+/// maximum silently).
+inline CLI::Validator uint64_value() {
+  return CLI::Validator(
+      [](std::string& v) {
+        std::uint64_t n = 0;
+        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec == std::errc() && p == v.data() + v.size() && !v.empty()) return std::string();
+        return fmt::format("expected an integer from 0 to {}, got {}", std::numeric_limits<std::uint64_t>::max(), v);
+      },
+      "UINT64");
+}
+
+/// CLI11 validator: the value must not be empty (`-m ""` would otherwise quietly mean "the
+/// default"). `what` says what a valid value is, e.g. "a model directory or HF repo id ORG/NAME".
+inline CLI::Validator non_empty(const std::string& what) {
+  return CLI::Validator([what](std::string& v) { return v.empty() ? "must not be empty: expected " + what : std::string(); },
+                        "NONEMPTY");
 }
 
 struct CommandRegistrar {

@@ -26,6 +26,21 @@ int main(int argc, char** argv) {
   auto& reg = mamba::cli::command_registry();
   std::sort(reg.begin(), reg.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
   for (auto& c : reg) c.setup(app);
+  std::string names;
+  for (const auto& c : reg) names += (names.empty() ? "" : ", ") + c.name;
+  // The first argument that is not an option names the subcommand (mamba-cli has no top-level
+  // options taking values): an unknown one is named, with the valid ones, instead of CLI11's
+  // "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::none_of(reg.begin(), reg.end(), [&](const auto& c) { return c.name == argv[1]; })) {
+    std::fprintf(stderr, "error: unknown subcommand '%s' (expected one of: %s)\nRun with --help for more information.\n",
+                 argv[1], names.c_str());
+    return 2;
+  }
+  if (argc == 1) {
+    std::fprintf(stderr, "error: a subcommand is required: one of %s\nRun with --help for more information.\n", names.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

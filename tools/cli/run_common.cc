@@ -9,6 +9,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 #include "cli/command.h"
@@ -24,15 +26,12 @@ void fail(const std::string& message) {
 }
 
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads) {
-  std::string ref = model_ref;
-  if (ref.empty()) {
-    ref = default_model_path();
-    if (ref.empty())
-      return make_error(ErrorCode::kNotFound,
-                        "no -m MODEL given and the embedded default model (models/mamba2-books-7m-bpe8k) was not "
-                        "found next to the executable, in the install data dir, or at $MAMBA_MODEL");
+  std::string dir;
+  if (model_ref.empty()) {
+    MAMBA_ASSIGN_OR_RETURN(dir, resolve_default_model());
+  } else {
+    MAMBA_ASSIGN_OR_RETURN(dir, resolve_model_path(model_ref));
   }
-  MAMBA_ASSIGN_OR_RETURN(std::string dir, resolve_model_path(ref));
   // Once per process, before any kernel runs: which SIMD path computes, and why (a bad
   // MAMBA_CPU_TARGET is reported here, not at the first matmul).
   std::fprintf(stderr, "cpu: %s\n", ops::cpu::cpu_target_description().c_str());
@@ -76,13 +75,22 @@ Result<std::string> read_text_file(const std::string& path) {
   std::stringstream ss;
   if (path == "-") {
     ss << std::cin.rdbuf();
+    if (std::cin.bad()) return make_error(ErrorCode::kIo, "-: reading stdin failed");
     return ss.str();
   }
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    return make_error(ErrorCode::kNotFound, fmt::format("{}: no such file", path));
+  // Regular files, and streams: FIFOs, character devices (/dev/stdin, /dev/null), and shell process
+  // substitution <(...) (a /dev/fd/N pipe). stat() follows symlinks.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return make_error(ErrorCode::kNotFound, fmt::format("{}: no such file", path));
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  }
+  if (S_ISDIR(st.st_mode)) return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: is a directory, not a regular file", path));
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: not a regular file (nor a pipe or character device)", path));
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", path, errno ? std::strerror(errno) : "unknown error"));
   ss << in.rdbuf();
   if (in.bad()) return make_error(ErrorCode::kIo, fmt::format("{}: read failed", path));
   return ss.str();

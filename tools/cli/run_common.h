@@ -26,8 +26,8 @@ struct LoadedModel {
   std::string dir;  ///< resolved model directory
 };
 
-/// `model_ref`: a directory or an HF repo id; empty → the embedded default model
-/// (default_model_path()). `threads` 0 = all hardware threads. Errors name the path. Prints
+/// `model_ref`: a directory or an HF repo id; empty → $MAMBA_MODEL, else the embedded default model
+/// (resolve_default_model(): a MAMBA_MODEL that does not resolve is an error naming it). `threads` 0 = all hardware threads. Errors name the path. Prints
 /// "cpu: TARGET (why)" on stderr before loading (cpu_target_description()).
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads);
 
@@ -35,7 +35,9 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
 /// source in errors (e.g. "--prompt-ids", a file path). Errors: kInvalidArgument naming the bad item.
 Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::string& what);
 
-/// Reads a whole file (kIo naming it on failure); path "-" reads stdin.
+/// Reads a whole file; path "-" reads stdin. Pipes, character devices and process substitution
+/// (`<(cmd)`) are read as streams. Errors name the path: kNotFound "no such file", kInvalidArgument
+/// "is a directory, not a regular file" (or a socket / block device), kIo (cannot open / read).
 Result<std::string> read_text_file(const std::string& path);
 
 }  // namespace mamba::cli

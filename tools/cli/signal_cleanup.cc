@@ -9,14 +9,16 @@ namespace mamba::cli {
 namespace {
 
 constexpr int kMaxPaths = 32;
-constexpr int kSignals[] = {SIGINT, SIGTERM};
+// Ctrl-C, kill, the terminal closing / SSH connection dropping, Ctrl-\.
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+constexpr int kNumSignals = sizeof(kSignals) / sizeof(kSignals[0]);
 
 // Files first, the directory last. Written before the handlers are installed; g_count is the
 // only thing the handler reads that changes while it may run.
 char g_paths[kMaxPaths][PATH_MAX];
 volatile std::sig_atomic_t g_count = 0;
-struct sigaction g_old[2];
-bool g_installed[2] = {false, false};
+struct sigaction g_old[kNumSignals];
+bool g_installed[kNumSignals] = {};
 
 extern "C" void on_signal(int sig) {
   const int n = g_count;
@@ -42,7 +44,7 @@ SignalCleanup::SignalCleanup(const std::string& dir, const std::vector<std::stri
   if (ok) ok = copy_path(g_paths[n++], dir);
   if (!ok) return;  // nothing to clean up on a signal; the normal error paths still remove it
   g_count = n;
-  for (int s = 0; s < 2; ++s) {
+  for (int s = 0; s < kNumSignals; ++s) {
     struct sigaction old {};
     if (sigaction(kSignals[s], nullptr, &old) != 0 || old.sa_handler == SIG_IGN) continue;
     struct sigaction sa {};
@@ -54,7 +56,7 @@ SignalCleanup::SignalCleanup(const std::string& dir, const std::vector<std::stri
 }
 
 SignalCleanup::~SignalCleanup() {
-  for (int s = 0; s < 2; ++s) {
+  for (int s = 0; s < kNumSignals; ++s) {
     if (g_installed[s]) sigaction(kSignals[s], &g_old[s], nullptr);
     g_installed[s] = false;
   }

@@ -1,4 +1,5 @@
-// Removing a half-written output directory when SIGINT / SIGTERM ends mamba-cli (quantize).
+// Removing a half-written output directory when SIGINT / SIGTERM / SIGHUP / SIGQUIT ends
+// mamba-cli (quantize).
 #pragma once
 
 #include <string>
@@ -6,7 +7,8 @@
 
 namespace mamba::cli {
 
-/// While alive, SIGINT and SIGTERM first unlink `dir`/NAME for each of `files` and rmdir `dir`,
+/// While alive, SIGINT, SIGTERM, SIGHUP (terminal closed, SSH connection lost) and SIGQUIT
+/// (Ctrl-\) first unlink `dir`/NAME for each of `files` and rmdir `dir`,
 /// then die of the signal as before (default action re-raised: exit status 128 + signal). The
 /// handler only calls async-signal-safe functions on paths prepared here in static buffers. A
 /// signal whose disposition was SIG_IGN stays ignored. The destructor restores the previous

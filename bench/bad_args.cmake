@@ -1,0 +1,15 @@
+# cmake -DBENCH=<bench_cpu> -P bench/bad_args.cmake: bad flags give one "error: ..." line and exit 2
+# like mamba-cli (not CLI11's own codes, e.g. 105 for a value out of range), before any measuring.
+foreach(args "--prompt-lens;0" "--threads;5000" "--decode-steps;x" "--bogus")
+  execute_process(COMMAND ${BENCH} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(REPLACE ";" " " a "${args}")
+  if(NOT rc EQUAL 2)
+    message(FATAL_ERROR "bench_cpu ${a}: expected exit 2, got ${rc}\n${out}${err}")
+  endif()
+  if(NOT err MATCHES "^error: ")
+    message(FATAL_ERROR "bench_cpu ${a}: stderr should start with 'error: ':\n${err}")
+  endif()
+  if(out MATCHES "read bandwidth|== ceilings")
+    message(FATAL_ERROR "bench_cpu ${a}: measured before rejecting the flags:\n${out}")
+  endif()
+endforeach()

@@ -1,0 +1,28 @@
+// The largest CPU thread count a model accepts (LoadOptions::threads, `mamba-cli -t`).
+//
+// Far more threads than cores only slows compute down (30000 threads: 0.2 tokens/s) and, past
+// what the OS lets one process create, crashes the OpenMP runtime; 1024 is above any current
+// machine's hardware threads (bench_cpu's --threads allows up to 4096 for experiments).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "mamba/status.h"
+
+namespace mamba {
+
+/// Upper bound of a thread-count option (0 = all hardware threads is always allowed).
+inline constexpr int kMaxThreads = 1024;
+
+/// OK when 0 ≤ n ≤ kMaxThreads; else kInvalidArgument "OPTION = N: expected 0 (all hardware
+/// threads) to 1024". `option` names the setting in the message (e.g. "-t/--threads").
+inline Status check_thread_count(std::int64_t n, const std::string& option) {
+  if (n >= 0 && n <= kMaxThreads) return {};
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("{} = {}: expected 0 (all hardware threads) to {}", option, n, kMaxThreads));
+}
+
+}  // namespace mamba

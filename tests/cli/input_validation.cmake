@@ -1,0 +1,121 @@
+# Inputs a fresh user gets wrong are refused at once with one "error: ..." line naming the option
+# or field and what was expected (exit 2), never silently replaced, clamped or crashed on.
+include(${CMAKE_CURRENT_LIST_DIR}/cli_util.cmake)
+set(model ${SRC}/models/mamba2-books-7m-bpe8k)
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+
+# raw(<prefix> args...): mamba-cli with exactly these arguments (empty ones kept), no `-t 1` added.
+macro(raw prefix)
+  execute_process(COMMAND ${ARGN} OUTPUT_VARIABLE ${prefix}_OUT ERROR_VARIABLE ${prefix}_ERR RESULT_VARIABLE ${prefix}_RC)
+endmacro()
+function(expect_rc2 what pattern rc err)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "${pattern}")
+    message(FATAL_ERROR "${what}: expected exit 2 and stderr matching '${pattern}', got exit ${rc}:\n${err}")
+  endif()
+endfunction()
+
+# Thread counts: checked at parse time (100000 crashed OpenMP, 30000 ran at 0.2 tokens/s).
+expect_error("error: --threads: expected an integer from 0 \\(all hardware threads\\) to 1024, got 100000" run -m ${model} -p hi -n 4 -t 100000)
+expect_error("error: .*--threads.*got 1025" run -m ${model} -p hi -n 1 --threads 1025)
+expect_error("error: .*--threads.*got -1" run -m ${model} -p hi -n 1 -t -1)
+expect_error("error: .*--threads.*got abc" run -m ${model} -p hi -n 1 -t abc)
+expect_error("error: .*--threads.*got 5000" perplexity -m ${model} --ids-file ${WORK}/none -t 5000)
+cli_run_ok(ok run -m ${model} -p hi -n 1 -t 2)
+
+# --seed: the full uint64 range, nothing beyond it (it was clamped to 2^64 - 1 silently).
+expect_error("error: --seed: expected an integer from 0 to 18446744073709551615, got 99999999999999999999999"
+             run -m ${model} -p hi -n 1 --seed 99999999999999999999999)
+expect_error("error: --seed: .*got -5" run -m ${model} -p hi -n 1 --seed -5)
+cli_run_ok(ok run -m ${model} -p hi -n 1 --seed 18446744073709551615)
+
+# Empty -m / paths are errors, not "use the default" (execute_process directly: a list expansion
+# would drop the empty arguments).
+execute_process(COMMAND ${CLI} run -t 1 -m "" -p hi -n 1 ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)
+expect_rc2("run -m ''" "error: --model: must not be empty: expected a model directory or HF repo id" "${rc}" "${err}")
+execute_process(COMMAND ${CLI} perplexity -t 1 -m "" --ids-file ${WORK}/x ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)
+expect_rc2("perplexity -m ''" "error: --model: must not be empty" "${rc}" "${err}")
+execute_process(COMMAND ${CLI} inspect "" ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)
+expect_rc2("inspect ''" "error: MODEL: must not be empty" "${rc}" "${err}")
+execute_process(COMMAND ${CLI} tokenize -m "" hi ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)
+expect_rc2("tokenize -m ''" "error: --model: must not be empty" "${rc}" "${err}")
+execute_process(COMMAND ${CLI} quantize -m ${model} --type q8 -o "" ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)
+expect_rc2("quantize -o ''" "error: --output: must not be empty" "${rc}" "${err}")
+execute_process(COMMAND ${CLI} run -t 1 -m ${model} -f "" ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)
+expect_rc2("run -f ''" "error: --file: must not be empty" "${rc}" "${err}")
+
+# An explicit MAMBA_MODEL that does not resolve is named, never replaced by the embedded model.
+file(WRITE ${WORK}/ids.txt "5 6 7")
+foreach(sub "inspect" "run;-t;1;-p;hi;-n;1" "tokenize;hi" "perplexity;-t;1;--ids-file;${WORK}/ids.txt")
+  raw(e ${CMAKE_COMMAND} -E env MAMBA_MODEL=/nonexistent ${CLI} ${sub})
+  expect_rc2("MAMBA_MODEL=/nonexistent mamba-cli ${sub}" "error: MAMBA_MODEL=/nonexistent .*does not resolve: /nonexistent: no such model directory"
+             "${e_RC}" "${e_ERR}")
+endforeach()
+file(MAKE_DIRECTORY ${WORK}/empty-dir)
+raw(e ${CMAKE_COMMAND} -E env MAMBA_MODEL=${WORK}/empty-dir ${CLI} inspect)
+expect_rc2("MAMBA_MODEL=<dir without config.json> inspect" "error: MAMBA_MODEL=.*empty-dir .*has no config.json" "${e_RC}" "${e_ERR}")
+raw(e ${CMAKE_COMMAND} -E env MAMBA_MODEL=${model} ${CLI} inspect)
+if(NOT e_RC EQUAL 0 OR NOT e_OUT MATCHES "layers +12")
+  message(FATAL_ERROR "MAMBA_MODEL=${model} inspect failed:\n${e_ERR}")
+endif()
+
+# Unknown subcommands are named, with the valid ones.
+expect_error("error: unknown subcommand 'bogus' \\(expected one of: run, inspect, tokenize, perplexity, quantize\\)" bogus)
+raw(e ${CLI})
+expect_rc2("mamba-cli (no arguments)" "error: a subcommand is required: one of run, inspect" "${e_RC}" "${e_ERR}")
+
+# Prompt files: a directory is "not a regular file"; the file is checked before the model loads;
+# pipes, /dev/null, /dev/stdin and `-` are read as streams.
+expect_error("error: ${WORK}: is a directory, not a regular file" run -m ${model} -f ${WORK})
+expect_error("error: ${WORK}: is a directory, not a regular file" perplexity -m ${model} -f ${WORK})
+expect_error("error: /no/such/prompt.txt: no such file" run -m /no/such/model -f /no/such/prompt.txt)
+expect_error("error: /no/such/ids: no such file" perplexity -m /no/such/model --ids-file /no/such/ids)
+expect_error("error: the prompt is empty" run -m ${model} -f /dev/null)
+set(prompt "The old man looked at the sea and said")
+file(WRITE ${WORK}/prompt.txt "${prompt}")
+cli_run_ok(ref run -m ${model} -p "${prompt}" -n 4)
+raw(s ${CLI} run -t 1 -m ${model} -n 4 -f - INPUT_FILE ${WORK}/prompt.txt)
+if(NOT s_RC EQUAL 0 OR NOT s_OUT STREQUAL ref_OUT)
+  message(FATAL_ERROR "run -f - (stdin): exit ${s_RC}, [${s_OUT}] vs [${ref_OUT}]:\n${s_ERR}")
+endif()
+find_program(SH sh)
+if(SH)
+  # A pipe (what `-f <(cmd)` and `-f /dev/stdin` in a pipeline are).
+  raw(s ${SH} -c "cat '${WORK}/prompt.txt' | '${CLI}' run -t 1 -m '${model}' -n 4 -f /dev/stdin")
+  if(NOT s_RC EQUAL 0 OR NOT s_OUT STREQUAL ref_OUT)
+    message(FATAL_ERROR "run -f /dev/stdin from a pipe: exit ${s_RC}, [${s_OUT}] vs [${ref_OUT}]:\n${s_ERR}")
+  endif()
+  raw(p ${SH} -c "printf '5 6 7 8' | '${CLI}' perplexity -t 1 -m '${model}' --ids-file /dev/stdin")
+  if(NOT p_RC EQUAL 0 OR NOT p_OUT MATCHES "predictions: 3")
+    message(FATAL_ERROR "perplexity --ids-file /dev/stdin from a pipe: exit ${p_RC}:\n${p_OUT}${p_ERR}")
+  endif()
+endif()
+
+# Configs whose values the loader used to accept silently (copies of the embedded model's config
+# beside links to its weights).
+file(READ ${model}/config.json cfg)
+function(bad_config name key value pattern)
+  set(dir ${WORK}/${name})
+  file(MAKE_DIRECTORY ${dir})
+  string(JSON c SET "${cfg}" ${key} ${value})
+  file(WRITE ${dir}/config.json "${c}")
+  file(CREATE_LINK ${model}/model.safetensors ${dir}/model.safetensors SYMBOLIC)
+  expect_error("${pattern}" inspect ${dir})
+endfunction()
+bad_config(eps-1e300 layer_norm_epsilon 1e300 "error: .*layer_norm_epsilon = 1e\\+300: must be positive and finite as float32")
+bad_config(eos-huge eos_token_id 1000000000 "error: .*eos_token_id = 1000000000: expected a token id in \\[0, vocab_size = 8192\\)")
+bad_config(eos-neg eos_token_id -3 "error: .*eos_token_id = -3: expected a token id in \\[0, vocab_size = 8192\\)")
+bad_config(layers-11 num_hidden_layers 11
+           "error: .*tensor 'backbone.layers.11[.][^']*' belongs to layer 11, but the config says num_hidden_layers = 11")
+
+# Quantizing a model with nothing quantizable is an error that writes nothing.
+require_shared()
+expect_error("error: .*nothing to quantize: no projection or embedding has K \\(its input width\\) a multiple of 32"
+             quantize -m ${SHARED}/fixtures/mamba1-odd/model --type q4 -o ${WORK}/odd-q4)
+if(EXISTS ${WORK}/odd-q4)
+  message(FATAL_ERROR "quantize of a model with nothing quantizable wrote ${WORK}/odd-q4")
+endif()
+file(GLOB leftovers LIST_DIRECTORIES true ${WORK}/.*tmp-*)
+if(leftovers)
+  message(FATAL_ERROR "quantize left ${leftovers}")
+endif()
