@@ -116,12 +116,14 @@ TEST_P(ConcurrentBudgets, EachRequestEqualsItselfAlone) {
   so.max_batch_size = max_batch;
   so.max_batch_prefill_tokens = prefill_budget;
   Scheduler sch(model, nullptr, {}, so, m);
-  sch.start();
+  // Every request is queued before the scheduler thread starts, so the batches it forms do not
+  // depend on thread timing (the batch-size assertion below failed on a loaded machine otherwise).
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (const auto& r : reqs) {
     streams.push_back(sch.submit(r));
     ASSERT_NE(streams.back(), nullptr);
   }
+  sch.start();
   for (int i = 0; i < kRequests; ++i) {
     Outcome o = drain(*streams[static_cast<std::size_t>(i)]);
     EXPECT_EQ(o.ids, alone[static_cast<std::size_t>(i)].ids) << "request " << i;
