@@ -137,11 +137,70 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
   for (; i < n; ++i) out[i] = load1<T>(w, i);
 }
 
-// Tile shapes of the shared driver (linear_tile.inc): M = 1 → 1 × 1 weight row when K ≥ 256 (one
-// sequential stream: ~35% more bandwidth than 4 interleaved row streams on Zen 3), 1 × 4 for short
-// rows; else 2 × 3.
+// Tile shapes of the shared driver (linear_tile.inc): M = 1, K ≥ 256 → 1 × 3 weight rows a third
+// of the thread's rows apart (three sequential streams: on Zen 3 one stream per core reads ~86% of
+// the bandwidth, three or more ~95–100%, while adjacent rows interleaved reach ~75%; one row alone
+// is also bound by its two 4-cycle FMA chains), 1 × 1 for the < 3 leftover rows; 1 × 4 for short rows;
+// else 2 × 3.
 constexpr int kNrOneRow = 4, kNrStream = 1, kStreams = 3, kNr = 3, kMr = 2;
 constexpr std::int64_t kStreamMinK = 256;
+
+/// The x row as micro_stream<T> reads it. BF16: every whole 16-element block permuted to
+/// [x0..3, x8..11, x4..7, x12..15] (in `buf`, K floats), the lane order in which vpunpcklwd /
+/// vpunpckhwd widen 16 bf16 weights; other dtypes read x as it is.
+template <WT T> const float* stream_x(const float* x, std::int64_t K, float* buf) {
+  if constexpr (T != WT::kBF16) {
+    return x;
+  } else {
+    for (std::int64_t k = 0; k + 16 <= K; k += 16) {
+      _mm_storeu_ps(buf + k, _mm_loadu_ps(x + k));
+      _mm_storeu_ps(buf + k + 4, _mm_loadu_ps(x + k + 8));
+      _mm_storeu_ps(buf + k + 8, _mm_loadu_ps(x + k + 4));
+      _mm_storeu_ps(buf + k + 12, _mm_loadu_ps(x + k + 12));
+    }
+    return buf;
+  }
+}
+
+/// One input row × kStreams weight rows rs rows apart, with prefetch of the row after each:
+/// micro<T, 1, kStreams, true>, except for BF16, where 16 weights are widened by two unpacks
+/// with zero (1 op per 8 instead of vpmovzxwd + vpslld) against the permuted x of stream_x. The
+/// accumulator lanes then hold k-lanes [0..3, 8..11] and [4..7, 12..15]; two 128-bit permutes
+/// restore the canonical lo/hi accumulators (same FMAs, same order), then the canonical tree and
+/// scalar tail on the unpermuted x.
+template <WT T>
+void micro_stream(const float* xs, const void* w, std::int64_t K, std::int64_t rs, const float* x, const float* bias,
+                  float* y) {
+  if constexpr (T != WT::kBF16) {
+    micro<T, 1, kStreams, true>(x, 0, w, K, rs, bias, y, 0);
+  } else {
+    const auto* wb = static_cast<const std::uint16_t*>(w);
+    const __m256i zero = _mm256_setzero_si256();
+    __m256 acc[kStreams][2];
+#pragma GCC unroll 8
+    for (int n = 0; n < kStreams; ++n) acc[n][0] = acc[n][1] = _mm256_setzero_ps();
+    const std::int64_t k16 = K - K % 16;
+    for (std::int64_t k = 0; k < k16; k += 16) {
+#pragma GCC unroll 8
+      for (int n = 0; n < kStreams; ++n) _mm_prefetch(reinterpret_cast<const char*>(wb + (n * rs + 1) * K + k), _MM_HINT_T0);
+      const __m256 x0 = _mm256_loadu_ps(xs + k), x1 = _mm256_loadu_ps(xs + k + 8);
+#pragma GCC unroll 8
+      for (int n = 0; n < kStreams; ++n) {
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + n * rs * K + k));
+        acc[n][0] = _mm256_fmadd_ps(x0, _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, raw)), acc[n][0]);
+        acc[n][1] = _mm256_fmadd_ps(x1, _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, raw)), acc[n][1]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int n = 0; n < kStreams; ++n) {
+      const __m256 lo = _mm256_permute2f128_ps(acc[n][0], acc[n][1], 0x20);
+      const __m256 hi = _mm256_permute2f128_ps(acc[n][0], acc[n][1], 0x31);
+      float r = tree16(lo, hi);
+      for (std::int64_t k = k16; k < K; ++k) r = __builtin_fmaf(x[k], load1<T>(w, n * rs * K + k), r);
+      y[n * rs] = bias != nullptr ? r + bias[n * rs] : r;
+    }
+  }
+}
 
 #include "ops/cpu/linear_tile.inc"  // sweep<T>() and tile<T>()
 

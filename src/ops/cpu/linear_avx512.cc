@@ -143,6 +143,13 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 constexpr int kNrOneRow = 8, kNrStream = 8, kStreams = 1, kNr = 4, kMr = 4;
 constexpr std::int64_t kStreamMinK = 256;
 
+/// The stream path of the shared driver (unused while kStreams = 1; kept for the driver's shape).
+template <WT T> const float* stream_x(const float* x, std::int64_t, float*) { return x; }
+template <WT T>
+void micro_stream(const float*, const void* w, std::int64_t K, std::int64_t rs, const float* x, const float* bias, float* y) {
+  micro<T, 1, kStreams, true>(x, 0, w, K, rs, bias, y, 0);
+}
+
 #include "ops/cpu/linear_tile.inc"  // sweep<T>() and tile<T>()
 
 }  // namespace
