@@ -116,46 +116,12 @@ TEST(ModelApi, ThreadCountAboveTheLimitIsRefusedAtLoad) {
   }
 }
 
-// A weight that makes the logits non-finite is reported as kNumerical, never returned silently.
-TEST(ModelApi, NonFiniteLogitsAreAnError) {
-  MAMBA_REQUIRE_SHARED(shared);
+/// A copy of a fixture (config.json + model.safetensors) in a temp dir `dir_name`, with element
+/// `index` of the F32 tensor whose name contains `name_part` (the first such) set to `value`.
+std::filesystem::path patched_copy(const std::string& src_dir, const std::string& dir_name, const std::string& name_part,
+                                   std::size_t index, float value) {
   namespace fs = std::filesystem;
-  const fs::path src = fs::path(shared) / "fixtures/mamba2-odd/model";
-  const fs::path dir = fs::path(testing::TempDir()) / "mamba_nonfinite_model";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(src / f, dir / f);
-  // Patch lm_head.weight[0, 0] (F32) to +inf in the copy.
-  std::string bytes = test::read_file((dir / "model.safetensors").string());
-  std::uint64_t n = 0;
-  std::memcpy(&n, bytes.data(), 8);
-  const auto header = nlohmann::json::parse(bytes.substr(8, n));
-  ASSERT_TRUE(header.contains("lm_head.weight"));
-  ASSERT_EQ(header["lm_head.weight"]["dtype"], "F32");
-  const std::size_t off = 8 + n + header["lm_head.weight"]["data_offsets"][0].get<std::size_t>();
-  const float inf = INFINITY;
-  std::memcpy(bytes.data() + off, &inf, 4);
-  std::ofstream((dir / "model.safetensors").string(), std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
-
-  auto m = Model::load(dir.string());
-  ASSERT_TRUE(m.ok()) << m.error().message;
-  State st = m.value()->new_state();
-  std::vector<float> logits(std::size_t(m.value()->logits_width()));
-  const std::vector<std::int32_t> ids = {1, 2, 3};
-  const Status s = m.value()->prefill(ids, st, LogitsMode::kLast, logits.data());
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().code, ErrorCode::kNumerical) << s.message();
-  EXPECT_NE(s.message().find("id 0"), std::string::npos) << s.message();
-  fs::remove_all(dir);
-}
-
-// An A_log whose A = −exp(A_log) is not finite is refused at load, naming the tensor (the scan
-// kernels rely on a finite A).
-TEST(ModelApi, NonFiniteALogIsRefusedAtLoad) {
-  MAMBA_REQUIRE_SHARED(shared);
-  namespace fs = std::filesystem;
-  const fs::path src = fs::path(shared) / "fixtures/mamba1-odd/model";
-  const fs::path dir = fs::path(testing::TempDir()) / "mamba_bad_alog_model";
+  const fs::path src(src_dir), dir = fs::path(testing::TempDir()) / dir_name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(src / f, dir / f);
@@ -165,19 +131,43 @@ TEST(ModelApi, NonFiniteALogIsRefusedAtLoad) {
   const auto header = nlohmann::json::parse(bytes.substr(8, n));
   std::string name;
   for (const auto& [key, v] : header.items())
-    if (key.find("layers.0.mixer.A_log") != std::string::npos) name = key;
-  ASSERT_FALSE(name.empty());
-  ASSERT_EQ(header[name]["dtype"], "F32");
-  const std::size_t off = 8 + n + header[name]["data_offsets"][0].get<std::size_t>() + 4 * 3;  // element 3
-  const float big = 100.0f;  // exp(100) overflows fp32: A = −inf
-  std::memcpy(bytes.data() + off, &big, 4);
+    if (name.empty() && key.find(name_part) != std::string::npos) name = key;
+  EXPECT_FALSE(name.empty()) << name_part;
+  EXPECT_EQ(header[name]["dtype"], "F32") << name;
+  const std::size_t off = 8 + n + header[name]["data_offsets"][0].get<std::size_t>() + 4 * index;
+  std::memcpy(bytes.data() + off, &value, 4);
   std::ofstream((dir / "model.safetensors").string(), std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+  return dir;
+}
 
+// A weight that makes the logits non-finite is reported as kNumerical, never returned silently.
+TEST(ModelApi, NonFiniteLogitsAreAnError) {
+  MAMBA_REQUIRE_SHARED(shared);
+  // lm_head.weight[0, 0] (F32) = +inf in a copy.
+  const auto dir = patched_copy(shared + "/fixtures/mamba2-odd/model", "mamba_nonfinite_model", "lm_head.weight", 0, INFINITY);
+  auto m = Model::load(dir.string());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  State st = m.value()->new_state();
+  std::vector<float> logits(std::size_t(m.value()->logits_width()));
+  const std::vector<std::int32_t> ids = {1, 2, 3};
+  const Status s = m.value()->prefill(ids, st, LogitsMode::kLast, logits.data());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kNumerical) << s.message();
+  EXPECT_NE(s.message().find("id 0"), std::string::npos) << s.message();
+  std::filesystem::remove_all(dir);
+}
+
+// An A_log whose A = −exp(A_log) is not finite is refused at load, naming the tensor (the scan
+// kernels rely on a finite A).
+TEST(ModelApi, NonFiniteALogIsRefusedAtLoad) {
+  MAMBA_REQUIRE_SHARED(shared);
+  // Layer 0's A_log element 3 = 100: exp(100) overflows fp32, A = −inf.
+  const auto dir = patched_copy(shared + "/fixtures/mamba1-odd/model", "mamba_bad_alog_model", "layers.0.mixer.A_log", 3, 100.0f);
   auto m = Model::load(dir.string());
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.error().code, ErrorCode::kNumerical) << m.error().message;
   EXPECT_NE(m.error().message.find("layer 0 mixer.A_log: element 3"), std::string::npos) << m.error().message;
-  fs::remove_all(dir);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ModelApi, StateResetCloneAndSize) {

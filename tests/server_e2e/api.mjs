@@ -2,22 +2,12 @@
 // (embedded model), at the HTTP level. Bad input gets a 4xx with {error, error_type} and the
 // server keeps serving.
 import assert from 'node:assert/strict';
-import { deadline, startServer, postJson, postSse, metrics } from './lib.mjs';
+import { deadline, startServer, postJson, postSse, metrics, check, exitWithChecks } from './lib.mjs';
 
 deadline(120);
 const srv = await startServer(['--max-concurrent-requests', '16']);
 const { base } = srv;
 const PROMPT = 'It was a dark and stormy night';
-let failed = false;
-async function check(name, fn) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed = true;
-    console.log(`FAIL ${name}\n${e.stack}`);
-  }
-}
 
 await check('GET /health', async () => {
   const r = await fetch(base + '/health');
@@ -245,4 +235,4 @@ await check('server still serves after bad input; metrics count it', async () =>
 
 const ex = await srv.stop();
 await check('SIGTERM exits 0', async () => assert.equal(ex.code, 0, srv.log()));
-process.exit(failed ? 1 : 0);
+exitWithChecks();

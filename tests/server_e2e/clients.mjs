@@ -2,23 +2,13 @@
 // not) and `@huggingface/inference` — v2 (`hf-inference-v2`, which talks to TGI's POST / route
 // with TGI stream events) and the current major (which talks to /v1/completions).
 import assert from 'node:assert/strict';
-import { deadline, startServer, postJson, requireNode } from './lib.mjs';
+import { deadline, startServer, postJson, requireNode, check, exitWithChecks } from './lib.mjs';
 
 deadline(120);
 const srvKey = 'sekrit';
 const srv = await startServer(['--api-key', srvKey]);
 const { base } = srv;
 const PROMPT = 'The old man said';
-let failed = false;
-async function check(name, fn) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed = true;
-    console.log(`FAIL ${name}\n${e.stack}`);
-  }
-}
 const auth = { authorization: `Bearer ${srvKey}` };
 const ref = (await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 10 } }, auth)).json;
 
@@ -100,4 +90,4 @@ await check('@huggingface/inference (current): textGeneration / textGenerationSt
 
 const ex = await srv.stop();
 await check('SIGTERM exits 0', async () => assert.equal(ex.code, 0));
-process.exit(failed ? 1 : 0);
+exitWithChecks();

@@ -153,3 +153,21 @@ export async function waitFor(pred, { timeoutMs = 5000, stepMs = 50 } = {}) {
 export function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+let anyCheckFailed = false;
+
+/// Runs one named check: prints `ok   NAME`, or `FAIL NAME` with the error's stack (and the run
+/// goes on); exitWithChecks() then exits 1 if any check failed, else 0.
+export async function check(name, fn) {
+  try {
+    await fn();
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    anyCheckFailed = true;
+    console.log(`FAIL ${name}\n${e.stack}`);
+  }
+}
+
+export function exitWithChecks() {
+  process.exit(anyCheckFailed ? 1 : 0);
+}

@@ -2,19 +2,9 @@
 // answer frees its slot (metrics), a full server answers 429, SIGTERM drains in-flight requests
 // (they complete) and exits 0.
 import assert from 'node:assert/strict';
-import { deadline, startServer, postJson, postSse, metrics, waitFor, sleep } from './lib.mjs';
+import { deadline, startServer, postJson, postSse, metrics, waitFor, sleep, check, exitWithChecks } from './lib.mjs';
 
 deadline(120);
-let failed = false;
-async function check(name, fn) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed = true;
-    console.log(`FAIL ${name}\n${e.stack}`);
-  }
-}
 const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 100000 } };
 
 {
@@ -103,4 +93,4 @@ await check('SIGTERM with a request that cannot finish: cancelled after the grac
   assert.equal(ex.code, 0);
 });
 
-process.exit(failed ? 1 : 0);
+exitWithChecks();

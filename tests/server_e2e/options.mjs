@@ -3,19 +3,9 @@
 // server that never started; --help exits 0.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { deadline, startServer, SERVER_BIN } from './lib.mjs';
+import { deadline, startServer, SERVER_BIN, check, exitWithChecks } from './lib.mjs';
 
 deadline(120);
-let failed = false;
-async function check(name, fn) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed = true;
-    console.log(`FAIL ${name}\n${e.stack}`);
-  }
-}
 
 /// Runs mamba-server with `args` to its exit (it must not start serving); {code, signal, stderr}.
 function runServer(args) {
@@ -79,4 +69,4 @@ await check('--help exits 0', async () => {
   assert.match(r.stdout, /--shutdown-grace/);
 });
 
-process.exit(failed ? 1 : 0);
+exitWithChecks();
