@@ -5,8 +5,8 @@
 // k % 16 = i), reduced by the fixed tree 256-bit halves → 128 → 64 → 32 bits, then the K % 16 tail
 // by scalar FMAs in order, then + bias: the canonical order, whatever the tile.
 //
-// Tiles: a micro-kernel computes MR input rows × NR weight rows (4 × 4 → 16 accumulators; 1 × 8
-// for a single row), loading each x and w vector once per 16-element step.
+// Tiles: a micro-kernel computes MR input rows × NR weight rows (4 × 4 → 16 accumulators; for a
+// single row 1 × 3 rows far apart, or 1 × 8 short rows), loading each x and w vector once per 16-element step.
 //  - Few rows (decode, M ≤ kDirectMaxRows): the weights are read straight from memory in their
 //    dtype (bf16 widened by vpmovzxwd + vpslld, f16 by vcvtph2ps) one NR-row group at a time, and
 //    every input row runs over that group while it is in L1: each weight byte leaves DRAM once.
@@ -137,14 +137,16 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
   for (; i < n; ++i) out[i] = load1<T>(w, i);
 }
 
-// Tile shapes of the shared driver (linear_tile.inc): M = 1 → 1 × 8 weight rows whatever K (met the
-// decode goal on Sapphire Rapids; the one-row stream of the AVX2 target is not measured here yet),
-// else 4 × 4.
-constexpr int kNrOneRow = 8, kNrStream = 8, kStreams = 1, kNr = 4, kMr = 4;
+// Tile shapes of the shared driver (linear_tile.inc): M = 1, K ≥ 256 → 1 × 3 weight rows a third
+// of the thread's rows apart (three sequential streams, as the AVX2 target: on Zen 5 the 8 adjacent
+// rows of the 1 × 8 tile read 130m models' decode weights at 158–164 tok/s, three far streams at
+// 209–228), 1 × 1 for the < 3 leftover rows; 1 × 8 for short rows; else 4 × 4.
+constexpr int kNrOneRow = 8, kNrStream = 1, kStreams = 3, kNr = 4, kMr = 4;
 constexpr std::int64_t kStreamMinK = 256;
 
-/// The stream path of the shared driver (unused while kStreams = 1; kept for the driver's shape).
+/// The stream path of the shared driver reads x as it is (vpmovzxwd widens bf16 in k order).
 template <WT T> const float* stream_x(const float* x, std::int64_t, float*) { return x; }
+/// One input row × kStreams weight rows rs rows apart, prefetching the row after each.
 template <WT T>
 void micro_stream(const float*, const void* w, std::int64_t K, std::int64_t rs, const float* x, const float* bias, float* y) {
   micro<T, 1, kStreams, true>(x, 0, w, K, rs, bias, y, 0);
