@@ -198,50 +198,56 @@ TEST(SelectiveScanKernel, BatchEqualsPerSequenceForAnyThreadCount) {
 
 TEST(Conv1dKernel, MatchesReferenceAndBatchIsBitwisePerSequence) {
   std::mt19937 rng(11);
-  const std::int64_t C = 45, K = 4, ldx = C + 6;
-  auto w = random_vec(C * K, rng), b = random_vec(C, rng);
-  std::vector<float> wT(C * K);
-  for (std::int64_t c = 0; c < C; ++c)
-    for (std::int64_t k = 0; k < K; ++k) wT[k * C + c] = w[c * K + k];
-  const std::vector<std::int64_t> lens = {1, 2, 1, 17, 3};  // L < K − 1, L = K − 1, longer than a row block
-  std::vector<std::vector<float>> xs, st0;
-  for (std::int64_t L : lens) {
-    xs.push_back(random_vec(L * ldx, rng, -4, 4));
-    st0.push_back(random_vec(C * (K - 1), rng));
-  }
-  for_each_target([&] {
-    std::vector<std::vector<float>> st1, y1;
-    for (std::size_t i = 0; i < lens.size(); ++i) {
-      auto sr = st0[i];
-      std::vector<float> yr(lens[i] * C);
-      ops::ref::conv1d_silu(xs[i].data(), ldx, lens[i], C, K, w.data(), b.data(), sr.data(), yr.data());
-      st1.push_back(st0[i]);
-      y1.emplace_back(lens[i] * C);
-      ops::conv1d_silu(xs[i].data(), ldx, lens[i], C, K, w.data(), b.data(), st1.back().data(), y1.back().data());
-      EXPECT_LE(max_abs_diff(y1.back().data(), yr.data(), lens[i] * C), 2e-6) << "L=" << lens[i];
-      EXPECT_TRUE(bitwise_equal(st1.back(), sr));
+  // Every conv width the decode kernel specialises (d_conv 2–4) and one it runs generically.
+  for (const std::int64_t K : {2, 3, 4, 5}) {
+    SCOPED_TRACE(testing::Message() << "d_conv " << K);
+    const std::int64_t C = 45, ldx = C + 6;
+    auto w = random_vec(C * K, rng), b = random_vec(C, rng);
+    std::vector<float> wT(C * K);
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t k = 0; k < K; ++k) wT[k * C + c] = w[c * K + k];
+    const std::vector<std::int64_t> lens = {1, 2, 1, 17, 3};  // L < K − 1, L = K − 1, longer than a row block
+    std::vector<std::vector<float>> xs, st0;
+    for (std::int64_t L : lens) {
+      xs.push_back(random_vec(L * ldx, rng, -4, 4));
+      st0.push_back(random_vec(C * (K - 1), rng));
     }
-    const int saved = ops::num_threads();
-    for (int threads : {1, 2}) {
-      ops::set_num_threads(threads);
-      std::vector<std::vector<float>> st2 = st0, y2;
-      std::vector<ops::Conv1dSeq> seqs;
-      for (std::size_t i = 0; i < lens.size(); ++i) y2.emplace_back(lens[i] * C);
-      for (std::size_t i = 0; i < lens.size(); ++i) seqs.push_back({xs[i].data(), lens[i], st2[i].data(), y2[i].data()});
-      ops::conv1d_silu_batch(seqs, ldx, C, K, wT.data(), b.data());
+    for_each_target([&] {
+      std::vector<std::vector<float>> st1, y1;
       for (std::size_t i = 0; i < lens.size(); ++i) {
-        EXPECT_TRUE(bitwise_equal(y1[i], y2[i])) << "sequence " << i;
-        EXPECT_TRUE(bitwise_equal(st1[i], st2[i])) << "sequence " << i;
+        auto sr = st0[i];
+        std::vector<float> yr(lens[i] * C);
+        ops::ref::conv1d_silu(xs[i].data(), ldx, lens[i], C, K, w.data(), b.data(), sr.data(), yr.data());
+        st1.push_back(st0[i]);
+        y1.emplace_back(lens[i] * C);
+        ops::conv1d_silu(xs[i].data(), ldx, lens[i], C, K, w.data(), b.data(), st1.back().data(), y1.back().data());
+        EXPECT_LE(max_abs_diff(y1.back().data(), yr.data(), lens[i] * C), 2e-6) << "L=" << lens[i];
+        EXPECT_TRUE(bitwise_equal(st1.back(), sr));
       }
-      // A decode batch (every sequence one token: the transpose-free path) gives the same values.
-      std::vector<std::vector<float>> st3 = {st0[0], st0[2]}, y3(2, std::vector<float>(C));
-      const std::vector<ops::Conv1dSeq> dec = {{xs[0].data(), 1, st3[0].data(), y3[0].data()}, {xs[2].data(), 1, st3[1].data(), y3[1].data()}};
-      ops::conv1d_silu_batch(dec, ldx, C, K, wT.data(), b.data());
-      EXPECT_TRUE(bitwise_equal(y3[0], y1[0]) && bitwise_equal(y3[1], y1[2]));
-      EXPECT_TRUE(bitwise_equal(st3[0], st1[0]) && bitwise_equal(st3[1], st1[2]));
-    }
-    ops::set_num_threads(saved);
-  });
+      const int saved = ops::num_threads();
+      for (int threads : {1, 2}) {
+        ops::set_num_threads(threads);
+        std::vector<std::vector<float>> st2 = st0, y2;
+        std::vector<ops::Conv1dSeq> seqs;
+        for (std::size_t i = 0; i < lens.size(); ++i) y2.emplace_back(lens[i] * C);
+        for (std::size_t i = 0; i < lens.size(); ++i)
+          seqs.push_back({xs[i].data(), lens[i], st2[i].data(), y2[i].data()});
+        ops::conv1d_silu_batch(seqs, ldx, C, K, wT.data(), b.data());
+        for (std::size_t i = 0; i < lens.size(); ++i) {
+          EXPECT_TRUE(bitwise_equal(y1[i], y2[i])) << "sequence " << i;
+          EXPECT_TRUE(bitwise_equal(st1[i], st2[i])) << "sequence " << i;
+        }
+        // A decode batch (every sequence one token: the transpose-free path) gives the same values.
+        std::vector<std::vector<float>> st3 = {st0[0], st0[2]}, y3(2, std::vector<float>(C));
+        const std::vector<ops::Conv1dSeq> dec = {{xs[0].data(), 1, st3[0].data(), y3[0].data()},
+                                                 {xs[2].data(), 1, st3[1].data(), y3[1].data()}};
+        ops::conv1d_silu_batch(dec, ldx, C, K, wT.data(), b.data());
+        EXPECT_TRUE(bitwise_equal(y3[0], y1[0]) && bitwise_equal(y3[1], y1[2]));
+        EXPECT_TRUE(bitwise_equal(st3[0], st1[0]) && bitwise_equal(st3[1], st1[2]));
+      }
+      ops::set_num_threads(saved);
+    });
+  }
 }
 
 struct SsdCase { std::int64_t L, H, P, N, G, Q, position; };
