@@ -53,20 +53,20 @@ void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, std::int8
 }
 
 void pack_rows(const std::int8_t* xq, const std::int8_t* xl, std::int64_t M, std::int64_t K, bool q4, std::int16_t* x16,
-               std::int16_t* x16n, std::int32_t* corr) {
+               std::int16_t* x16n, std::int32_t* xsum) {
   const std::int64_t G = K / kGroup;
   for (std::int64_t m = 0; m < M; ++m) {
     const std::int8_t* qh = xq + m * K;
     const std::int8_t* ql = xl + m * K;
     auto X16 = [&](std::int64_t k) { return static_cast<std::int16_t>(256 * qh[k] + ql[k]); };
-    if (!q4) {
-      for (std::int64_t k = 0; k < K; ++k) x16[m * K + k] = X16(k);
-      continue;
-    }
     for (std::int64_t g = 0; g < G; ++g) {
       std::int32_t sum = 0;
       for (int i = 0; i < kGroup; ++i) sum += X16(g * kGroup + i);
-      corr[m * G + g] = 8 * sum;
+      xsum[m * G + g] = sum;
+    }
+    if (!q4) {
+      for (std::int64_t k = 0; k < K; ++k) x16[m * K + k] = X16(k);
+      continue;
     }
     std::int16_t* out = x16n + m * K;
     for (std::int64_t g = 0; g < G; g += 2) {
@@ -161,7 +161,7 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   static thread_local std::vector<std::int8_t> xq_buf, xl_buf;
   static thread_local std::vector<std::int16_t> x16_buf;
   static thread_local std::vector<float> sx_buf;
-  static thread_local std::vector<std::int32_t> corr_buf;
+  static thread_local std::vector<std::int32_t> xsum_buf;
   auto grow = [](auto& v, std::int64_t n) {
     if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
     return v.data();
@@ -171,7 +171,7 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   float* sx = grow(sx_buf, M * G);
   const bool simd = target >= CpuTarget::kAvx2;
   std::int16_t* x16 = simd ? grow(x16_buf, M * K) : nullptr;  // x16 for q8, x16n for q4
-  std::int32_t* corr = simd && q4 ? grow(corr_buf, M * G) : nullptr;
+  std::int32_t* xsum = simd ? grow(xsum_buf, M * G) : nullptr;
   // Rows are independent: many rows (prefill) are quantized by all threads (else this serial part
   // caps the prefill's thread scaling).
 #pragma omp parallel for schedule(static) num_threads(num_threads()) if (M >= 16 && M * K >= kParallelMinWork / 8)
@@ -179,12 +179,12 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
     if (simd) {
       quant::quantize_rows_avx2(x + m * ldx, ldx, 1, K, xq + m * K, xl + m * K, sx + m * G);
       quant::pack_rows(xq + m * K, xl + m * K, 1, K, q4, q4 ? nullptr : x16 + m * K, q4 ? x16 + m * K : nullptr,
-                       q4 ? corr + m * G : nullptr);
+                       xsum + m * G);
     } else {
       quant::quantize_row_ref(x + m * ldx, K, xq + m * K, xl + m * K, sx + m * G);
     }
   }
-  const quant::PackedX px{simd && !q4 ? x16 : nullptr, simd && q4 ? x16 : nullptr, corr};
+  const quant::PackedX px{simd && !q4 ? x16 : nullptr, simd && q4 ? x16 : nullptr, xsum, xq, xl};
   // 2–4. Integer dot products and the fixed-order fp32 combination, threads over tasks.
   const quant::DotArgs args{xq, xl, sx, px, M, K, W.data, static_cast<const float*>(W.scales), q4, y, ldy};
   auto* kernel = target >= CpuTarget::kAvx512 && cpu_has_avx512_vnni() ? &quant::dot_rows_avx512vnni

@@ -47,16 +47,22 @@ float dot_ref(const std::int8_t* xq, const std::int8_t* xl, const float* sx, con
 ///    go in pairs (g, g+1), g even, 64 values each: 4 vectors A_j (j = 0..3, the nibble at bit 4j of
 ///    each word) of 16 values, A_j[i] = X16[g·32 + 4i + j] for i < 8 and X16[(g+1)·32 + 4(i−8) + j]
 ///    for i ≥ 8; a last unpaired group takes 32 values, 4 vectors of 8, A_j[i] = X16[g·32 + 4i + j].
-///  - corr [M, K/32] int32: corr_g = 8 · Σ_{k∈g} X16[k], so isum_g = Σ_k u[k] · X16[k] − corr_g.
+///  - xsum [M, K/32] int32: xsum_g = Σ_{k∈g} X16[k], the correction of offset weight codes: for q4,
+///    isum_g = Σ_k u[k] · X16[k] − 8 · xsum_g; for the AVX-512 VNNI q8 kernel, which multiplies the
+///    codes as u8 (w + 128, vpdpbusd) by qh and ql as s8 (the xq / xl rows themselves),
+///    isum_g = 256 · Σ_k (w[k] + 128) · qh[k] + Σ_k (w[k] + 128) · ql[k] − 128 · xsum_g.
+///  - xq, xl: the rows of qh and ql as quantize_rows wrote them (k order, int8).
 struct PackedX {
   const std::int16_t* x16;
   const std::int16_t* x16n;
-  const std::int32_t* corr;
+  const std::int32_t* xsum;
+  const std::int8_t* xq;
+  const std::int8_t* xl;
 };
 
-/// Fills x16 (q4 = false) or x16n + corr (q4 = true) for M rows from xq, xl [M, K] (layouts above).
+/// Fills x16 (q4 = false) or x16n (q4 = true) and xsum for M rows from xq, xl [M, K] (layouts above).
 void pack_rows(const std::int8_t* xq, const std::int8_t* xl, std::int64_t M, std::int64_t K, bool q4, std::int16_t* x16,
-               std::int16_t* x16n, std::int32_t* corr);
+               std::int16_t* x16n, std::int32_t* xsum);
 
 /// Per-target kernels: y[m·ldy + n] = steps 2–4 for m < M, n ∈ [n0, n1), no bias. xq is [M, K]
 /// (row stride K) and xl likewise, sx [M, K/32]; px the same rows packed (the SIMD kernels read
