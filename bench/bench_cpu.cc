@@ -62,8 +62,9 @@ struct Options {
 // Issue 5's goals.
 constexpr double kGoalDecodeB1 = 0.85, kGoalDecodeB8 = 0.75, kGoalGemm = 0.60, kGoalNonGemm = 0.20,
                  kGoalScaling = 1.7;
-/// A buffer of one decode step's bytes reading this much faster than the ceiling's buffer runs from the cache.
-constexpr double kCacheResidentRatio = 1.15;
+/// A buffer of one decode step's bytes reading this much faster than the ceiling's buffer runs from the cache
+/// (run-to-run noise on a shared VM reaches ±15%).
+constexpr double kCacheResidentRatio = 1.3;
 
 /// One row of the final goal table.
 struct Goal {
