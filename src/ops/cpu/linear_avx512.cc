@@ -69,6 +69,35 @@ inline float tree16(__m512 v) {
   return _mm_cvtss_f32(q);
 }
 
+/// The canonical lane tree of 16 accumulators at once: lane 4q + t of the result is tree16(v[4t + q]),
+/// bitwise (the same additions, (l[i] + l[i+8]) → (+4) → (+2) → (+1), of
+/// 8 + 4 + 2 + 1 vectors with the accumulators' halves, quarters, pairs and lanes shuffled side by
+/// side: ~3 operations per output instead of ~8 for one tree16 each).
+inline __m512 tree16x16(const __m512 (&v)[16]) {
+  // Level 1: a[j] = [v[2j] lanes i + i+8 | v[2j+1] lanes i + i+8], i < 8.
+  __m512 a[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j)
+    a[j] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // Level 2: b[j] quarters = v[4j], v[4j+1], v[4j+2], v[4j+3], each lanes i + i+4 of level 1, i < 4.
+  __m512 b[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j)
+    b[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  // Level 3: quarter q of c[j] = [v[8j+q] lanes i + i+2 | v[8j+4+q] lanes i + i+2], i < 2.
+  __m512 c[2];
+#pragma GCC unroll 2
+  for (int j = 0; j < 2; ++j)
+    c[j] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(b[2 * j]), _mm512_castps_pd(b[2 * j + 1]))),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(b[2 * j]), _mm512_castps_pd(b[2 * j + 1]))));
+  // Level 4: lane 0 + lane 1 of each pair: quarter q = [v[q], v[4+q], v[8+q], v[12+q]], so result
+  // lane 4q + t is the tree of v[4t + q].
+  return _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
 /// y[m, n·rs] for m < MR, n < NR: x → row m0, w → row n0 (rows of K elements; the NR rows are rs
 /// rows apart), y and bias → column n0. kPf: also prefetch, one k-step at a time, the rows that
 /// come next (rs = 1: the NR rows after the group; rs > 1: the row after each of the NR), so that
@@ -102,6 +131,23 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
       __asm__("" : "+v"(wv));
 #pragma GCC unroll 8
       for (int m = 0; m < MR; ++m) acc[m][n] = _mm512_fmadd_ps(xv[m], wv, acc[m][n]);
+    }
+  }
+  if constexpr (MR == 4 && NR == 4) {
+    if (K % 16 == 0 && rs == 1) {  // no scalar tail, contiguous outputs: all 16 trees at once
+      __m512 v[16];
+#pragma GCC unroll 4
+      for (int m = 0; m < 4; ++m)
+#pragma GCC unroll 4
+        for (int n = 0; n < 4; ++n) v[4 * n + m] = acc[m][n];
+      const __m512 r = tree16x16(v);  // lane 4m + n: output (m, n)
+      const __m128 b = bias != nullptr ? _mm_loadu_ps(bias) : _mm_setzero_ps();
+      auto store = [&](int m, __m128 q) { _mm_storeu_ps(y + m * ldy, bias != nullptr ? _mm_add_ps(q, b) : q); };
+      store(0, _mm512_extractf32x4_ps(r, 0));
+      store(1, _mm512_extractf32x4_ps(r, 1));
+      store(2, _mm512_extractf32x4_ps(r, 2));
+      store(3, _mm512_extractf32x4_ps(r, 3));
+      return;
     }
   }
 #pragma GCC unroll 8
