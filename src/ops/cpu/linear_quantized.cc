@@ -53,7 +53,7 @@ void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, std::int8
 }
 
 void pack_rows(const std::int8_t* xq, const std::int8_t* xl, std::int64_t M, std::int64_t K, bool q4, std::int16_t* x16,
-               std::int16_t* x16n, std::int32_t* xsum) {
+               std::int16_t* x16n, std::int32_t* xsum, std::int8_t* xqn, std::int8_t* xln) {
   const std::int64_t G = K / kGroup;
   for (std::int64_t m = 0; m < M; ++m) {
     const std::int8_t* qh = xq + m * K;
@@ -67,6 +67,22 @@ void pack_rows(const std::int8_t* xq, const std::int8_t* xl, std::int64_t M, std
     if (!q4) {
       for (std::int64_t k = 0; k < K; ++k) x16[m * K + k] = X16(k);
       continue;
+    }
+    for (std::int64_t g = 0; g < G; g += 2) {  // xqn / xln: a pair's low nibbles' k, then its high ones'
+      const std::int64_t k0 = g * kGroup;
+      if (g + 1 < G) {
+        for (int i = 0; i < kGroup; ++i) {
+          xqn[m * K + k0 + i] = qh[k0 + 2 * i];
+          xqn[m * K + k0 + kGroup + i] = qh[k0 + 2 * i + 1];
+          xln[m * K + k0 + i] = ql[k0 + 2 * i];
+          xln[m * K + k0 + kGroup + i] = ql[k0 + 2 * i + 1];
+        }
+      } else {
+        for (int i = 0; i < kGroup; ++i) {
+          xqn[m * K + k0 + i] = qh[k0 + i];
+          xln[m * K + k0 + i] = ql[k0 + i];
+        }
+      }
     }
     std::int16_t* out = x16n + m * K;
     for (std::int64_t g = 0; g < G; g += 2) {
@@ -162,6 +178,7 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   static thread_local std::vector<std::int16_t> x16_buf;
   static thread_local std::vector<float> sx_buf;
   static thread_local std::vector<std::int32_t> xsum_buf;
+  static thread_local std::vector<std::int8_t> xqn_buf, xln_buf;
   auto grow = [](auto& v, std::int64_t n) {
     if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
     return v.data();
@@ -172,6 +189,8 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   const bool simd = target >= CpuTarget::kAvx2;
   std::int16_t* x16 = simd ? grow(x16_buf, M * K) : nullptr;  // x16 for q8, x16n for q4
   std::int32_t* xsum = simd ? grow(xsum_buf, M * G) : nullptr;
+  std::int8_t* xqn = simd && q4 ? grow(xqn_buf, M * K) : nullptr;
+  std::int8_t* xln = simd && q4 ? grow(xln_buf, M * K) : nullptr;
   // Rows are independent: many rows (prefill) are quantized by all threads (else this serial part
   // caps the prefill's thread scaling).
 #pragma omp parallel for schedule(static) num_threads(num_threads()) if (M >= 16 && M * K >= kParallelMinWork / 8)
@@ -179,12 +198,12 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
     if (simd) {
       quant::quantize_rows_avx2(x + m * ldx, ldx, 1, K, xq + m * K, xl + m * K, sx + m * G);
       quant::pack_rows(xq + m * K, xl + m * K, 1, K, q4, q4 ? nullptr : x16 + m * K, q4 ? x16 + m * K : nullptr,
-                       xsum + m * G);
+                       xsum + m * G, q4 ? xqn + m * K : nullptr, q4 ? xln + m * K : nullptr);
     } else {
       quant::quantize_row_ref(x + m * ldx, K, xq + m * K, xl + m * K, sx + m * G);
     }
   }
-  const quant::PackedX px{simd && !q4 ? x16 : nullptr, simd && q4 ? x16 : nullptr, xsum, xq, xl};
+  const quant::PackedX px{simd && !q4 ? x16 : nullptr, simd && q4 ? x16 : nullptr, xsum, xq, xl, xqn, xln};
   // 2–4. Integer dot products and the fixed-order fp32 combination, threads over tasks.
   const quant::DotArgs args{xq, xl, sx, px, M, K, W.data, static_cast<const float*>(W.scales), q4, y, ldy};
   auto* kernel = target >= CpuTarget::kAvx512 && cpu_has_avx512_vnni() ? &quant::dot_rows_avx512vnni

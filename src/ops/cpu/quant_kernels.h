@@ -52,17 +52,24 @@ float dot_ref(const std::int8_t* xq, const std::int8_t* xl, const float* sx, con
 ///    codes as u8 (w + 128, vpdpbusd) by qh and ql as s8 (the xq / xl rows themselves),
 ///    isum_g = 256 · Σ_k (w[k] + 128) · qh[k] + Σ_k (w[k] + 128) · ql[k] − 128 · xsum_g.
 ///  - xq, xl: the rows of qh and ql as quantize_rows wrote them (k order, int8).
+///  - xqn, xln [M, K] int8, for q4 (the AVX-512 VNNI kernel, whose vpdpbusd multiplies nibbles as u8
+///    by qh / ql as s8): qh and ql in the order of the nibbles of a group pair's 32 bytes, low
+///    nibbles then high ones: for pairs (g, g+1), g even, 64 values, v[i] = c[g·32 + 2i] and
+///    v[32 + i] = c[g·32 + 2i + 1], i < 32; a last unpaired group in k order.
 struct PackedX {
   const std::int16_t* x16;
   const std::int16_t* x16n;
   const std::int32_t* xsum;
   const std::int8_t* xq;
   const std::int8_t* xl;
+  const std::int8_t* xqn = nullptr;
+  const std::int8_t* xln = nullptr;
 };
 
-/// Fills x16 (q4 = false) or x16n (q4 = true) and xsum for M rows from xq, xl [M, K] (layouts above).
+/// Fills x16 (q4 = false) or x16n, xqn, xln (q4 = true) and xsum for M rows from xq, xl [M, K]
+/// (layouts above).
 void pack_rows(const std::int8_t* xq, const std::int8_t* xl, std::int64_t M, std::int64_t K, bool q4, std::int16_t* x16,
-               std::int16_t* x16n, std::int32_t* xsum);
+               std::int16_t* x16n, std::int32_t* xsum, std::int8_t* xqn, std::int8_t* xln);
 
 /// Per-target kernels: y[m·ldy + n] = steps 2–4 for m < M, n ∈ [n0, n1), no bias. xq is [M, K]
 /// (row stride K) and xl likewise, sx [M, K/32]; px the same rows packed (the SIMD kernels read
