@@ -30,6 +30,11 @@ export async function startServer(args = [], { quiet = true } = {}) {
   const proc = spawn(SERVER_BIN, ['--host', '127.0.0.1', '--port', '0', '--threads', '1', ...model, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // Whatever ends this script (a failed assertion, a missing npm package, the deadline), the
+  // server goes with it: a left-over server would outlive the test run.
+  process.on('exit', () => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  });
   let log = '';
   proc.stderr.on('data', (d) => {
     log += d.toString();
