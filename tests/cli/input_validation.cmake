@@ -71,6 +71,8 @@ expect_error("error: ${WORK}: is a directory, not a regular file" perplexity -m 
 expect_error("error: /no/such/prompt.txt: no such file" run -m /no/such/model -f /no/such/prompt.txt)
 expect_error("error: /no/such/ids: no such file" perplexity -m /no/such/model --ids-file /no/such/ids)
 expect_error("error: the prompt is empty" run -m ${model} -f /dev/null)
+# An endless stream stops at the 1 GiB limit instead of filling the memory.
+expect_error("error: /dev/zero: more than 1024 MiB of input \\(the limit for prompt and text files\\)" perplexity -m ${model} -f /dev/zero)
 set(prompt "The old man looked at the sea and said")
 file(WRITE ${WORK}/prompt.txt "${prompt}")
 cli_run_ok(ref run -m ${model} -p "${prompt}" -n 4)

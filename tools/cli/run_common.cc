@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <sys/stat.h>
 
@@ -71,13 +70,28 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
   return ids;
 }
 
-Result<std::string> read_text_file(const std::string& path) {
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    if (std::cin.bad()) return make_error(ErrorCode::kIo, "-: reading stdin failed");
-    return ss.str();
+namespace {
+/// Reads `in` to its end into a string of at most kMaxTextFileBytes (an endless stream such as
+/// /dev/zero would otherwise fill the memory).
+Result<std::string> read_capped(std::istream& in, const std::string& path) {
+  std::string out;
+  std::vector<char> buf(std::size_t{1} << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    if (out.size() + got > kMaxTextFileBytes)
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: more than {} MiB of input (the limit for prompt and text files)", path,
+                                    kMaxTextFileBytes >> 20));
+    out.append(buf.data(), got);
   }
+  if (in.bad()) return make_error(ErrorCode::kIo, fmt::format("{}: read failed", path));
+  return out;
+}
+}  // namespace
+
+Result<std::string> read_text_file(const std::string& path) {
+  if (path == "-") return read_capped(std::cin, "-");
   // Regular files, and streams: FIFOs, character devices (/dev/stdin, /dev/null), and shell process
   // substitution <(...) (a /dev/fd/N pipe). stat() follows symlinks.
   struct stat st {};
@@ -91,9 +105,7 @@ Result<std::string> read_text_file(const std::string& path) {
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", path, errno ? std::strerror(errno) : "unknown error"));
-  ss << in.rdbuf();
-  if (in.bad()) return make_error(ErrorCode::kIo, fmt::format("{}: read failed", path));
-  return ss.str();
+  return read_capped(in, path);
 }
 
 }  // namespace mamba::cli

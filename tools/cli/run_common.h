@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,9 +36,13 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
 /// source in errors (e.g. "--prompt-ids", a file path). Errors: kInvalidArgument naming the bad item.
 Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::string& what);
 
+/// The most bytes read_text_file reads (1 GiB).
+inline constexpr std::size_t kMaxTextFileBytes = std::size_t{1} << 30;
+
 /// Reads a whole file; path "-" reads stdin. Pipes, character devices and process substitution
 /// (`<(cmd)`) are read as streams. Errors name the path: kNotFound "no such file", kInvalidArgument
-/// "is a directory, not a regular file" (or a socket / block device), kIo (cannot open / read).
+/// "is a directory, not a regular file" (or a socket / block device) or more than
+/// kMaxTextFileBytes (an endless stream: /dev/zero), kIo (cannot open / read).
 Result<std::string> read_text_file(const std::string& path);
 
 }  // namespace mamba::cli
