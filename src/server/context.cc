@@ -104,12 +104,19 @@ std::string token_text(const ServerContext& ctx, std::int32_t id) {
 
 std::string sse_data(const std::string& payload) { return "data: " + payload + "\n\n"; }
 
+/// How long a closed stream's log line waits for the scheduler to drop its sequence.
+constexpr auto kCloseLogWait = std::chrono::seconds(2);
+
 void set_sse_response(httplib::Response& res, std::shared_ptr<RequestStream> stream, SseHandlers h) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   auto closed = std::make_shared<std::atomic<bool>>(false);
-  auto close_once = [stream, h, closed](const std::optional<Error>& err) {
-    if (!closed->exchange(true) && h.on_close) h.on_close(stream->stats(), err);
+  // Logs the request once, with its final stats (ended = the stream has ended, so they are final).
+  auto close_once = [stream, h, closed](const std::optional<Error>& err, bool ended) {
+    if (closed->exchange(true) || !h.on_close) return;
+    SequenceStats cancelled;
+    cancelled.finish = FinishReason::kCancelled;
+    h.on_close(ended ? stream->stats() : cancelled, err);
   };
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -144,16 +151,18 @@ void set_sse_response(httplib::Response& res, std::shared_ptr<RequestStream> str
               (void)write(h.on_error(generation_error(c)));
             }
             if (h.on_end) (void)write(h.on_end());
-            close_once(u.error);
+            close_once(u.error, true);
             sink.done();
             return true;
           }
         }
       },
       [stream, close_once](bool /*success*/) {
-        // connection closed (normally or not): make sure the sequence leaves the scheduler
+        // Connection closed (normally or not): make sure the sequence leaves the scheduler, and
+        // log it with the counts it reached (the scheduler drops a cancelled sequence at its next
+        // step; a client gone mid-stream was logged with zeros before).
         stream->cancel();
-        close_once(std::nullopt);
+        close_once(std::nullopt, stream->wait_done(kCloseLogWait));
       });
 }
 

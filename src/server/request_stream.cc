@@ -13,6 +13,11 @@ bool RequestStream::take(Update& out, std::chrono::milliseconds timeout) {
   return true;
 }
 
+bool RequestStream::wait_done(std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  return cv_.wait_for(lk, timeout, [&] { return done_; });
+}
+
 void RequestStream::push(TokenEvent ev) {
   {
     std::lock_guard lk(mu_);

@@ -43,6 +43,9 @@ class RequestStream {
   /// Waits up to `timeout` for tokens or the end; moves them out. Returns false on timeout with
   /// nothing new.
   bool take(Update& out, std::chrono::milliseconds timeout);
+  /// Waits up to `timeout` for the end without taking anything; true once the stream has ended
+  /// (stats() is then final).
+  bool wait_done(std::chrono::milliseconds timeout);
   /// Asks the scheduler to drop the sequence (idempotent).
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }

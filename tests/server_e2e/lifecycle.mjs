@@ -18,6 +18,9 @@ const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 1000
     assert.ok(freed, 'slot still in use 5 s after the client left');
     const m = await metrics(base);
     assert.ok(m['mamba_requests_total{outcome="cancelled"}'] >= 1);
+    // The request's log line has the tokens it reached (it logged zeros and no finish before).
+    const line = /route=\/generate_stream prompt_tokens=[1-9]\d* generated_tokens=[1-9]\d* .*finish=cancelled/;
+    assert.ok(await waitFor(async () => line.test(srv.log()), { timeoutMs: 5000 }), `no such log line:\n${srv.log()}`);
   });
 
   await check('non-stream client that leaves: sequence cancelled, slot freed (TGI and OpenAI)', async () => {
