@@ -141,6 +141,10 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
   } else if (fs::is_regular_file(d / "pytorch_model.bin.index.json", ec)) {
     MAMBA_RETURN_IF_ERROR(io::add_sharded(dir, (d / "pytorch_model.bin.index.json").string(), io::add_torch_zip_file, contents));
   } else {
+    for (const fs::path& p : {index, single, torch_bin, d / "pytorch_model.bin.index.json"})
+      if (fs::exists(p, ec))
+        return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: is {}, not a weights file", p.string(),
+                                                                   fs::is_directory(p, ec) ? "a directory" : "not a regular file"));
     return make_error(ErrorCode::kNotFound,
                       fmt::format("{}: no weights found (looked for model.safetensors.index.json, model.safetensors, pytorch_model.bin, "
                                   "pytorch_model.bin.index.json)", dir));

@@ -83,7 +83,7 @@ struct Reader {
     if (v.is_number_integer()) {
       std::int64_t x = v.get<std::int64_t>();
       if (x < 0 || x > kMaxDim) {
-        return make_error(ErrorCode::kInvalidArgument, fmt::format("{} = {}: expected 0 ≤ value ≤ {}", where(key), x, kMaxDim));
+        return make_error(ErrorCode::kInvalidArgument, fmt::format("{} = {}: expected a non-negative integer ≤ {}", where(key), x, kMaxDim));
       }
       return x;
     }

@@ -50,6 +50,9 @@ MappedFile::~MappedFile() {
 }
 
 Result<std::string> read_text_file(const std::string& path) {
+  struct stat dst {};
+  if (::stat(path.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode))
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: is a directory, not a file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     struct stat st {};

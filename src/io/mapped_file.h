@@ -31,7 +31,8 @@ class MappedFile {
   std::string path_;
 };
 
-/// Reads a whole (small) text file, e.g. config.json. Errors: kNotFound, kIo.
+/// Reads a whole (small) text file, e.g. config.json. Errors: kNotFound, kInvalidArgument (a
+/// directory), kIo.
 Result<std::string> read_text_file(const std::string& path);
 
 }  // namespace mamba::io

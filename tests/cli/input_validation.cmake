@@ -71,6 +71,14 @@ expect_error("error: ${WORK}: is a directory, not a regular file" perplexity -m 
 expect_error("error: /no/such/prompt.txt: no such file" run -m /no/such/model -f /no/such/prompt.txt)
 expect_error("error: /no/such/ids: no such file" perplexity -m /no/such/model --ids-file /no/such/ids)
 expect_error("error: the prompt is empty" run -m ${model} -f /dev/null)
+# Bad --prompt-ids are reported before the model loads (the model path is not even looked at).
+expect_error("error: --prompt-ids: '-5'" run -m /no/such/model --prompt-ids -5)
+# A model directory whose config.json or weights file is a directory says so.
+file(MAKE_DIRECTORY ${WORK}/cfgdir/config.json ${WORK}/wdir/model.safetensors)
+file(COPY ${model}/model.safetensors ${model}/tokenizer.json DESTINATION ${WORK}/cfgdir)
+file(COPY ${model}/config.json ${model}/tokenizer.json DESTINATION ${WORK}/wdir)
+expect_error("error: ${WORK}/cfgdir/config.json: is a directory, not a file" run -m ${WORK}/cfgdir -p hi -n 1)
+expect_error("error: ${WORK}/wdir/model.safetensors: is a directory, not a weights file" run -m ${WORK}/wdir -p hi -n 1)
 # An endless stream stops at the 1 GiB limit instead of filling the memory.
 expect_error("error: /dev/zero: more than 1024 MiB of input \\(the limit for prompt and text files\\)" perplexity -m ${model} -f /dev/zero)
 set(prompt "The old man looked at the sea and said")

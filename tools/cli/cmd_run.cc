@@ -3,6 +3,7 @@
 // Default sampling is greedy (deterministic, HF generate's default for these checkpoints, which
 // ship no do_sample in generation_config.json). --temp T samples at temperature T; --top-k,
 // --top-p, --min-p, --typical-p alone turn sampling on at temperature 1 (TGI's rule).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -35,6 +36,12 @@ nlohmann::json logprob_json(float v) {
   return nullptr;  // -inf (an id outside the tokenizer) has no JSON number
 }
 
+/// Whether two descriptors write to the same file or pipe (stdout and stderr into one log).
+bool same_destination(int fd1, int fd2) {
+  struct stat s1 {}, s2 {};
+  return ::fstat(fd1, &s1) == 0 && ::fstat(fd2, &s2) == 0 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino;
+}
+
 void run(const RunArgs& a, CLI::App& cmd) {
   GenerateOptions opts = a.gen;
   opts.max_new_tokens = a.n_predict;
@@ -55,12 +62,18 @@ void run(const RunArgs& a, CLI::App& cmd) {
   for (const std::string& s : opts.stop)
     if (s.empty()) fail("--stop: an empty stop string would stop before the first token");
 
-  // A bad -f is reported before the (slow) model load.
+  // A bad -f or --prompt-ids is reported before the (slow) model load.
   std::string prompt_text;
   if (cmd.count("--file")) {
     auto text = read_text_file(a.prompt_file);
     if (!text.ok()) fail(text.error().message);
     prompt_text = std::move(*text);
+  }
+  std::vector<std::int32_t> prompt;
+  if (cmd.count("--prompt-ids")) {
+    auto ids = parse_ids(a.prompt_ids, "--prompt-ids");
+    if (!ids.ok()) fail(ids.error().message);
+    prompt = std::move(*ids);
   }
 
   auto loaded = load_model_and_tokenizer(a.model, a.threads);
@@ -70,12 +83,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
   std::fprintf(stderr, "model: %s (%s, %lld layers%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),
                static_cast<long long>(model.config().n_layer), tok ? "" : ", no tokenizer");
 
-  std::vector<std::int32_t> prompt;
-  if (cmd.count("--prompt-ids")) {
-    auto ids = parse_ids(a.prompt_ids, "--prompt-ids");
-    if (!ids.ok()) fail(ids.error().message);
-    prompt = std::move(*ids);
-  } else {
+  if (!cmd.count("--prompt-ids")) {
     if (cmd.count("--prompt")) {
       prompt_text = a.prompt;
     } else if (!cmd.count("--file")) {
@@ -147,8 +155,8 @@ void run(const RunArgs& a, CLI::App& cmd) {
     j["finish_reason"] = finish_reason_name(res->finish);
     if (opts.sampling.sampling()) j["seed"] = res->seed;
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-  } else if (isatty(STDOUT_FILENO)) {
-    std::printf("\n");
+  } else if (isatty(STDOUT_FILENO) || same_destination(STDOUT_FILENO, STDERR_FILENO)) {
+    std::printf("\n");  // the stats below start on a line of their own (stdout kept exact when apart)
   }
   std::fflush(stdout);
 
