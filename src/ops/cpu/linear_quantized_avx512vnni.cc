@@ -1,7 +1,8 @@
 // AVX-512 VNNI kernel of the quantized linear (computation defined in quant_kernels.h): the AVX2
 // kernel with each int16 multiply-add fused into its int32 accumulation by vpdpwssd (256-bit,
-// AVX512VL + VNNI), and the 8 group sums of q8 and q4 through byte dot products (below). Same int32 sums, same fp32 order →
-// bitwise equal to every other target.
+// AVX512VL + VNNI), and the 8 group sums of q8 and q4 through byte dot products (below). Same
+// int32 sums, same fp32 order → bitwise equal to every other target.
+
 // GCC 12 reports its own _mm*_undefined_*() helpers (inside the intrinsics headers) as "(maybe)
 // uninitialized" once they are inlined here: a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
