@@ -87,7 +87,9 @@ TEST(ResidentMemory, WeightsAreMappedNotCopied) {
   volatile std::uint64_t keep = sum;
   (void)keep;
   const std::int64_t rss2 = vm_rss_bytes();
-  EXPECT_LT(rss2 - rss0, file_size + file_size / 5 + (4 << 20)) << "file " << file_size << " bytes, resident growth " << (rss2 - rss0);
+  // (A copy would make it ≥ 2×; the slack covers allocator and sanitizer overhead: under ASan the
+  // growth reached 1.34× once.)
+  EXPECT_LT(rss2 - rss0, file_size + file_size / 2 + (4 << 20)) << "file " << file_size << " bytes, resident growth " << (rss2 - rss0);
   EXPECT_GT(rss2 - rss0, file_size / 2) << "pages touched but not resident? growth " << (rss2 - rss0);
 }
 
