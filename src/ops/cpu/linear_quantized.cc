@@ -59,16 +59,17 @@ void pack_rows(const std::int8_t* xq, const std::int8_t* xl, std::int64_t M, std
     const std::int8_t* qh = xq + m * K;
     const std::int8_t* ql = xl + m * K;
     auto X16 = [&](std::int64_t k) { return static_cast<std::int16_t>(256 * qh[k] + ql[k]); };
-    for (std::int64_t g = 0; g < G; ++g) {
-      std::int32_t sum = 0;
-      for (int i = 0; i < kGroup; ++i) sum += X16(g * kGroup + i);
-      xsum[m * G + g] = sum;
-    }
+    if (xsum != nullptr)
+      for (std::int64_t g = 0; g < G; ++g) {
+        std::int32_t sum = 0;
+        for (int i = 0; i < kGroup; ++i) sum += X16(g * kGroup + i);
+        xsum[m * G + g] = sum;
+      }
     if (!q4) {
       for (std::int64_t k = 0; k < K; ++k) x16[m * K + k] = X16(k);
       continue;
     }
-    for (std::int64_t g = 0; g < G; g += 2) {  // xqn / xln: a pair's low nibbles' k, then its high ones'
+    for (std::int64_t g = 0; xqn != nullptr && g < G; g += 2) {  // a pair's low nibbles' k, then its high ones'
       const std::int64_t k0 = g * kGroup;
       if (g + 1 < G) {
         for (int i = 0; i < kGroup; ++i) {
@@ -187,10 +188,12 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   std::int8_t* xl = grow(xl_buf, M * K);
   float* sx = grow(sx_buf, M * G);
   const bool simd = target >= CpuTarget::kAvx2;
+  const bool vnni = target >= CpuTarget::kAvx512 && cpu_has_avx512_vnni();
   std::int16_t* x16 = simd ? grow(x16_buf, M * K) : nullptr;  // x16 for q8, x16n for q4
-  std::int32_t* xsum = simd ? grow(xsum_buf, M * G) : nullptr;
-  std::int8_t* xqn = simd && q4 ? grow(xqn_buf, M * K) : nullptr;
-  std::int8_t* xln = simd && q4 ? grow(xln_buf, M * K) : nullptr;
+  // Only the kernels that read them: xsum (q4, and q8 on VNNI), xqn / xln (q4 on VNNI).
+  std::int32_t* xsum = simd && (q4 || vnni) ? grow(xsum_buf, M * G) : nullptr;
+  std::int8_t* xqn = vnni && q4 ? grow(xqn_buf, M * K) : nullptr;
+  std::int8_t* xln = vnni && q4 ? grow(xln_buf, M * K) : nullptr;
   // Rows are independent: many rows (prefill) are quantized by all threads (else this serial part
   // caps the prefill's thread scaling).
 #pragma omp parallel for schedule(static) num_threads(num_threads()) if (M >= 16 && M * K >= kParallelMinWork / 8)
@@ -198,7 +201,8 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
     if (simd) {
       quant::quantize_rows_avx2(x + m * ldx, ldx, 1, K, xq + m * K, xl + m * K, sx + m * G);
       quant::pack_rows(xq + m * K, xl + m * K, 1, K, q4, q4 ? nullptr : x16 + m * K, q4 ? x16 + m * K : nullptr,
-                       xsum + m * G, q4 ? xqn + m * K : nullptr, q4 ? xln + m * K : nullptr);
+                       xsum != nullptr ? xsum + m * G : nullptr, xqn != nullptr ? xqn + m * K : nullptr,
+                       xln != nullptr ? xln + m * K : nullptr);
     } else {
       quant::quantize_row_ref(x + m * ldx, K, xq + m * K, xl + m * K, sx + m * G);
     }
@@ -206,9 +210,7 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   const quant::PackedX px{simd && !q4 ? x16 : nullptr, simd && q4 ? x16 : nullptr, xsum, xq, xl, xqn, xln};
   // 2–4. Integer dot products and the fixed-order fp32 combination, threads over tasks.
   const quant::DotArgs args{xq, xl, sx, px, M, K, W.data, static_cast<const float*>(W.scales), q4, y, ldy};
-  auto* kernel = target >= CpuTarget::kAvx512 && cpu_has_avx512_vnni() ? &quant::dot_rows_avx512vnni
-                 : target >= CpuTarget::kAvx2                           ? &quant::dot_rows_avx2
-                                                                        : &quant::dot_rows_baseline;
+  auto* kernel = vnni ? &quant::dot_rows_avx512vnni : simd ? &quant::dot_rows_avx2 : &quant::dot_rows_baseline;
   if (M == 1) {
     // Decode: one contiguous range of weight rows per thread (the kernel reads it as three streams).
     const bool par = N * K >= kParallelMinWork && N >= 2 * kRowsPerTask;

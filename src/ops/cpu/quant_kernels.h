@@ -67,7 +67,7 @@ struct PackedX {
 };
 
 /// Fills x16 (q4 = false) or x16n, xqn, xln (q4 = true) and xsum for M rows from xq, xl [M, K]
-/// (layouts above).
+/// (layouts above); xsum, xqn and xln may be nullptr (not filled) when the kernel does not read them.
 void pack_rows(const std::int8_t* xq, const std::int8_t* xl, std::int64_t M, std::int64_t K, bool q4, std::int16_t* x16,
                std::int16_t* x16n, std::int32_t* xsum, std::int8_t* xqn, std::int8_t* xln);
 
