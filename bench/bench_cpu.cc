@@ -304,8 +304,9 @@ mamba::Status bench_model(const Options& o, std::unique_ptr<mamba::Model> model,
   // (a VM may report its host's whole L3: 508 MiB on a 2-core Zen 5 guest whose reads fall to
   // DRAM speed past ~64 MiB): one step's bytes read as the big buffer is.
   const auto step_bytes = static_cast<std::size_t>(cost.step_weight_bytes + 2 * cost.state_bytes);
-  const mb::Bandwidth step_bw = mb::read_bandwidth(step_bytes, threads, 5);
-  if (llc > 0 && static_cast<double>(step_bytes) < static_cast<double>(llc) && step_bw.gbps > kCacheResidentRatio * bw_gbps)
+  const bool within_llc = llc > 0 && step_bytes < llc;  // only then worth measuring
+  const mb::Bandwidth step_bw = within_llc ? mb::read_bandwidth(step_bytes, threads, 5) : mb::Bandwidth{};
+  if (within_llc && step_bw.gbps > kCacheResidentRatio * bw_gbps)
     fmt::print("   note: a b=1 decode step's bytes fit in the {:.0f} MiB last-level cache and read at {:.1f} GB/s ({:.2f}× "
                "the ceiling's buffer), so decode can run from the cache and exceed the memory ceiling: the decode "
                "goals do not measure this model's memory roofline here\n",

@@ -143,8 +143,9 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
   } else {
     for (const fs::path& p : {index, single, torch_bin, d / "pytorch_model.bin.index.json"})
       if (fs::exists(p, ec))
-        return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: is {}, not a weights file", p.string(),
-                                                                   fs::is_directory(p, ec) ? "a directory" : "not a regular file"));
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("{}: {}", p.string(), fs::is_directory(p, ec) ? "is a directory, not a weights file"
+                                                                                    : "is not a regular file"));
     return make_error(ErrorCode::kNotFound,
                       fmt::format("{}: no weights found (looked for model.safetensors.index.json, model.safetensors, pytorch_model.bin, "
                                   "pytorch_model.bin.index.json)", dir));

@@ -6,7 +6,8 @@
 // by scalar FMAs in order, then + bias: the canonical order, whatever the tile.
 //
 // Tiles: a micro-kernel computes MR input rows × NR weight rows (4 × 4 → 16 accumulators; for a
-// single row 1 × 3 rows far apart, or 1 × 8 short rows), loading each x and w vector once per 16-element step.
+// single row 1 × 3 rows far apart, or 1 × 8 short rows), loading each x and w vector once per
+// 16-element step.
 //  - Few rows (decode, M ≤ kDirectMaxRows): the weights are read straight from memory in their
 //    dtype (bf16 widened by vpmovzxwd + vpslld, f16 by vcvtph2ps) one NR-row group at a time, and
 //    every input row runs over that group while it is in L1: each weight byte leaves DRAM once.
