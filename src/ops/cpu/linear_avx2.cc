@@ -142,8 +142,8 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 // the bandwidth, three or more ~95–100%, while adjacent rows interleaved reach ~75%; one row alone
 // is also bound by its two 4-cycle FMA chains), 1 × 1 for the < 3 leftover rows; 1 × 4 for short rows;
 // else 2 × 3.
-constexpr int kNrOneRow = 4, kNrStream = 1, kStreams = 3, kNr = 3, kMr = 2;
-constexpr std::int64_t kStreamMinK = 256;
+constexpr int kNrOneRow = 4, kNrStream = 1, kStreams = 3, kNr = 3, kNrWide = kNr, kMr = 2;
+constexpr std::int64_t kStreamMinK = 256, kWideMinK = 0;  // kNrWide = kNr: one tile width
 
 /// The x row as micro_stream<T> reads it. BF16: every whole 16-element block permuted to
 /// [x0..3, x8..11, x4..7, x12..15] (in `buf`, K floats), the lane order in which vpunpcklwd /

@@ -134,8 +134,9 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
       for (int m = 0; m < MR; ++m) acc[m][n] = _mm512_fmadd_ps(xv[m], wv, acc[m][n]);
     }
   }
-  if constexpr (MR == 4 && NR == 4) {
-    if (K % 16 == 0 && rs == 1) {  // no scalar tail, contiguous outputs: all 16 trees at once
+  if constexpr (MR == 4 && (NR == 4 || NR == 6)) {
+    if (K % 16 == 0 && rs == 1) {  // no scalar tail, contiguous outputs: 16 trees at once
+      const __m512 zero = _mm512_setzero_ps();
       __m512 v[16];
 #pragma GCC unroll 4
       for (int m = 0; m < 4; ++m)
@@ -148,6 +149,26 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
       store(1, _mm512_extractf32x4_ps(r, 1));
       store(2, _mm512_extractf32x4_ps(r, 2));
       store(3, _mm512_extractf32x4_ps(r, 3));
+      if constexpr (NR == 6) {
+        // Columns 4 and 5 as a second 16-tree pass with 8 zero accumulators: lane 4m + n − 4.
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; ++m) {
+          v[m] = acc[m][4];
+          v[4 + m] = acc[m][5];
+          v[8 + m] = zero;
+          v[12 + m] = zero;
+        }
+        const __m512 r2 = tree16x16(v);
+        const __m128 b2 = bias != nullptr ? _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(bias + 4)))
+                                          : _mm_setzero_ps();
+        auto store2 = [&](int m, __m128 q) {
+          _mm_storel_pi(reinterpret_cast<__m64*>(y + m * ldy + 4), bias != nullptr ? _mm_add_ps(q, b2) : q);
+        };
+        store2(0, _mm512_extractf32x4_ps(r2, 0));
+        store2(1, _mm512_extractf32x4_ps(r2, 1));
+        store2(2, _mm512_extractf32x4_ps(r2, 2));
+        store2(3, _mm512_extractf32x4_ps(r2, 3));
+      }
       return;
     }
   }
@@ -161,7 +182,7 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
     }
 }
 
-/// micro<T, mr, nr> for run-time mr ∈ [1, 4], nr ∈ [1, 4] (and nr ≤ 8 when mr = 1).
+/// micro<T, mr, nr> for run-time mr ∈ [1, 4], nr ∈ [1, 6] (and nr ≤ 8 when mr = 1).
 template <WT T>
 void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const void* w, std::int64_t K,
                std::int64_t rs, const float* bias, float* y, std::int64_t ldy) {
@@ -169,9 +190,9 @@ void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const 
   if (mr == MR && nr == NR)                                                         \
     return pf ? micro<T, MR, NR, true>(x, ldx, w, K, rs, bias, y, ldy)              \
               : micro<T, MR, NR, false>(x, ldx, w, K, rs, bias, y, ldy);
-  MAMBA_MICRO(4, 4) MAMBA_MICRO(1, 8) MAMBA_MICRO(4, 3) MAMBA_MICRO(4, 2) MAMBA_MICRO(4, 1)
-  MAMBA_MICRO(3, 4) MAMBA_MICRO(3, 3) MAMBA_MICRO(3, 2) MAMBA_MICRO(3, 1)
-  MAMBA_MICRO(2, 4) MAMBA_MICRO(2, 3) MAMBA_MICRO(2, 2) MAMBA_MICRO(2, 1)
+  MAMBA_MICRO(4, 6) MAMBA_MICRO(4, 4) MAMBA_MICRO(1, 8) MAMBA_MICRO(4, 5) MAMBA_MICRO(4, 3) MAMBA_MICRO(4, 2) MAMBA_MICRO(4, 1)
+  MAMBA_MICRO(3, 6) MAMBA_MICRO(3, 5) MAMBA_MICRO(3, 4) MAMBA_MICRO(3, 3) MAMBA_MICRO(3, 2) MAMBA_MICRO(3, 1)
+  MAMBA_MICRO(2, 6) MAMBA_MICRO(2, 5) MAMBA_MICRO(2, 4) MAMBA_MICRO(2, 3) MAMBA_MICRO(2, 2) MAMBA_MICRO(2, 1)
   MAMBA_MICRO(1, 7) MAMBA_MICRO(1, 6) MAMBA_MICRO(1, 5) MAMBA_MICRO(1, 4) MAMBA_MICRO(1, 3) MAMBA_MICRO(1, 2)
   MAMBA_MICRO(1, 1)
 #undef MAMBA_MICRO
@@ -187,9 +208,12 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 // Tile shapes of the shared driver (linear_tile.inc): M = 1, K ≥ 256 → 1 × 3 weight rows a third
 // of the thread's rows apart (three sequential streams, as the AVX2 target: on Zen 5 the 8 adjacent
 // rows of the 1 × 8 tile read 130m models' decode weights at 158–164 tok/s, three far streams at
-// 209–228), 1 × 1 for the < 3 leftover rows; 1 × 8 for short rows; else 4 × 4.
-constexpr int kNrOneRow = 8, kNrStream = 1, kStreams = 3, kNr = 4, kMr = 4;
-constexpr std::int64_t kStreamMinK = 256;
+// 209–228), 1 × 1 for the < 3 leftover rows; 1 × 8 for short rows; else 4 × 6 for rows of
+// K ≥ kWideMinK (24 accumulators: each x vector loaded from L2 serves 6 weight rows held in L1, not
+// 4; +8–10% on the prefill in_proj / out_proj shapes on Zen 5) and 4 × 4 for shorter rows (dt_proj,
+// K = 48: there the epilogue dominates and the 4 × 4 tile's single 16-tree pass wins).
+constexpr int kNrOneRow = 8, kNrStream = 1, kStreams = 3, kNr = 4, kNrWide = 6, kMr = 4;
+constexpr std::int64_t kStreamMinK = 256, kWideMinK = 256;
 
 /// The stream path of the shared driver reads x as it is (vpmovzxwd widens bf16 in k order).
 template <WT T> const float* stream_x(const float* x, std::int64_t, float*) { return x; }
