@@ -196,6 +196,28 @@ TEST(SelectiveScanKernel, BatchEqualsPerSequenceForAnyThreadCount) {
   });
 }
 
+TEST(SelectiveScanKernel, DecodeChannelAloneEqualsChannelInABlock) {
+  // One token, d_state 16: the AVX-512 target runs 16 channels at a time with their row sums
+  // reduced together (hsum16x16), the others one or four at a time; a channel's y and state must
+  // not depend on which path took it (bitwise), on every target.
+  std::mt19937 rng(13);
+  const ScanData d(1, 37, 16, rng);  // 37 channels: two blocks of 16, then 4 + 1
+  for_each_target([&] {
+    auto h = d.h0;
+    std::vector<float> y(d.ld);
+    ops::selective_scan(d.args(h.data(), y.data(), true, true));
+    for (std::int64_t e = 0; e < d.E; ++e) {
+      std::vector<float> h1(d.h0.begin() + e * d.N, d.h0.begin() + (e + 1) * d.N), y1(1);
+      ops::SelectiveScanArgs one = d.args(h1.data(), y1.data(), true, true);
+      one.E = 1;
+      one.u += e; one.dt += e; one.A += e * d.N; one.D += e; one.z += e;
+      ops::selective_scan(one);
+      EXPECT_EQ(0, std::memcmp(&y1[0], &y[std::size_t(e)], sizeof(float))) << "channel " << e << ": " << y1[0] << " vs " << y[std::size_t(e)];
+      EXPECT_EQ(0, std::memcmp(h1.data(), h.data() + e * d.N, sizeof(float) * std::size_t(d.N))) << "channel " << e;
+    }
+  });
+}
+
 TEST(Conv1dKernel, MatchesReferenceAndBatchIsBitwisePerSequence) {
   std::mt19937 rng(11);
   // Every conv width the decode kernel specialises (d_conv 2–4) and one it runs generically.
