@@ -25,9 +25,8 @@ std::vector<std::int32_t> random_ids(const Model& model, int n, unsigned seed) {
   return ids;
 }
 
-std::int32_t argmax(const float* row, std::int64_t n) {
-  return static_cast<std::int32_t>(std::max_element(row, row + n) - row);
-}
+/// Greedy pick as the engine's sampler makes it (ops::argmax).
+std::int32_t argmax(const float* row, std::int64_t n) { return static_cast<std::int32_t>(ops::argmax(row, n)); }
 
 }  // namespace
 

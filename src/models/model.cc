@@ -210,11 +210,10 @@ Status MambaModel::forward(std::span<const std::int32_t> tokens, std::span<const
   const std::int64_t n_out = T - logits_row0;
   ops::rms_norm(h + logits_row0 * d, d, n_out, d, norm_f_.data(), eps, x, d);
   ops::linear(x, d, n_out, weights_.lm_head, TensorView(), logits, V);
-  for (std::int64_t i = 0; i < n_out * V; ++i)
-    if (!std::isfinite(logits[i]))
-      return make_error(ErrorCode::kNumerical,
-                        fmt::format("non-finite logit {} at row {}, id {} (weights or activations overflowed)",
-                                    logits[i], logits_row0 + i / V, i % V));
+  if (const std::int64_t i = ops::find_non_finite(logits, n_out * V); i >= 0)
+    return make_error(ErrorCode::kNumerical,
+                      fmt::format("non-finite logit {} at row {}, id {} (weights or activations overflowed)",
+                                  logits[i], logits_row0 + i / V, i % V));
   return {};
 }
 

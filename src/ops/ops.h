@@ -95,6 +95,16 @@ void silu_mul(const float* z, std::int64_t ldz, const float* x, std::int64_t ldx
 /// h[i] += x[i], i < n (the fp32 residual add).
 void add_inplace(float* h, const float* x, std::int64_t n);
 
+/// Index of the first element of x[0, n) that is NaN or ±inf, or −1 when every one is finite (the
+/// model's logits check). One vectorised pass; the element-wise search runs only inside the block of
+/// kScanBlock elements that holds the first such value.
+std::int64_t find_non_finite(const float* x, std::int64_t n);
+
+/// Index of the first maximal element of x[0, n), n ≥ 1 (greedy decoding; ties → the lowest index,
+/// as torch.argmax). x must hold no NaN (−inf is fine: all −inf → 0). One vectorised pass over
+/// block maxima, then an element-wise search inside the first block that holds the maximum.
+std::int64_t argmax(const float* x, std::int64_t n);
+
 /// Mamba-1 selective scan over L tokens of one sequence (Gu & Dao 2023, Alg. 2; mamba-math.md):
 ///   h_t = exp(Δ_t ⊙ A) ⊙ h_{t−1} + (Δ_t ⊙ u_t) ⊗ B_t ;  y_t = (h_t · C_t + D ⊙ u_t) ⊙ silu(z_t).
 struct SelectiveScanArgs {

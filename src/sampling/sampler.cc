@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "mamba/sampling.h"
+#include "ops/ops.h"
 
 namespace mamba {
 namespace {
@@ -61,14 +62,16 @@ void Sampler::observe(std::int32_t id) {
 Result<std::int32_t> Sampler::sample(std::span<float> logits) {
   const std::int64_t n = std::min<std::int64_t>(vocab_limit_, static_cast<std::int64_t>(logits.size()));
   if (n <= 0) return make_error(ErrorCode::kInvalidArgument, "sampler: empty logits row");
-  bool any_finite = false;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float v = logits[i];
-    if (std::isnan(v) || v == std::numeric_limits<float>::infinity())
-      return make_error(ErrorCode::kNumerical, fmt::format("sampler: logit of id {} is {} (model output is not finite)", i, v));
-    any_finite |= std::isfinite(v);
+  if (ops::find_non_finite(logits.data(), n) >= 0) {  // rare: tell −inf (allowed) from NaN / +inf
+    bool any_finite = false;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float v = logits[i];
+      if (std::isnan(v) || v == std::numeric_limits<float>::infinity())
+        return make_error(ErrorCode::kNumerical, fmt::format("sampler: logit of id {} is {} (model output is not finite)", i, v));
+      any_finite |= std::isfinite(v);
+    }
+    if (!any_finite) return make_error(ErrorCode::kNumerical, "sampler: every logit is -inf");
   }
-  if (!any_finite) return make_error(ErrorCode::kNumerical, "sampler: every logit is -inf");
   for (std::size_t i = static_cast<std::size_t>(n); i < logits.size(); ++i) logits[i] = kNegInf;  // padded rows
 
   // RepetitionPenaltyLogitsProcessor: tokens seen in the context (prompt + generated).
@@ -85,12 +88,7 @@ Result<std::int32_t> Sampler::sample(std::span<float> logits) {
     }
   }
 
-  if (!p_.sampling()) {  // greedy: first maximal id, as torch.argmax
-    std::int64_t best = 0;
-    for (std::int64_t i = 1; i < n; ++i)
-      if (logits[i] > logits[best]) best = i;
-    return static_cast<std::int32_t>(best);
-  }
+  if (!p_.sampling()) return static_cast<std::int32_t>(ops::argmax(logits.data(), n));  // first maximal id
 
   // TemperatureLogitsWarper.
   if (p_.temperature != 1.0f)

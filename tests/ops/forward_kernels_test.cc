@@ -404,5 +404,46 @@ TEST(GatedRmsNormKernel, MatchesReferenceOnEveryTarget) {
   }
 }
 
+TEST(LogitsScan, ArgmaxIsTheFirstMaximalIndexLikeAPlainLoop) {
+  std::mt19937 rng(17);
+  const auto plain = [](const std::vector<float>& x) {
+    std::int64_t best = 0;
+    for (std::int64_t i = 1; i < std::int64_t(x.size()); ++i)
+      if (x[std::size_t(i)] > x[std::size_t(best)]) best = i;
+    return best;
+  };
+  for (std::int64_t n : {1, 7, 1023, 1024, 1025, 50280}) {
+    std::vector<float> x = random_vec(n, rng, -30.0f, 30.0f);
+    EXPECT_EQ(ops::argmax(x.data(), n), plain(x)) << "n " << n;
+    // The maximum twice, in two blocks and then inside one: the first one wins.
+    for (auto [a, b] : {std::pair<std::int64_t, std::int64_t>{n / 3, n - 1}, {n - 2, n - 1}, {0, n / 2}}) {
+      if (a < 0 || a >= b) continue;
+      std::vector<float> y = x;
+      y[std::size_t(a)] = y[std::size_t(b)] = 99.0f;
+      EXPECT_EQ(ops::argmax(y.data(), n), a) << "n " << n << ", maxima at " << a << " and " << b;
+    }
+    std::vector<float> ninf(std::size_t(n), -std::numeric_limits<float>::infinity());
+    EXPECT_EQ(ops::argmax(ninf.data(), n), 0) << "all -inf, n " << n;
+    ninf[std::size_t(n - 1)] = -1e30f;
+    EXPECT_EQ(ops::argmax(ninf.data(), n), n - 1) << "one finite at the end, n " << n;
+  }
+}
+
+TEST(LogitsScan, FindNonFiniteReturnsTheFirstNanOrInf) {
+  std::mt19937 rng(19);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::int64_t n : {1, 1024, 1025, 5000}) {
+    std::vector<float> x = random_vec(n, rng, -1e30f, 1e30f);
+    EXPECT_EQ(ops::find_non_finite(x.data(), n), -1) << "n " << n;
+    for (float bad : {nan, inf, -inf})
+      for (std::int64_t at : {std::int64_t(0), n / 2, n - 1}) {
+        std::vector<float> y = x;
+        y[std::size_t(at)] = bad;
+        if (at + 1 < n) y[std::size_t(n - 1)] = nan;  // a later one must not win
+        EXPECT_EQ(ops::find_non_finite(y.data(), n), at) << "n " << n << ", " << bad << " at " << at;
+      }
+  }
+}
+
 }  // namespace
 }  // namespace mamba
