@@ -127,6 +127,25 @@ TEST(Gemm, MatchesDoubleOnOddShapes) {
   }
 }
 
+TEST(Gemm, ColumnsDoNotDependOnTheTileWidth) {
+  // 64 columns go through the AVX-512 target's 6 × 4-vector tile, 32 through the 6 × 2-vector one:
+  // every C element must be the same FMA chain over k (bitwise), on every target.
+  std::mt19937 rng(23);
+  for (auto [M, K] : {std::pair<std::int64_t, std::int64_t>{16, 128}, {5, 64}, {13, 7}}) {
+    const std::int64_t ldc = 64 + 3;
+    auto A = random_vec(M * K, rng), B = random_vec(K * 64, rng), C0 = random_vec(M * ldc, rng);
+    for_each_target([&] {
+      for (bool acc : {false, true}) {
+        auto wide = C0, narrow = C0;
+        ops::cpu::cpu_kernels().gemm(M, 64, K, A.data(), K, B.data(), 64, wide.data(), ldc, acc);
+        for (std::int64_t j0 : {0, 32})
+          ops::cpu::cpu_kernels().gemm(M, 32, K, A.data(), K, B.data() + j0, 64, narrow.data() + j0, ldc, acc);
+        EXPECT_TRUE(bitwise_equal(wide, narrow)) << M << "x64x" << K << (acc ? " accumulate" : "");
+      }
+    });
+  }
+}
+
 struct ScanData {
   std::int64_t L, E, N, ld, ldbc;
   std::vector<float> u, z, dt, A, B, C, D, h0;
