@@ -1,8 +1,8 @@
 // The largest CPU thread count a model accepts (LoadOptions::threads, `mamba-cli -t`).
 //
 // Far more threads than cores only slows compute down (30000 threads: 0.2 tokens/s) and, past
-// what the OS lets one process create, crashes the OpenMP runtime; 1024 is above any current
-// machine's hardware threads (bench_cpu's --threads allows up to 4096 for experiments).
+// what the OS lets one process create, crashed the OpenMP runtime the CPU backend first used; 1024
+// is above any current machine's hardware threads (bench_cpu's --threads allows up to 4096).
 #pragma once
 
 #include <cstdint>

@@ -17,7 +17,7 @@
 // Symbols: d = d_model, E = d_inner, N = d_state, K = d_conv, R = dt_rank, H = n_heads,
 // P = head_dim, G = n_groups, Q = chunk_size, C = conv channels, V = padded vocab.
 //
-// These functions are the CPU backend (src/ops/cpu/, OpenMP-threaded). src/ops/ref/ref_ops.h
+// These functions are the CPU backend (src/ops/cpu/, threaded by its pool, cpu/thread_pool.h). src/ops/ref/ref_ops.h
 // declares the same ops as plain loops in namespace mamba::ops::ref: the oracle for parity tests.
 #pragma once
 

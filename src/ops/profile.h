@@ -2,7 +2,7 @@
 //
 // Off by default: then a ProfileScope costs one relaxed atomic load. When on, each public op
 // (ops.h) adds its wall time and one call to its OpKind's totals. Ops are called from one thread at
-// a time (the model's), so the totals are plain sums; times include the op's OpenMP region.
+// a time (the model's), so the totals are plain sums; times include the op's parallel region.
 #pragma once
 
 #include <array>

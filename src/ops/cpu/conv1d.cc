@@ -6,6 +6,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/thread_pool.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
 
@@ -30,12 +31,13 @@ void conv1d_silu_batch(std::span<const Conv1dSeq> seqs, std::int64_t ldx, std::i
     // K−1 state moves from memory the weight stream has evicted, so ≥ kDecodeParallelChannels
     // channels (one token of a 1536-channel layer) pay for a parallel region.
     const std::int64_t blocks = (C + kDecodeChannels - 1) / kDecodeChannels, n_items = n_seq * blocks;
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (n_seq * C >= kDecodeParallelChannels && n_items > 1)
-    for (std::int64_t i = 0; i < n_items; ++i) {
-      const Conv1dSeq& s = seqs[std::size_t(i / blocks)];
-      const std::int64_t c0 = (i % blocks) * kDecodeChannels, c1 = c0 + kDecodeChannels < C ? c0 + kDecodeChannels : C;
-      k.conv1d_silu_step(s.x, c0, c1, C, K, wT, bias, s.conv_state, s.y);
-    }
+    cpu::parallel_for(n_items, n_seq * C >= kDecodeParallelChannels, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i) {
+        const Conv1dSeq& s = seqs[std::size_t(i / blocks)];
+        const std::int64_t c0 = (i % blocks) * kDecodeChannels, c1 = c0 + kDecodeChannels < C ? c0 + kDecodeChannels : C;
+        k.conv1d_silu_step(s.x, c0, c1, C, K, wT, bias, s.conv_state, s.y);
+      }
+    });
     return;
   }
   // Old states transposed, [n_seq][S, C] (the states are overwritten below).
@@ -57,14 +59,15 @@ void conv1d_silu_batch(std::span<const Conv1dSeq> seqs, std::int64_t ldx, std::i
   first[std::size_t(n_seq)] = items;
   const float* stTp = stT.data();
   const std::int64_t* firstp = first.data();
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (work >= cpu::kParallelMinWork && items > 1)
-  for (std::int64_t i = 0; i < items; ++i) {
-    std::int64_t q = 0;
-    while (firstp[q + 1] <= i) ++q;
-    const Conv1dSeq& s = seqs[std::size_t(q)];
-    const std::int64_t t0 = (i - firstp[q]) * kRowBlock, t1 = t0 + kRowBlock < s.L ? t0 + kRowBlock : s.L;
-    k.conv1d_silu_rows(s.x, ldx, t0, t1, 0, C, C, K, wT, bias, stTp + q * S * C, s.y);
-  }
+  cpu::parallel_for(items, work >= cpu::kParallelMinWork, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) {
+      std::int64_t q = 0;
+      while (firstp[q + 1] <= i) ++q;
+      const Conv1dSeq& s = seqs[std::size_t(q)];
+      const std::int64_t t0 = (i - firstp[q]) * kRowBlock, t1 = t0 + kRowBlock < s.L ? t0 + kRowBlock : s.L;
+      k.conv1d_silu_rows(s.x, ldx, t0, t1, 0, C, C, K, wT, bias, stTp + q * S * C, s.y);
+    }
+  });
   // New conv_state = last S entries of (conv_state ++ x): entry j is window index L + j.
   for (const Conv1dSeq& s : seqs)
     for (std::int64_t c = 0; c < C; ++c)

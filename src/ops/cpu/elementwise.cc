@@ -3,6 +3,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/thread_pool.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
 
@@ -12,16 +13,18 @@ void softplus_clamp(float* dt, std::int64_t lddt, std::int64_t M, std::int64_t n
                     float hi) {
   const ProfileScope profile(OpKind::kElementwise);
   const cpu::Kernels& k = cpu::cpu_kernels();
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * n * 16 >= cpu::kParallelMinWork && M > 1)
-  for (std::int64_t m = 0; m < M; ++m) k.softplus_clamp_row(dt + m * lddt, bias, n, lo, hi);
+  cpu::parallel_for(M, M * n * 16 >= cpu::kParallelMinWork, [&](std::int64_t m0, std::int64_t m1) {
+    for (std::int64_t m = m0; m < m1; ++m) k.softplus_clamp_row(dt + m * lddt, bias, n, lo, hi);
+  });
 }
 
 void silu_mul(const float* z, std::int64_t ldz, const float* x, std::int64_t ldx, std::int64_t M, std::int64_t n,
               float* out, std::int64_t ldo) {
   const ProfileScope profile(OpKind::kElementwise);
   const cpu::Kernels& k = cpu::cpu_kernels();
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * n * 8 >= cpu::kParallelMinWork && M > 1)
-  for (std::int64_t m = 0; m < M; ++m) k.silu_mul_row(z + m * ldz, x + m * ldx, out + m * ldo, n);
+  cpu::parallel_for(M, M * n * 8 >= cpu::kParallelMinWork, [&](std::int64_t m0, std::int64_t m1) {
+    for (std::int64_t m = m0; m < m1; ++m) k.silu_mul_row(z + m * ldz, x + m * ldx, out + m * ldo, n);
+  });
 }
 
 void add_inplace(float* h, const float* x, std::int64_t n) {

@@ -4,8 +4,6 @@
 // contiguous rectangles and runs the current target's tile kernel (linear_kernels.h) on each. Every
 // target computes each output in the canonical order of linear_canonical.h, so results do not depend
 // on the target, on M, on the other rows or on the split (batch invariance).
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -14,6 +12,7 @@
 #include "ops/cpu/linear_kernels.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/quantized.h"
+#include "ops/cpu/thread_pool.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
 
@@ -79,9 +78,8 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
   // (each weight row is then read by one thread only) unless there are too few of them (x_proj,
   // N = 80, in prefill): then split the input rows.
   const bool split_n = N >= 64 * std::int64_t(T) || M < 4 * std::int64_t(T);
-#pragma omp parallel num_threads(T)
-  {
-    const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+  cpu::parallel_region(T, [&](int ti, int nti) {
+    const std::int64_t t = ti, nt = nti;
     if (split_n) {
       const std::int64_t quanta = (N + kRowQuantum - 1) / kRowQuantum;
       const std::int64_t n0 = std::min(N, quanta * t / nt * kRowQuantum);
@@ -90,7 +88,7 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
     } else {
       run_tile(p, M * t / nt, M * (t + 1) / nt, 0, N);
     }
-  }
+  });
 }
 
 void embedding(const TensorView& table, std::span<const std::int32_t> ids, float* out) {

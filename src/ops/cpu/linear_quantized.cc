@@ -5,8 +5,7 @@
 // (blocks of kRowsPerTask weight rows) × (blocks of kMPerTask input rows);
 // within a task each weight row's codes are read from memory once and reused from L1 for every
 // input row of the block, so decode (M ≤ 64) streams the weights once per call and prefill keeps a
-// weight block in cache while its input rows pass. Threads take whole tasks (OpenMP, static).
-#include <omp.h>
+// weight block in cache while its input rows pass. Threads take whole tasks (parallel_for, static).
 
 #include <algorithm>
 #include <cfloat>
@@ -18,6 +17,7 @@
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/quant_kernels.h"
 #include "ops/cpu/quantized.h"
+#include "ops/cpu/thread_pool.h"
 #include "ops/ops.h"
 
 namespace mamba::ops::cpu {
@@ -196,17 +196,18 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   std::int8_t* xln = vnni && q4 ? grow(xln_buf, M * K) : nullptr;
   // Rows are independent: many rows (prefill) are quantized by all threads (else this serial part
   // caps the prefill's thread scaling).
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M >= 16 && M * K >= kParallelMinWork / 8)
-  for (std::int64_t m = 0; m < M; ++m) {
-    if (simd) {
-      quant::quantize_rows_avx2(x + m * ldx, ldx, 1, K, xq + m * K, xl + m * K, sx + m * G);
-      quant::pack_rows(xq + m * K, xl + m * K, 1, K, q4, q4 ? nullptr : x16 + m * K, q4 ? x16 + m * K : nullptr,
-                       xsum != nullptr ? xsum + m * G : nullptr, xqn != nullptr ? xqn + m * K : nullptr,
-                       xln != nullptr ? xln + m * K : nullptr);
-    } else {
-      quant::quantize_row_ref(x + m * ldx, K, xq + m * K, xl + m * K, sx + m * G);
+  cpu::parallel_for(M, M >= 16 && M * K >= kParallelMinWork / 8, [&](std::int64_t m0, std::int64_t m1) {
+    for (std::int64_t m = m0; m < m1; ++m) {
+      if (simd) {
+        quant::quantize_rows_avx2(x + m * ldx, ldx, 1, K, xq + m * K, xl + m * K, sx + m * G);
+        quant::pack_rows(xq + m * K, xl + m * K, 1, K, q4, q4 ? nullptr : x16 + m * K, q4 ? x16 + m * K : nullptr,
+                         xsum != nullptr ? xsum + m * G : nullptr, xqn != nullptr ? xqn + m * K : nullptr,
+                         xln != nullptr ? xln + m * K : nullptr);
+      } else {
+        quant::quantize_row_ref(x + m * ldx, K, xq + m * K, xl + m * K, sx + m * G);
+      }
     }
-  }
+  });
   const quant::PackedX px{simd && !q4 ? x16 : nullptr, simd && q4 ? x16 : nullptr, xsum, xq, xl, xqn, xln};
   // 2–4. Integer dot products and the fixed-order fp32 combination, threads over tasks.
   const quant::DotArgs args{xq, xl, sx, px, M, K, W.data, static_cast<const float*>(W.scales), q4, y, ldy};
@@ -214,30 +215,28 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   if (M == 1) {
     // Decode: one contiguous range of weight rows per thread (the kernel reads it as three streams).
     const bool par = N * K >= kParallelMinWork && N >= 2 * kRowsPerTask;
-#pragma omp parallel num_threads(num_threads()) if (par)
-    {
-      const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const std::int64_t n0 = N * t / nt, n1 = N * (t + 1) / nt;
+    cpu::parallel_for(N, par, [&](std::int64_t n0, std::int64_t n1) {
       kernel(args, 0, 1, n0, n1);
       if (!bias.empty())
         for (std::int64_t n = n0; n < n1; ++n) y[n] += bias_at(bias, n);
-    }
+    });
     return;
   }
   const std::int64_t n_blocks = (N + kRowsPerTask - 1) / kRowsPerTask, m_blocks = (M + kMPerTask - 1) / kMPerTask;
   const std::int64_t n_tasks = n_blocks * m_blocks;
   const bool parallel = M * N * K >= kParallelMinWork && n_tasks > 1;
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (parallel)
-  for (std::int64_t t = 0; t < n_tasks; ++t) {
-    const std::int64_t nb = t % n_blocks, mb = t / n_blocks;
-    const std::int64_t n0 = nb * kRowsPerTask, n1 = std::min(N, n0 + kRowsPerTask);
-    const std::int64_t m0 = mb * kMPerTask, m1 = std::min(M, m0 + kMPerTask);
-    kernel(args, m0, m1, n0, n1);
-    // 5. Bias.
-    if (!bias.empty())
-      for (std::int64_t m = m0; m < m1; ++m)
-        for (std::int64_t n = n0; n < n1; ++n) y[m * ldy + n] += bias_at(bias, n);
-  }
+  cpu::parallel_for(n_tasks, parallel, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t nb = t % n_blocks, mb = t / n_blocks;
+      const std::int64_t n0 = nb * kRowsPerTask, n1 = std::min(N, n0 + kRowsPerTask);
+      const std::int64_t m0 = mb * kMPerTask, m1 = std::min(M, m0 + kMPerTask);
+      kernel(args, m0, m1, n0, n1);
+      // 5. Bias.
+      if (!bias.empty())
+        for (std::int64_t m = m0; m < m1; ++m)
+          for (std::int64_t n = n0; n < n1; ++n) y[m * ldy + n] += bias_at(bias, n);
+    }
+  });
 }
 
 void embedding_quantized(const TensorView& table, std::span<const std::int32_t> ids, float* out) {

@@ -4,6 +4,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/thread_pool.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
 
@@ -13,19 +14,20 @@ void rms_norm(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t D, 
               float* y, std::int64_t ldy) {
   const ProfileScope profile(OpKind::kNorm);
   const cpu::Kernels& k = cpu::cpu_kernels();
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * D * 4 >= cpu::kParallelMinWork && M > 1)
-  for (std::int64_t m = 0; m < M; ++m) {
-    const float* xm = x + m * ldx;
-    float* ym = y + m * ldy;
-    const double ss = k.sumsq_row(xm, D);
-    // HF: hidden * torch.rsqrt(variance + eps), in fp32.
-    const float r = 1.0f / std::sqrt(float(ss / double(D)) + eps);
-    if (w) {
-      for (std::int64_t i = 0; i < D; ++i) ym[i] = w[i] * (xm[i] * r);
-    } else {
-      for (std::int64_t i = 0; i < D; ++i) ym[i] = xm[i] * r;
+  cpu::parallel_for(M, M * D * 4 >= cpu::kParallelMinWork, [&](std::int64_t m0, std::int64_t m1) {
+    for (std::int64_t m = m0; m < m1; ++m) {
+      const float* xm = x + m * ldx;
+      float* ym = y + m * ldy;
+      const double ss = k.sumsq_row(xm, D);
+      // HF: hidden * torch.rsqrt(variance + eps), in fp32.
+      const float r = 1.0f / std::sqrt(float(ss / double(D)) + eps);
+      if (w) {
+        for (std::int64_t i = 0; i < D; ++i) ym[i] = w[i] * (xm[i] * r);
+      } else {
+        for (std::int64_t i = 0; i < D; ++i) ym[i] = xm[i] * r;
+      }
     }
-  }
+  });
 }
 
 void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz, std::int64_t M,
@@ -33,18 +35,19 @@ void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz
   const ProfileScope profile(OpKind::kNorm);
   const std::int64_t gs = E / G;
   const cpu::Kernels& k = cpu::cpu_kernels();
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (M * E * 8 >= cpu::kParallelMinWork && M > 1)
-  for (std::int64_t m = 0; m < M; ++m) {
-    float* ym = y + m * ldy;
-    const float* zm = z + m * ldz;
-    k.silu_mul_row(zm, ym, ym, E);  // v = y · silu(z)
-    for (std::int64_t g = 0; g < G; ++g) {
-      float* v = ym + g * gs;
-      const double ss = k.sumsq_row(v, gs);
-      const float r = 1.0f / std::sqrt(float(ss / double(gs)) + eps);
-      for (std::int64_t i = 0; i < gs; ++i) v[i] = w[g * gs + i] * (v[i] * r);
+  cpu::parallel_for(M, M * E * 8 >= cpu::kParallelMinWork, [&](std::int64_t m0, std::int64_t m1) {
+    for (std::int64_t m = m0; m < m1; ++m) {
+      float* ym = y + m * ldy;
+      const float* zm = z + m * ldz;
+      k.silu_mul_row(zm, ym, ym, E);  // v = y · silu(z)
+      for (std::int64_t g = 0; g < G; ++g) {
+        float* v = ym + g * gs;
+        const double ss = k.sumsq_row(v, gs);
+        const float r = 1.0f / std::sqrt(float(ss / double(gs)) + eps);
+        for (std::int64_t i = 0; i < gs; ++i) v[i] = w[g * gs + i] * (v[i] * r);
+      }
     }
-  }
+  });
 }
 
 }  // namespace mamba::ops

@@ -6,6 +6,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/thread_pool.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
 
@@ -28,14 +29,15 @@ void selective_scan_batch(std::span<const SelectiveScanArgs> seqs) {
   for (const SelectiveScanArgs& a : seqs) work += a.L * E * N;
   // Each (channel, state) step costs an exp (~20 flops), so a decode token (E·N ≈ 25K) already
   // pays for a parallel region.
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (work * 8 >= cpu::kParallelMinWork && items > 1)
-  for (std::int64_t i = 0; i < items; ++i) {
+  cpu::parallel_for(items, work * 8 >= cpu::kParallelMinWork, [&](std::int64_t i0, std::int64_t i1) {
     static thread_local std::vector<float> scratch;
     if (scratch.size() < static_cast<std::size_t>(2 * N * k.lanes)) scratch.resize(static_cast<std::size_t>(2 * N * k.lanes));
-    const SelectiveScanArgs& a = seqs[static_cast<std::size_t>(i / blocks)];
-    const std::int64_t e0 = (i % blocks) * kChannelBlock, e1 = e0 + kChannelBlock < E ? e0 + kChannelBlock : E;
-    k.scan_channels(a, e0, e1, scratch.data());
-  }
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const SelectiveScanArgs& a = seqs[static_cast<std::size_t>(i / blocks)];
+      const std::int64_t e0 = (i % blocks) * kChannelBlock, e1 = e0 + kChannelBlock < E ? e0 + kChannelBlock : E;
+      k.scan_channels(a, e0, e1, scratch.data());
+    }
+  });
 }
 
 void selective_scan(const SelectiveScanArgs& a) { selective_scan_batch({&a, 1}); }

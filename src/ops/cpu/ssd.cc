@@ -15,7 +15,7 @@
 //   y[i]    = exp(S_i) · (C_i · h_{c−1}ᵀ) + D·x_i           Y_off  = C · hᵀ (GEMM), scaled per row
 //           + Σ_{j≤i} W[i, j] · x_j                         Y_diag = W · X (GEMM over causal strips)
 //   h_c     = exp(S_last) · h_{c−1} + (X ∘ w)ᵀ · B,  w_j = exp(S_last − S_j) · Δ_j   (GEMM)
-// Threads: one region per call; Bᵀ, then CB per (chunk, group, row strip), then the heads in
+// Threads: three regions per call; Bᵀ, then CB per (chunk, group, row strip), then the heads in
 // parallel, each over all chunks. Every element is computed by the same operations whatever the
 // thread count.
 #include <algorithm>
@@ -25,6 +25,7 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/thread_pool.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
 
@@ -154,18 +155,17 @@ void ssd(const SsdArgs& a) {
   float* CB = grow(CB_buf, n_chunks * G * cb_size);  // [chunk][G][Lc, Lc] C·Bᵀ (lower strips)
   const std::int64_t* st = starts.data();
   std::int64_t max_strips = (q + kStrip - 1) / kStrip;
-  // Three phases, one region, two barriers: Bᵀ; C·Bᵀ per (chunk, group, strip); then each head
+  // Three phases, each split over the threads: Bᵀ; C·Bᵀ per (chunk, group, strip); then each head
   // walks all chunks in order with its state transposed in its thread's cache.
-#pragma omp parallel num_threads(num_threads()) if (parallel)
-  {
-#pragma omp for schedule(static)
-    for (std::int64_t gt = 0; gt < G * L; ++gt) {
+  cpu::parallel_for(G * L, parallel, [&](std::int64_t gt0, std::int64_t gt1) {
+    for (std::int64_t gt = gt0; gt < gt1; ++gt) {
       const std::int64_t g = gt / L, t = gt % L;
       const float* Bt_src = a.B + t * a.ldb + g * N;
       for (std::int64_t n = 0; n < N; ++n) Bt[(g * N + n) * L + t] = Bt_src[n];
     }
-#pragma omp for schedule(static)
-    for (std::int64_t item = 0; item < n_chunks * G * max_strips; ++item) {
+  });
+  cpu::parallel_for(n_chunks * G * max_strips, parallel, [&](std::int64_t item0, std::int64_t item1) {
+    for (std::int64_t item = item0; item < item1; ++item) {
       const std::int64_t c = item / (G * max_strips), g = item / max_strips % G, s_i = item % max_strips;
       const std::int64_t t0 = st[c], Lc = st[c + 1] - t0, i0 = s_i * kStrip;
       if (i0 >= Lc) continue;
@@ -173,10 +173,11 @@ void ssd(const SsdArgs& a) {
       k.gemm(i1 - i0, i1, N, a.C + (t0 + i0) * a.ldc + g * N, a.ldc, Bt + g * N * L + t0, L,
              CB + (c * G + g) * cb_size + i0 * Lc, Lc, false);
     }
-#pragma omp for schedule(static)
-    for (std::int64_t head = 0; head < H; ++head) {
-      static thread_local std::vector<float> hT_buf;
-      float* hT = grow(hT_buf, per_head);  // [N, P] this head's state, transposed
+  });
+  cpu::parallel_for(H, parallel, [&](std::int64_t head0, std::int64_t head1) {
+    static thread_local std::vector<float> hT_buf;
+    float* hT = grow(hT_buf, per_head);  // [N, P] this head's state, transposed
+    for (std::int64_t head = head0; head < head1; ++head) {
       float* h = a.ssm_state + head * per_head;
       transpose_state(h, hT, P, N, true);
       for (std::int64_t c = 0; c < n_chunks; ++c) {
@@ -189,7 +190,7 @@ void ssd(const SsdArgs& a) {
       }
       transpose_state(h, hT, P, N, false);
     }
-  }
+  });
 }
 
 void ssd_batch(std::span<const SsdArgs> seqs) {
@@ -204,12 +205,13 @@ void ssd_batch(std::span<const SsdArgs> seqs) {
   const cpu::Kernels& k = cpu::cpu_kernels();
   const std::int64_t H = seqs[0].H, items = H * static_cast<std::int64_t>(seqs.size());
   const bool parallel = items * seqs[0].P * seqs[0].N >= cpu::kParallelMinWork && items > 1;
-#pragma omp parallel for schedule(static) num_threads(num_threads()) if (parallel)
-  for (std::int64_t i = 0; i < items; ++i) {
-    const SsdArgs& a = seqs[static_cast<std::size_t>(i / H)];
-    step_head(k, a, i % H, 0);
-    copy_chunk_state(a, 0, i % H);
-  }
+  cpu::parallel_for(items, parallel, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const SsdArgs& a = seqs[static_cast<std::size_t>(i / H)];
+      step_head(k, a, i % H, 0);
+      copy_chunk_state(a, 0, i % H);
+    }
+  });
 }
 
 }  // namespace mamba::ops

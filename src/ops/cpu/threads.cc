@@ -1,4 +1,5 @@
-// Thread count of the CPU backend's OpenMP regions.
+// Thread count of the CPU backend's parallel regions (thread_pool.h); the default is OpenMP's
+// omp_get_max_threads() (all CPUs this process may use, or OMP_NUM_THREADS).
 #include <omp.h>
 
 #include "ops/cpu/parallel.h"
@@ -13,5 +14,9 @@ int g_threads = 0;
 void set_num_threads(int n) { g_threads = n > 0 ? n : 0; }
 
 int num_threads() { return g_threads > 0 ? g_threads : omp_get_max_threads(); }
+
+namespace cpu {
+int pool_threads() { return num_threads(); }
+}  // namespace cpu
 
 }  // namespace mamba::ops

@@ -1,0 +1,85 @@
+// The CPU backend's compute thread pool (src/ops/cpu/thread_pool.h): every thread index runs once
+// per region, all writes are visible when the region returns, nested regions run on the caller,
+// concurrent callers are serialised, and parallel_for covers each item exactly once.
+#include "ops/cpu/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace mamba {
+namespace {
+
+TEST(ThreadPool, EveryThreadIndexRunsOncePerRegionAndItsWritesAreVisible) {
+  // 8 and 33 threads exceed the CI machine's 2 CPUs: the no-spin path must still finish.
+  for (int nt : {2, 3, 8, 33, 2}) {
+    for (int rep = 0; rep < 200; ++rep) {
+      std::vector<int> hits(static_cast<std::size_t>(nt), 0);  // plain ints: the return publishes them
+      std::vector<int> seen_nt(static_cast<std::size_t>(nt), 0);
+      ops::cpu::parallel_region(nt, [&](int t, int k) {
+        ++hits[static_cast<std::size_t>(t)];
+        seen_nt[static_cast<std::size_t>(t)] = k;
+      });
+      for (int t = 0; t < nt; ++t) {
+        ASSERT_EQ(hits[static_cast<std::size_t>(t)], 1) << "nt " << nt << ", thread " << t << ", rep " << rep;
+        ASSERT_EQ(seen_nt[static_cast<std::size_t>(t)], nt);
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, NestedRegionRunsOnTheCallingThread) {
+  std::atomic<int> inner_calls{0}, inner_nt_sum{0};
+  ops::cpu::parallel_region(2, [&](int, int) {
+    const auto outer = std::this_thread::get_id();
+    ops::cpu::parallel_region(4, [&](int t, int k) {
+      EXPECT_EQ(t, 0);
+      EXPECT_EQ(std::this_thread::get_id(), outer);
+      ++inner_calls;
+      inner_nt_sum += k;
+    });
+  });
+  EXPECT_EQ(inner_calls.load(), 2);  // once per outer thread, as body(0, 1)
+  EXPECT_EQ(inner_nt_sum.load(), 2);
+}
+
+TEST(ThreadPool, ConcurrentCallersAreSerialised) {
+  std::atomic<long> total{0};
+  auto caller = [&] {
+    for (int i = 0; i < 500; ++i)
+      ops::cpu::parallel_region(2, [&](int t, int) { total += t + 1; });  // 1 + 2 per region
+  };
+  std::thread a(caller), b(caller);
+  a.join();
+  b.join();
+  EXPECT_EQ(total.load(), 2L * 500 * 3);
+}
+
+TEST(ThreadPool, ParallelForCoversEachItemOnceInContiguousRanges) {
+  const int saved = ops::num_threads();
+  for (int threads : {1, 2, 5}) {
+    ops::set_num_threads(threads);
+    for (std::int64_t n : {0, 1, 2, 7, 1000}) {
+      for (bool parallel : {false, true}) {
+        std::vector<int> count(static_cast<std::size_t>(n), 0);
+        std::atomic<int> calls{0};
+        ops::cpu::parallel_for(n, parallel, [&](std::int64_t b, std::int64_t e) {
+          ++calls;
+          EXPECT_LT(b, e);
+          for (std::int64_t i = b; i < e; ++i) ++count[static_cast<std::size_t>(i)];
+        });
+        for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(count[static_cast<std::size_t>(i)], 1) << "item " << i;
+        const std::int64_t want = n == 0 ? 0 : parallel ? std::min<std::int64_t>(threads, n) : 1;
+        EXPECT_EQ(calls.load(), want) << "n " << n << ", threads " << threads << ", parallel " << parallel;
+      }
+    }
+  }
+  ops::set_num_threads(saved);
+}
+
+}  // namespace
+}  // namespace mamba
