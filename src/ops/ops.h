@@ -97,7 +97,7 @@ void add_inplace(float* h, const float* x, std::int64_t n);
 
 /// Index of the first element of x[0, n) that is NaN or ±inf, or −1 when every one is finite (the
 /// model's logits check). One vectorised pass; the element-wise search runs only inside the block of
-/// kScanBlock elements that holds the first such value.
+/// 1024 elements that holds the first such value.
 std::int64_t find_non_finite(const float* x, std::int64_t n);
 
 /// Index of the first maximal element of x[0, n), n ≥ 1 (greedy decoding; ties → the lowest index,

@@ -7,7 +7,8 @@
 // registers; `fmadd` is a fused multiply-add where the ISA has one (a·b + c, two roundings on SSE2).
 //
 // vexp: accurate exp (Cephes expf scheme: x = n·ln2 + r with a two-constant Cody–Waite split,
-// degree-6 polynomial on |r| ≤ ln2/2, then ·2ⁿ through the exponent bits); max error ≤ 2 ulp
+// degree-6 polynomial on |r| ≤ ln2/2, then ·2ⁿ through the exponent bits, or one vscalefps with
+// 64-byte vectors); max error ≤ 2 ulp
 // against the correctly rounded result over [−86.6, 88.7] (tests/ops/forward_kernels_test.cc).
 // Below −86.6 it returns 0 (the true value is < 2.6e−38), above 88.72 +inf; NaN → NaN.
 #pragma once
