@@ -1,19 +1,23 @@
 // The compute thread pool (thread_pool.h).
 //
-// Each worker has its own cache line, `Slot::go`, holding the last region it was given as
-// (sequence number << 16) | nt. The caller stores the new word into the slots of workers 1 .. nt−1
-// only (the others never wake), runs t = 0, then spins until `remaining_` is 0, so the body and its
-// captures outlive every use. A worker spins on its slot for kSpinMicroseconds after a region, then
-// marks itself sleeping and blocks in go.wait(); the caller notifies only a sleeping worker (a
-// notify is a system call). The mark and the caller's check are sequentially consistent, so a
-// wake-up is never lost: either the caller sees the mark, or the worker's wait() sees the new word
-// and does not block. With more threads than CPUs (nt > the CPUs this process may run on), or with
-// OMP_WAIT_POLICY=passive, nobody spins: a worker sleeps at once and the caller yields while it
-// waits (as libgomp throttles). When the OS refuses a thread, the caller runs that share itself.
+// Each worker has its own cache line, `Slot`: `go` counts the regions it was given, `nt` the thread
+// count of the last. The caller bumps `go` of workers 1 .. nt−1 only (the others never wake), runs
+// t = 0, then waits until `remaining_` is 0, so the body and its captures outlive every use.
+// Waiting, on either side, is a spin of up to kSpinMicroseconds and then a futex wait, after the
+// waiter marks itself sleeping; the other side issues a futex wake only when it sees the mark (a
+// wake is a system call). Mark and check are sequentially consistent, so no wake-up is lost: either
+// the waker sees the mark, or the futex wait sees the new value and does not block. With
+// OMP_WAIT_POLICY=passive nobody spins. When the OS refuses a thread, the caller runs that share
+// itself. Regions of more threads than CPUs (nt > the CPUs this process may run on) are OpenMP
+// regions instead (parallel_region).
 #include "ops/cpu/thread_pool.h"
 
+#include <omp.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <strings.h>
 
 #include <algorithm>
@@ -33,8 +37,7 @@ namespace mamba::ops::cpu {
 
 namespace {
 
-constexpr std::int64_t kSpinMicroseconds = 2000;  ///< a worker's spin before it sleeps
-constexpr std::uint64_t kNtMask = 0xffff;
+constexpr std::int64_t kSpinMicroseconds = 500;  ///< a worker's (and the caller's) spin before it sleeps
 
 thread_local bool t_in_region = false;  ///< this thread runs a region body (nested calls go serial)
 
@@ -49,6 +52,16 @@ int available_cpus() {
 
 /// OMP_WAIT_POLICY=passive (as for OpenMP runtimes): no spinning at all, e.g. for many processes
 /// on few cores.
+/// Blocks while *word == expected (Linux futex). Not std::atomic::wait: libstdc++'s yields the CPU a
+/// few times first, which on a busy machine hands whole time slices to other processes (2 threads
+/// under one busy process: 6–8 tok/s against libgomp's 54–92).
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+void futex_wake_one(std::atomic<std::uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
 bool passive_wait() {
   static const bool passive = [] {
     const char* v = std::getenv("OMP_WAIT_POLICY");
@@ -68,24 +81,36 @@ class Pool {
     const std::lock_guard<std::mutex> lock(run_mu_);
     const int workers = grow(nt - 1);  // fewer when the OS refuses threads: the caller runs the rest
     body_ = &body;
-    remaining_.store(workers, std::memory_order_relaxed);
-    const std::uint64_t word = (++seq_ << 16) | static_cast<std::uint64_t>(nt);
+    remaining_.store(static_cast<std::uint32_t>(workers), std::memory_order_relaxed);
     for (int w = 1; w <= workers; ++w) {
       Slot& s = *slots_[static_cast<std::size_t>(w - 1)];
-      s.go.store(word, std::memory_order_seq_cst);
-      if (s.sleeping.load(std::memory_order_seq_cst)) s.go.notify_one();
+      s.nt = nt;
+      s.go.fetch_add(1, std::memory_order_seq_cst);
+      if (s.sleeping.load(std::memory_order_seq_cst)) futex_wake_one(s.go);
     }
     t_in_region = true;
     body(0, nt);
     for (int t = workers + 1; t < nt; ++t) body(t, nt);
     t_in_region = false;
-    const bool spin = nt <= available_cpus() && !passive_wait();
-    for (int i = 0; remaining_.load(std::memory_order_acquire) != 0; ++i) {
-      if (spin || i < 64)
-        _mm_pause();
-      else
-        std::this_thread::yield();  // a worker may be waiting for the CPU this thread holds
+    wait_for_workers(nt <= available_cpus() && !passive_wait());
+  }
+
+  /// Returns once every worker of the region has finished: spinning for up to kSpinMicroseconds when
+  /// `spin`, then blocked in a futex wait on remaining_ (the last worker notifies when the caller sleeps), so
+  /// a caller never holds a CPU that a worker of its region is waiting for.
+  void wait_for_workers(bool spin) {
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    for (int i = 1; remaining_.load(std::memory_order_acquire) != 0; ++i) {
+      _mm_pause();
+      if (i % 256 == 0 && (!spin || Clock::now() - t0 > std::chrono::microseconds(kSpinMicroseconds))) break;
     }
+    for (std::uint32_t r; (r = remaining_.load(std::memory_order_seq_cst)) != 0;) {
+      caller_sleeping_.store(true, std::memory_order_seq_cst);
+      if ((r = remaining_.load(std::memory_order_seq_cst)) != 0) futex_wait(remaining_, r);
+      caller_sleeping_.store(false, std::memory_order_seq_cst);
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
   }
 
   /// After fork(): the child has none of the parent's workers.
@@ -101,9 +126,12 @@ class Pool {
   }
 
  private:
+  /// One worker's mailbox: `go` counts the regions given to it (32 bits: a futex of its own, and
+  /// each new value differs from the one the worker last saw); `nt` is that region's thread count.
   struct alignas(64) Slot {
-    std::atomic<std::uint64_t> go{0};
+    std::atomic<std::uint32_t> go{0};
     std::atomic<bool> sleeping{false};
+    int nt = 0;  ///< written before go's increment, read after it
   };
 
   Pool() { pthread_atfork(nullptr, nullptr, [] { get().forget_workers(); }); }
@@ -125,37 +153,38 @@ class Pool {
 
   void work(int id, Slot& slot) {
     using Clock = std::chrono::steady_clock;
-    std::uint64_t seen = 0;  // slots start at 0; the first region's word is ≥ 1 << 16
+    std::uint32_t seen = 0;  // slots start at 0
     bool spin = true;
     for (;;) {
-      std::uint64_t w = slot.go.load(std::memory_order_acquire);
+      std::uint32_t w = slot.go.load(std::memory_order_acquire);
       if (w == seen) {
         const auto t0 = Clock::now();
         for (int i = 1; (w = slot.go.load(std::memory_order_acquire)) == seen; ++i) {
           _mm_pause();
           if (i % 256 == 0 && (!spin || Clock::now() - t0 > std::chrono::microseconds(kSpinMicroseconds))) {
             slot.sleeping.store(true, std::memory_order_seq_cst);
-            slot.go.wait(seen, std::memory_order_seq_cst);
+            if (slot.go.load(std::memory_order_seq_cst) == seen) futex_wait(slot.go, seen);
             slot.sleeping.store(false, std::memory_order_seq_cst);
           }
         }
       }
       seen = w;
-      const int nt = static_cast<int>(w & kNtMask);
+      const int nt = slot.nt;
       spin = nt <= available_cpus() && !passive_wait();
       t_in_region = true;
       (*body_)(id, nt);
       t_in_region = false;
-      remaining_.fetch_sub(1, std::memory_order_release);
+      if (remaining_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_sleeping_.load(std::memory_order_seq_cst))
+        futex_wake_one(remaining_);
     }
   }
 
   std::mutex run_mu_;
   std::vector<std::thread> workers_;
   std::vector<std::unique_ptr<Slot>> slots_;  // slots_[id − 1]: worker id's
-  std::uint64_t seq_ = 0;
   const RegionBody* body_ = nullptr;
-  alignas(64) std::atomic<int> remaining_{0};
+  alignas(64) std::atomic<std::uint32_t> remaining_{0};
+  std::atomic<bool> caller_sleeping_{false};
 };
 
 }  // namespace
@@ -163,6 +192,20 @@ class Pool {
 void parallel_region(int nt, RegionBody body) {
   if (nt <= 1 || t_in_region) {
     body(0, 1);
+    return;
+  }
+  if (nt > available_cpus()) {
+    // More threads than CPUs (an explicit --threads above the core count): libgomp's team handles
+    // the time-slicing far better than per-region wake-ups of sleeping workers (measured 8 threads
+    // on 2 busy CPUs: 29–47 tok/s against 4–5), so such regions stay OpenMP regions.
+    t_in_region = true;
+#pragma omp parallel num_threads(nt)
+    {
+      t_in_region = true;
+      const int team = omp_get_num_threads();
+      for (int t = omp_get_thread_num(); t < nt; t += team) body(t, nt);
+    }
+    t_in_region = false;
     return;
   }
   Pool::get().run(nt, body);

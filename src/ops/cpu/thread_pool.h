@@ -7,8 +7,9 @@
 // Semantics: parallel_region(nt, body) runs body(t, nt) for every t in [0, nt), t = 0 on the calling
 // thread, and returns when all have returned (their writes are then visible to the caller). Calls
 // from several threads are serialised; a call from inside a region runs body(0, 1) on that thread.
-// Workers spin for 2 ms after a region, then sleep (std::atomic::wait) until the next; with more
-// threads than CPUs, or OMP_WAIT_POLICY=passive, they do not spin and the caller yields instead.
+// Workers (and the caller, waiting for them) spin for 0.5 ms, then sleep (futex); with
+// OMP_WAIT_POLICY=passive nobody spins. A region of more threads than CPUs runs as an OpenMP region
+// (libgomp time-slices an oversubscribed team far better than per-region wake-ups).
 // Bodies must not throw.
 #pragma once
 
