@@ -27,7 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
-#include <system_error>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -139,12 +139,12 @@ class Pool {
   /// Starts workers up to n_workers; returns how many there are, at most n_workers.
   int grow(int n_workers) {
     while (static_cast<int>(workers_.size()) < n_workers) {
-      if (slots_.size() == workers_.size()) slots_.push_back(std::make_unique<Slot>());
-      Slot* slot = slots_.back().get();
       const int id = static_cast<int>(workers_.size()) + 1;
       try {
+        if (slots_.size() == workers_.size()) slots_.push_back(std::make_unique<Slot>());
+        Slot* slot = slots_.back().get();
         workers_.emplace_back([this, id, slot] { work(id, *slot); });
-      } catch (const std::system_error&) {  // EAGAIN: the process's thread limit
+      } catch (const std::exception&) {  // EAGAIN (the process's thread limit) or out of memory
         break;
       }
     }
