@@ -50,8 +50,6 @@ int available_cpus() {
   return n;
 }
 
-/// OMP_WAIT_POLICY=passive (as for OpenMP runtimes): no spinning at all, e.g. for many processes
-/// on few cores.
 /// Blocks while *word == expected (Linux futex). Not std::atomic::wait: libstdc++'s yields the CPU a
 /// few times first, which on a busy machine hands whole time slices to other processes (2 threads
 /// under one busy process: 6–8 tok/s against libgomp's 54–92).
@@ -62,6 +60,8 @@ void futex_wake_one(std::atomic<std::uint32_t>& word) {
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
+/// OMP_WAIT_POLICY=passive (as for OpenMP runtimes): no spinning at all, e.g. for many processes
+/// on few cores.
 bool passive_wait() {
   static const bool passive = [] {
     const char* v = std::getenv("OMP_WAIT_POLICY");
@@ -96,7 +96,7 @@ class Pool {
   }
 
   /// Returns once every worker of the region has finished: spinning for up to kSpinMicroseconds when
-  /// `spin`, then blocked in a futex wait on remaining_ (the last worker notifies when the caller sleeps), so
+  /// `spin`, then blocked in a futex wait on remaining_ (the last worker wakes a sleeping caller), so
   /// a caller never holds a CPU that a worker of its region is waiting for.
   void wait_for_workers(bool spin) {
     using Clock = std::chrono::steady_clock;
@@ -174,8 +174,8 @@ class Pool {
       t_in_region = true;
       (*body_)(id, nt);
       t_in_region = false;
-      if (remaining_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_sleeping_.load(std::memory_order_seq_cst))
-        futex_wake_one(remaining_);
+      const bool last = remaining_.fetch_sub(1, std::memory_order_seq_cst) == 1;
+      if (last && caller_sleeping_.load(std::memory_order_seq_cst)) futex_wake_one(remaining_);
     }
   }
 
