@@ -92,7 +92,7 @@ class Pool {
     body(0, nt);
     for (int t = workers + 1; t < nt; ++t) body(t, nt);
     t_in_region = false;
-    wait_for_workers(nt <= available_cpus() && !passive_wait());
+    wait_for_workers(!passive_wait());  // nt ≤ the CPUs here (parallel_region)
   }
 
   /// Returns once every worker of the region has finished: spinning for up to kSpinMicroseconds when
@@ -154,7 +154,7 @@ class Pool {
   void work(int id, Slot& slot) {
     using Clock = std::chrono::steady_clock;
     std::uint32_t seen = 0;  // slots start at 0
-    bool spin = true;
+    const bool spin = !passive_wait();  // regions here never have more threads than CPUs
     for (;;) {
       std::uint32_t w = slot.go.load(std::memory_order_acquire);
       if (w == seen) {
@@ -170,7 +170,6 @@ class Pool {
       }
       seen = w;
       const int nt = slot.nt;
-      spin = nt <= available_cpus() && !passive_wait();
       t_in_region = true;
       (*body_)(id, nt);
       t_in_region = false;

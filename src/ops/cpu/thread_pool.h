@@ -17,6 +17,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "ops/ops.h"
+
 namespace mamba::ops::cpu {
 
 /// A non-owning reference to a callable void(int t, int nt), valid while the callable lives.
@@ -42,11 +44,9 @@ void parallel_region(int nt, RegionBody body);
 template <class F>
 void parallel_for(std::int64_t n, bool parallel, F&& f);
 
-int pool_threads();  ///< ops::num_threads() (defined in threads.cc)
-
 template <class F>
 void parallel_for(std::int64_t n, bool parallel, F&& f) {
-  const int T = pool_threads();
+  const int T = num_threads();
   const int nt = static_cast<int>(n < T ? n : T);
   if (!parallel || nt <= 1) {
     if (n > 0) f(std::int64_t{0}, n);

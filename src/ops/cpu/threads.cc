@@ -20,8 +20,4 @@ void set_num_threads(int n) { g_threads = n > 0 ? n : 0; }
 
 int num_threads() { return g_threads > 0 ? g_threads : std::clamp(omp_get_max_threads(), 1, kMaxThreads); }
 
-namespace cpu {
-int pool_threads() { return num_threads(); }
-}  // namespace cpu
-
 }  // namespace mamba::ops
