@@ -39,6 +39,7 @@
 #include "mamba/checkpoint.h"
 #include "mamba/model.h"
 #include "mamba/weights.h"
+#include "models/mamba_model.h"
 #include "ops/cpu/cpu_target.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
@@ -287,6 +288,7 @@ mamba::Status bench_model(const Options& o, std::unique_ptr<mamba::Model> model,
   // checkpoint; the pages are shared through the page cache).
   MAMBA_ASSIGN_OR_RETURN(auto ckpt, mamba::Checkpoint::open(model->checkpoint().dir()));
   MAMBA_ASSIGN_OR_RETURN(auto weights, mamba::bind_weights(ckpt));
+  const std::vector<mamba::Tensor> packed = mamba::models::pack_projections(weights);  // as the model packs at load
   const mb::ModelCost cost = mb::model_cost(ckpt, weights);
   const mamba::ModelConfig& c = ckpt.config();
   const std::string name = short_name(ckpt.dir());

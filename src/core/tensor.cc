@@ -1,5 +1,8 @@
 #include "mamba/tensor.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
 
@@ -103,6 +106,20 @@ Tensor::Tensor(DType dtype, Shape shape) {
   std::memset(p, 0, alloc);
   storage_.reset(p);
   view_ = TensorView(p, dtype, shape);
+}
+
+Tensor Tensor::uninitialized_huge(DType dtype, Shape shape) {
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  const std::size_t bytes = dtype_bytes(dtype, static_cast<std::size_t>(shape.numel()));
+  const std::size_t alloc = std::max<std::size_t>(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+  void* p = std::aligned_alloc(kHuge, alloc);
+  if (!p) throw std::bad_alloc();
+  // Advice only: without transparent huge pages (or with THP "never") this is a no-op.
+  (void)madvise(p, alloc, MADV_HUGEPAGE);
+  Tensor t;
+  t.storage_.reset(p);
+  t.view_ = TensorView(p, dtype, shape);
+  return t;
 }
 
 Tensor Tensor::clone() const {

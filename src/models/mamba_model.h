@@ -74,6 +74,12 @@ void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
 void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::span<const SeqSlice> seqs,
                   float* out);
 
+/// Packs w's quantized projections (in_proj, x_proj, dt_proj, out_proj, lm_head) for the CPU's
+/// fastest kernel (ops::pack_weight; none below AVX-512 VNNI, none for float weights) and points
+/// their views at the copies, which the returned tensors own. The embedding view keeps the stored
+/// rows for lookups (a tied lm_head gets its own packed copy).
+std::vector<Tensor> pack_projections(ModelWeights& w);
+
 class MambaModel final : public Model {
  public:
   /// Validates the config and binds the weights (errors name the tensor/field).
@@ -100,6 +106,7 @@ class MambaModel final : public Model {
   ModelWeights weights_;
   std::vector<LayerParams> params_;
   std::vector<float> norm_f_;  ///< [d] final RMSNorm weight, fp32
+  std::vector<Tensor> packed_;  ///< repacked quantized weights (ops::pack_weight), viewed by weights_
   Scratch scratch_;
   std::vector<SeqSlice> step_seqs_;  ///< reused by step() (no per-token allocation)
 };

@@ -62,6 +62,17 @@ Status check_config(const ModelConfig& c) {
 
 }  // namespace
 
+std::vector<Tensor> pack_projections(ModelWeights& w) {
+  std::vector<Tensor> packed;
+  auto pack = [&](TensorView& v) {
+    if (Tensor t = ops::pack_weight(v); !t.view().empty()) packed.push_back(std::move(t));
+  };
+  for (LayerWeights& lw : w.layers)
+    for (TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj}) pack(*v);
+  pack(w.lm_head);
+  return packed;
+}
+
 Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOptions& opts) {
   MAMBA_RETURN_IF_ERROR(check_config(ckpt.config()));
   MAMBA_ASSIGN_OR_RETURN(ModelWeights w, bind_weights(ckpt));
@@ -93,8 +104,10 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
   }
   MAMBA_ASSIGN_OR_RETURN(std::vector<float> norm_f, to_f32(w.norm_f, ckpt.dir() + ": norm_f.weight"));
   ops::set_num_threads(opts.threads);
+  std::vector<Tensor> packed = pack_projections(w);
   auto* m = new MambaModel(std::move(ckpt), std::move(w), std::move(params));
   m->norm_f_ = std::move(norm_f);
+  m->packed_ = std::move(packed);
   return std::unique_ptr<Model>(m);
 }
 

@@ -44,6 +44,15 @@ int num_threads();
 void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
             float* y, std::int64_t ldy);
 
+/// Repacks a quantized weight (kQ8 / kQ4) for the current CPU target's fastest linear kernel and
+/// points W.packed at the copy, which the caller owns (it must outlive every use of W). Returns an
+/// empty Tensor and leaves W unchanged when W is not quantized or the target reads the stored
+/// layout directly (below AVX-512 VNNI). Results of ops::linear are bitwise the same with or
+/// without the packed copy; the copy costs the weight's size again in memory (the mmapped original
+/// stays for embedding lookups) and saves re-reading it through per-group horizontal sums.
+/// Layout: src/ops/cpu/quant_kernels.h §Blocked weights.
+Tensor pack_weight(TensorView& W);
+
 /// out[i, :] = table[ids[i], :] converted to fp32. table: [V, d] F32/BF16/F16; ids already checked
 /// to be in [0, V); out: [len(ids), d] contiguous.
 void embedding(const TensorView& table, std::span<const std::int32_t> ids, float* out);

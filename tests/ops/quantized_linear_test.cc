@@ -189,6 +189,80 @@ TEST_F(QuantizedLinear, DequantizeRoundTripAndEmbedding) {
   }
 }
 
+TEST_F(QuantizedLinear, BlockedLayoutMatchesItsDefinition) {
+  // quant_kernels.h §Blocked weights, element by element, incl. the padding rows of the last block.
+  std::mt19937 rng(13);
+  const std::int64_t N = 19, K = 64, G = K / 32;
+  for (bool q4 : {false, true}) {
+    QWeight W(N, K, q4, rng);
+    std::vector<std::uint8_t> out(static_cast<std::size_t>(ops::cpu::quant::blocked_bytes(N, K, q4)), 0xEE);
+    ASSERT_EQ(out.size(), std::size_t(2 * G * (q4 ? 320 : 576)));
+    ops::cpu::quant::pack_blocked(W.codes.data(), W.scales.data(), N, K, q4, out.data());
+    auto code = [&](std::int64_t n, std::int64_t k) -> int {  // q of the stored layout
+      if (n >= N) return 0;
+      if (!q4) return reinterpret_cast<const std::int8_t*>(W.codes.data())[n * K + k];
+      const std::uint8_t b = W.codes[std::size_t(n * K / 2 + k / 2)];
+      return (k % 2 == 0 ? b & 0x0F : b >> 4) - 8;
+    };
+    for (std::int64_t b = 0; b < 2; ++b)
+      for (std::int64_t g = 0; g < G; ++g) {
+        const std::uint8_t* c = out.data() + (b * G + g) * (q4 ? 320 : 576);
+        for (int n = 0; n < 16; ++n) {
+          const std::int64_t row = b * 16 + n;
+          float scale;
+          std::memcpy(&scale, c + (q4 ? 256 : 512) + 4 * n, 4);
+          EXPECT_EQ(scale, row < N ? W.scales[std::size_t(row * G + g)] : 0.0f) << "row " << row << " g " << g;
+          for (int j = 0; j < (q4 ? 4 : 8); ++j)
+            for (int i = 0; i < 4; ++i) {
+              const std::uint8_t byte = c[64 * j + 4 * n + i];
+              if (q4) {
+                ASSERT_EQ(byte & 0x0F, code(row, 32 * g + 8 * j + i) + 8) << "q4 row " << row << " g " << g << " j " << j;
+                ASSERT_EQ(byte >> 4, code(row, 32 * g + 8 * j + 4 + i) + 8) << "q4 row " << row << " g " << g << " j " << j;
+              } else {
+                ASSERT_EQ(byte, code(row, 32 * g + 4 * j + i) + 128) << "q8 row " << row << " g " << g << " j " << j;
+              }
+            }
+        }
+      }
+  }
+}
+
+TEST_F(QuantizedLinear, PackedWeightGivesTheSameBits) {
+  // ops::pack_weight's copy (what the model reads) against the stored rows, on every target: the
+  // blocked kernels read the copy, the others ignore it.
+  std::mt19937 rng(17);
+  const std::int64_t K = 800, N = 83;
+  TensorView f32_view;
+  std::vector<float> fw(16 * 32, 0.5f);
+  f32_view = TensorView(fw.data(), DType::kF32, Shape{16, 32});
+  EXPECT_TRUE(ops::pack_weight(f32_view).view().empty());  // float weights are never packed
+  EXPECT_EQ(f32_view.packed, nullptr);
+  for (bool q4 : {false, true}) {
+    QWeight W(N, K, q4, rng);
+    TensorView packed_view = W.view;
+    const Tensor packed = ops::pack_weight(packed_view);
+    if (!ops::cpu::quant::blocked_kernels_active()) {
+      EXPECT_TRUE(packed.view().empty());
+      EXPECT_EQ(packed_view.packed, nullptr);
+      GTEST_SKIP() << "this CPU has no AVX-512 VNNI: nothing is packed (the stored rows are read)";
+    }
+    ASSERT_EQ(packed.numel(), ops::cpu::quant::blocked_bytes(N, K, q4));
+    ASSERT_EQ(packed_view.packed, packed.data<std::uint8_t>());
+    for (std::int64_t M : {1, 2, 5, 130}) {
+      const std::vector<float> x = test::random_vec(M * K, rng, -3.0f, 3.0f);
+      const std::vector<float> bias = test::random_vec(N, rng);
+      const TensorView bv(const_cast<float*>(bias.data()), DType::kF32, Shape{N});
+      const auto want = reference(x, K, M, W, bias.data(), N);
+      for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+        ops::cpu::set_cpu_target_for_test(t);
+        std::vector<float> y(std::size_t(M * N), -7.0f);
+        ops::linear(x.data(), K, M, packed_view, bv, y.data(), N);
+        ASSERT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0) << ops::cpu::cpu_target_name(t) << " q4 " << q4 << " M " << M;
+      }
+    }
+  }
+}
+
 TEST_F(QuantizedLinear, NonFiniteInputPropagates) {
   std::mt19937 rng(7);
   const std::int64_t K = 288, N = 5;

@@ -53,7 +53,7 @@ void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, std::int8
 }
 
 void pack_rows(const std::int8_t* xq, const std::int8_t* xl, std::int64_t M, std::int64_t K, bool q4, std::int16_t* x16,
-               std::int16_t* x16n, std::int32_t* xsum, std::int8_t* xqn, std::int8_t* xln) {
+               std::int16_t* x16n, std::int32_t* xsum) {
   const std::int64_t G = K / kGroup;
   for (std::int64_t m = 0; m < M; ++m) {
     const std::int8_t* qh = xq + m * K;
@@ -68,22 +68,6 @@ void pack_rows(const std::int8_t* xq, const std::int8_t* xl, std::int64_t M, std
     if (!q4) {
       for (std::int64_t k = 0; k < K; ++k) x16[m * K + k] = X16(k);
       continue;
-    }
-    for (std::int64_t g = 0; xqn != nullptr && g < G; g += 2) {  // a pair's low nibbles' k, then its high ones'
-      const std::int64_t k0 = g * kGroup;
-      if (g + 1 < G) {
-        for (int i = 0; i < kGroup; ++i) {
-          xqn[m * K + k0 + i] = qh[k0 + 2 * i];
-          xqn[m * K + k0 + kGroup + i] = qh[k0 + 2 * i + 1];
-          xln[m * K + k0 + i] = ql[k0 + 2 * i];
-          xln[m * K + k0 + kGroup + i] = ql[k0 + 2 * i + 1];
-        }
-      } else {
-        for (int i = 0; i < kGroup; ++i) {
-          xqn[m * K + k0 + i] = qh[k0 + i];
-          xln[m * K + k0 + i] = ql[k0 + i];
-        }
-      }
     }
     std::int16_t* out = x16n + m * K;
     for (std::int64_t g = 0; g < G; g += 2) {
@@ -165,12 +149,81 @@ float bias_at(const TensorView& b, std::int64_t n) {
   }
 }
 
+
+/// linear_quantized on the blocked kernels (quant_kernels.h §Blocked weights): W.packed, or W
+/// packed into scratch when it has no packed copy (a caller that did not run ops::pack_weight).
+void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias, float* y,
+                    std::int64_t ldy) {
+  const std::int64_t N = W.shape[0], K = W.shape[1], G = K / quant::kGroup;
+  const bool q4 = W.dtype == DType::kQ4;
+  static thread_local std::vector<std::int8_t> xq_buf, xl_buf;
+  static thread_local std::vector<float> sx_buf;
+  static thread_local std::vector<std::int32_t> corr_buf;
+  static thread_local std::vector<std::uint8_t> pack_buf;
+  auto grow = [](auto& v, std::int64_t n) {
+    if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
+    return v.data();
+  };
+  std::int8_t* xq = grow(xq_buf, M * K);
+  std::int8_t* xl = grow(xl_buf, M * K);
+  float* sx = grow(sx_buf, M * G);
+  std::int32_t* corr = grow(corr_buf, M * G);
+  const std::int32_t offset = q4 ? 8 : 128;  // u = q + 8 (q4), q + 128 (q8)
+  // 1. Activation quantization, and the offset correction offset · Σ_g X16 per group.
+  cpu::parallel_for(M, M >= 16 && M * K >= kParallelMinWork / 8, [&](std::int64_t m0, std::int64_t m1) {
+    for (std::int64_t m = m0; m < m1; ++m) {
+      quant::quantize_rows_avx2(x + m * ldx, ldx, 1, K, xq + m * K, xl + m * K, sx + m * G);
+      for (std::int64_t g = 0; g < G; ++g) {
+        std::int32_t sum = 0;
+        for (std::int64_t k = g * quant::kGroup; k < (g + 1) * quant::kGroup; ++k) sum += 256 * xq[m * K + k] + xl[m * K + k];
+        corr[m * G + g] = offset * sum;
+      }
+    }
+  });
+  const auto* wp = static_cast<const std::uint8_t*>(W.packed);
+  if (wp == nullptr) {
+    std::uint8_t* buf = grow(pack_buf, quant::blocked_bytes(N, K, q4));
+    quant::pack_blocked(W.data, static_cast<const float*>(W.scales), N, K, q4, buf);
+    wp = buf;
+  }
+  const quant::BlockedArgs args{xq, xl, sx, corr, M, K, N, wp, q4, y, ldy};
+  const std::int64_t n_blocks = (N + quant::kBlockRows - 1) / quant::kBlockRows;
+  auto add_bias = [&](std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1) {
+    if (bias.empty()) return;
+    for (std::int64_t m = m0; m < m1; ++m)
+      for (std::int64_t n = b0 * quant::kBlockRows; n < std::min(N, b1 * quant::kBlockRows); ++n) y[m * ldy + n] += bias_at(bias, n);
+  };
+  if (M == 1) {
+    // Decode: one contiguous range of blocks per thread (the kernel reads it as two streams).
+    const bool par = N * K >= kParallelMinWork && n_blocks >= 4;
+    cpu::parallel_for(n_blocks, par, [&](std::int64_t b0, std::int64_t b1) {
+      quant::dot_blocked_avx512vnni(args, 0, 1, b0, b1);
+      add_bias(0, 1, b0, b1);
+    });
+    return;
+  }
+  const std::int64_t m_blocks = (M + kMPerTask - 1) / kMPerTask, n_tasks = n_blocks * m_blocks;
+  const bool parallel = M * N * K >= kParallelMinWork && n_tasks > 1;
+  cpu::parallel_for(n_tasks, parallel, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t b = t % n_blocks, m0 = t / n_blocks * kMPerTask, m1 = std::min(M, m0 + kMPerTask);
+      quant::dot_blocked_avx512vnni(args, m0, m1, b, b + 1);
+      add_bias(m0, m1, b, b + 1);
+    }
+  });
+}
+
 }  // namespace
+
+namespace quant {
+bool blocked_kernels_active() { return cpu_target() >= CpuTarget::kAvx512 && cpu_has_avx512_vnni(); }
+}  // namespace quant
 
 void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias, float* y,
                       std::int64_t ldy) {
   const std::int64_t N = W.shape[0], K = W.shape[1], G = K / quant::kGroup;
   if (M <= 0 || N <= 0) return;
+  if (quant::blocked_kernels_active()) return linear_blocked(x, ldx, M, W, bias, y, ldy);
   const CpuTarget target = cpu_target();
   // 1. Activation quantization (and, for the SIMD kernels, its packed layouts) into per-call
   // scratch of the calling thread (grows only).
@@ -179,7 +232,6 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   static thread_local std::vector<std::int16_t> x16_buf;
   static thread_local std::vector<float> sx_buf;
   static thread_local std::vector<std::int32_t> xsum_buf;
-  static thread_local std::vector<std::int8_t> xqn_buf, xln_buf;
   auto grow = [](auto& v, std::int64_t n) {
     if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
     return v.data();
@@ -188,12 +240,8 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   std::int8_t* xl = grow(xl_buf, M * K);
   float* sx = grow(sx_buf, M * G);
   const bool simd = target >= CpuTarget::kAvx2;
-  const bool vnni = target >= CpuTarget::kAvx512 && cpu_has_avx512_vnni();
   std::int16_t* x16 = simd ? grow(x16_buf, M * K) : nullptr;  // x16 for q8, x16n for q4
-  // Only the kernels that read them: xsum (q4, and q8 on VNNI), xqn / xln (q4 on VNNI).
-  std::int32_t* xsum = simd && (q4 || vnni) ? grow(xsum_buf, M * G) : nullptr;
-  std::int8_t* xqn = vnni && q4 ? grow(xqn_buf, M * K) : nullptr;
-  std::int8_t* xln = vnni && q4 ? grow(xln_buf, M * K) : nullptr;
+  std::int32_t* xsum = simd && q4 ? grow(xsum_buf, M * G) : nullptr;  // read by the q4 kernel only
   // Rows are independent: many rows (prefill) are quantized by all threads (else this serial part
   // caps the prefill's thread scaling).
   cpu::parallel_for(M, M >= 16 && M * K >= kParallelMinWork / 8, [&](std::int64_t m0, std::int64_t m1) {
@@ -201,17 +249,16 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
       if (simd) {
         quant::quantize_rows_avx2(x + m * ldx, ldx, 1, K, xq + m * K, xl + m * K, sx + m * G);
         quant::pack_rows(xq + m * K, xl + m * K, 1, K, q4, q4 ? nullptr : x16 + m * K, q4 ? x16 + m * K : nullptr,
-                         xsum != nullptr ? xsum + m * G : nullptr, xqn != nullptr ? xqn + m * K : nullptr,
-                         xln != nullptr ? xln + m * K : nullptr);
+                         xsum != nullptr ? xsum + m * G : nullptr);
       } else {
         quant::quantize_row_ref(x + m * ldx, K, xq + m * K, xl + m * K, sx + m * G);
       }
     }
   });
-  const quant::PackedX px{simd && !q4 ? x16 : nullptr, simd && q4 ? x16 : nullptr, xsum, xq, xl, xqn, xln};
+  const quant::PackedX px{simd && !q4 ? x16 : nullptr, simd && q4 ? x16 : nullptr, xsum, xq, xl};
   // 2–4. Integer dot products and the fixed-order fp32 combination, threads over tasks.
   const quant::DotArgs args{xq, xl, sx, px, M, K, W.data, static_cast<const float*>(W.scales), q4, y, ldy};
-  auto* kernel = vnni ? &quant::dot_rows_avx512vnni : simd ? &quant::dot_rows_avx2 : &quant::dot_rows_baseline;
+  auto* kernel = simd ? &quant::dot_rows_avx2 : &quant::dot_rows_baseline;
   if (M == 1) {
     // Decode: one contiguous range of weight rows per thread (the kernel reads it as three streams).
     const bool par = N * K >= kParallelMinWork && N >= 2 * kRowsPerTask;

@@ -48,28 +48,20 @@ float dot_ref(const std::int8_t* xq, const std::int8_t* xl, const float* sx, con
 ///    each word) of 16 values, A_j[i] = X16[g·32 + 4i + j] for i < 8 and X16[(g+1)·32 + 4(i−8) + j]
 ///    for i ≥ 8; a last unpaired group takes 32 values, 4 vectors of 8, A_j[i] = X16[g·32 + 4i + j].
 ///  - xsum [M, K/32] int32: xsum_g = Σ_{k∈g} X16[k], the correction of offset weight codes: for q4,
-///    isum_g = Σ_k u[k] · X16[k] − 8 · xsum_g; for the AVX-512 VNNI q8 kernel, which multiplies the
-///    codes as u8 (w + 128, vpdpbusd) by qh and ql as s8 (the xq / xl rows themselves),
-///    isum_g = 256 · Σ_k (w[k] + 128) · qh[k] + Σ_k (w[k] + 128) · ql[k] − 128 · xsum_g.
+///    isum_g = Σ_k u[k] · X16[k] − 8 · xsum_g.
 ///  - xq, xl: the rows of qh and ql as quantize_rows wrote them (k order, int8).
-///  - xqn, xln [M, K] int8, for q4 (the AVX-512 VNNI kernel, whose vpdpbusd multiplies nibbles as u8
-///    by qh / ql as s8): qh and ql in the order of the nibbles of a group pair's 32 bytes, low
-///    nibbles then high ones: for pairs (g, g+1), g even, 64 values, v[i] = c[g·32 + 2i] and
-///    v[32 + i] = c[g·32 + 2i + 1], i < 32; a last unpaired group in k order.
 struct PackedX {
   const std::int16_t* x16;
   const std::int16_t* x16n;
   const std::int32_t* xsum;
   const std::int8_t* xq;
   const std::int8_t* xl;
-  const std::int8_t* xqn = nullptr;
-  const std::int8_t* xln = nullptr;
 };
 
-/// Fills x16 (q4 = false) or x16n, xqn, xln (q4 = true) and xsum for M rows from xq, xl [M, K]
-/// (layouts above); xsum, xqn and xln may be nullptr (not filled) when the kernel does not read them.
+/// Fills x16 (q4 = false) or x16n (q4 = true) and xsum for M rows from xq, xl [M, K] (layouts
+/// above); xsum may be nullptr (not filled) when the kernel does not read it.
 void pack_rows(const std::int8_t* xq, const std::int8_t* xl, std::int64_t M, std::int64_t K, bool q4, std::int16_t* x16,
-               std::int16_t* x16n, std::int32_t* xsum, std::int8_t* xqn, std::int8_t* xln);
+               std::int16_t* x16n, std::int32_t* xsum);
 
 /// Per-target kernels: y[m·ldy + n] = steps 2–4 for m < M, n ∈ [n0, n1), no bias. xq is [M, K]
 /// (row stride K) and xl likewise, sx [M, K/32]; px the same rows packed (the SIMD kernels read
@@ -88,7 +80,44 @@ struct DotArgs {
 };
 void dot_rows_baseline(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1);
 void dot_rows_avx2(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1);
-void dot_rows_avx512vnni(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1);
+
+/// Blocked weights (the AVX-512 VNNI kernels' layout; ops::pack_weight makes a model's copies at
+/// load, linear_quantized packs a weight that has none into scratch per call). From W [N, K]:
+/// blocks of kBlockRows = 16 weight rows (the last one padded with rows of code 0 and scale 0),
+/// block b = G chunks in group order, chunk g = the codes of group g for the block's 16 rows, then
+/// their 16 F32 scales (lane n = sw[16b + n, g]):
+///  - q8: 8 vectors of 64 bytes; vector j holds k = 32g + 4j + i (i < 4) of row 16b + n at byte
+///    4n + i, as q + 128 (u8);
+///  - q4: 4 vectors; vector j holds row 16b + n's k = 32g + 8j + i at byte 4n + i's low nibble and
+///    k = 32g + 8j + 4 + i in its high nibble, as u = q + 8.
+/// A vpdpbusd of a codes vector (u8) by 4 activation codes broadcast (s8) then sums 4 products of
+/// row 16b + n in int32 lane n: a group's sums for 16 rows need no horizontal adds. Offsets are
+/// corrected by xsum as for the row-major kernels (q8: −128 · xsum_g, q4: −8 · xsum_g).
+inline constexpr int kBlockRows = 16;
+inline constexpr std::int64_t blocked_code_bytes(bool q4) { return q4 ? 256 : 512; }
+inline constexpr std::int64_t blocked_chunk_bytes(bool q4) { return blocked_code_bytes(q4) + 4 * kBlockRows; }
+/// Bytes of W [N, K] in the blocked layout.
+std::int64_t blocked_bytes(std::int64_t N, std::int64_t K, bool q4);
+/// Writes W's codes `w` (stored layout) and scales `sw` [N, K/32] in the blocked layout to `out`
+/// (blocked_bytes(N, K, q4) bytes).
+void pack_blocked(const void* w, const float* sw, std::int64_t N, std::int64_t K, bool q4, std::uint8_t* out);
+/// Whether linear_quantized runs the blocked kernels now (target AVX-512 with VNNI).
+bool blocked_kernels_active();
+
+/// Steps 2–4 by the blocked kernel: y[m·ldy + n] for m ∈ [m0, m1) and the rows n < N of blocks
+/// [b0, b1) of `wp` (blocked layout). corr [M, K/32] = (q4 ? 8 : 128) · xsum (int32).
+struct BlockedArgs {
+  const std::int8_t* xq;
+  const std::int8_t* xl;
+  const float* sx;
+  const std::int32_t* corr;
+  std::int64_t M, K, N;
+  const std::uint8_t* wp;
+  bool q4;
+  float* y;
+  std::int64_t ldy;
+};
+void dot_blocked_avx512vnni(const BlockedArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1);
 
 /// Step 1 for M rows (x row stride ldx) into xq, xl [M, K], sx [M, K/32].
 void quantize_rows_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* xq, std::int8_t* xl, float* sx);
