@@ -58,6 +58,7 @@ struct Options {
   bool no_gemm_ceiling = false;
   double bw_gib = 0;  ///< 0: max(1 GiB, 4× LLC)
   double gemm_seconds = 0.2;
+  mamba::Precision precision = mamba::Precision::kExact;
 };
 
 // Issue 5's goals.
@@ -288,11 +289,13 @@ mamba::Status bench_model(const Options& o, std::unique_ptr<mamba::Model> model,
   // checkpoint; the pages are shared through the page cache).
   MAMBA_ASSIGN_OR_RETURN(auto ckpt, mamba::Checkpoint::open(model->checkpoint().dir()));
   MAMBA_ASSIGN_OR_RETURN(auto weights, mamba::bind_weights(ckpt));
-  const std::vector<mamba::Tensor> packed = mamba::models::pack_projections(weights);  // as the model packs at load
+  const std::vector<mamba::Tensor> packed = mamba::models::pack_projections(weights, o.precision);  // as the model at load
   const mb::ModelCost cost = mb::model_cost(ckpt, weights);
   const mamba::ModelConfig& c = ckpt.config();
-  const std::string name = short_name(ckpt.dir());
-  const mb::GemmType precision = cost.quantized ? mb::GemmType::kInt8 : mb::GemmType::kF32;
+  const std::string name = short_name(ckpt.dir()) + (o.precision == mamba::Precision::kBF16 ? " bf16-tier" : "");
+  // The rate the projections are held to: oneDNN in the precision they compute in.
+  const bool bf16_tier = o.precision == mamba::Precision::kBF16 && !cost.quantized;
+  const mb::GemmType precision = cost.quantized ? mb::GemmType::kInt8 : bf16_tier ? mb::GemmType::kBF16 : mb::GemmType::kF32;
 
   fmt::print("\n== {}  ({})\n", name, ckpt.dir());
   fmt::print("   {}, {} layers, d_model {}, d_inner {}, d_state {}, logits width {} ({}), weights {}\n",
@@ -340,6 +343,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-gemm-ceiling", o.no_gemm_ceiling, "skip the oneDNN GEMM measurements");
   app.add_option("--bw-gib", o.bw_gib, "bandwidth buffer size in GiB (default: 1, or 4× the LLC when larger)")
       ->check(CLI::Range(0.001, 1024.0));
+  app.add_option("--precision", o.precision,
+                 "projection arithmetic the models load with: exact (default) or bf16 (the bf16 tier, LoadOptions::precision)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, mamba::Precision>{{"exact", mamba::Precision::kExact},
+                                                                                  {"bf16", mamba::Precision::kBF16}}));
   app.add_option("--gemm-seconds", o.gemm_seconds, "minimum seconds per GEMM shape measurement")->check(CLI::Range(0.0, 60.0));
   // Parse errors like mamba-cli's: one "error: ..." line, exit 2 (CLI11_PARSE exits 105 and others).
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
@@ -364,7 +371,10 @@ int main(int argc, char** argv) {
   // the run at once instead of after minutes of ceilings and earlier models.
   std::vector<std::unique_ptr<mamba::Model>> models;
   for (const auto& dir : o.dirs) {
-    auto model = mamba::Model::load(dir, {threads});
+    mamba::LoadOptions lo;
+    lo.threads = threads;
+    lo.precision = o.precision;
+    auto model = mamba::Model::load(dir, lo);
     if (!model.ok()) {
       fmt::print(stderr, "error: model '{}': {} (nothing measured)\n", dir, model.error().message);
       return 1;

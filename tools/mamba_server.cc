@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   mamba::ServerOptions o;
   std::string model_ref, state_memory = "2GiB";
   int threads = 0;
+  std::string precision = "exact";
   double grace = o.drain_grace_seconds;
   app.add_option("-m,--model", model_ref, "model directory or HF repo id (default: the embedded model)");
   app.add_option("--host", o.host, "address to listen on")->capture_default_str();
@@ -40,6 +41,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--state-memory", state_memory, "memory for preallocated sequence states (e.g. 2GiB, 512MiB)")->capture_default_str();
   app.add_option("--threads", threads, "compute threads (0 = all hardware threads, at most 1024)")->capture_default_str();
+  app.add_option("--precision", precision,
+                 "projection arithmetic: exact (fp32) or bf16 (bf16 activations, AVX-512 BF16 dot products; README §Precision)")
+      ->check(CLI::IsMember({"exact", "bf16"}))
+      ->capture_default_str();
   app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32, at most 4096)")->capture_default_str();
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' (all routes but /health)");
   app.add_option("--model-id", o.model_id, "model name reported by /info and /v1/models (default: the model directory name)");
@@ -99,6 +104,7 @@ int main(int argc, char** argv) {
   spdlog::info("cpu: {}", mamba::ops::cpu::cpu_target_description());
   mamba::LoadOptions lo;
   lo.threads = threads;
+  lo.precision = precision == "bf16" ? mamba::Precision::kBF16 : mamba::Precision::kExact;  // CLI checked the value
   auto model = mamba::Model::load(dir.value(), lo);
   if (!model.ok()) {
     std::fprintf(stderr, "error: %s\n", model.error().message.c_str());

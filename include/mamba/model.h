@@ -17,10 +17,24 @@
 
 namespace mamba {
 
+/// Arithmetic of the projections (in_proj, x_proj, dt_proj, out_proj, lm_head; README §Precision).
+enum class Precision : std::uint8_t {
+  kExact,  ///< fp32 activations, weights converted exactly to fp32, fixed fp32 order (the default)
+  kBF16,   ///< opt-in: activations and float weights rounded to bf16, AVX-512 BF16 dot products
+           ///< (src/ops/cpu/bf16_dot.h); needs a CPU with AVX-512 BF16. Quantized (q8/q4)
+           ///< projections keep their own kernels. Batch invariance holds within the tier.
+};
+/// "exact" / "bf16".
+const char* precision_name(Precision p);
+/// Parses "exact" / "bf16" (kInvalidArgument naming the accepted values otherwise).
+Result<Precision> parse_precision(const std::string& s);
+
 struct LoadOptions {
   int threads = 0;  ///< CPU threads for compute; 0 = all hardware threads (process-wide setting of the
                     ///< CPU ops; results are bitwise the same for any thread count). At most
                     ///< kMaxThreads (mamba/thread_limit.h), else load fails with kInvalidArgument.
+  /// kBF16 on a CPU without AVX-512 BF16 fails with kInvalidArgument.
+  Precision precision = Precision::kExact;
 };
 
 /// Which prefill logits to return.

@@ -74,11 +74,12 @@ void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
 void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::span<const SeqSlice> seqs,
                   float* out);
 
-/// Packs w's quantized projections (in_proj, x_proj, dt_proj, out_proj, lm_head) for the CPU's
-/// fastest kernel (ops::pack_weight; none below AVX-512 VNNI, none for float weights) and points
-/// their views at the copies, which the returned tensors own. The embedding view keeps the stored
-/// rows for lookups (a tied lm_head gets its own packed copy).
-std::vector<Tensor> pack_projections(ModelWeights& w);
+/// Packs w's projections (in_proj, x_proj, dt_proj, out_proj, lm_head): quantized ones for the
+/// CPU's fastest kernel (ops::pack_weight; none below AVX-512 VNNI), float ones for the bf16 tier
+/// when `precision` is kBF16 (ops::pack_weight_bf16; the caller checked ops::bf16_tier_available()),
+/// and points their views at the copies, which the returned tensors own. The embedding view keeps
+/// the stored rows for lookups (a tied lm_head gets its own packed copy).
+std::vector<Tensor> pack_projections(ModelWeights& w, Precision precision = Precision::kExact);
 
 class MambaModel final : public Model {
  public:

@@ -6,9 +6,18 @@
 
 #include "mamba/thread_limit.h"
 #include "models/mamba_model.h"
+#include "ops/cpu/cpu_target.h"
 #include "ops/ops.h"
 
 namespace mamba {
+
+const char* precision_name(Precision p) { return p == Precision::kBF16 ? "bf16" : "exact"; }
+
+Result<Precision> parse_precision(const std::string& s) {
+  if (s == "exact") return Precision::kExact;
+  if (s == "bf16") return Precision::kBF16;
+  return make_error(ErrorCode::kInvalidArgument, fmt::format("precision '{}': expected one of exact, bf16", s));
+}
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& model_ref, const LoadOptions& opts) {
   MAMBA_ASSIGN_OR_RETURN(std::string dir, resolve_model_path(model_ref));
@@ -62,10 +71,12 @@ Status check_config(const ModelConfig& c) {
 
 }  // namespace
 
-std::vector<Tensor> pack_projections(ModelWeights& w) {
+std::vector<Tensor> pack_projections(ModelWeights& w, Precision precision) {
   std::vector<Tensor> packed;
   auto pack = [&](TensorView& v) {
-    if (Tensor t = ops::pack_weight(v); !t.view().empty()) packed.push_back(std::move(t));
+    Tensor t = ops::pack_weight(v);  // quantized weights
+    if (t.view().empty() && precision == Precision::kBF16) t = ops::pack_weight_bf16(v);  // float ones
+    if (!t.view().empty()) packed.push_back(std::move(t));
   };
   for (LayerWeights& lw : w.layers)
     for (TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj}) pack(*v);
@@ -75,6 +86,10 @@ std::vector<Tensor> pack_projections(ModelWeights& w) {
 
 Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOptions& opts) {
   MAMBA_RETURN_IF_ERROR(check_config(ckpt.config()));
+  if (opts.precision == Precision::kBF16 && !ops::bf16_tier_available())
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps) and the avx512 dispatch target; "
+                                  "this one runs {}: use precision exact", ops::cpu::cpu_target_description()));
   MAMBA_ASSIGN_OR_RETURN(ModelWeights w, bind_weights(ckpt));
   const ModelConfig& c = ckpt.config();
   std::vector<LayerParams> params(static_cast<std::size_t>(c.n_layer));
@@ -104,7 +119,7 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
   }
   MAMBA_ASSIGN_OR_RETURN(std::vector<float> norm_f, to_f32(w.norm_f, ckpt.dir() + ": norm_f.weight"));
   ops::set_num_threads(opts.threads);
-  std::vector<Tensor> packed = pack_projections(w);
+  std::vector<Tensor> packed = pack_projections(w, opts.precision);
   auto* m = new MambaModel(std::move(ckpt), std::move(w), std::move(params));
   m->norm_f_ = std::move(norm_f);
   m->packed_ = std::move(packed);

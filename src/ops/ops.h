@@ -41,6 +41,9 @@ int num_threads();
 /// l[k % 16]); then the tree l[i] += l[i + s] for s = 8, 4, 2, 1 (i < s); r = l[0]; the tail
 /// k ∈ [K16, K) ascending r = fma(x[k], w[k], r); y = r + bias[n] (fp32). Every dispatch target,
 /// every M and every thread count gives this bitwise (batch invariance).
+/// The bf16 precision tier: a float W whose `packed` points at ops::pack_weight_bf16's copy is
+/// computed with x and W rounded to bf16 in the order of src/ops/cpu/bf16_dot.h (AVX-512 BF16 dot
+/// products; the same bits on every target and M, not those of the fp32 order above).
 void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
             float* y, std::int64_t ldy);
 
@@ -52,6 +55,16 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
 /// stays for embedding lookups) and saves re-reading it through per-group horizontal sums.
 /// Layout: src/ops/cpu/quant_kernels.h §Blocked weights.
 Tensor pack_weight(TensorView& W);
+
+/// The bf16 precision tier's copy of a float weight (F32 / BF16 / F16 [N, K]): rounded to bf16 and
+/// laid out for VDPBF16PS (src/ops/cpu/bf16_dot.h); points W.packed at it, which the caller owns
+/// (it must outlive every use of W). From then on ops::linear on W computes in the bf16 tier (on a
+/// CPU without AVX-512 BF16 through a slow scalar reference of the same bits: callers check
+/// bf16_tier_available() first). Returns an empty Tensor and leaves W unchanged for other dtypes.
+Tensor pack_weight_bf16(TensorView& W);
+/// Whether this CPU runs the bf16 tier's dot-product kernels (AVX-512 BF16, and the dispatch
+/// target is AVX-512).
+bool bf16_tier_available();
 
 /// out[i, :] = table[ids[i], :] converted to fp32. table: [V, d] F32/BF16/F16; ids already checked
 /// to be in [0, V); out: [len(ids), d] contiguous.

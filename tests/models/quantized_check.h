@@ -1,6 +1,7 @@
-// Shared by the quantized-model tests: teacher-forced comparison of a q8 / q4 copy (made with
-// quantize_checkpoint) against the original over the reference window `ppl.ids` (2049 ids, 2048
-// predictions, one window from an empty state, prefill in pieces of 256 = chunk multiples).
+// Shared by the quantized-model and bf16-tier tests: teacher-forced comparison of a q8 / q4 copy
+// (made with quantize_checkpoint), or of the model loaded with another Precision, against the
+// original over the reference window `ppl.ids` (2049 ids, 2048 predictions, one window from an
+// empty state, prefill in pieces of 256 = chunk multiples).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -70,6 +71,29 @@ inline QuantComparison compare_quantized(const std::string& dir, QuantType type)
   r.top1_agreement = a.empty() ? 0.0 : double(same) / double(a.size());
   std::printf("%s %s: top-1 agreement %.2f%% over %zu positions; perplexity %.4f → %.4f (%+.3f%%)\n", dir.c_str(),
               type == QuantType::kQ8 ? "q8" : "q4", 100 * r.top1_agreement, a.size(), r.ppl_orig, r.ppl_quant,
+              100 * (r.ppl_quant / r.ppl_orig - 1));
+  return r;
+}
+
+/// Loads `dir` with the exact tier and with `precision` and compares them over ppl.ids.
+inline QuantComparison compare_precision(const std::string& dir, Precision precision) {
+  QuantComparison r;
+  LoadOptions lo;
+  lo.precision = precision;
+  auto orig = Model::load(dir);
+  auto other = Model::load(dir, lo);
+  EXPECT_TRUE(orig.ok() && other.ok()) << (orig.ok() ? other.error().message : orig.error().message);
+  if (!orig.ok() || !other.ok()) return r;
+  const auto ref = load_reference(dir);
+  const auto& ids = ref.at("ppl.ids").i32;
+  std::vector<std::int32_t> a, b;
+  score_window(**orig, ids, a, r.ppl_orig);
+  score_window(**other, ids, b, r.ppl_quant);
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) same += a[i] == b[i];
+  r.top1_agreement = a.empty() ? 0.0 : double(same) / double(a.size());
+  std::printf("%s precision %s: top-1 agreement %.2f%% over %zu positions; perplexity %.4f → %.4f (%+.3f%%)\n", dir.c_str(),
+              precision_name(precision), 100 * r.top1_agreement, a.size(), r.ppl_orig, r.ppl_quant,
               100 * (r.ppl_quant / r.ppl_orig - 1));
   return r;
 }

@@ -24,7 +24,7 @@ void fail(const std::string& message) {
   throw CLI::RuntimeError(1);
 }
 
-Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads) {
+Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision) {
   std::string dir;
   if (model_ref.empty()) {
     MAMBA_ASSIGN_OR_RETURN(dir, resolve_default_model());
@@ -36,6 +36,7 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
   std::fprintf(stderr, "cpu: %s\n", ops::cpu::cpu_target_description().c_str());
   LoadOptions lo;
   lo.threads = threads;
+  MAMBA_ASSIGN_OR_RETURN(lo.precision, parse_precision(precision));
   LoadedModel out;
   MAMBA_ASSIGN_OR_RETURN(out.model, Model::load(dir, lo));
   out.dir = out.model->checkpoint().dir();

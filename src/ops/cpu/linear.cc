@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/cpu/bf16_dot.h"
 #include "ops/cpu/cpu_target.h"
 #include "ops/cpu/linear_kernels.h"
 #include "ops/cpu/parallel.h"
@@ -67,6 +68,7 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
             float* y, std::int64_t ldy) {
   const ProfileScope profile(OpKind::kLinear);
   if (W.dtype == DType::kQ8 || W.dtype == DType::kQ4) return cpu::linear_quantized(x, ldx, M, W, bias, y, ldy);
+  if (W.packed != nullptr) return cpu::bf16dot::linear(x, ldx, M, W, bias_f32(bias), y, ldy);  // the bf16 tier
   const std::int64_t N = W.shape[0], K = W.shape[1];
   const cpu::LinearWeight wt = W.dtype == DType::kBF16  ? cpu::LinearWeight::kBF16
                                : W.dtype == DType::kF16 ? cpu::LinearWeight::kF16

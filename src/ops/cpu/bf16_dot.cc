@@ -1,0 +1,133 @@
+// The bf16 precision tier of ops::linear (bf16_dot.h): packing, the scalar reference, the
+// dispatcher, and ops::pack_weight_bf16.
+
+#include "ops/cpu/bf16_dot.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "ops/cpu/cpu_target.h"
+#include "ops/cpu/parallel.h"
+#include "ops/cpu/thread_pool.h"
+#include "ops/ops.h"
+
+namespace mamba::ops {
+namespace cpu::bf16dot {
+
+std::int64_t packed_bytes(std::int64_t N, std::int64_t K) {
+  return (N + kBlockRows - 1) / kBlockRows * pairs(K) * 64;
+}
+
+void pack(const TensorView& W, std::uint8_t* out) {
+  const std::int64_t N = W.shape[0], K = W.shape[1], Kp = pairs(K);
+  const std::int64_t blocks = (N + kBlockRows - 1) / kBlockRows;
+  parallel_for(blocks, blocks * K >= kParallelMinWork, [&](std::int64_t b0, std::int64_t b1) {
+    std::vector<float> row(static_cast<std::size_t>(K));
+    for (std::int64_t b = b0; b < b1; ++b) {
+      std::uint8_t* blk = out + b * Kp * 64;
+      for (int n = 0; n < kBlockRows; ++n) {
+        const std::int64_t r = b * kBlockRows + n;
+        auto* lane = reinterpret_cast<std::uint16_t*>(blk + 4 * n);  // + 32·p: vector p's pair
+        if (r >= N) {
+          for (std::int64_t p = 0; p < Kp; ++p) lane[32 * p] = lane[32 * p + 1] = 0;
+          continue;
+        }
+        if (W.dtype == DType::kBF16) {
+          const auto* src = static_cast<const std::uint16_t*>(W.data) + r * K;
+          for (std::int64_t k = 0; k < K; ++k) lane[32 * (k / 2) + k % 2] = src[k];
+        } else {
+          convert_to_f32(static_cast<const std::uint8_t*>(W.data) + dtype_bytes(W.dtype, std::size_t(r * K)), W.dtype,
+                         std::size_t(K), row.data());
+          for (std::int64_t k = 0; k < K; ++k) lane[32 * (k / 2) + k % 2] = f32_to_bf16(row[std::size_t(k)]);
+        }
+        if (K % 2 == 1) lane[32 * (Kp - 1) + 1] = 0;
+      }
+    }
+  });
+}
+
+void round_row(const float* x, std::int64_t K, std::uint32_t* xb) {
+  for (std::int64_t p = 0; p < pairs(K); ++p) {
+    const std::uint32_t lo = f32_to_bf16(x[2 * p]);
+    const std::uint32_t hi = 2 * p + 1 < K ? f32_to_bf16(x[2 * p + 1]) : 0;
+    xb[p] = lo | hi << 16;
+  }
+}
+
+namespace {
+
+/// bf16 bits → fp32 with denormals as zero (VDPBF16PS's DAZ).
+inline float daz(std::uint32_t h) {
+  const float v = bf16_to_f32(static_cast<std::uint16_t>(h));
+  return std::fabs(v) < FLT_MIN ? std::copysign(0.0f, v) : v;
+}
+/// VDPBF16PS's FTZ on a result.
+inline float ftz(float v) { return std::fabs(v) < FLT_MIN ? std::copysign(0.0f, v) : v; }
+
+}  // namespace
+
+void dot_blocks_ref(const Args& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1) {
+  const std::int64_t Kp = pairs(a.K);
+  for (std::int64_t b = b0; b < b1; ++b) {
+    const std::uint8_t* blk = a.wp + b * Kp * 64;
+    for (int n = 0; n < kBlockRows && b * kBlockRows + n < a.N; ++n) {
+      for (std::int64_t m = m0; m < m1; ++m) {
+        const std::uint32_t* xb = a.xb + m * Kp;
+        float r = 0.0f;
+        for (std::int64_t p = 0; p < Kp; ++p) {
+          std::uint32_t w;
+          std::memcpy(&w, blk + 64 * p + 4 * n, 4);
+          r = ftz(std::fma(daz(w >> 16), daz(xb[p] >> 16), r));
+          r = ftz(std::fma(daz(w & 0xFFFF), daz(xb[p] & 0xFFFF), r));
+        }
+        a.y[m * a.ldy + b * kBlockRows + n] = r;
+      }
+    }
+  }
+}
+
+bool kernels_available() { return cpu_target() >= CpuTarget::kAvx512 && cpu_has_avx512_bf16(); }
+
+void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const float* bias, float* y,
+            std::int64_t ldy) {
+  const std::int64_t N = W.shape[0], K = W.shape[1], Kp = pairs(K);
+  if (M <= 0 || N <= 0) return;
+  static thread_local std::vector<std::uint32_t> xb_buf;
+  if (xb_buf.size() < static_cast<std::size_t>(M * Kp)) xb_buf.resize(static_cast<std::size_t>(M * Kp));
+  std::uint32_t* xb = xb_buf.data();
+  parallel_for(M, M >= 16 && M * K >= kParallelMinWork / 8, [&](std::int64_t m0, std::int64_t m1) {
+    for (std::int64_t m = m0; m < m1; ++m) round_row(x + m * ldx, K, xb + m * Kp);
+  });
+  const Args args{xb, M, K, N, static_cast<const std::uint8_t*>(W.packed), y, ldy};
+  auto* kernel = kernels_available() ? &dot_blocks_avx512bf16 : &dot_blocks_ref;
+  const std::int64_t n_blocks = (N + kBlockRows - 1) / kBlockRows;
+  auto add_bias = [&](std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1) {
+    if (bias == nullptr) return;
+    for (std::int64_t m = m0; m < m1; ++m)
+      for (std::int64_t n = b0 * kBlockRows; n < std::min(N, b1 * kBlockRows); ++n) y[m * ldy + n] += bias[n];
+  };
+  // Threads take contiguous block ranges, all M rows each (each weight block is read once).
+  const bool parallel = M * N * K >= kParallelMinWork && n_blocks > 1;
+  parallel_for(n_blocks, parallel, [&](std::int64_t b0, std::int64_t b1) {
+    kernel(args, 0, M, b0, b1);
+    add_bias(0, M, b0, b1);
+  });
+}
+
+}  // namespace cpu::bf16dot
+
+bool bf16_tier_available() { return cpu::bf16dot::kernels_available(); }
+
+Tensor pack_weight_bf16(TensorView& W) {
+  if (W.dtype != DType::kF32 && W.dtype != DType::kBF16 && W.dtype != DType::kF16) return Tensor();
+  const std::int64_t N = W.shape[0], K = W.shape[1];
+  Tensor packed = Tensor::uninitialized_huge(DType::kU8, Shape{cpu::bf16dot::packed_bytes(N, K)});
+  cpu::bf16dot::pack(W, packed.data<std::uint8_t>());
+  W.packed = packed.data<std::uint8_t>();
+  return packed;
+}
+
+}  // namespace mamba::ops

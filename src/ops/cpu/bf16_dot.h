@@ -1,0 +1,62 @@
+// The bf16 precision tier of ops::linear (opt-in: LoadOptions::precision = Precision::kBF16): the
+// activations and the weights rounded to bf16, products summed by AVX-512 BF16 dot products
+// (VDPBF16PS: 32 products per instruction, twice the fp32 FMA rate), in one fixed order:
+//
+//   xb[k] = bf16(x[k]), wb[k] = bf16(W[n, k]) (round to nearest even; F32/F16 weights rounded once
+//   at packing, BF16 weights as stored); k = K (odd K) pads both with +0; with
+//   daz(v) = (|v| < FLT_MIN ? ±0 : v) and ftz likewise,
+//     r = +0;  for p = 0 .. ⌈K/2⌉ − 1:  r = ftz(fma(daz(wb[2p+1]), daz(xb[2p+1]), r));
+//                                       r = ftz(fma(daz(wb[2p]),   daz(xb[2p]),   r));
+//     y[m, n] = r + bias[n]   (fp32; no bias → r)
+// — one VDPBF16PS lane step per pair (Intel SDM: the odd product first, each an FMA with DAZ in,
+// FTZ out, round to nearest even; checked bitwise on Zen 5). Every target and M gives this
+// bitwise (the scalar reference runs where the CPU lacks AVX-512 BF16), so the tier keeps batch
+// invariance; against the exact fp32 tier it differs by the bf16 rounding of x and W (≤ 2^-8
+// relative per element).
+//
+// Weights: the blocked layout below, packed at load (ops::pack_weight_bf16). Blocks of kBlockRows
+// = 16 weight rows (the last padded with zero rows), block b = ⌈K/2⌉ vectors of 64 bytes; vector p
+// holds row 16b + n's pair (wb[2p], wb[2p+1]) as 4 bytes at byte 4n (the even k in the low half):
+// one VDPBF16PS of a weight vector by one activation pair broadcast advances 16 rows' sums.
+#pragma once
+
+#include <cstdint>
+
+#include "mamba/tensor.h"
+
+namespace mamba::ops::cpu::bf16dot {
+
+inline constexpr int kBlockRows = 16;
+
+/// ⌈K/2⌉: activation pairs per row, weight vectors per block.
+inline std::int64_t pairs(std::int64_t K) { return (K + 1) / 2; }
+/// Bytes of W [N, K] in the blocked layout.
+std::int64_t packed_bytes(std::int64_t N, std::int64_t K);
+/// W (F32 / BF16 / F16 [N, K], contiguous) → the blocked layout in `out` (packed_bytes(N, K) bytes).
+void pack(const TensorView& W, std::uint8_t* out);
+
+/// One activation row x[0, K) → pairs xb[0, ⌈K/2⌉) (low half = even k, bf16 RNE, odd K's pad +0).
+void round_row(const float* x, std::int64_t K, std::uint32_t* xb);
+
+/// y[m·ldy + n] (no bias) for m ∈ [m0, m1) and the rows n < N of blocks [b0, b1) of `wp`; xb
+/// [M, Kp] (pairs, row stride Kp).
+struct Args {
+  const std::uint32_t* xb;
+  std::int64_t M, K, N;
+  const std::uint8_t* wp;
+  float* y;
+  std::int64_t ldy;
+};
+/// The scalar reference of the order above (any CPU).
+void dot_blocks_ref(const Args& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1);
+/// AVX-512 BF16: only when kernels_available().
+void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1);
+/// Whether the VDPBF16PS kernel runs now (target AVX-512 and the CPU has AVX-512 BF16).
+bool kernels_available();
+
+/// ops::linear for a float weight with W.packed set (this tier): x [M, K] (ldx), bias [N] fp32 or
+/// nullptr, y [M, N] (ldy).
+void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const float* bias, float* y,
+            std::int64_t ldy);
+
+}  // namespace mamba::ops::cpu::bf16dot

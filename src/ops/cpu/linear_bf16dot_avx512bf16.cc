@@ -1,0 +1,88 @@
+// AVX-512 BF16 kernel of the bf16 precision tier (bf16_dot.h): lane n of an fp32 accumulator is
+// output row n of a 16-row weight block; one VDPBF16PS per activation pair (broadcast) and weight
+// vector advances 16 rows' sums by the tier's two FMAs. Each output is one accumulator chain in
+// pair order, so tiles of any shape give the reference's bits.
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "ops/cpu/bf16_dot.h"
+
+namespace mamba::ops::cpu::bf16dot {
+
+namespace {
+
+/// How far ahead a one-row tile prefetches each block's stream (bytes), as the quantized decode.
+constexpr std::int64_t kPrefetchBytes = 2048;
+
+/// Rows [m0, m0 + R) times blocks blk[0..NB): R · NB accumulators, one chain each.
+template <int R, int NB, bool kPrefetch>
+inline void tile(const Args& a, std::int64_t m0, const std::int64_t (&blk)[NB]) {
+  const std::int64_t Kp = pairs(a.K);
+  const std::uint8_t* base[NB];
+  for (int i = 0; i < NB; ++i) base[i] = a.wp + blk[i] * Kp * 64;
+  __m512 acc[R][NB];
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < NB; ++i) acc[r][i] = _mm512_setzero_ps();
+  const std::uint32_t* xb = a.xb + m0 * Kp;
+  for (std::int64_t p = 0; p < Kp; ++p) {
+    if constexpr (kPrefetch)
+      for (int i = 0; i < NB; ++i) _mm_prefetch(reinterpret_cast<const char*>(base[i] + 64 * p + kPrefetchBytes), _MM_HINT_T0);
+#pragma GCC unroll 4
+    for (int i = 0; i < NB; ++i) {
+      const __m512bh w = (__m512bh)_mm512_loadu_si512(base[i] + 64 * p);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        acc[r][i] = _mm512_dpbf16_ps(acc[r][i], w, (__m512bh)_mm512_set1_epi32(static_cast<int>(xb[r * Kp + p])));
+    }
+  }
+  for (int i = 0; i < NB; ++i) {
+    const std::int64_t n0 = blk[i] * kBlockRows, valid = std::min<std::int64_t>(kBlockRows, a.N - n0);
+    const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(a.y + (m0 + r) * a.ldy + n0, mask, acc[r][i]);
+  }
+}
+
+/// tile<R, 2 or 1, kPrefetch> for a run-time R ∈ [1, kMaxR] over blocks j, j + h.
+constexpr int kMaxR = 8;
+template <int R, bool kPrefetch>
+void tile_pair(const Args& a, std::int64_t m0, std::int64_t j, std::int64_t h) {
+  if (h > 0) tile<R, 2, kPrefetch>(a, m0, {j, j + h});
+  else tile<R, 1, kPrefetch>(a, m0, {j});
+}
+template <bool kPrefetch>
+void tile_rows(const Args& a, std::int64_t m0, int rows, std::int64_t j, std::int64_t h) {
+  switch (rows) {
+    case 1: return tile_pair<1, kPrefetch>(a, m0, j, h);
+    case 2: return tile_pair<2, kPrefetch>(a, m0, j, h);
+    case 3: return tile_pair<3, kPrefetch>(a, m0, j, h);
+    case 4: return tile_pair<4, kPrefetch>(a, m0, j, h);
+    case 5: return tile_pair<5, kPrefetch>(a, m0, j, h);
+    case 6: return tile_pair<6, kPrefetch>(a, m0, j, h);
+    case 7: return tile_pair<7, kPrefetch>(a, m0, j, h);
+    default: return tile_pair<8, kPrefetch>(a, m0, j, h);
+  }
+}
+
+}  // namespace
+
+void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1) {
+  const std::int64_t M = m1 - m0;
+  if (M <= kMaxR) {
+    // Decode (b ≤ 8 sequences): all rows at once, so each weight block is read from memory once:
+    // blocks j and j + h together (two streams far apart), prefetched.
+    const std::int64_t h = (b1 - b0) / 2;
+    for (std::int64_t j = b0; j < b0 + h; ++j) tile_rows<true>(a, m0, static_cast<int>(M), j, h);
+    for (std::int64_t j = b0 + 2 * h; j < b1; ++j) tile_rows<true>(a, m0, static_cast<int>(M), j, 0);
+    return;
+  }
+  // Prefill: two adjacent blocks (L1-resident) pass 8 rows at a time (16 chains in registers).
+  for (std::int64_t b = b0; b < b1; b += 2) {
+    const std::int64_t h = b + 1 < b1 ? 1 : 0;
+    for (std::int64_t m = m0; m < m1; m += kMaxR) tile_rows<false>(a, m, static_cast<int>(std::min<std::int64_t>(kMaxR, m1 - m)), b, h);
+  }
+}
+
+}  // namespace mamba::ops::cpu::bf16dot

@@ -1,0 +1,155 @@
+// The bf16 precision tier of ops::linear (src/ops/cpu/bf16_dot.h): every dispatch target bitwise
+// equal to the tier's definition computed here from the weights' own values (odd shapes, strides,
+// bias, F32 / BF16 / F16 weights, denormals), within the bf16 rounding bound of the exact product,
+// batch- and thread-invariant, non-finite inputs propagate.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "mamba/tensor.h"
+#include "ops/cpu/cpu_target.h"
+#include "ops/ops.h"
+#include "ops/ops_test_util.h"
+
+namespace mamba {
+namespace {
+
+using ops::cpu::CpuTarget;
+
+/// A weight [N, K] of `dtype` from random values, with its values as fp32.
+struct FWeight {
+  std::vector<std::uint8_t> bytes;
+  std::vector<float> values;
+  TensorView view;
+  FWeight(std::int64_t N, std::int64_t K, DType dtype, std::mt19937& rng) {
+    values = test::random_vec(N * K, rng, -0.5f, 0.5f);
+    bytes.resize(dtype_bytes(dtype, std::size_t(N * K)));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (dtype == DType::kF32) {
+        std::memcpy(bytes.data() + 4 * i, &values[i], 4);
+        continue;
+      }
+      const std::uint16_t h = dtype == DType::kBF16 ? f32_to_bf16(values[i]) : f32_to_f16(values[i]);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+      values[i] = dtype == DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h);
+    }
+    view = TensorView(bytes.data(), dtype, Shape{N, K});
+  }
+};
+
+float daz_bf16(float v) {
+  const float b = bf16_to_f32(f32_to_bf16(v));
+  return std::fabs(b) < FLT_MIN ? std::copysign(0.0f, b) : b;
+}
+float ftz(float v) { return std::fabs(v) < FLT_MIN ? std::copysign(0.0f, v) : v; }
+
+/// The tier's definition (bf16_dot.h), straight from the fp32 values.
+float tier_dot(const float* x, const float* w, std::int64_t K) {
+  float r = 0.0f;
+  for (std::int64_t p = 0; p < (K + 1) / 2; ++p) {
+    if (2 * p + 1 < K) r = ftz(std::fma(daz_bf16(w[2 * p + 1]), daz_bf16(x[2 * p + 1]), r));
+    else r = ftz(std::fma(0.0f, 0.0f, r));
+    r = ftz(std::fma(daz_bf16(w[2 * p]), daz_bf16(x[2 * p]), r));
+  }
+  return r;
+}
+
+class Bf16Linear : public ::testing::Test {
+ protected:
+  void TearDown() override { ops::cpu::set_cpu_target_for_test(saved_); }
+  CpuTarget saved_ = ops::cpu::cpu_target();
+};
+
+TEST_F(Bf16Linear, EveryTargetBitwiseEqualsTheDefinitionAndNearFp32) {
+  std::mt19937 rng(21);
+  const std::int64_t Ks[] = {1, 2, 47, 64, 770};
+  const std::int64_t Ns[] = {1, 17, 83};
+  const std::int64_t Ms[] = {1, 2, 5, 7, 13, 130};
+  const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+  int cases = 0;
+  for (std::int64_t K : Ks) {
+    for (std::int64_t N : Ns) {
+      const std::int64_t M = Ms[std::size_t(cases) % 6];
+      const DType dt = dtypes[std::size_t(cases) % 3];
+      const bool with_bias = cases % 2 == 0;
+      const std::int64_t ldx = K + cases % 3, ldy = N + cases % 4;
+      ++cases;
+      FWeight W(N, K, dt, rng);
+      TensorView packed_view = W.view;
+      const Tensor packed = ops::pack_weight_bf16(packed_view);
+      ASSERT_NE(packed_view.packed, nullptr);
+      std::vector<float> x = test::random_vec(M * ldx, rng, -2.0f, 2.0f);
+      if (K > 3) x[2] = 3e-39f;  // a denormal: zero in the tier (DAZ)
+      const std::vector<float> bias = test::random_vec(N, rng);
+      std::vector<float> want(std::size_t(M * ldy), -7.0f);
+      for (std::int64_t m = 0; m < M; ++m)
+        for (std::int64_t n = 0; n < N; ++n) {
+          const float r = tier_dot(x.data() + m * ldx, W.values.data() + n * K, K);
+          want[std::size_t(m * ldy + n)] = with_bias ? r + bias[std::size_t(n)] : r;
+          // Near the fp32 product: x and w each within 2^-8 relative (bf16 RNE), sum roundings ≤ K·2^-24.
+          double exact = with_bias ? bias[std::size_t(n)] : 0.0, mag = 0.0;
+          for (std::int64_t k = 0; k < K; ++k) {
+            exact += double(x[std::size_t(m * ldx + k)]) * W.values[std::size_t(n * K + k)];
+            mag += std::fabs(double(x[std::size_t(m * ldx + k)]) * W.values[std::size_t(n * K + k)]);
+          }
+          ASSERT_NEAR(want[std::size_t(m * ldy + n)], exact, mag * (1.0 / 128 + double(K) / (1 << 23)) + 1e-6) << "K " << K << " N " << N;
+        }
+      const TensorView bv = with_bias ? TensorView(const_cast<float*>(bias.data()), DType::kF32, Shape{N}) : TensorView();
+      for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+        ops::cpu::set_cpu_target_for_test(t);
+        std::vector<float> y(std::size_t(M * ldy), -7.0f);
+        ops::linear(x.data(), ldx, M, packed_view, bv, y.data(), ldy);
+        for (std::size_t i = 0; i < y.size(); ++i)
+          ASSERT_EQ(std::memcmp(&y[i], &want[i], 4), 0) << ops::cpu::cpu_target_name(t) << " " << dtype_name(dt) << " M " << M << " K " << K
+                                                         << " N " << N << " at " << i << ": " << y[i] << " vs " << want[i];
+      }
+    }
+  }
+}
+
+TEST_F(Bf16Linear, BatchAndThreadInvariant) {
+  if (!ops::bf16_tier_available()) GTEST_SKIP() << "this CPU has no AVX-512 BF16: the tier's kernel does not run here";
+  std::mt19937 rng(23);
+  const std::int64_t K = 768, N = 83, M = 130;
+  FWeight W(N, K, DType::kBF16, rng);
+  const Tensor packed = ops::pack_weight_bf16(W.view);
+  const std::vector<float> x = test::random_vec(M * K, rng);
+  std::vector<float> all(std::size_t(M * N)), one(static_cast<std::size_t>(N));
+  const int saved_threads = ops::num_threads();
+  ops::set_num_threads(2);
+  ops::linear(x.data(), K, M, W.view, TensorView(), all.data(), N);
+  ops::set_num_threads(1);
+  for (std::int64_t m : {std::int64_t{0}, std::int64_t{5}, std::int64_t{64}, M - 1}) {
+    ops::linear(x.data() + m * K, K, 1, W.view, TensorView(), one.data(), N);
+    ASSERT_EQ(std::memcmp(one.data(), all.data() + m * N, std::size_t(N) * 4), 0) << "row " << m;
+  }
+  ops::set_num_threads(saved_threads);
+}
+
+TEST_F(Bf16Linear, NonFiniteInputPropagatesAndOtherDtypesAreNotPacked) {
+  std::mt19937 rng(29);
+  const std::int64_t K = 96, N = 20;
+  FWeight W(N, K, DType::kF32, rng);
+  const Tensor packed = ops::pack_weight_bf16(W.view);
+  for (float bad : {std::nanf(""), INFINITY}) {
+    std::vector<float> x = test::random_vec(K, rng);
+    x[33] = bad;
+    for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+      ops::cpu::set_cpu_target_for_test(t);
+      std::vector<float> y(static_cast<std::size_t>(N));
+      ops::linear(x.data(), K, 1, W.view, TensorView(), y.data(), N);
+      for (float v : y) EXPECT_FALSE(std::isfinite(v)) << ops::cpu::cpu_target_name(t);
+    }
+  }
+  std::vector<std::int32_t> ints(64);
+  TensorView iv(ints.data(), DType::kI32, Shape{8, 8});
+  EXPECT_TRUE(ops::pack_weight_bf16(iv).view().empty());
+  EXPECT_EQ(iv.packed, nullptr);
+}
+
+}  // namespace
+}  // namespace mamba
