@@ -41,7 +41,9 @@ struct FWeight {
   }
 };
 
+/// bf16(v) of the tier (a denormal v is ±0 first, then RNE), then the dot product's DAZ.
 float daz_bf16(float v) {
+  if (std::fabs(v) < FLT_MIN) v = std::copysign(0.0f, v);
   const float b = bf16_to_f32(f32_to_bf16(v));
   return std::fabs(b) < FLT_MIN ? std::copysign(0.0f, b) : b;
 }
@@ -83,7 +85,10 @@ TEST_F(Bf16Linear, EveryTargetBitwiseEqualsTheDefinitionAndNearFp32) {
       const Tensor packed = ops::pack_weight_bf16(packed_view);
       ASSERT_NE(packed_view.packed, nullptr);
       std::vector<float> x = test::random_vec(M * ldx, rng, -2.0f, 2.0f);
-      if (K > 3) x[2] = 3e-39f;  // a denormal: zero in the tier (DAZ)
+      if (K > 3) {
+        x[2] = 3e-39f;                          // a denormal: zero in the tier
+        x[3] = std::nextafter(FLT_MIN, 0.0f);  // the largest denormal: plain RNE would give FLT_MIN
+      }
       const std::vector<float> bias = test::random_vec(N, rng);
       std::vector<float> want(std::size_t(M * ldy), -7.0f);
       for (std::int64_t m = 0; m < M; ++m)
@@ -107,6 +112,24 @@ TEST_F(Bf16Linear, EveryTargetBitwiseEqualsTheDefinitionAndNearFp32) {
           ASSERT_EQ(std::memcmp(&y[i], &want[i], 4), 0) << ops::cpu::cpu_target_name(t) << " " << dtype_name(dt) << " M " << M << " K " << K
                                                          << " N " << N << " at " << i << ": " << y[i] << " vs " << want[i];
       }
+    }
+  }
+}
+
+TEST_F(Bf16Linear, DenormalActivationsAreZero) {
+  // bf16(v) takes a denormal v as ±0 before rounding: the largest denormal would round up to
+  // FLT_MIN (normal) otherwise, visible here through a large weight.
+  std::vector<float> w = {0.0f, 0.0f, 0.0f, 1e30f};
+  TensorView W(w.data(), DType::kF32, Shape{1, 4});
+  const Tensor packed = ops::pack_weight_bf16(W);
+  for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+    ops::cpu::set_cpu_target_for_test(t);
+    for (const float v : {std::nextafter(FLT_MIN, 0.0f), FLT_MIN}) {
+      const float x[4] = {0.0f, 0.0f, 0.0f, v};
+      float y = -7.0f;
+      ops::linear(x, 4, 1, W, TensorView(), &y, 1);
+      const float want = v < FLT_MIN ? 0.0f : bf16_to_f32(f32_to_bf16(1e30f)) * FLT_MIN;
+      EXPECT_EQ(y, want) << ops::cpu::cpu_target_name(t) << " x = " << v;
     }
   }
 }

@@ -41,7 +41,7 @@ void pack(const TensorView& W, std::uint8_t* out) {
         } else {
           convert_to_f32(static_cast<const std::uint8_t*>(W.data) + dtype_bytes(W.dtype, std::size_t(r * K)), W.dtype,
                          std::size_t(K), row.data());
-          for (std::int64_t k = 0; k < K; ++k) lane[32 * (k / 2) + k % 2] = f32_to_bf16(row[std::size_t(k)]);
+          for (std::int64_t k = 0; k < K; ++k) lane[32 * (k / 2) + k % 2] = to_bf16(row[std::size_t(k)]);
         }
         if (K % 2 == 1) lane[32 * (Kp - 1) + 1] = 0;
       }
@@ -49,12 +49,14 @@ void pack(const TensorView& W, std::uint8_t* out) {
   });
 }
 
-void round_row(const float* x, std::int64_t K, std::uint32_t* xb) {
-  for (std::int64_t p = 0; p < pairs(K); ++p) {
-    const std::uint32_t lo = f32_to_bf16(x[2 * p]);
-    const std::uint32_t hi = 2 * p + 1 < K ? f32_to_bf16(x[2 * p + 1]) : 0;
-    xb[p] = lo | hi << 16;
-  }
+void round_rows(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::uint32_t* xb) {
+  const std::int64_t Kp = pairs(K);
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t p = 0; p < Kp; ++p) {
+      const std::uint32_t lo = to_bf16(x[m * ldx + 2 * p]);
+      const std::uint32_t hi = 2 * p + 1 < K ? to_bf16(x[m * ldx + 2 * p + 1]) : 0;
+      xb[m * Kp + p] = lo | hi << 16;
+    }
 }
 
 namespace {
@@ -98,8 +100,10 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
   static thread_local std::vector<std::uint32_t> xb_buf;
   if (xb_buf.size() < static_cast<std::size_t>(M * Kp)) xb_buf.resize(static_cast<std::size_t>(M * Kp));
   std::uint32_t* xb = xb_buf.data();
+  const bool simd = kernels_available();
   parallel_for(M, M >= 16 && M * K >= kParallelMinWork / 8, [&](std::int64_t m0, std::int64_t m1) {
-    for (std::int64_t m = m0; m < m1; ++m) round_row(x + m * ldx, K, xb + m * Kp);
+    if (simd) round_rows_avx512bf16(x + m0 * ldx, ldx, m1 - m0, K, xb + m0 * Kp);
+    else round_rows(x + m0 * ldx, ldx, m1 - m0, K, xb + m0 * Kp);
   });
   const Args args{xb, M, K, N, static_cast<const std::uint8_t*>(W.packed), y, ldy};
   auto* kernel = kernels_available() ? &dot_blocks_avx512bf16 : &dot_blocks_ref;
@@ -109,9 +113,18 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
     for (std::int64_t m = m0; m < m1; ++m)
       for (std::int64_t n = b0 * kBlockRows; n < std::min(N, b1 * kBlockRows); ++n) y[m * ldy + n] += bias[n];
   };
-  // Threads take contiguous block ranges, all M rows each (each weight block is read once).
-  const bool parallel = M * N * K >= kParallelMinWork && n_blocks > 1;
-  parallel_for(n_blocks, parallel, [&](std::int64_t b0, std::int64_t b1) {
+  // Threads take contiguous block ranges, all M rows each (each weight block is read once); a weight
+  // of few blocks (x_proj: N = 80, 5 blocks) is shared by row ranges instead (its blocks read by
+  // every thread, from cache), else one thread takes 3 blocks of 5 (Zen 5, b=8: 7.3 → 6.0 µs a call).
+  const bool parallel = M * N * K >= kParallelMinWork;
+  if (M >= 2 && n_blocks < 4 * std::int64_t(num_threads())) {
+    parallel_for(M, parallel, [&](std::int64_t m0, std::int64_t m1) {
+      kernel(args, m0, m1, 0, n_blocks);
+      add_bias(m0, m1, 0, n_blocks);
+    });
+    return;
+  }
+  parallel_for(n_blocks, parallel && n_blocks > 1, [&](std::int64_t b0, std::int64_t b1) {
     kernel(args, 0, M, b0, b1);
     add_bias(0, M, b0, b1);
   });

@@ -2,8 +2,9 @@
 // activations and the weights rounded to bf16, products summed by AVX-512 BF16 dot products
 // (VDPBF16PS: 32 products per instruction, twice the fp32 FMA rate), in one fixed order:
 //
-//   xb[k] = bf16(x[k]), wb[k] = bf16(W[n, k]) (round to nearest even; F32/F16 weights rounded once
-//   at packing, BF16 weights as stored); k = K (odd K) pads both with +0; with
+//   xb[k] = bf16(x[k]), wb[k] = bf16(W[n, k]) with bf16(v) = round to nearest even of v, a
+//   denormal v taken as ±0 first (to_bf16 below; F32/F16 weights rounded once at packing, BF16
+//   weights as stored); k = K (odd K) pads both with +0; with
 //   daz(v) = (|v| < FLT_MIN ? ±0 : v) and ftz likewise,
 //     r = +0;  for p = 0 .. ⌈K/2⌉ − 1:  r = ftz(fma(daz(wb[2p+1]), daz(xb[2p+1]), r));
 //                                       r = ftz(fma(daz(wb[2p]),   daz(xb[2p]),   r));
@@ -21,12 +22,22 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "mamba/tensor.h"
 
 namespace mamba::ops::cpu::bf16dot {
 
 inline constexpr int kBlockRows = 16;
+
+/// bf16(v) of the order above: ±0 for a denormal v, else f32_to_bf16 (RNE, NaN stays NaN).
+inline std::uint16_t to_bf16(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, 4);
+  if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
+  std::memcpy(&v, &u, 4);
+  return f32_to_bf16(v);
+}
 
 /// ⌈K/2⌉: activation pairs per row, weight vectors per block.
 inline std::int64_t pairs(std::int64_t K) { return (K + 1) / 2; }
@@ -35,8 +46,10 @@ std::int64_t packed_bytes(std::int64_t N, std::int64_t K);
 /// W (F32 / BF16 / F16 [N, K], contiguous) → the blocked layout in `out` (packed_bytes(N, K) bytes).
 void pack(const TensorView& W, std::uint8_t* out);
 
-/// One activation row x[0, K) → pairs xb[0, ⌈K/2⌉) (low half = even k, bf16 RNE, odd K's pad +0).
-void round_row(const float* x, std::int64_t K, std::uint32_t* xb);
+/// Activation rows x [M, K] (row stride ldx) → pairs xb [M, ⌈K/2⌉] (low half = even k, to_bf16,
+/// odd K's pad +0): the scalar version and the AVX-512 one (only when kernels_available()).
+void round_rows(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::uint32_t* xb);
+void round_rows_avx512bf16(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::uint32_t* xb);
 
 /// y[m·ldy + n] (no bias) for m ∈ [m0, m1) and the rows n < N of blocks [b0, b1) of `wp`; xb
 /// [M, Kp] (pairs, row stride Kp).

@@ -74,11 +74,16 @@ void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std:
   const std::int64_t M = m1 - m0;
   if (M <= kMaxR) {
     // Decode (b ≤ 8 sequences): all rows at once, so each weight block is read from memory once:
-    // blocks j, j + h, j + 2h together (three streams far apart, prefetched; Zen 5, 2 threads, 40
-    // cold 768 × 3072 weights: b=1 74–78 GB/s against 66–74 with two streams, b=8 alike).
-    const std::int64_t h = (b1 - b0) / 3;
-    for (std::int64_t j = b0; j < b0 + h; ++j) tile_rows<true>(a, m0, static_cast<int>(M), j, h, 3);
-    for (std::int64_t j = b0 + 3 * h; j < b1; ++j) tile_rows<true>(a, m0, static_cast<int>(M), j, 0, 1);
+    // S blocks j, j + h, .. together (S streams far apart, prefetched). S = 3 up to 4 rows (Zen 5,
+    // 2 threads, 40 cold 768 × 3072 weights: b=1 74–78 GB/s against 66–74 with two streams); 2 from
+    // 5 rows on, where 3 · R accumulators no longer fit the registers (a spilled accumulator made
+    // the 8-row 3-stream tile 2× slower than the 2-stream one). The blocks left over (x_proj: N = 80
+    // is 5 blocks for 2 threads) go together too: one chain per output is latency-bound alone.
+    const int S = M <= 4 ? 3 : 2;
+    const std::int64_t h = (b1 - b0) / S;
+    for (std::int64_t j = b0; j < b0 + h; ++j) tile_rows<true>(a, m0, static_cast<int>(M), j, h, S);
+    for (std::int64_t j = b0 + S * h; j < b1; j += S)
+      tile_rows<true>(a, m0, static_cast<int>(M), j, 1, static_cast<int>(std::min<std::int64_t>(S, b1 - j)));
     return;
   }
   // Prefill: two adjacent blocks (L1-resident) pass 8 rows at a time (16 chains in registers).
@@ -86,6 +91,29 @@ void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std:
     const int streams = b + 1 < b1 ? 2 : 1;
     for (std::int64_t m = m0; m < m1; m += kMaxR)
       tile_rows<false>(a, m, static_cast<int>(std::min<std::int64_t>(kMaxR, m1 - m)), b, 1, streams);
+  }
+}
+
+void round_rows_avx512bf16(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::uint32_t* xb) {
+  const std::int64_t Kp = pairs(K);
+  const __m512i exp_mask = _mm512_set1_epi32(0x7f800000), sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x40);
+  for (std::int64_t m = 0; m < M; ++m) {
+    const float* xr = x + m * ldx;
+    auto* out = reinterpret_cast<std::uint16_t*>(xb + m * Kp);
+    for (std::int64_t k = 0; k < K; k += 16) {
+      const std::int64_t n = std::min<std::int64_t>(16, K - k);
+      const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
+      __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(mask, xr + k));
+      // to_bf16: denormals to ±0, NaN → its top half | 0x40, else round to nearest even.
+      u = _mm512_mask_and_epi32(u, _mm512_testn_epi32_mask(u, exp_mask), u, sign);
+      const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+      __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one))), 16);
+      r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), quiet);
+      _mm256_mask_storeu_epi16(out + k, mask, _mm512_cvtepi32_epi16(r));
+    }
+    if (K % 2 == 1) out[K] = 0;  // the odd K's pad
   }
 }
 
