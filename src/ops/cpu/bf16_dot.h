@@ -51,12 +51,13 @@ void pack(const TensorView& W, std::uint8_t* out);
 void round_rows(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::uint32_t* xb);
 void round_rows_avx512bf16(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::uint32_t* xb);
 
-/// y[m·ldy + n] (no bias) for m ∈ [m0, m1) and the rows n < N of blocks [b0, b1) of `wp`; xb
-/// [M, Kp] (pairs, row stride Kp).
+/// y[m·ldy + n] = r + bias[n] (bias nullptr: r) for m ∈ [m0, m1) and the rows n < N of blocks
+/// [b0, b1) of `wp`; xb [M, Kp] (pairs, row stride Kp).
 struct Args {
   const std::uint32_t* xb;
   std::int64_t M, K, N;
   const std::uint8_t* wp;
+  const float* bias;
   float* y;
   std::int64_t ldy;
 };

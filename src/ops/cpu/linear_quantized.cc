@@ -186,20 +186,20 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
     quant::pack_blocked(W.data, static_cast<const float*>(W.scales), N, K, q4, buf);
     wp = buf;
   }
-  const quant::BlockedArgs args{xq, xl, sx, corr, M, K, N, wp, q4, y, ldy};
+  // The bias in fp32 (converted into a thread-local buffer unless stored F32); the kernel adds it.
+  const float* bias32 = nullptr;
+  if (!bias.empty()) {
+    static thread_local std::vector<float> bias_buf;
+    float* b = grow(bias_buf, N);
+    for (std::int64_t n = 0; n < N; ++n) b[n] = bias_at(bias, n);
+    bias32 = b;
+  }
+  const quant::BlockedArgs args{xq, xl, sx, corr, M, K, N, wp, q4, bias32, y, ldy};
   const std::int64_t n_blocks = (N + quant::kBlockRows - 1) / quant::kBlockRows;
-  auto add_bias = [&](std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1) {
-    if (bias.empty()) return;
-    for (std::int64_t m = m0; m < m1; ++m)
-      for (std::int64_t n = b0 * quant::kBlockRows; n < std::min(N, b1 * quant::kBlockRows); ++n) y[m * ldy + n] += bias_at(bias, n);
-  };
   if (M == 1) {
     // Decode: one contiguous range of blocks per thread (the kernel reads it as two streams).
     const bool par = N * K >= kParallelMinWork && n_blocks >= 4;
-    cpu::parallel_for(n_blocks, par, [&](std::int64_t b0, std::int64_t b1) {
-      quant::dot_blocked_avx512vnni(args, 0, 1, b0, b1);
-      add_bias(0, 1, b0, b1);
-    });
+    cpu::parallel_for(n_blocks, par, [&](std::int64_t b0, std::int64_t b1) { quant::dot_blocked_avx512vnni(args, 0, 1, b0, b1); });
     return;
   }
   const std::int64_t m_blocks = (M + kMPerTask - 1) / kMPerTask, n_tasks = n_blocks * m_blocks;
@@ -208,7 +208,6 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t b = t % n_blocks, m0 = t / n_blocks * kMPerTask, m1 = std::min(M, m0 + kMPerTask);
       quant::dot_blocked_avx512vnni(args, m0, m1, b, b + 1);
-      add_bias(m0, m1, b, b + 1);
     }
   });
 }

@@ -113,6 +113,10 @@ inline void tile(const BlockedArgs& a, std::int64_t m0, const std::int64_t (&blk
   for (int i = 0; i < NB; ++i) {
     const std::int64_t n0 = blk[i] * kBlockRows, valid = std::min<std::int64_t>(kBlockRows, a.N - n0);
     const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+    if (a.bias != nullptr) {  // step 5: y = r + bias
+      const __m512 bv = _mm512_maskz_loadu_ps(mask, a.bias + n0);
+      for (int r = 0; r < R; ++r) acc[r][i][0] = _mm512_add_ps(acc[r][i][0], bv);
+    }
     for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(a.y + (m0 + r) * a.ldy + n0, mask, acc[r][i][0]);
   }
 }

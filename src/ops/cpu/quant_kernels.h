@@ -104,8 +104,9 @@ void pack_blocked(const void* w, const float* sw, std::int64_t N, std::int64_t K
 /// Whether linear_quantized runs the blocked kernels now (target AVX-512 with VNNI).
 bool blocked_kernels_active();
 
-/// Steps 2–4 by the blocked kernel: y[m·ldy + n] for m ∈ [m0, m1) and the rows n < N of blocks
-/// [b0, b1) of `wp` (blocked layout). corr [M, K/32] = (q4 ? 8 : 128) · xsum (int32).
+/// Steps 2–5 by the blocked kernel: y[m·ldy + n] for m ∈ [m0, m1) and the rows n < N of blocks
+/// [b0, b1) of `wp` (blocked layout); bias [N] fp32 or nullptr. corr [M, K/32] = (q4 ? 8 : 128) ·
+/// xsum (int32).
 struct BlockedArgs {
   const std::int8_t* xq;
   const std::int8_t* xl;
@@ -114,6 +115,7 @@ struct BlockedArgs {
   std::int64_t M, K, N;
   const std::uint8_t* wp;
   bool q4;
+  const float* bias;
   float* y;
   std::int64_t ldy;
 };
