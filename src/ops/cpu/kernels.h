@@ -66,6 +66,10 @@ struct Kernels {
   /// Σ_i x[i]² in double (8-wide partial sums in a fixed order, then the tail), i < n.
   double (*sumsq_row)(const float* x, std::int64_t n);
 
+  /// y[i] = w[i] · (x[i] · r), or x[i] · r when w is nullptr, i < n (the RMSNorm scaling: two fp32
+  /// roundings, as the scalar expression; y may alias x).
+  void (*scale_row)(const float* x, float r, const float* w, float* y, std::int64_t n);
+
   /// out[i] = exp(x[i]), i < n (for tests of the vector exp).
   void (*exp_row)(const float* x, float* out, std::int64_t n);
 };

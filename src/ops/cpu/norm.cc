@@ -21,11 +21,7 @@ void rms_norm(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t D, 
       const double ss = k.sumsq_row(xm, D);
       // HF: hidden * torch.rsqrt(variance + eps), in fp32.
       const float r = 1.0f / std::sqrt(float(ss / double(D)) + eps);
-      if (w) {
-        for (std::int64_t i = 0; i < D; ++i) ym[i] = w[i] * (xm[i] * r);
-      } else {
-        for (std::int64_t i = 0; i < D; ++i) ym[i] = xm[i] * r;
-      }
+      k.scale_row(xm, r, w, ym, D);
     }
   });
 }
@@ -44,7 +40,7 @@ void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz
         float* v = ym + g * gs;
         const double ss = k.sumsq_row(v, gs);
         const float r = 1.0f / std::sqrt(float(ss / double(gs)) + eps);
-        for (std::int64_t i = 0; i < gs; ++i) v[i] = w[g * gs + i] * (v[i] * r);
+        k.scale_row(v, r, w + g * gs, v, gs);
       }
     }
   });
