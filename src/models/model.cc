@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 
 #include "mamba/thread_limit.h"
 #include "models/mamba_model.h"
@@ -119,7 +120,16 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
   }
   MAMBA_ASSIGN_OR_RETURN(std::vector<float> norm_f, to_f32(w.norm_f, ckpt.dir() + ": norm_f.weight"));
   ops::set_num_threads(opts.threads);
-  std::vector<Tensor> packed = pack_projections(w, opts.precision);
+  std::vector<Tensor> packed;
+  try {
+    packed = pack_projections(w, opts.precision);
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kIo,
+                      fmt::format("{}: out of memory for the repacked projection weights (a copy of their size is "
+                                  "made at load: quantized weights on AVX-512 VNNI CPUs, float weights with precision "
+                                  "bf16); free memory or load with MAMBA_CPU_TARGET=avx2 / precision exact",
+                                  ckpt.dir()));
+  }
   auto* m = new MambaModel(std::move(ckpt), std::move(w), std::move(params));
   m->norm_f_ = std::move(norm_f);
   m->packed_ = std::move(packed);
