@@ -289,7 +289,7 @@ mamba::Status bench_model(const Options& o, std::unique_ptr<mamba::Model> model,
   // checkpoint; the pages are shared through the page cache).
   MAMBA_ASSIGN_OR_RETURN(auto ckpt, mamba::Checkpoint::open(model->checkpoint().dir()));
   MAMBA_ASSIGN_OR_RETURN(auto weights, mamba::bind_weights(ckpt));
-  const std::vector<mamba::Tensor> packed = mamba::models::pack_projections(weights, o.precision);  // as the model at load
+  const mamba::Tensor packed = mamba::models::pack_projections(weights, o.precision);  // as the model at load
   const mb::ModelCost cost = mb::model_cost(ckpt, weights);
   const mamba::ModelConfig& c = ckpt.config();
   const std::string name = short_name(ckpt.dir()) + (o.precision == mamba::Precision::kBF16 ? " bf16-tier" : "");

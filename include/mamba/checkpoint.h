@@ -64,6 +64,11 @@ class Checkpoint {
   const TensorEntry* find(const std::string& name) const;
   /// Sum of stored tensor bytes.
   std::size_t weight_bytes() const;
+  /// Tells the OS that the bytes [p, p + n) will not be read soon, when they lie inside one of this
+  /// checkpoint's file mappings (else nothing): madvise(MADV_DONTNEED) on the whole pages inside, so
+  /// they leave this process's resident set and fault back in from the page cache on a later read
+  /// (the file is mapped read-only and never written). For weights the model has copied (repacked).
+  void release_pages(const void* p, std::size_t n) const;
 
  private:
   Checkpoint();

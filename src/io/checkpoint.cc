@@ -1,6 +1,9 @@
 // Checkpoint: config.json + weight files of one model directory, mapped read-only.
 #include "mamba/checkpoint.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -112,6 +115,18 @@ const ModelConfig& Checkpoint::config() const { return impl_->config; }
 ModelConfig& Checkpoint::mutable_config() { return impl_->config; }
 const std::vector<TensorEntry>& Checkpoint::tensors() const { return impl_->contents.tensors; }
 std::size_t Checkpoint::weight_bytes() const { return impl_->contents.weight_bytes; }
+
+void Checkpoint::release_pages(const void* p, std::size_t n) const {
+  const auto b = reinterpret_cast<std::uintptr_t>(p), e = b + n;
+  for (const auto& m : impl_->contents.mappings) {
+    const auto mb = reinterpret_cast<std::uintptr_t>(m->data()), me = mb + m->size();
+    if (b < mb || e > me) continue;
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const std::uintptr_t begin = (b + page - 1) / page * page, end = e / page * page;
+    if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    return;
+  }
+}
 
 const TensorEntry* Checkpoint::find(const std::string& name) const {
   auto it = impl_->contents.index.find(name);

@@ -77,9 +77,12 @@ void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
 /// Packs w's projections (in_proj, x_proj, dt_proj, out_proj, lm_head): quantized ones for the
 /// CPU's fastest kernel (ops::pack_weight; none below AVX-512 VNNI), float ones for the bf16 tier
 /// when `precision` is kBF16 (ops::pack_weight_bf16; the caller checked ops::bf16_tier_available()),
-/// and points their views at the copies, which the returned tensors own. The embedding view keeps
-/// the stored rows for lookups (a tied lm_head gets its own packed copy).
-std::vector<Tensor> pack_projections(ModelWeights& w, Precision precision = Precision::kExact);
+/// and points their views at the copies, which the returned tensor owns (one allocation for all,
+/// empty when nothing is packed; throws std::bad_alloc when out of memory). The embedding view
+/// keeps the stored rows for lookups (a tied lm_head gets its own packed copy). With `release_from`
+/// (the checkpoint w's views point into), each packed weight's stored pages leave the resident set
+/// (Checkpoint::release_pages).
+Tensor pack_projections(ModelWeights& w, Precision precision = Precision::kExact, const Checkpoint* release_from = nullptr);
 
 class MambaModel final : public Model {
  public:
@@ -107,7 +110,7 @@ class MambaModel final : public Model {
   ModelWeights weights_;
   std::vector<LayerParams> params_;
   std::vector<float> norm_f_;  ///< [d] final RMSNorm weight, fp32
-  std::vector<Tensor> packed_;  ///< repacked quantized weights (ops::pack_weight), viewed by weights_
+  Tensor packed_;  ///< the repacked projection weights (pack_projections), viewed by weights_
   Scratch scratch_;
   std::vector<SeqSlice> step_seqs_;  ///< reused by step() (no per-token allocation)
 };

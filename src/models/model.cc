@@ -72,16 +72,40 @@ Status check_config(const ModelConfig& c) {
 
 }  // namespace
 
-std::vector<Tensor> pack_projections(ModelWeights& w, Precision precision) {
-  std::vector<Tensor> packed;
-  auto pack = [&](TensorView& v) {
-    Tensor t = ops::pack_weight(v);  // quantized weights
-    if (t.view().empty() && precision == Precision::kBF16) t = ops::pack_weight_bf16(v);  // float ones
-    if (!t.view().empty()) packed.push_back(std::move(t));
-  };
+Tensor pack_projections(ModelWeights& w, Precision precision, const Checkpoint* release_from) {
+  std::vector<TensorView*> views;
   for (LayerWeights& lw : w.layers)
-    for (TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj}) pack(*v);
-  pack(w.lm_head);
+    for (TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj}) views.push_back(v);
+  views.push_back(&w.lm_head);
+  // Which copy each weight gets (quantized → blocked for the integer kernels; float → the bf16
+  // tier's), and its offset in one allocation (64-byte aligned slices: one allocation rounds up to
+  // a 2 MiB page once, not once per tensor).
+  std::vector<std::pair<std::int64_t, bool>> slots;  // (offset or −1, bf16 tier)
+  std::int64_t total = 0;
+  for (TensorView* v : views) {
+    std::int64_t bytes = ops::pack_weight_bytes(*v);
+    const bool bf16 = bytes == 0 && precision == Precision::kBF16;
+    if (bf16) bytes = ops::pack_weight_bf16_bytes(*v);
+    slots.emplace_back(bytes > 0 ? total : -1, bf16);
+    total += (bytes + 63) / 64 * 64;
+  }
+  if (total == 0) return Tensor();
+  Tensor packed = Tensor::uninitialized_huge(DType::kU8, Shape{total});
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    const auto [offset, bf16] = slots[i];
+    if (offset < 0) continue;
+    std::uint8_t* dst = packed.data<std::uint8_t>() + offset;
+    if (bf16) ops::pack_weight_bf16_to(*views[i], dst);
+    else ops::pack_weight_to(*views[i], dst);
+    // The stored bytes are read again only for embedding rows (which fault back in): out of the
+    // resident set, so the copy does not double it.
+    if (release_from != nullptr) {
+      release_from->release_pages(views[i]->data, views[i]->nbytes());
+      if (views[i]->scales != nullptr)
+        release_from->release_pages(views[i]->scales,
+                                    static_cast<std::size_t>(views[i]->shape[0] * (views[i]->shape[1] / views[i]->group_size)) * 4);
+    }
+  }
   return packed;
 }
 
@@ -120,9 +144,9 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
   }
   MAMBA_ASSIGN_OR_RETURN(std::vector<float> norm_f, to_f32(w.norm_f, ckpt.dir() + ": norm_f.weight"));
   ops::set_num_threads(opts.threads);
-  std::vector<Tensor> packed;
+  Tensor packed;
   try {
-    packed = pack_projections(w, opts.precision);
+    packed = pack_projections(w, opts.precision, &ckpt);
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kIo,
                       fmt::format("{}: out of memory for the repacked projection weights (a copy of their size is "

@@ -55,6 +55,11 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
 /// stays for embedding lookups) and saves re-reading it through per-group horizontal sums.
 /// Layout: src/ops/cpu/quant_kernels.h §Blocked weights.
 Tensor pack_weight(TensorView& W);
+/// Bytes of the copy pack_weight would make of W (0 when it would leave W unpacked).
+std::int64_t pack_weight_bytes(const TensorView& W);
+/// pack_weight into caller memory: dst holds pack_weight_bytes(W) > 0 bytes, 64-byte aligned, and
+/// must outlive every use of W (a model packs all its weights into one allocation).
+void pack_weight_to(TensorView& W, void* dst);
 
 /// The bf16 precision tier's copy of a float weight (F32 / BF16 / F16 [N, K]): rounded to bf16 and
 /// laid out for VDPBF16PS (src/ops/cpu/bf16_dot.h); points W.packed at it, which the caller owns
@@ -62,6 +67,10 @@ Tensor pack_weight(TensorView& W);
 /// CPU without AVX-512 BF16 through a slow scalar reference of the same bits: callers check
 /// bf16_tier_available() first). Returns an empty Tensor and leaves W unchanged for other dtypes.
 Tensor pack_weight_bf16(TensorView& W);
+/// Bytes of the copy pack_weight_bf16 would make of W (0 for dtypes it leaves unpacked).
+std::int64_t pack_weight_bf16_bytes(const TensorView& W);
+/// pack_weight_bf16 into caller memory (as pack_weight_to).
+void pack_weight_bf16_to(TensorView& W, void* dst);
 /// Whether this CPU runs the bf16 tier's dot-product kernels (AVX-512 BF16, and the dispatch
 /// target is AVX-512).
 bool bf16_tier_available();

@@ -127,12 +127,22 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
 
 bool bf16_tier_available() { return cpu::bf16dot::kernels_available(); }
 
+std::int64_t pack_weight_bf16_bytes(const TensorView& W) {
+  if (W.dtype != DType::kF32 && W.dtype != DType::kBF16 && W.dtype != DType::kF16) return 0;
+  return cpu::bf16dot::packed_bytes(W.shape[0], W.shape[1]);
+}
+
+void pack_weight_bf16_to(TensorView& W, void* dst) {
+  auto* out = static_cast<std::uint8_t*>(dst);
+  cpu::bf16dot::pack(W, out);
+  W.packed = out;
+}
+
 Tensor pack_weight_bf16(TensorView& W) {
-  if (W.dtype != DType::kF32 && W.dtype != DType::kBF16 && W.dtype != DType::kF16) return Tensor();
-  const std::int64_t N = W.shape[0], K = W.shape[1];
-  Tensor packed = Tensor::uninitialized_huge(DType::kU8, Shape{cpu::bf16dot::packed_bytes(N, K)});
-  cpu::bf16dot::pack(W, packed.data<std::uint8_t>());
-  W.packed = packed.data<std::uint8_t>();
+  const std::int64_t bytes = pack_weight_bf16_bytes(W);
+  if (bytes == 0) return Tensor();
+  Tensor packed(DType::kU8, Shape{bytes});
+  pack_weight_bf16_to(W, packed.data<std::uint8_t>());
   return packed;
 }
 

@@ -65,15 +65,25 @@ void pack_blocked(const void* w, const float* sw, std::int64_t N, std::int64_t K
 
 }  // namespace cpu::quant
 
-Tensor pack_weight(TensorView& W) {
+std::int64_t pack_weight_bytes(const TensorView& W) {
   const bool q4 = W.dtype == DType::kQ4;
   if ((W.dtype != DType::kQ8 && !q4) || W.scale_dtype != DType::kF32 || W.group_size != cpu::quant::kGroup ||
       !cpu::quant::blocked_kernels_active())
-    return Tensor();
-  const std::int64_t N = W.shape[0], K = W.shape[1];
-  Tensor packed = Tensor::uninitialized_huge(DType::kU8, Shape{cpu::quant::blocked_bytes(N, K, q4)});
-  cpu::quant::pack_blocked(W.data, static_cast<const float*>(W.scales), N, K, q4, packed.data<std::uint8_t>());
-  W.packed = packed.data<std::uint8_t>();
+    return 0;
+  return cpu::quant::blocked_bytes(W.shape[0], W.shape[1], q4);
+}
+
+void pack_weight_to(TensorView& W, void* dst) {
+  auto* out = static_cast<std::uint8_t*>(dst);
+  cpu::quant::pack_blocked(W.data, static_cast<const float*>(W.scales), W.shape[0], W.shape[1], W.dtype == DType::kQ4, out);
+  W.packed = out;
+}
+
+Tensor pack_weight(TensorView& W) {
+  const std::int64_t bytes = pack_weight_bytes(W);
+  if (bytes == 0) return Tensor();
+  Tensor packed(DType::kU8, Shape{bytes});
+  pack_weight_to(W, packed.data<std::uint8_t>());
   return packed;
 }
 
