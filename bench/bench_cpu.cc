@@ -176,7 +176,7 @@ void print_gemm_table(const Options& o, const mb::ModelCost& cost, GemmCeiling& 
       auto f32 = gemm.rate(M, p.K, p.N, mb::GemmType::kF32);
       auto b16 = bf16 ? gemm.rate(M, p.K, p.N, mb::GemmType::kBF16) : std::nullopt;
       auto i8 = int8 ? gemm.rate(M, p.K, p.N, mb::GemmType::kInt8) : std::nullopt;
-      auto ref = ours_in == mb::GemmType::kInt8 ? i8 : f32;
+      auto ref = ours_in == mb::GemmType::kInt8 ? i8 : ours_in == mb::GemmType::kBF16 ? b16 : f32;
       fmt::print("{:<9} {:>5} {:>6} {:>6} {:>11.1f} {:>9} {:>11}{}{} {:>8}\n", p.name, M, p.K, p.N, ours.gflops,
                  M <= 64 ? fmt::format("{:.1f}", ours.weight_gbps) : "-", f32 ? fmt::format("{:.1f}", f32->gflops) : "-",
                  bf16 ? fmt::format(" {:>13}", b16 ? fmt::format("{:.1f}", b16->gflops) : "-") : "",
@@ -343,10 +343,11 @@ int main(int argc, char** argv) {
   app.add_flag("--no-gemm-ceiling", o.no_gemm_ceiling, "skip the oneDNN GEMM measurements");
   app.add_option("--bw-gib", o.bw_gib, "bandwidth buffer size in GiB (default: 1, or 4× the LLC when larger)")
       ->check(CLI::Range(0.001, 1024.0));
-  app.add_option("--precision", o.precision,
+  std::string precision = "exact";
+  app.add_option("--precision", precision,
                  "projection arithmetic the models load with: exact (default) or bf16 (the bf16 tier, LoadOptions::precision)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, mamba::Precision>{{"exact", mamba::Precision::kExact},
-                                                                                  {"bf16", mamba::Precision::kBF16}}));
+      ->check(CLI::IsMember({"exact", "bf16"}))
+      ->capture_default_str();
   app.add_option("--gemm-seconds", o.gemm_seconds, "minimum seconds per GEMM shape measurement")->check(CLI::Range(0.0, 60.0));
   // Parse errors like mamba-cli's: one "error: ..." line, exit 2 (CLI11_PARSE exits 105 and others).
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
@@ -356,6 +357,7 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;  // --help exits 0
   }
+  o.precision = precision == "bf16" ? mamba::Precision::kBF16 : mamba::Precision::kExact;  // checked above
   if (o.prompt_lens.empty() || o.batches.empty()) {
     fmt::print(stderr, "error: --prompt-lens and --batches need at least one value\n");
     return 2;

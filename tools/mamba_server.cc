@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", model.error().message.c_str());
     return 2;
   }
+  spdlog::info("precision: {}", mamba::precision_name(lo.precision));
   auto tok = mamba::Tokenizer::from_file((std::filesystem::path(dir.value()) / "tokenizer.json").string());
   if (!tok.ok()) {
     std::fprintf(stderr, "error: %s\n", tok.error().message.c_str());

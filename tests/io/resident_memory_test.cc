@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/test_util.h"
 #include "io/io_test_util.h"
@@ -91,6 +92,34 @@ TEST(ResidentMemory, WeightsAreMappedNotCopied) {
   // growth reached 1.34× once.)
   EXPECT_LT(rss2 - rss0, file_size + file_size / 2 + (4 << 20)) << "file " << file_size << " bytes, resident growth " << (rss2 - rss0);
   EXPECT_GT(rss2 - rss0, file_size / 2) << "pages touched but not resident? growth " << (rss2 - rss0);
+}
+
+TEST(ResidentMemory, ReleasedPagesLeaveTheResidentSetAndReadBackUnchanged) {
+  // Checkpoint::release_pages (used after repacking weights): mapped pages leave the resident set
+  // and read back the same bytes; memory outside the checkpoint's mappings is left alone.
+  MAMBA_REQUIRE_SHARED(shared);
+  auto ck = Checkpoint::open(shared + "/models/mamba2-books-16m");
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  const TensorEntry* big = nullptr;
+  for (const auto& t : ck->tensors())
+    if (big == nullptr || t.view.nbytes() > big->view.nbytes()) big = &t;
+  ASSERT_NE(big, nullptr);
+  ASSERT_GT(big->view.nbytes(), std::size_t{8} << 20) << big->name;
+  const auto* b = static_cast<const std::uint8_t*>(big->view.data);
+  const std::size_t n = big->view.nbytes();
+  std::uint64_t before = 0;
+  for (std::size_t i = 0; i < n; i += 512) before = before * 31 + b[i];  // touches every page
+  const std::int64_t rss1 = vm_rss_bytes();
+  ck->release_pages(b, n);
+  const std::int64_t rss2 = vm_rss_bytes();
+  EXPECT_GT(rss1 - rss2, static_cast<std::int64_t>(n / 2)) << big->name << ": " << n << " bytes released, resident " << rss1 << " → " << rss2;
+  std::uint64_t after = 0;
+  for (std::size_t i = 0; i < n; i += 512) after = after * 31 + b[i];
+  EXPECT_EQ(before, after) << "the released bytes read back differently";
+
+  std::vector<std::uint8_t> heap(std::size_t{4} << 20, 0x5A);  // not a mapping of the checkpoint
+  ck->release_pages(heap.data(), heap.size());
+  for (std::size_t i = 0; i < heap.size(); i += 4096) ASSERT_EQ(heap[i], 0x5A) << "heap byte " << i << " changed";
 }
 
 }  // namespace

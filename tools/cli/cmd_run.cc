@@ -81,8 +81,9 @@ void run(const RunArgs& a, CLI::App& cmd) {
   if (!loaded.ok()) fail(loaded.error().message);
   Model& model = *loaded->model;
   const Tokenizer* tok = loaded->tokenizer ? &*loaded->tokenizer : nullptr;
-  std::fprintf(stderr, "model: %s (%s, %lld layers%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),
-               static_cast<long long>(model.config().n_layer), tok ? "" : ", no tokenizer");
+  std::fprintf(stderr, "model: %s (%s, %lld layers%s%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),
+               static_cast<long long>(model.config().n_layer), a.precision == "bf16" ? ", precision bf16" : "",
+               tok ? "" : ", no tokenizer");
 
   if (!cmd.count("--prompt-ids")) {
     if (cmd.count("--prompt")) {
