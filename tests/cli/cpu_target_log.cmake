@@ -30,6 +30,14 @@ if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\)\n")
   message(FATAL_ERROR "perplexity with MAMBA_CPU_TARGET=baseline: expected the cpu line:\n${r_ERR}")
 endif()
 
+# The bf16 tier needs AVX-512 BF16: on the baseline target (any CPU) the load is refused, naming it.
+cli_run(r run -m ${model} -p "Once" -n 2 --precision bf16)
+if(NOT r_RC EQUAL 2 OR NOT r_ERR MATCHES "error: precision bf16 needs a CPU with AVX-512 BF16[^
+]*baseline \\(forced by MAMBA_CPU_TARGET\\)")
+  message(FATAL_ERROR "run --precision bf16 with MAMBA_CPU_TARGET=baseline: expected exit 2 and the refusal, got ${r_RC}:
+${r_ERR}")
+endif()
+
 # Invalid: the warning and the reason come first, then the model loads and runs on the detected target.
 set(ENV{MAMBA_CPU_TARGET} avx3)
 cli_run_ok(r run -m ${model} -p "Once" -n 2)

@@ -21,6 +21,11 @@ expect_error("error: .*--threads.*got 1025" run -m ${model} -p hi -n 1 --threads
 expect_error("error: .*--threads.*got -1" run -m ${model} -p hi -n 1 -t -1)
 expect_error("error: .*--threads.*got abc" run -m ${model} -p hi -n 1 -t abc)
 expect_error("error: .*--threads.*got 5000" perplexity -m ${model} --ids-file ${WORK}/none -t 5000)
+
+# Precision tiers: exact | bf16 only (no case folding, no numbers).
+expect_error("error: --precision: fp8 not in \\{exact,bf16\\}" run -m ${model} -p hi -n 1 --precision fp8)
+expect_error("error: --precision: BF16 not in \\{exact,bf16\\}" perplexity -m ${model} --ids-file ${WORK}/none --precision BF16)
+expect_error("error: --precision: 1 not in \\{exact,bf16\\}" run -m ${model} -p hi -n 1 --precision 1)
 cli_run_ok(ok run -m ${model} -p hi -n 1 -t 2)
 
 # --seed: the full uint64 range, nothing beyond it (it was clamped to 2^64 - 1 silently).
