@@ -46,6 +46,23 @@ inline void score_window(Model& model, const std::vector<std::int32_t>& ids, std
   ppl = std::exp(nll / double(n));
 }
 
+/// Top-1 agreement and both perplexities of `a` (the original) and `b` over `dir`'s ppl.ids; prints
+/// one line labelled `what`.
+inline QuantComparison compare_models(Model& a, Model& b, const std::string& dir, const std::string& what) {
+  QuantComparison r;
+  const auto ref = load_reference(dir);
+  const auto& ids = ref.at("ppl.ids").i32;
+  std::vector<std::int32_t> ta, tb;
+  score_window(a, ids, ta, r.ppl_orig);
+  score_window(b, ids, tb, r.ppl_quant);
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < ta.size() && i < tb.size(); ++i) same += ta[i] == tb[i];
+  r.top1_agreement = ta.empty() ? 0.0 : double(same) / double(ta.size());
+  std::printf("%s %s: top-1 agreement %.2f%% over %zu positions; perplexity %.4f → %.4f (%+.3f%%)\n", dir.c_str(), what.c_str(),
+              100 * r.top1_agreement, ta.size(), r.ppl_orig, r.ppl_quant, 100 * (r.ppl_quant / r.ppl_orig - 1));
+  return r;
+}
+
 /// Quantizes `dir` to `type` in a temp dir and compares it with the original over ppl.ids.
 inline QuantComparison compare_quantized(const std::string& dir, QuantType type) {
   namespace fs = std::filesystem;
@@ -59,19 +76,8 @@ inline QuantComparison compare_quantized(const std::string& dir, QuantType type)
   auto orig = Model::load(dir);
   auto quant = Model::load(tmp.string());
   EXPECT_TRUE(orig.ok() && quant.ok()) << (orig.ok() ? quant.error().message : orig.error().message);
-  if (!orig.ok() || !quant.ok()) return r;
-  const auto ref = load_reference(dir);
-  const auto& ids = ref.at("ppl.ids").i32;
-  std::vector<std::int32_t> a, b;
-  score_window(**orig, ids, a, r.ppl_orig);
-  score_window(**quant, ids, b, r.ppl_quant);
+  if (orig.ok() && quant.ok()) r = compare_models(**orig, **quant, dir, type == QuantType::kQ8 ? "q8" : "q4");
   fs::remove_all(tmp);
-  std::size_t same = 0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) same += a[i] == b[i];
-  r.top1_agreement = a.empty() ? 0.0 : double(same) / double(a.size());
-  std::printf("%s %s: top-1 agreement %.2f%% over %zu positions; perplexity %.4f → %.4f (%+.3f%%)\n", dir.c_str(),
-              type == QuantType::kQ8 ? "q8" : "q4", 100 * r.top1_agreement, a.size(), r.ppl_orig, r.ppl_quant,
-              100 * (r.ppl_quant / r.ppl_orig - 1));
   return r;
 }
 
@@ -84,18 +90,7 @@ inline QuantComparison compare_precision(const std::string& dir, Precision preci
   auto other = Model::load(dir, lo);
   EXPECT_TRUE(orig.ok() && other.ok()) << (orig.ok() ? other.error().message : orig.error().message);
   if (!orig.ok() || !other.ok()) return r;
-  const auto ref = load_reference(dir);
-  const auto& ids = ref.at("ppl.ids").i32;
-  std::vector<std::int32_t> a, b;
-  score_window(**orig, ids, a, r.ppl_orig);
-  score_window(**other, ids, b, r.ppl_quant);
-  std::size_t same = 0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) same += a[i] == b[i];
-  r.top1_agreement = a.empty() ? 0.0 : double(same) / double(a.size());
-  std::printf("%s precision %s: top-1 agreement %.2f%% over %zu positions; perplexity %.4f → %.4f (%+.3f%%)\n", dir.c_str(),
-              precision_name(precision), 100 * r.top1_agreement, a.size(), r.ppl_orig, r.ppl_quant,
-              100 * (r.ppl_quant / r.ppl_orig - 1));
-  return r;
+  return compare_models(**orig, **other, dir, std::string("precision ") + precision_name(precision));
 }
 
 }  // namespace mamba::test

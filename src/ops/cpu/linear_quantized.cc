@@ -152,22 +152,35 @@ float bias_at(const TensorView& b, std::int64_t n) {
 
 /// linear_quantized on the blocked kernels (quant_kernels.h §Blocked weights): W.packed, or W
 /// packed into scratch when it has no packed copy (a caller that did not run ops::pack_weight).
+/// Per-call scratch of the calling thread (buffers only grow): the activation codes and what the
+/// kernels derive from them, a packed weight (linear_blocked without W.packed), the bias in fp32.
+struct Scratch {
+  std::vector<std::int8_t> xq, xl;
+  std::vector<float> sx, bias;
+  std::vector<std::int16_t> x16;
+  std::vector<std::int32_t> xsum, corr;
+  std::vector<std::uint8_t> pack;
+};
+Scratch& scratch() {
+  static thread_local Scratch s;
+  return s;
+}
+/// v's data, v grown to at least n elements.
+template <class T>
+T* grow(std::vector<T>& v, std::int64_t n) {
+  if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
+  return v.data();
+}
+
 void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias, float* y,
                     std::int64_t ldy) {
   const std::int64_t N = W.shape[0], K = W.shape[1], G = K / quant::kGroup;
   const bool q4 = W.dtype == DType::kQ4;
-  static thread_local std::vector<std::int8_t> xq_buf, xl_buf;
-  static thread_local std::vector<float> sx_buf;
-  static thread_local std::vector<std::int32_t> corr_buf;
-  static thread_local std::vector<std::uint8_t> pack_buf;
-  auto grow = [](auto& v, std::int64_t n) {
-    if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
-    return v.data();
-  };
-  std::int8_t* xq = grow(xq_buf, M * K);
-  std::int8_t* xl = grow(xl_buf, M * K);
-  float* sx = grow(sx_buf, M * G);
-  std::int32_t* corr = grow(corr_buf, M * G);
+  Scratch& s = scratch();
+  std::int8_t* xq = grow(s.xq, M * K);
+  std::int8_t* xl = grow(s.xl, M * K);
+  float* sx = grow(s.sx, M * G);
+  std::int32_t* corr = grow(s.corr, M * G);
   const std::int32_t offset = q4 ? 8 : 128;  // u = q + 8 (q4), q + 128 (q8)
   // 1. Activation quantization, and the offset correction offset · Σ_g X16 per group.
   cpu::parallel_for(M, M >= 16 && M * K >= kParallelMinWork / 8, [&](std::int64_t m0, std::int64_t m1) {
@@ -182,15 +195,14 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
   });
   const auto* wp = static_cast<const std::uint8_t*>(W.packed);
   if (wp == nullptr) {
-    std::uint8_t* buf = grow(pack_buf, quant::blocked_bytes(N, K, q4));
+    std::uint8_t* buf = grow(s.pack, quant::blocked_bytes(N, K, q4));
     quant::pack_blocked(W.data, static_cast<const float*>(W.scales), N, K, q4, buf);
     wp = buf;
   }
   // The bias in fp32 (converted into a thread-local buffer unless stored F32); the kernel adds it.
   const float* bias32 = nullptr;
   if (!bias.empty()) {
-    static thread_local std::vector<float> bias_buf;
-    float* b = grow(bias_buf, N);
+    float* b = grow(s.bias, N);
     for (std::int64_t n = 0; n < N; ++n) b[n] = bias_at(bias, n);
     bias32 = b;
   }
@@ -227,20 +239,13 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   // 1. Activation quantization (and, for the SIMD kernels, its packed layouts) into per-call
   // scratch of the calling thread (grows only).
   const bool q4 = W.dtype == DType::kQ4;
-  static thread_local std::vector<std::int8_t> xq_buf, xl_buf;
-  static thread_local std::vector<std::int16_t> x16_buf;
-  static thread_local std::vector<float> sx_buf;
-  static thread_local std::vector<std::int32_t> xsum_buf;
-  auto grow = [](auto& v, std::int64_t n) {
-    if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
-    return v.data();
-  };
-  std::int8_t* xq = grow(xq_buf, M * K);
-  std::int8_t* xl = grow(xl_buf, M * K);
-  float* sx = grow(sx_buf, M * G);
+  Scratch& s = scratch();
+  std::int8_t* xq = grow(s.xq, M * K);
+  std::int8_t* xl = grow(s.xl, M * K);
+  float* sx = grow(s.sx, M * G);
   const bool simd = target >= CpuTarget::kAvx2;
-  std::int16_t* x16 = simd ? grow(x16_buf, M * K) : nullptr;  // x16 for q8, x16n for q4
-  std::int32_t* xsum = simd && q4 ? grow(xsum_buf, M * G) : nullptr;  // read by the q4 kernel only
+  std::int16_t* x16 = simd ? grow(s.x16, M * K) : nullptr;  // x16 for q8, x16n for q4
+  std::int32_t* xsum = simd && q4 ? grow(s.xsum, M * G) : nullptr;  // read by the q4 kernel only
   // Rows are independent: many rows (prefill) are quantized by all threads (else this serial part
   // caps the prefill's thread scaling).
   cpu::parallel_for(M, M >= 16 && M * K >= kParallelMinWork / 8, [&](std::int64_t m0, std::int64_t m1) {
