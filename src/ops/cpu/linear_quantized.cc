@@ -1,6 +1,8 @@
 // Linear and embedding over q8 / q4 weights: the dispatcher, the scalar reference (= the baseline
 // target) and the embedding lookup. The computation is defined in quant_kernels.h.
 //
+// AVX-512 VNNI: the blocked kernels over W.packed (linear_blocked; threads take ranges of 16-row
+// blocks in decode, (block, 64 input rows) tasks in prefill). Otherwise the row-major kernels:
 // Work split: one input row (decode): a contiguous range of weight rows per thread. Else tasks =
 // (blocks of kRowsPerTask weight rows) × (blocks of kMPerTask input rows);
 // within a task each weight row's codes are read from memory once and reused from L1 for every
