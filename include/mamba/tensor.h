@@ -67,9 +67,10 @@ struct TensorView {
   const void* scales = nullptr;
   DType scale_dtype = DType::kF32;
   int group_size = 0;
-  // A backend's repacked copy of a quantized weight (codes and scales in the layout its fastest
-  // kernel reads; ops::pack_weight), owned by whoever packed it (the model); nullptr: the kernels
-  // read `data` / `scales`.
+  // A backend's repacked copy of this weight, owned by whoever packed it (the model); nullptr: the
+  // kernels read `data` / `scales`. Quantized: codes and scales in the layout the fastest kernel
+  // reads (ops::pack_weight, same results); float: the bf16 precision tier's copy (ops::pack_weight_bf16,
+  // which also selects that tier's arithmetic for this weight).
   const void* packed = nullptr;
 
   TensorView() = default;

@@ -51,8 +51,8 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
 /// points W.packed at the copy, which the caller owns (it must outlive every use of W). Returns an
 /// empty Tensor and leaves W unchanged when W is not quantized or the target reads the stored
 /// layout directly (below AVX-512 VNNI). Results of ops::linear are bitwise the same with or
-/// without the packed copy; the copy costs the weight's size again in memory (the mmapped original
-/// stays for embedding lookups) and saves re-reading it through per-group horizontal sums.
+/// without the packed copy; the copy costs the weight's size again in memory (a model then releases
+/// the stored pages: Checkpoint::release_pages) and saves the per-group horizontal sums.
 /// Layout: src/ops/cpu/quant_kernels.h §Blocked weights.
 Tensor pack_weight(TensorView& W);
 /// Bytes of the copy pack_weight would make of W (0 when it would leave W unpacked).
