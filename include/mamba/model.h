@@ -57,6 +57,8 @@ class Model {
   virtual ~Model() = default;
   virtual const ModelConfig& config() const = 0;
   virtual const Checkpoint& checkpoint() const = 0;
+  /// The projections' arithmetic it was loaded with (LoadOptions::precision).
+  virtual Precision precision() const { return Precision::kExact; }
   /// Width of one logits row = padded vocab (embedding rows).
   virtual std::int64_t logits_width() const = 0;
   /// A zeroed state for a new sequence (fp32, sized from the config).

@@ -91,6 +91,7 @@ class MambaModel final : public Model {
 
   const ModelConfig& config() const override { return ckpt_.config(); }
   const Checkpoint& checkpoint() const override { return ckpt_; }
+  Precision precision() const override { return precision_; }
   std::int64_t logits_width() const override { return weights_.lm_head.shape[0]; }
   State new_state() const override;
   Status prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode, float* logits) override;
@@ -111,6 +112,7 @@ class MambaModel final : public Model {
   std::vector<LayerParams> params_;
   std::vector<float> norm_f_;  ///< [d] final RMSNorm weight, fp32
   Tensor packed_;  ///< the repacked projection weights (pack_projections), viewed by weights_
+  Precision precision_ = Precision::kExact;
   Scratch scratch_;
   std::vector<SeqSlice> step_seqs_;  ///< reused by step() (no per-token allocation)
 };

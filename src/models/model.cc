@@ -157,6 +157,7 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
   auto* m = new MambaModel(std::move(ckpt), std::move(w), std::move(params));
   m->norm_f_ = std::move(norm_f);
   m->packed_ = std::move(packed);
+  m->precision_ = opts.precision;
   return std::unique_ptr<Model>(m);
 }
 

@@ -188,7 +188,11 @@ void register_tgi_routes(httplib::Server& svr, ServerContext& ctx) {
     const ModelConfig& cfg = ctx.model->config();
     json info{{"model_id", ctx.opts.model_id},
               {"model_sha", nullptr},
-              {"model_dtype", cfg.quant_type.empty() ? std::string("float32") : cfg.quant_type},  // compute dtype, or q8/q4 weights
+              // compute dtype (the projections' in the bf16 tier), or q8/q4 weights
+              {"model_dtype", !cfg.quant_type.empty()                        ? cfg.quant_type
+                              : ctx.model->precision() == Precision::kBF16 ? std::string("bfloat16")
+                                                                             : std::string("float32")},
+              {"precision", precision_name(ctx.model->precision())},
               {"model_device_type", "cpu"},
               {"model_pipeline_tag", "text-generation"},
               {"architecture", arch_name(cfg.arch)},

@@ -21,6 +21,8 @@ await check('GET /info', async () => {
   assert.equal(j.max_best_of, 1);
   assert.ok(j.state_slots >= 1);
   assert.equal(j.model_pipeline_tag, 'text-generation');
+  assert.equal(j.precision, 'exact');
+  assert.equal(j.model_dtype, 'float32');
 });
 
 await check('GET /v1/models', async () => {
