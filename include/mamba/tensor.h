@@ -69,7 +69,7 @@ struct TensorView {
   int group_size = 0;
   // A backend's repacked copy of this weight, owned by whoever packed it (the model); nullptr: the
   // kernels read `data` / `scales`. Quantized: codes and scales in the layout the fastest kernel
-  // reads (ops::pack_weight, same results); float: the bf16 precision tier's copy (ops::pack_weight_bf16,
+  // reads (ops::pack_weight_to, same results); float: the bf16 precision tier's copy (ops::pack_weight_bf16_to,
   // which also selects that tier's arithmetic for this weight).
   const void* packed = nullptr;
 

@@ -75,8 +75,8 @@ void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
                   float* out);
 
 /// Packs w's projections (in_proj, x_proj, dt_proj, out_proj, lm_head): quantized ones for the
-/// CPU's fastest kernel (ops::pack_weight; none below AVX-512 VNNI), float ones for the bf16 tier
-/// when `precision` is kBF16 (ops::pack_weight_bf16; the caller checked ops::bf16_tier_available()),
+/// CPU's fastest kernel (ops::pack_weight_to; none below AVX-512 VNNI), float ones for the bf16 tier
+/// when `precision` is kBF16 (ops::pack_weight_bf16_to; the caller checked ops::bf16_tier_available()),
 /// and points their views at the copies, which the returned tensor owns (one allocation for all,
 /// empty when nothing is packed; throws std::bad_alloc when out of memory). The embedding view
 /// keeps the stored rows for lookups (a tied lm_head gets its own packed copy). With `release_from`

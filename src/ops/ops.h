@@ -41,35 +41,29 @@ int num_threads();
 /// l[k % 16]); then the tree l[i] += l[i + s] for s = 8, 4, 2, 1 (i < s); r = l[0]; the tail
 /// k ∈ [K16, K) ascending r = fma(x[k], w[k], r); y = r + bias[n] (fp32). Every dispatch target,
 /// every M and every thread count gives this bitwise (batch invariance).
-/// The bf16 precision tier: a float W whose `packed` points at ops::pack_weight_bf16's copy is
+/// The bf16 precision tier: a float W whose `packed` points at ops::pack_weight_bf16_to's copy is
 /// computed with x and W rounded to bf16 in the order of src/ops/cpu/bf16_dot.h (AVX-512 BF16 dot
 /// products; the same bits on every target and M, not those of the fp32 order above).
 void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
             float* y, std::int64_t ldy);
 
-/// Repacks a quantized weight (kQ8 / kQ4) for the current CPU target's fastest linear kernel and
-/// points W.packed at the copy, which the caller owns (it must outlive every use of W). Returns an
-/// empty Tensor and leaves W unchanged when W is not quantized or the target reads the stored
-/// layout directly (below AVX-512 VNNI). Results of ops::linear are bitwise the same with or
-/// without the packed copy; the copy costs the weight's size again in memory (a model then releases
-/// the stored pages: Checkpoint::release_pages) and saves the per-group horizontal sums.
-/// Layout: src/ops/cpu/quant_kernels.h §Blocked weights.
-Tensor pack_weight(TensorView& W);
-/// Bytes of the copy pack_weight would make of W (0 when it would leave W unpacked).
+/// Bytes of a quantized weight's (kQ8 / kQ4) copy repacked for the current CPU target's fastest
+/// linear kernel; 0 when W is not quantized or the target reads the stored layout directly (below
+/// AVX-512 VNNI). Layout: src/ops/cpu/quant_kernels.h §Blocked weights.
 std::int64_t pack_weight_bytes(const TensorView& W);
-/// pack_weight into caller memory: dst holds pack_weight_bytes(W) > 0 bytes, 64-byte aligned, and
-/// must outlive every use of W (a model packs all its weights into one allocation).
+/// Writes that copy to caller memory dst (pack_weight_bytes(W) > 0 bytes, 64-byte aligned; it must
+/// outlive every use of W: a model packs all its weights into one allocation) and points W.packed at
+/// it. Results of ops::linear are bitwise the same with or without the copy; it costs the weight's
+/// size again in memory (a model then releases the stored pages: Checkpoint::release_pages) and
+/// saves the per-group horizontal sums.
 void pack_weight_to(TensorView& W, void* dst);
 
-/// The bf16 precision tier's copy of a float weight (F32 / BF16 / F16 [N, K]): rounded to bf16 and
-/// laid out for VDPBF16PS (src/ops/cpu/bf16_dot.h); points W.packed at it, which the caller owns
-/// (it must outlive every use of W). From then on ops::linear on W computes in the bf16 tier (on a
-/// CPU without AVX-512 BF16 through a slow scalar reference of the same bits: callers check
-/// bf16_tier_available() first). Returns an empty Tensor and leaves W unchanged for other dtypes.
-Tensor pack_weight_bf16(TensorView& W);
-/// Bytes of the copy pack_weight_bf16 would make of W (0 for dtypes it leaves unpacked).
+/// Bytes of the bf16 precision tier's copy of a float weight (F32 / BF16 / F16 [N, K]: rounded to
+/// bf16, laid out for VDPBF16PS, src/ops/cpu/bf16_dot.h); 0 for other dtypes.
 std::int64_t pack_weight_bf16_bytes(const TensorView& W);
-/// pack_weight_bf16 into caller memory (as pack_weight_to).
+/// Writes that copy to caller memory (as pack_weight_to) and points W.packed at it: from then on
+/// ops::linear on W computes in the bf16 tier (on a CPU without AVX-512 BF16 through a slow scalar
+/// reference of the same bits: callers check bf16_tier_available() first).
 void pack_weight_bf16_to(TensorView& W, void* dst);
 /// Whether this CPU runs the bf16 tier's dot-product kernels (AVX-512 BF16, and the dispatch
 /// target is AVX-512).

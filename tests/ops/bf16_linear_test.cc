@@ -82,7 +82,7 @@ TEST_F(Bf16Linear, EveryTargetBitwiseEqualsTheDefinitionAndNearFp32) {
       ++cases;
       FWeight W(N, K, dt, rng);
       TensorView packed_view = W.view;
-      const Tensor packed = ops::pack_weight_bf16(packed_view);
+      const Tensor packed = test::pack_for_test(packed_view, true);
       ASSERT_NE(packed_view.packed, nullptr);
       std::vector<float> x = test::random_vec(M * ldx, rng, -2.0f, 2.0f);
       if (K > 3) {
@@ -121,7 +121,7 @@ TEST_F(Bf16Linear, DenormalActivationsAreZero) {
   // FLT_MIN (normal) otherwise, visible here through a large weight.
   std::vector<float> w = {0.0f, 0.0f, 0.0f, 1e30f};
   TensorView W(w.data(), DType::kF32, Shape{1, 4});
-  const Tensor packed = ops::pack_weight_bf16(W);
+  const Tensor packed = test::pack_for_test(W, true);
   for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
     ops::cpu::set_cpu_target_for_test(t);
     for (const float v : {std::nextafter(FLT_MIN, 0.0f), FLT_MIN}) {
@@ -139,7 +139,7 @@ TEST_F(Bf16Linear, BatchAndThreadInvariant) {
   std::mt19937 rng(23);
   const std::int64_t K = 768, N = 83, M = 130;
   FWeight W(N, K, DType::kBF16, rng);
-  const Tensor packed = ops::pack_weight_bf16(W.view);
+  const Tensor packed = test::pack_for_test(W.view, true);
   const std::vector<float> x = test::random_vec(M * K, rng);
   std::vector<float> all(std::size_t(M * N)), one(static_cast<std::size_t>(N));
   const int saved_threads = ops::num_threads();
@@ -157,7 +157,7 @@ TEST_F(Bf16Linear, NonFiniteInputPropagatesAndOtherDtypesAreNotPacked) {
   std::mt19937 rng(29);
   const std::int64_t K = 96, N = 20;
   FWeight W(N, K, DType::kF32, rng);
-  const Tensor packed = ops::pack_weight_bf16(W.view);
+  const Tensor packed = test::pack_for_test(W.view, true);
   for (float bad : {std::nanf(""), INFINITY}) {
     std::vector<float> x = test::random_vec(K, rng);
     x[33] = bad;
@@ -170,7 +170,7 @@ TEST_F(Bf16Linear, NonFiniteInputPropagatesAndOtherDtypesAreNotPacked) {
   }
   std::vector<std::int32_t> ints(64);
   TensorView iv(ints.data(), DType::kI32, Shape{8, 8});
-  EXPECT_TRUE(ops::pack_weight_bf16(iv).view().empty());
+  EXPECT_TRUE(test::pack_for_test(iv, true).view().empty());
   EXPECT_EQ(iv.packed, nullptr);
 }
 

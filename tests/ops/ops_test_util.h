@@ -9,8 +9,20 @@
 #include <vector>
 
 #include "mamba/tensor.h"
+#include "ops/ops.h"
 
 namespace mamba::test {
+
+/// A weight's packed copy for the tests (ops::pack_weight_bytes + pack_weight_to, or the bf16 tier's
+/// pair): an owning buffer W.packed points at; empty (W unchanged) when nothing is packed.
+inline Tensor pack_for_test(TensorView& W, bool bf16_tier) {
+  const std::int64_t bytes = bf16_tier ? ops::pack_weight_bf16_bytes(W) : ops::pack_weight_bytes(W);
+  if (bytes == 0) return Tensor();
+  Tensor t(DType::kU8, Shape{bytes});
+  if (bf16_tier) ops::pack_weight_bf16_to(W, t.data<std::uint8_t>());
+  else ops::pack_weight_to(W, t.data<std::uint8_t>());
+  return t;
+}
 
 inline std::vector<float> random_vec(std::int64_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
   std::uniform_real_distribution<float> d(lo, hi);

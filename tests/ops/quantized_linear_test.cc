@@ -228,19 +228,19 @@ TEST_F(QuantizedLinear, BlockedLayoutMatchesItsDefinition) {
 }
 
 TEST_F(QuantizedLinear, PackedWeightGivesTheSameBits) {
-  // ops::pack_weight's copy (what the model reads) against the stored rows, on every target: the
+  // The packed copy (ops::pack_weight_to: what the model reads) against the stored rows, on every target: the
   // blocked kernels read the copy, the others ignore it.
   std::mt19937 rng(17);
   const std::int64_t K = 800, N = 83;
   TensorView f32_view;
   std::vector<float> fw(16 * 32, 0.5f);
   f32_view = TensorView(fw.data(), DType::kF32, Shape{16, 32});
-  EXPECT_TRUE(ops::pack_weight(f32_view).view().empty());  // float weights are never packed
+  EXPECT_TRUE(test::pack_for_test(f32_view, false).view().empty());  // float weights are never packed
   EXPECT_EQ(f32_view.packed, nullptr);
   for (bool q4 : {false, true}) {
     QWeight W(N, K, q4, rng);
     TensorView packed_view = W.view;
-    const Tensor packed = ops::pack_weight(packed_view);
+    const Tensor packed = test::pack_for_test(packed_view, false);
     if (!ops::cpu::quant::blocked_kernels_active()) {
       EXPECT_TRUE(packed.view().empty());
       EXPECT_EQ(packed_view.packed, nullptr);

@@ -1,5 +1,5 @@
 // The bf16 precision tier of ops::linear (bf16_dot.h): packing, the scalar reference, the
-// dispatcher, and ops::pack_weight_bf16.
+// dispatcher, and ops::pack_weight_bf16_to.
 
 #include "ops/cpu/bf16_dot.h"
 
@@ -136,14 +136,6 @@ void pack_weight_bf16_to(TensorView& W, void* dst) {
   auto* out = static_cast<std::uint8_t*>(dst);
   cpu::bf16dot::pack(W, out);
   W.packed = out;
-}
-
-Tensor pack_weight_bf16(TensorView& W) {
-  const std::int64_t bytes = pack_weight_bf16_bytes(W);
-  if (bytes == 0) return Tensor();
-  Tensor packed(DType::kU8, Shape{bytes});
-  pack_weight_bf16_to(W, packed.data<std::uint8_t>());
-  return packed;
 }
 
 }  // namespace mamba::ops

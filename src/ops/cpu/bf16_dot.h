@@ -15,7 +15,7 @@
 // invariance; against the exact fp32 tier it differs by the bf16 rounding of x and W (≤ 2^-8
 // relative per element).
 //
-// Weights: the blocked layout below, packed at load (ops::pack_weight_bf16). Blocks of kBlockRows
+// Weights: the blocked layout below, packed at load (ops::pack_weight_bf16_to). Blocks of kBlockRows
 // = 16 weight rows (the last padded with zero rows), block b = ⌈K/2⌉ vectors of 64 bytes; vector p
 // holds row 16b + n's pair (wb[2p], wb[2p+1]) as 4 bytes at byte 4n (the even k in the low half):
 // one VDPBF16PS of a weight vector by one activation pair broadcast advances 16 rows' sums.

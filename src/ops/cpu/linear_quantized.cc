@@ -153,7 +153,7 @@ float bias_at(const TensorView& b, std::int64_t n) {
 
 
 /// linear_quantized on the blocked kernels (quant_kernels.h §Blocked weights): W.packed, or W
-/// packed into scratch when it has no packed copy (a caller that did not run ops::pack_weight).
+/// packed into scratch when it has no packed copy (a caller that did not run ops::pack_weight_to).
 /// Per-call scratch of the calling thread (buffers only grow): the activation codes and what the
 /// kernels derive from them, a packed weight (linear_blocked without W.packed), the bias in fp32.
 struct Scratch {

@@ -81,7 +81,7 @@ struct DotArgs {
 void dot_rows_baseline(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1);
 void dot_rows_avx2(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1);
 
-/// Blocked weights (the AVX-512 VNNI kernels' layout; ops::pack_weight makes a model's copies at
+/// Blocked weights (the AVX-512 VNNI kernels' layout; ops::pack_weight_to makes a model's copies at
 /// load, linear_quantized packs a weight that has none into scratch per call). From W [N, K]:
 /// blocks of kBlockRows = 16 weight rows (the last one padded with rows of code 0 and scale 0),
 /// block b = G chunks in group order, chunk g = the codes of group g for the block's 16 rows, then

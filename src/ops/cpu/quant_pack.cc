@@ -1,5 +1,5 @@
 // The blocked layout of quantized weights (quant_kernels.h §Blocked weights): packing from the
-// stored row-major codes, and ops::pack_weight, which gives a model its packed copies at load.
+// stored row-major codes, and ops::pack_weight_to, which gives a model its packed copies at load.
 
 #include <algorithm>
 #include <cstring>
@@ -77,14 +77,6 @@ void pack_weight_to(TensorView& W, void* dst) {
   auto* out = static_cast<std::uint8_t*>(dst);
   cpu::quant::pack_blocked(W.data, static_cast<const float*>(W.scales), W.shape[0], W.shape[1], W.dtype == DType::kQ4, out);
   W.packed = out;
-}
-
-Tensor pack_weight(TensorView& W) {
-  const std::int64_t bytes = pack_weight_bytes(W);
-  if (bytes == 0) return Tensor();
-  Tensor packed(DType::kU8, Shape{bytes});
-  pack_weight_to(W, packed.data<std::uint8_t>());
-  return packed;
 }
 
 }  // namespace mamba::ops
