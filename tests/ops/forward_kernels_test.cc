@@ -74,6 +74,42 @@ TEST(VectorExp, AtMostTwoUlpAndEdgeCases) {
   });
 }
 
+// The scan's decay 2^(dt·fl(A·log2 e)): the two fp32 products add |x|·2⁻²³ of relative error (x =
+// dt·A: the same order as the rounding of dt·A itself, which every fp32 scan has), the polynomial
+// and the final rounding ≤ 1.5 ulp; below 2⁻¹²⁶ it stays in [0, 2⁻¹²⁶].
+TEST(ScanDecay, WithinTheProductRoundingOfExp) {
+  std::mt19937 rng(11);
+  std::vector<float> dt, A;
+  for (int i = 0; i < 20000; ++i) {  // x = dt·A over [−100, 0], log-spread so small |x| are covered
+    dt.push_back(std::exp(std::uniform_real_distribution<float>(-12.0f, 2.0f)(rng)));
+    A.push_back(-std::exp(std::uniform_real_distribution<float>(-6.0f, 3.9f)(rng)));
+  }
+  for (float v : {0.0f, 1e-30f, 1.0f}) {  // x = 0 and tiny |x|: exactly or nearly 1
+    dt.push_back(v);
+    A.push_back(-1.0f);
+  }
+  dt.push_back(1e30f);  // far below the range: clamped, not 0·inf
+  A.push_back(-1e30f);
+  for_each_target([&] {
+    std::vector<float> out(dt.size());
+    ops::cpu::cpu_kernels().scan_decay_row(dt.data(), A.data(), out.data(), static_cast<std::int64_t>(dt.size()));
+    double worst = 0.0;  // relative error in units of the bound
+    for (std::size_t i = 0; i < dt.size(); ++i) {
+      const double x = double(dt[i]) * double(A[i]), want = std::exp(x);
+      if (want < 0x1p-126) {
+        EXPECT_GE(out[i], 0.0f) << i;
+        EXPECT_LE(out[i], 0x1p-126f) << i;
+        continue;
+      }
+      const double bound = 1.5 * 0x1p-23 + std::fabs(x) * 0x1p-23;
+      worst = std::max(worst, std::fabs(out[i] - want) / want / bound);
+    }
+    EXPECT_LE(worst, 1.0);
+    EXPECT_GT(worst, 0.05);  // the bound is not vacuous: errors come within 20× of it
+    EXPECT_EQ(out[dt.size() - 4], 1.0f);  // exp(0)
+  });
+}
+
 TEST(VectorSoftplusSilu, MatchReferenceOnEveryTarget) {
   std::mt19937 rng(3);
   const std::int64_t M = 3, n = 37, ld = 41;

@@ -72,6 +72,9 @@ struct Kernels {
 
   /// out[i] = exp(x[i]), i < n (for tests of the vector exp).
   void (*exp_row)(const float* x, float* out, std::int64_t n);
+  /// out[i] = the Mamba-1 scan's decay exp(dt[i]·A[i]), computed as scan_channels does:
+  /// 2^(dt·fl(A·log2 e)) (simd.h vexp2_nonpos), i < n; dt ≥ 0, A ≤ 0 finite (for tests).
+  void (*scan_decay_row)(const float* dt, const float* A, float* out, std::int64_t n);
 };
 
 /// The kernels of cpu_target().
