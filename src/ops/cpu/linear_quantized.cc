@@ -2,7 +2,7 @@
 // target) and the embedding lookup. The computation is defined in quant_kernels.h.
 //
 // AVX-512 VNNI: the blocked kernels over W.packed (linear_blocked; threads take ranges of 16-row
-// blocks in decode, (block, 64 input rows) tasks in prefill). Otherwise the row-major kernels:
+// blocks in decode, (3 blocks, 64 input rows) tasks in prefill). Otherwise the row-major kernels:
 // Work split: one input row (decode): a contiguous range of weight rows per thread. Else tasks =
 // (blocks of kRowsPerTask weight rows) × (blocks of kMPerTask input rows);
 // within a task each weight row's codes are read from memory once and reused from L1 for every
@@ -216,12 +216,15 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
     cpu::parallel_for(n_blocks, par, [&](std::int64_t b0, std::int64_t b1) { quant::dot_blocked_avx512vnni(args, 0, 1, b0, b1); });
     return;
   }
-  const std::int64_t m_blocks = (M + kMPerTask - 1) / kMPerTask, n_tasks = n_blocks * m_blocks;
+  // Tasks: (kPrefillTileBlocks weight blocks, kMPerTask input rows).
+  constexpr std::int64_t kBPerTask = quant::kPrefillTileBlocks;
+  const std::int64_t b_tasks = (n_blocks + kBPerTask - 1) / kBPerTask;
+  const std::int64_t m_blocks = (M + kMPerTask - 1) / kMPerTask, n_tasks = b_tasks * m_blocks;
   const bool parallel = M * N * K >= kParallelMinWork && n_tasks > 1;
   cpu::parallel_for(n_tasks, parallel, [&](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
-      const std::int64_t b = t % n_blocks, m0 = t / n_blocks * kMPerTask, m1 = std::min(M, m0 + kMPerTask);
-      quant::dot_blocked_avx512vnni(args, m0, m1, b, b + 1);
+      const std::int64_t b = t % b_tasks * kBPerTask, m0 = t / b_tasks * kMPerTask, m1 = std::min(M, m0 + kMPerTask);
+      quant::dot_blocked_avx512vnni(args, m0, m1, b, std::min(n_blocks, b + kBPerTask));
     }
   });
 }

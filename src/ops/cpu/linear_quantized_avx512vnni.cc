@@ -9,7 +9,7 @@
 // Zen 5, 768 × 3072 weight, one row (decode), one core, from L2: q8 31 → 86 G weights/s, q4 48 →
 // 118 against the row-major VNNI kernel, whose per-group horizontal sums (shuffles) took most of its
 // instructions; from memory with 2 cores both now read at the bandwidth (~60–66 GB/s). Prefill (512
-// rows) 59–71 → 200–245 G MAC/s, bound by the dpbusd port (two per 64 products: qh and ql).
+// rows, 2 cores) 59–71 → 280–290 G MAC/s, ~85% of the dpbusd bound (two per 64 products: qh and ql).
 
 // GCC 12 reports its own _mm*_undefined_*() helpers (inside the intrinsics headers) as "(maybe)
 // uninitialized" once they are inlined here: a known false positive.
@@ -95,13 +95,29 @@ inline void tile(const BlockedArgs& a, std::int64_t m0, const std::int64_t (&blk
   };
 
   __m512 acc[R][NB][8];
-  for (int r = 0; r < R; ++r)
-    for (int i = 0; i < NB; ++i)
-      for (int j = 0; j < 8; ++j) acc[r][i][j] = _mm512_setzero_ps();
-  for (std::int64_t g = 0; g < G8; g += 8) {
+  if constexpr (kPrefetch) {
+    // Decode: groups in storage order (the weight streams are read once, front to back).
+    for (int r = 0; r < R; ++r)
+      for (int i = 0; i < NB; ++i)
+        for (int j = 0; j < 8; ++j) acc[r][i][j] = _mm512_setzero_ps();
+    for (std::int64_t g = 0; g < G8; g += 8) {
 #pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j)
-      group(g + j, [&](int r, int i, __m512 d, __m512 v) { acc[r][i][j] = _mm512_fmadd_ps(d, v, acc[r][i][j]); });
+      for (int j = 0; j < 8; ++j)
+        group(g + j, [&](int r, int i, __m512 d, __m512 v) { acc[r][i][j] = _mm512_fmadd_ps(d, v, acc[r][i][j]); });
+    }
+  } else {
+    // Prefill (the tile's weights sit in L1): lane j of the canonical order (groups g ≡ j mod 8,
+    // ascending, the same FMA chain) one at a time, so one fp32 accumulator per (row, block) is live
+    // instead of eight and a 2-row × 3-block tile fits the registers.
+    for (int j = 0; j < 8; ++j) {
+      __m512 l[R][NB];
+      for (int r = 0; r < R; ++r)
+        for (int i = 0; i < NB; ++i) l[r][i] = _mm512_setzero_ps();
+      for (std::int64_t g = j; g < G8; g += 8)
+        group(g, [&](int r, int i, __m512 d, __m512 v) { l[r][i] = _mm512_fmadd_ps(d, v, l[r][i]); });
+      for (int r = 0; r < R; ++r)
+        for (int i = 0; i < NB; ++i) acc[r][i][j] = l[r][i];
+    }
   }
   // Tree l[i] += l[i + s] for s = 4, 2, 1, then the tail groups in order on l[0].
   for (int r = 0; r < R; ++r)
@@ -130,10 +146,26 @@ void dot_blocked(const BlockedArgs& a, std::int64_t m0, std::int64_t m1, std::in
     for (std::int64_t j = b0 + 2 * h; j < b1; ++j) tile<kQ4, 1, 1, true>(a, m0, {j});
     return;
   }
-  // Two input rows per weight block: 16 fp32 accumulators + 4 int32 chains stay in registers (4 rows
-  // spill and measured 10–25% slower on Zen 5; the dpbusd port is the limit either way).
-  constexpr int kR = 2;
-  for (std::int64_t b = b0; b < b1; ++b) {
+  // kR input rows × kPrefillTileBlocks weight blocks per tile: each activation broadcast feeds three
+  // dpbusd and each weight vector two rows' (Zen 5, one core, 512 × 768 × 3072: 2 rows × 1 block
+  // with eight live accumulators per row 107 G MAC/s; 2 × 2 146; 2 × 3 145–160; 3 × 2 147; 4 × 1
+  // 128; 4 × 2 138; the bound of two dpbusd per 64 products at 1.6 per cycle is ~172).
+  constexpr int kR = 2, kNB = static_cast<int>(kPrefillTileBlocks);
+  std::int64_t b = b0;
+  for (; b + kNB <= b1; b += kNB) {
+    std::int64_t bl[kNB];
+    for (int i = 0; i < kNB; ++i) bl[i] = b + i;
+    std::int64_t m = m0;
+    for (; m + kR <= m1; m += kR) tile<kQ4, kNB, kR, false>(a, m, bl);
+    for (; m < m1; ++m) tile<kQ4, kNB, 1, false>(a, m, bl);
+  }
+  if (b + 2 <= b1) {  // two blocks left (x_proj's N = 80 is 3 + 2 blocks)
+    std::int64_t m = m0;
+    for (; m + kR <= m1; m += kR) tile<kQ4, 2, kR, false>(a, m, {b, b + 1});
+    for (; m < m1; ++m) tile<kQ4, 2, 1, false>(a, m, {b, b + 1});
+    b += 2;
+  }
+  for (; b < b1; ++b) {
     std::int64_t m = m0;
     for (; m + kR <= m1; m += kR) tile<kQ4, 1, kR, false>(a, m, {b});
     for (; m < m1; ++m) tile<kQ4, 1, 1, false>(a, m, {b});

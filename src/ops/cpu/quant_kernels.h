@@ -120,6 +120,9 @@ struct BlockedArgs {
   std::int64_t ldy;
 };
 void dot_blocked_avx512vnni(const BlockedArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1);
+/// Weight blocks per prefill tile of dot_blocked_avx512vnni: callers hand it ranges of this many
+/// blocks (a shorter range runs one block at a time, slower).
+inline constexpr std::int64_t kPrefillTileBlocks = 3;
 
 /// Step 1 for M rows (x row stride ldx) into xq, xl [M, K], sx [M, K/32].
 void quantize_rows_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* xq, std::int8_t* xl, float* sx);
