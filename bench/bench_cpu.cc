@@ -335,11 +335,17 @@ int main(int argc, char** argv) {
   CLI::App app{"CPU speed against the machine's ceilings (issue 5's goal table)"};
   app.add_option("models", o.dirs, "model directories or HF cache refs (default: the embedded model)");
   app.add_option("--threads", o.threads, "threads for everything but the 1-thread rows (0 = all)")->check(CLI::Range(0, 4096));
-  app.add_option("--prompt-lens", o.prompt_lens, "prefill lengths in tokens (the first is also used for scaling)")
+  // Lists are one comma-separated argument (allow_extra_args(false)): "--prompt-lens 512,2048 MODEL"
+  // must not take MODEL as a third length.
+  app.add_option("--prompt-lens", o.prompt_lens, "prefill lengths in tokens, comma-separated (the first is also used for scaling)")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--decode-steps", o.decode_steps, "timed decode steps per run (fastest of 3 runs counts)")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--batches", o.batches, "decode batch sizes")->delimiter(',')->check(CLI::Range(1, 1024));
+  app.add_option("--batches", o.batches, "decode batch sizes, comma-separated")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->check(CLI::Range(1, 1024));
   app.add_flag("--no-gemm-ceiling", o.no_gemm_ceiling, "skip the oneDNN GEMM measurements");
   app.add_option("--bw-gib", o.bw_gib, "bandwidth buffer size in GiB (default: 1, or 4× the LLC when larger)")
       ->check(CLI::Range(0.001, 1024.0));

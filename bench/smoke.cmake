@@ -1,6 +1,7 @@
 # cmake -DBENCH=<bench_cpu> -DMODEL=<dir> -P bench/smoke.cmake: a tiny bench_cpu run must exit 0 and
 # print every table (ceilings, projection GEMMs, decode, prefill, scaling, goals). Timings unchecked.
-execute_process(COMMAND ${BENCH} ${MODEL} --bw-gib 0.05 --prompt-lens 16 --decode-steps 2 --gemm-seconds 0.01
+# The model comes after the list options: they take one comma-separated argument, not the model too.
+execute_process(COMMAND ${BENCH} --bw-gib 0.05 --decode-steps 2 --gemm-seconds 0.01 --batches 1 --prompt-lens 16 ${MODEL}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
 if(NOT rc EQUAL 0)
