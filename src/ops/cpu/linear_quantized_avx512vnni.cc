@@ -9,7 +9,8 @@
 // Zen 5, 768 × 3072 weight, one row (decode), one core, from L2: q8 31 → 86 G weights/s, q4 48 →
 // 118 against the row-major VNNI kernel, whose per-group horizontal sums (shuffles) took most of its
 // instructions; from memory with 2 cores both now read at the bandwidth (~60–66 GB/s). Prefill (512
-// rows, 2 cores) 59–71 → 280–290 G MAC/s, ~85% of the dpbusd bound (two per 64 products: qh and ql).
+// rows, 2 cores) 59–71 → 280–290 G MAC/s, ~65–70% of the dpbusd bound (two per 64 products: qh
+// and ql, i.e. half of oneDNN's int8 rate, whose activations are 8-bit).
 
 // GCC 12 reports its own _mm*_undefined_*() helpers (inside the intrinsics headers) as "(maybe)
 // uninitialized" once they are inlined here: a known false positive.
@@ -149,7 +150,7 @@ void dot_blocked(const BlockedArgs& a, std::int64_t m0, std::int64_t m1, std::in
   // kR input rows × kPrefillTileBlocks weight blocks per tile: each activation broadcast feeds three
   // dpbusd and each weight vector two rows' (Zen 5, one core, 512 × 768 × 3072: 2 rows × 1 block
   // with eight live accumulators per row 107 G MAC/s; 2 × 2 146; 2 × 3 145–160; 3 × 2 147; 4 × 1
-  // 128; 4 × 2 138; the bound of two dpbusd per 64 products at 1.6 per cycle is ~172).
+  // 128; 4 × 2 138; the bound of two dpbusd per 64 products at ~2 per cycle is ~218 at 3.4 GHz).
   constexpr int kR = 2, kNB = static_cast<int>(kPrefillTileBlocks);
   std::int64_t b = b0;
   for (; b + kNB <= b1; b += kNB) {
