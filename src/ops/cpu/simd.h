@@ -96,44 +96,6 @@ inline float hsum(vf v) {
   return _mm_cvtss_f32(s);
 }
 
-/// exp(xc) for xc already clamped to [−86.6, 88.7228]: Cody–Waite reduction, degree-6 polynomial,
-/// ·2ⁿ (≤ 2 ulp). The shared core of vexp and vsilu.
-inline vf vexp_clamped(vf xc) {
-  // n = round(x / ln2) by the 1.5·2²³ trick (round to nearest even, |x/ln2| < 2²²).
-  const vf magic = vset1(12582912.0f);
-  const vf fn = fmadd(xc, vset1(1.44269504088896341f), magic) - magic;
-  vf r = fmadd(fn, vset1(-0.693359375f), xc);
-  r = fmadd(fn, vset1(2.12194440e-4f), r);
-  vf p = vset1(1.9875691500e-4f);
-  p = fmadd(p, r, vset1(1.3981999507e-3f));
-  p = fmadd(p, r, vset1(8.3334519073e-3f));
-  p = fmadd(p, r, vset1(4.1665795894e-2f));
-  p = fmadd(p, r, vset1(1.6666665459e-1f));
-  p = fmadd(p, r, vset1(5.0000001201e-1f));
-  const vf e = fmadd(p, r * r, r) + vset1(1.0f);
-#if MAMBA_SIMD_BYTES == 64
-  // ·2ⁿ in one vscalefps (AVX-512F) instead of convert, add, shift and two multiplies: the same
-  // value wherever the result is a normal float (both exact); for x < −86.3 (results < 2⁻¹²⁵) the
-  // other widths round a subnormal intermediate e·2ⁿ⁻¹, this form does not.
-  return reinterpret_cast<vf>(_mm512_scalef_ps(reinterpret_cast<__m512>(e), reinterpret_cast<__m512>(fn)));
-#else
-  // ·2ⁿ for n ∈ [−125, 128] as ·2ⁿ⁻¹·2 (exponent field n + 126 ∈ [1, 254], so n = 128 stays finite).
-  const vi n = __builtin_convertvector(fn, vi);
-  const vi bits = (n + 126) << 23;
-  vf scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return (e * scale) * vset1(2.0f);
-#endif
-}
-
-inline vf vexp(vf x) {
-  const vf hi = vset1(88.72283935546875f), lo = vset1(-86.6f);
-  vf out = vexp_clamped(vmin(vmax(x, lo), hi));
-  out = x < lo ? vf{} : out;
-  out = x > hi ? vset1(__builtin_inff()) : out;
-  return x != x ? x : out;  // NaN in, NaN out
-}
-
 /// log2(e) rounded to fp32: the Mamba-1 scan takes exp(Δ·A) as 2^(Δ·fl(A·log2 e)) (vexp2_nonpos).
 constexpr float kLog2e = 1.44269504088896341f;
 
@@ -148,9 +110,11 @@ inline vf vround(vf x) {
 #endif
 }
 
-/// 2^(n + r) for integral n ∈ [−126, 0] and r ∈ [−½, ½] (a little beyond is fine): 2^r by a
-/// degree-6 near-minimax polynomial (relative error 2e−9 before fp32 rounding), then ·2ⁿ, rounded
-/// once (vscalefps, or a multiply by 2ⁿ built in the exponent field: the same value).
+/// 2^(n + r) for integral n ∈ [−125, 128] and r ∈ [−½, ½] (a little beyond is fine): 2^r by a
+/// degree-6 near-minimax polynomial (relative error 2e−9 before fp32 rounding), then ·2ⁿ: one
+/// vscalefps with 64-byte vectors, else ·2ⁿ⁻¹·2 through the exponent field (n + 126 ∈ [1, 254], so
+/// n = 128 stays finite) — the same value wherever the result is a normal float; below 2⁻¹²⁵ the
+/// narrower widths round a subnormal intermediate, vscalefps does not.
 inline vf vexp2_parts(vf n, vf r) {
   vf p = vset1(1.5353361960e-4f);
   p = fmadd(p, r, vset1(1.3398875017e-3f));
@@ -162,21 +126,42 @@ inline vf vexp2_parts(vf n, vf r) {
 #if MAMBA_SIMD_BYTES == 64
   return reinterpret_cast<vf>(_mm512_scalef_ps(reinterpret_cast<__m512>(p), reinterpret_cast<__m512>(n)));
 #else
-  const vi bits = (__builtin_convertvector(n, vi) + 127) << 23;  // n + 127 ∈ [1, 127]
+  const vi bits = (__builtin_convertvector(n, vi) + 126) << 23;
   vf scale;
   std::memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
+  return (p * scale) * vset1(2.0f);
 #endif
 }
 
+/// exp(xc) for xc already clamped to [−86.6, 88.7228]: n = round(x·log2 e), r = x − n·ln 2 by a
+/// two-constant Cody–Waite split (exact products: n has ≤ 8 bits), then 2^(n + r·log2 e) by
+/// vexp2_parts (≤ 2 ulp). The shared core of vexp, vsilu and vsoftplus.
+inline vf vexp_clamped(vf xc) {
+  // n by the 1.5·2²³ trick (round to nearest even, |x·log2 e| < 2²²).
+  const vf magic = vset1(12582912.0f);
+  const vf fn = fmadd(xc, vset1(kLog2e), magic) - magic;
+  vf r = fmadd(fn, vset1(-0.693359375f), xc);
+  r = fmadd(fn, vset1(2.12194440e-4f), r);
+  return vexp2_parts(fn, r * vset1(kLog2e));
+}
+
+inline vf vexp(vf x) {
+  const vf hi = vset1(88.72283935546875f), lo = vset1(-86.6f);
+  vf out = vexp_clamped(vmin(vmax(x, lo), hi));
+  out = x < lo ? vf{} : out;
+  out = x > hi ? vset1(__builtin_inff()) : out;
+  return x != x ? x : out;  // NaN in, NaN out
+}
+
+
 /// 2^x for x ≤ 0 that is never NaN (the Mamba-1 scan's decay Δ·A·log2 e: Δ ≥ 0, A = −exp(A_log) < 0
 /// and checked finite at load; a NaN Δ still reaches the state through Δ·u·B). x is clamped to
-/// −126 (below, 2⁻¹²⁶ ≈ 1.2e−38 instead of a smaller number: negligible next to any other term of
+/// −125 (below, 2⁻¹²⁵ ≈ 2.4e−38 instead of a smaller number: negligible next to any other term of
 /// the update), then n = round(x), r = x − n exactly: ≤ 1.5 ulp against the correctly rounded 2^x.
 /// Base 2 spares vexp's ln 2 reduction (two FMAs) and its r² split: the prefill scan's update runs
 /// 1.5× faster on Zen 5 (11 → 7 cycles per vector).
 inline vf vexp2_nonpos(vf x) {
-  x = vmax(x, vset1(-126.0f));
+  x = vmax(x, vset1(-125.0f));
   const vf n = vround(x);
   return vexp2_parts(n, x - n);
 }
