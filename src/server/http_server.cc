@@ -115,6 +115,42 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
+namespace {
+
+/// Whether s is a plain non-negative decimal number (a valid Content-Length).
+bool is_decimal(const std::string& s) {
+  return !s.empty() && s.size() <= 19 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// What runs before every route: the API key, 405 for a known path asked with another method, a
+/// Content-Length that is not a number. True when it answered the request (res is then set).
+bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  if (!ctx.opts.api_key.empty() && req.path != "/health") {
+    const std::string want = "Bearer " + ctx.opts.api_key;
+    if (req.get_header_value("Authorization") != want && req.get_header_value("x-api-key") != ctx.opts.api_key) {
+      server::send_error(res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)"}, ctx.metrics);
+      return true;
+    }
+  }
+  // cpp-httplib answers 404 for a known path asked with another method: make it 405 + Allow
+  if (std::string allow = ctx.routes.disallowed(req.method, req.path); !allow.empty()) {
+    // not counted as a rejected request (as a 404 is not): no request was parsed
+    res.status = 405;
+    res.set_header("Allow", allow);
+    res.set_content(ApiError{405, "method_not_allowed", fmt::format("method {} not allowed on {} (allowed: {})", req.method, req.path, allow)}.body(),
+                    "application/json");
+    return true;
+  }
+  // cpp-httplib reads a non-numeric Content-Length ("abc") as 0 and an empty body.
+  if (const std::string cl = req.get_header_value("Content-Length"); !cl.empty() && !is_decimal(cl)) {
+    server::send_error(res, ApiError{400, "malformed_request", fmt::format("invalid Content-Length header '{}'", cl)}, ctx.metrics);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Status Server::start() {
   Impl& im = *impl_;
   ServerContext& ctx = im.ctx;
@@ -123,31 +159,35 @@ Status Server::start() {
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   http.set_keep_alive_max_count(100);
   http.set_keep_alive_timeout(2);
-  http.set_read_timeout(30, 0);
+  // A client silent for 10 s mid-request is dropped. cpp-httplib 0.11 also waits this long to
+  // discard the body it refuses with 413 (a declared length over --max-body-bytes).
+  http.set_read_timeout(10, 0);
   http.set_write_timeout(30, 0);
   http.set_payload_max_length(ctx.opts.max_body_bytes);
   http.set_socket_options([](socket_t sock) { server::listen_socket_options(sock); });
   http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-    if (!ctx.opts.api_key.empty() && req.path != "/health") {
-      const std::string want = "Bearer " + ctx.opts.api_key;
-      if (req.get_header_value("Authorization") != want && req.get_header_value("x-api-key") != ctx.opts.api_key) {
-        server::send_error(res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)"}, ctx.metrics);
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    // cpp-httplib answers 404 for a known path asked with another method: make it 405 + Allow
-    if (std::string allow = ctx.routes.disallowed(req.method, req.path); !allow.empty()) {
-      // not counted as a rejected request (as a 404 is not): no request was parsed
-      res.status = 405;
-      res.set_header("Allow", allow);
-      res.set_content(ApiError{405, "method_not_allowed", fmt::format("method {} not allowed on {} (allowed: {})", req.method, req.path, allow)}.body(),
-                      "application/json");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return pre_route(ctx, req, res) ? httplib::Server::HandlerResponse::Handled : httplib::Server::HandlerResponse::Unhandled;
   });
   http.set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
+    if (res.status == 413 || res.status == 400) {
+      // cpp-httplib 0.11 caps application/x-www-form-urlencoded bodies (curl -d's default type) at
+      // 8 KiB before routing: a JSON body within our own limit is served as any other.
+      const httplib::Server::Handler* h = ctx.routes.post_handler(req.path);
+      if (res.status == 413 && req.method == "POST" && h != nullptr && !req.body.empty() &&
+          req.body.size() <= ctx.opts.max_body_bytes &&
+          req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
+        res.status = 200;
+        if (!pre_route(ctx, req, res)) (*h)(req, res);
+        return;
+      }
+      // A Content-Length that is not a decimal number (cpp-httplib reads "-5" as 2⁶⁴ − 5, waits for
+      // the body until the read timeout, then says 413): name the header instead.
+      if (const std::string cl = req.get_header_value("Content-Length"); !cl.empty() && !is_decimal(cl)) {
+        server::send_error(res, ApiError{400, "malformed_request", fmt::format("invalid Content-Length header '{}'", cl)}, ctx.metrics);
+        return;
+      }
+    }
     ApiError e;
     e.status = res.status;
     switch (res.status) {

@@ -11,6 +11,7 @@ void RouteTable::add(httplib::Server& svr, const std::string& method, const std:
     m.insert("GET");
     m.insert("HEAD");
   } else {
+    post_handlers_[path] = handler;
     svr.Post(path, std::move(handler));
     m.insert("POST");
   }
@@ -25,6 +26,11 @@ std::string RouteTable::disallowed(const std::string& method, const std::string&
     allow += m;
   }
   return allow;
+}
+
+const httplib::Server::Handler* RouteTable::post_handler(const std::string& path) const {
+  auto it = post_handlers_.find(path);
+  return it == post_handlers_.end() ? nullptr : &it->second;
 }
 
 }  // namespace mamba::server

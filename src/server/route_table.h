@@ -20,8 +20,13 @@ class RouteTable {
   /// (e.g. "POST" for GET /generate); "" when the method is allowed or the path is unknown.
   std::string disallowed(const std::string& method, const std::string& path) const;
 
+  /// The handler registered for POST `path`, or nullptr (for requests cpp-httplib refused before
+  /// routing that the server still wants to serve; see http_server.cc's error handler).
+  const httplib::Server::Handler* post_handler(const std::string& path) const;
+
  private:
   std::map<std::string, std::set<std::string>> methods_;
+  std::map<std::string, httplib::Server::Handler> post_handlers_;
 };
 
 }  // namespace mamba::server

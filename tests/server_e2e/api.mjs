@@ -214,6 +214,44 @@ await check('413 for bodies over 8 MiB, 404 JSON for unknown routes', async () =
   assert.equal(typeof n.json.error, 'string');
 });
 
+await check('a JSON body over 8 KiB sent as form-urlencoded (curl -d) is served, streamed too', async () => {
+  // cpp-httplib 0.11 refuses x-www-form-urlencoded bodies over 8 KiB before routing.
+  const req = { inputs: PROMPT + ' x'.repeat(5000), parameters: { max_new_tokens: 3 } };
+  const body = JSON.stringify(req);
+  assert.ok(body.length > 9000);
+  const form = { 'content-type': 'application/x-www-form-urlencoded' };
+  const r = await postJson(base, '/generate', body, form);
+  assert.equal(r.status, 200, r.text);
+  const want = await postJson(base, '/generate', body);
+  assert.equal(r.json.generated_text, want.json.generated_text);
+  const { status, events } = await postSse(base, '/generate_stream', req, { headers: form });
+  assert.equal(status, 200);
+  assert.equal(events.length, 3);
+  assert.equal(events[2].generated_text, want.json.generated_text);
+});
+
+await check('an invalid Content-Length is a 400 naming the header, at once', async () => {
+  const { connect } = await import('node:net');
+  const url = new URL(base);
+  for (const cl of ['abc', '-5', '99999999999999999999']) {
+    const t0 = Date.now();
+    const reply = await new Promise((resolve, reject) => {
+      const sock = connect(Number(url.port), url.hostname, () =>
+        sock.write(`POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: ${cl}\r\n\r\n`));
+      let data = '';
+      sock.on('data', (d) => {
+        data += d;
+        if (data.includes('}')) { sock.destroy(); resolve(data); }
+      });
+      sock.on('error', reject);
+      sock.on('close', () => resolve(data));
+    });
+    assert.match(reply, /^HTTP\/1\.1 400/, `${cl}: ${reply}`);
+    assert.ok(reply.includes('invalid Content-Length'), reply);
+    if (cl === 'abc') assert.ok(Date.now() - t0 < 2000, `${cl} took ${Date.now() - t0} ms`);
+  }
+});
+
 await check('405 JSON with Allow for a known path asked with the wrong method', async () => {
   for (const [method, route, allow] of [['GET', '/generate', 'POST'], ['DELETE', '/v1/completions', 'POST'], ['POST', '/health', 'GET, HEAD']]) {
     const res = await fetch(base + route, { method });
