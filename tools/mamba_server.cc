@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32, at most 4096)")->capture_default_str();
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' (all routes but /health)");
-  app.add_option("--model-id", o.model_id, "model name reported by /info and /v1/models (default: the model directory name)");
+  app.add_option("--model-id", o.model_id, "model name reported by /info and /v1/models (default: the Hugging Face repo id as given to -m, else the model directory name)");
   app.add_option("--shutdown-grace", grace, "seconds in-flight requests get to finish on SIGTERM/SIGINT (0 to 86400)")->capture_default_str();
   // Startup errors look like mamba-cli's: one "error: ..." line on stderr, exit 2.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
@@ -58,6 +58,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;  // --help exits 0
+  }
+  // An empty --api-key would silently turn authentication off (e.g. --api-key "$UNSET_VAR").
+  if (app.count("--api-key") > 0 && o.api_key.empty()) {
+    std::fprintf(stderr, "error: --api-key is empty (omit the flag to serve without authentication)\n");
+    return 2;
+  }
+  if (app.count("--model-id") > 0 && o.model_id.empty()) {
+    std::fprintf(stderr, "error: --model-id is empty\n");
+    return 2;
   }
   // Logs go to stderr; stdout carries only the "listening on" line (for scripts).
   spdlog::set_default_logger(spdlog::stderr_color_mt("mamba-server"));
@@ -90,7 +99,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", dir.error().message.c_str());
     return 2;
   }
-  if (o.model_id == "mamba") o.model_id = std::filesystem::path(dir.value()).filename().string();
+  if (o.model_id == "mamba") {
+    // A Hugging Face repo id names the model as given (TGI and vLLM report it so), not by its
+    // snapshot directory (a commit hash); a directory by its name.
+    std::error_code ec;
+    o.model_id = std::filesystem::is_directory(model_ref, ec) ? std::filesystem::path(dir.value()).filename().string() : model_ref;
+  }
 
   // Signals are taken by sigwait below; block them before any thread starts so none inherits them.
   sigset_t sigs;

@@ -32,13 +32,6 @@ fs::path hub_cache_root() {
   return fs::path(".cache") / "huggingface" / "hub";
 }
 
-bool is_commit_hash(const std::string& s) {
-  if (s.size() != 40) return false;
-  for (char c : s)
-    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
-  return true;
-}
-
 // ORG/NAME: two non-empty parts of [A-Za-z0-9._-], neither "." nor "..".
 bool is_repo_id(const std::string& s) {
   auto slash = s.find('/');
@@ -89,7 +82,9 @@ Result<std::string> resolve_model_path(const std::string& model_ref) {
     if (text.ok()) commit = trim(*text);
   }
   looked.push_back(ref_file.string());
-  if (commit.empty() && is_commit_hash(rev)) commit = rev;
+  // No ref of that name: the revision names a snapshot directly (a commit hash, as huggingface_hub's
+  // cache lookup takes it).
+  if (commit.empty() && rev.find('/') == std::string::npos) commit = rev;
   if (!commit.empty()) {
     if (commit.find('/') != std::string::npos || commit.find("..") != std::string::npos) {
       return make_error(ErrorCode::kFormat, fmt::format("{}: malformed revision \"{}\"", ref_file.string(), commit));

@@ -60,6 +60,12 @@ TEST(HfCache, RepoIdResolvesThroughRefs) {
   r = resolve_model_path("state-spaces/mamba-130m-hf@" + kOther);  // a commit hash names the snapshot directly
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(*r, snaps + kOther);
+  // So does any snapshot directory's name without a ref (huggingface_hub's lookup: refs/<rev>,
+  // else snapshots/<rev>), e.g. a cache laid out by hand or copied without its refs.
+  d.write("hub/models--state-spaces--mamba-130m-hf/snapshots/abc123/config.json", "{}");
+  r = resolve_model_path("state-spaces/mamba-130m-hf@abc123");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, snaps + "abc123");
 }
 
 TEST(HfCache, HfHomeAndHomeFallbacks) {

@@ -25,10 +25,11 @@ export function deadline(seconds) {
 }
 
 /// Starts mamba-server with `args` on port 0; resolves once it prints its address.
-export async function startServer(args = [], { quiet = true } = {}) {
-  const model = process.env.MAMBA_E2E_MODEL ? ['-m', process.env.MAMBA_E2E_MODEL] : [];
+export async function startServer(args = [], { quiet = true, env = undefined } = {}) {
+  const model = process.env.MAMBA_E2E_MODEL && !args.includes('-m') ? ['-m', process.env.MAMBA_E2E_MODEL] : [];
   const proc = spawn(SERVER_BIN, ['--host', '127.0.0.1', '--port', '0', '--threads', '1', ...model, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: env ? { ...process.env, ...env } : process.env,
   });
   // Whatever ends this script (a failed assertion, a missing npm package, the deadline), the
   // server goes with it: a left-over server would outlive the test run.

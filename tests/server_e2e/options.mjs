@@ -63,6 +63,38 @@ await check('port already taken → "Address already in use", exit 2', async () 
     assert.equal((await srv.stop()).code, 0);
   }
 });
+await check('empty --api-key / --model-id → exit 2 (an empty key must not switch authentication off)', async () => {
+  await expectStartupError(['--api-key', ''], /error: --api-key is empty/);
+  await expectStartupError(['--model-id', ''], /error: --model-id is empty/);
+});
+await check('a Hugging Face repo id is the default model id, also for a snapshot named by its hash', async () => {
+  const { mkdtempSync, mkdirSync, writeFileSync, symlinkSync, rmSync } = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const here = path.dirname(new URL(import.meta.url).pathname);
+  const modelDir = process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k');
+  const hub = mkdtempSync(path.join(os.tmpdir(), 'mamba-hub-'));
+  try {
+    const repo = path.join(hub, 'models--me--tiny');
+    mkdirSync(path.join(repo, 'refs'), { recursive: true });
+    mkdirSync(path.join(repo, 'snapshots'), { recursive: true });
+    writeFileSync(path.join(repo, 'refs', 'main'), 'abc123');
+    symlinkSync(path.resolve(modelDir), path.join(repo, 'snapshots', 'abc123'));
+    for (const ref of ['me/tiny', 'me/tiny@abc123']) {
+      const srv = await startServer(['-m', ref], { env: { HF_HUB_CACHE: hub } });
+      try {
+        const info = await (await fetch(srv.base + '/info')).json();
+        assert.equal(info.model_id, ref);
+        const models = await (await fetch(srv.base + '/v1/models')).json();
+        assert.equal(models.data[0].id, ref);
+      } finally {
+        assert.equal((await srv.stop()).code, 0);
+      }
+    }
+  } finally {
+    rmSync(hub, { recursive: true, force: true });
+  }
+});
 await check('--help exits 0', async () => {
   const r = await runServer(['--help']);
   assert.equal(r.code, 0, r.stderr);
