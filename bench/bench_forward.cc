@@ -7,6 +7,7 @@
 // threads): prefill tokens/s (one prefill of --prompt-len tokens, last logits only) and decode
 // tokens/s (--decode-steps steps of a batch of --batch sequences; tokens/s counts every sequence's
 // token). bench_cpu measures the same against the machine's ceilings.
+#include <optional>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -22,7 +23,9 @@ namespace {
 
 struct Row {
   double prefill_tps = 0, decode_tps = 0;
-  double cpu_share = 0;  ///< CPU seconds ÷ (wall seconds × threads) over both phases: < 1 when the machine is shared
+  /// CPU seconds ÷ (wall seconds × threads) over the phases long enough to measure it (none when
+  /// neither is; forward_timing.h): < 1 when the machine is shared
+  std::optional<double> cpu_share;
 };
 
 mamba::Result<Row> measure(mamba::Model& model, int prompt_len, int decode_steps, int batch) {
@@ -31,8 +34,13 @@ mamba::Result<Row> measure(mamba::Model& model, int prompt_len, int decode_steps
   Row row;
   row.prefill_tps = prefill.tokens_per_s;
   row.decode_tps = decode.tokens_per_s;
-  row.cpu_share = (prefill.cpu_share * prefill.seconds + decode.cpu_share * decode.seconds) /
-                  (prefill.seconds + decode.seconds);
+  double weighted = 0, seconds = 0;
+  for (const mamba::bench::Timed* t : {static_cast<const mamba::bench::Timed*>(&prefill), static_cast<const mamba::bench::Timed*>(&decode)}) {
+    if (!t->cpu_share) continue;
+    weighted += *t->cpu_share * t->seconds;
+    seconds += t->seconds;
+  }
+  if (seconds > 0) row.cpu_share = weighted / seconds;
   return row;
 }
 
@@ -66,8 +74,8 @@ int main(int argc, char** argv) {
         return 1;
       }
       std::string name = dir.size() > 40 ? "…" + dir.substr(dir.size() - 39) : dir;
-      fmt::print("{:<40} {:>7} {:>16.1f} {:>16.1f} {:>8.0f}%\n", name, mamba::ops::num_threads(), row->prefill_tps,
-                 row->decode_tps, 100.0 * row->cpu_share);
+      fmt::print("{:<40} {:>7} {:>16.1f} {:>16.1f} {:>9}\n", name, mamba::ops::num_threads(), row->prefill_tps,
+                 row->decode_tps, row->cpu_share ? fmt::format("{:.0f}%", 100.0 * *row->cpu_share) : "-");
       std::fflush(stdout);
     }
   }

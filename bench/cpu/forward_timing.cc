@@ -28,6 +28,12 @@ std::vector<std::int32_t> random_ids(const Model& model, int n, unsigned seed) {
 /// Greedy pick as the engine's sampler makes it (ops::argmax).
 std::int32_t argmax(const float* row, std::int64_t n) { return static_cast<std::int32_t>(ops::argmax(row, n)); }
 
+/// CPU seconds ÷ (wall seconds × threads), or none for a measurement too short to tell.
+std::optional<double> cpu_share(double cpu_seconds, double wall_seconds) {
+  if (wall_seconds < kCpuShareMinSeconds) return std::nullopt;
+  return cpu_seconds / (wall_seconds * ops::num_threads());
+}
+
 }  // namespace
 
 Result<PrefillTiming> time_prefill(Model& model, int tokens) {
@@ -46,7 +52,7 @@ Result<PrefillTiming> time_prefill(Model& model, int tokens) {
   const auto t0 = Clock::now();
   const Status st = model.prefill(prompt, state, LogitsMode::kLast, logits.data());
   r.seconds = since(t0);
-  r.cpu_share = (process_cpu_seconds() - cpu0) / (r.seconds * ops::num_threads());
+  r.cpu_share = cpu_share(process_cpu_seconds() - cpu0, r.seconds);
   ops::profile_enable(false);
   MAMBA_RETURN_IF_ERROR(st);
   r.profile = ops::profile_read();
@@ -84,7 +90,7 @@ Result<DecodeTiming> time_decode(Model& model, int batch, int steps) {
     MAMBA_RETURN_IF_ERROR(st);
     if (run > 0 && seconds >= r.seconds) continue;
     r.seconds = seconds;
-    r.cpu_share = (process_cpu_seconds() - cpu0) / (seconds * ops::num_threads());
+    r.cpu_share = cpu_share(process_cpu_seconds() - cpu0, seconds);
     r.profile = ops::profile_read();
   }
   r.tokens_per_s = static_cast<double>(steps) * batch / r.seconds;

@@ -1,6 +1,8 @@
 // Timed prefill and decode of a loaded model, with the per-op split of prefill (ops/profile.h).
 #pragma once
 
+#include <optional>
+
 #include <array>
 #include <cstdint>
 
@@ -11,12 +13,17 @@
 
 namespace mamba::bench {
 
-/// Process CPU seconds ÷ (wall seconds × threads) over a measurement: below ~0.9 other processes
-/// took the cores and the figure understates this machine.
+/// Wall time below which a cpu_share is not given: the process CPU clock of threads running on
+/// other cores is brought up to date only every scheduler tick (1–4 ms), so short rows read 50–180%.
+inline constexpr double kCpuShareMinSeconds = 0.25;
+
+/// cpu_share: process CPU seconds ÷ (wall seconds × threads) over a measurement of at least
+/// kCpuShareMinSeconds (else none): below ~0.9 other processes took the cores and the figure
+/// understates this machine.
 struct Timed {
   double tokens_per_s = 0;
   double seconds = 0;
-  double cpu_share = 0;
+  std::optional<double> cpu_share;
 };
 
 struct PrefillTiming : Timed {

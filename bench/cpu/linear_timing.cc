@@ -30,7 +30,7 @@ LinearRate time_linear(const Projection& p, std::int64_t M, double min_seconds) 
     if (i >= 100000) break;
   }
   r.gflops = 2.0 * static_cast<double>(M) * static_cast<double>(p.K) * static_cast<double>(p.N) / r.seconds / 1e9;
-  r.weight_gbps = static_cast<double>(p.weights[0].nbytes()) / r.seconds / 1e9;
+  r.weight_gbps = p.weight_bytes / r.seconds / 1e9;
   return r;
 }
 

@@ -9,7 +9,7 @@ namespace mamba::bench {
 
 struct LinearRate {
   double gflops = 0;        ///< 2·M·K·N ÷ best call time, 1e9/s
-  double weight_gbps = 0;   ///< the weight's stored bytes ÷ best call time (what bounds small M)
+  double weight_gbps = 0;   ///< the weight's stored bytes (Projection::weight_bytes) ÷ best call time (what bounds small M)
   double seconds = 0;       ///< best call time
 };
 

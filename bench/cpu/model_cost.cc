@@ -79,7 +79,10 @@ ModelCost model_cost(const Checkpoint& ckpt, const ModelWeights& w) {
   head.biases = {TensorView{}};
   head.per_prefill_token = false;
   c.projections.push_back(std::move(head));
-  for (const auto& p : c.projections) c.matmul_params += static_cast<double>(p.count * p.K * p.N);
+  for (auto& p : c.projections) {
+    c.matmul_params += static_cast<double>(p.count * p.K * p.N);
+    p.weight_bytes = counter.bytes(p.weights.front());
+  }
 
   // Bytes read per step: every bound tensor once (deduplicated by address: a tied lm_head is the
   // embedding table).

@@ -20,6 +20,7 @@ struct Projection {
   std::vector<TensorView> weights;  ///< [count] the bound weights (layer order), for ops::linear timing
   std::vector<TensorView> biases;   ///< [count] (empty views when absent)
   bool per_prefill_token = true;    ///< false for lm_head: prefill asks only the last token's logits
+  double weight_bytes = 0;          ///< stored bytes of one weight (a quantized one's codes and scales)
 };
 
 /// Per-model costs. Bytes are stored bytes (dtype as in the files, incl. quantization scales).
