@@ -55,6 +55,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<std::int32_t> counts_;
   std::vector<std::int32_t> scratch_idx_;
+  std::vector<std::uint64_t> scratch_keys_[2];  ///< radix-sort buffers (sampler.cc sort_by_score)
 };
 
 /// log-softmax of raw logits over ids [0, vocab_limit) (padded rows excluded), into `out`

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -190,6 +191,59 @@ TEST(Sampler, TopPFollowsRenormalisedNucleusChiSquare) {
   EXPECT_LT(chi_square(counts, expected, n), 13.82);  // 2 dof, p = 0.001
   // Only the nucleus is ever drawn (a top_p that did nothing would draw all 8 ids).
   EXPECT_EQ(counts.size(), 3u);
+}
+
+// The draw over a large vocabulary (the sampler sorts big candidate sets by radix, small ones by
+// comparison) is exactly the documented procedure, written out plainly: candidates sorted by
+// descending score then ascending id, softmax in double in that order, top_p by the mass above,
+// u = 53 bits of mt19937_64(seed), first id whose cumulative probability exceeds u. Ties, −0/+0
+// and −inf (never a candidate) included; 200 draws each, bitwise the same ids.
+TEST(Sampler, LargeVocabularyDrawsEqualThePlainProcedure) {
+  std::mt19937 g(17);
+  std::vector<float> logits = random_logits(g, 50280);
+  for (std::size_t i = 0; i < logits.size(); i += 97) logits[i] = std::round(logits[i]);  // many ties
+  logits[5] = -0.0f;
+  logits[6] = 0.0f;
+  logits[7] = -std::numeric_limits<float>::infinity();
+  for (float top_p : {1.0f, 0.9f}) {
+    SamplingParams p = seeded(77);
+    p.temperature = 0.7f;
+    p.top_p = top_p;
+    Sampler s(p, static_cast<std::int64_t>(logits.size()));
+    std::mt19937_64 rng(77);
+    std::vector<float> scaled(logits);
+    for (auto& v : scaled) v /= 0.7f;
+    std::vector<std::int32_t> idx;
+    for (std::size_t i = 0; i < scaled.size(); ++i)
+      if (scaled[i] != -std::numeric_limits<float>::infinity()) idx.push_back(static_cast<std::int32_t>(i));
+    std::sort(idx.begin(), idx.end(), [&](std::int32_t a, std::int32_t b) {
+      return scaled[a] > scaled[b] || (scaled[a] == scaled[b] && a < b);
+    });
+    auto softmax_of = [&](std::size_t m) {
+      std::vector<double> q(m);
+      double sum = 0;
+      for (std::size_t j = 0; j < m; ++j) sum += q[j] = std::exp(double(scaled[idx[j]]) - double(scaled[idx[0]]));
+      for (auto& v : q) v /= sum;
+      return q;
+    };
+    std::size_t m = idx.size();
+    if (top_p < 1.0f) {
+      const auto q = softmax_of(m);
+      double above = 0;
+      std::size_t keep = 0;
+      while (keep < m && above < double(top_p)) above += q[keep++];
+      m = keep;
+    }
+    const auto q = softmax_of(m);
+    for (int d = 0; d < 200; ++d) {
+      const double u = double(rng() >> 11) * 0x1.0p-53;
+      double cum = 0;
+      std::int32_t want = idx[m - 1];
+      for (std::size_t j = 0; j < m; ++j)
+        if (u < (cum += q[j])) { want = idx[j]; break; }
+      ASSERT_EQ(draw(s, logits), want) << "top_p " << top_p << " draw " << d;
+    }
+  }
 }
 
 TEST(Sampler, PaddedIdsNeverDrawn) {
