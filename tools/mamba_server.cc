@@ -1,4 +1,5 @@
 // mamba-server: TGI- and OpenAI-compatible HTTP server with continuous batching (docs/SERVER.md).
+#include <thread>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -152,7 +153,15 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&sigs, &sig);
-  spdlog::info("received {}, draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  spdlog::info("received {}, draining (a second SIGINT/SIGTERM exits at once)", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  // A second signal while draining (Ctrl-C again) exits without waiting for the grace period.
+  std::thread([sigs]() mutable {
+    int again = 0;
+    sigwait(&sigs, &again);
+    spdlog::warn("received {} again: exiting without draining", again == SIGTERM ? "SIGTERM" : "SIGINT");
+    spdlog::default_logger()->flush();
+    std::_Exit(128 + again);
+  }).detach();
   server.value()->shutdown();
   server.value()->wait();
   spdlog::info("stopped");

@@ -19,7 +19,8 @@ void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics) {
 
 std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::string& text,
                                        const std::vector<std::int32_t>& ids, std::int64_t truncate,
-                                       int max_new_tokens, std::vector<std::int32_t>& out) {
+                                       int& max_new_tokens, bool max_given, const PromptFields& fields,
+                                       std::vector<std::int32_t>& out) {
   if (!ids.empty()) {
     out = ids;
   } else {
@@ -39,13 +40,15 @@ std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::stri
   }
   const auto n = static_cast<std::int64_t>(out.size());
   if (n > ctx.limits.max_input_tokens) {
-    return ApiError::validation(fmt::format("`inputs` must have less than {} tokens. Given: {}",
+    return ApiError::validation(fmt::format("{} must have at most {} tokens (--max-input-tokens). Given: {}", fields.prompt,
                                             ctx.limits.max_input_tokens, n));
   }
+  if (!max_given && n + max_new_tokens > ctx.limits.max_total_tokens && n < ctx.limits.max_total_tokens)
+    max_new_tokens = static_cast<int>(ctx.limits.max_total_tokens - n);  // the default, shrunk to fit
   if (n + max_new_tokens > ctx.limits.max_total_tokens) {
-    return ApiError::validation(fmt::format(
-        "`inputs` tokens + `max_new_tokens` must be <= {}. Given: {} `inputs` tokens and {} `max_new_tokens`",
-        ctx.limits.max_total_tokens, n, max_new_tokens));
+    return ApiError::validation(fmt::format("{} tokens + {} must be <= {} (--max-total-tokens). Given: {} {} tokens and {} {}",
+                                            fields.prompt, fields.max_tokens, ctx.limits.max_total_tokens, n, fields.prompt,
+                                            max_new_tokens, fields.max_tokens));
   }
   return std::nullopt;
 }

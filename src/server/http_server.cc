@@ -112,6 +112,10 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
                slots, static_cast<double>(state_bytes) / (1 << 20), static_cast<double>(opts.state_memory_bytes) / (1 << 20),
                opts.max_concurrent_requests, opts.max_batch_size > 0 ? std::min(opts.max_batch_size, slots) : slots,
                opts.max_batch_prefill_tokens, ctx.scheduler->granularity());
+  if (opts.max_batch_prefill_tokens < ctx.scheduler->granularity())
+    spdlog::warn("--max-batch-prefill-tokens {} is below the prompt granule {} (prompt pieces stay aligned to the model's "
+                 "chunk_size): each prefill iteration still takes at least {} tokens",
+                 opts.max_batch_prefill_tokens, ctx.scheduler->granularity(), ctx.scheduler->granularity());
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

@@ -32,6 +32,7 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
   GenerateOptions& o = out.opts;
   SamplingParams& s = o.sampling;
   std::int64_t max_tokens = default_max_tokens;
+  out.max_tokens_given = b.contains("max_tokens") && !b["max_tokens"].is_null();
   RETURN_IF_API_ERROR(get_int(b, "max_tokens", 1, limits.max_total_tokens, max_tokens));
   o.max_new_tokens = static_cast<int>(max_tokens);
   s.temperature = 1.0f;
@@ -154,6 +155,7 @@ std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& l
   if (b.contains("max_completion_tokens") && !b["max_completion_tokens"].is_null()) {
     RETURN_IF_API_ERROR(get_int(b, "max_completion_tokens", 1, limits.max_total_tokens, mct));
     out.opts.max_new_tokens = static_cast<int>(mct);
+    out.max_tokens_given = true;
   }
   RETURN_IF_API_ERROR(get_bool(b, "logprobs", out.logprobs));
   std::int64_t top = 0;

@@ -37,6 +37,7 @@ struct OpenAiRequest {
   bool logprobs = false;                 ///< completions: logprobs ≥ 0 given; chat: logprobs = true
   int top_logprobs = 0;
   bool echo = false;                     ///< completions: prepend the prompt text
+  bool max_tokens_given = false;         ///< false: opts.max_new_tokens is the route's default (shrunk to fit)
 };
 
 /// Errors: 422 naming the field (n ≠ 1, temperature ∉ [0, 2], top_p ∉ (0, 1], ...).

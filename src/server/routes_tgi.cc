@@ -60,7 +60,8 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
   const bool stream = mode == TgiMode::kStream || (mode == TgiMode::kCompat && r->stream);
   r->opts.skip_special_tokens = true;
   SequenceRequest sreq;
-  if (auto e = prepare_prompt(ctx, r->inputs, {}, r->truncate, r->opts.max_new_tokens, sreq.prompt)) {
+  if (auto e = prepare_prompt(ctx, r->inputs, {}, r->truncate, r->opts.max_new_tokens, r->max_new_tokens_given, kTgiFields,
+                              sreq.prompt)) {
     return send_error(res, *e, ctx.metrics);
   }
   auto prompt_ids = std::make_shared<std::vector<std::int32_t>>(sreq.prompt);

@@ -65,6 +65,7 @@ std::optional<ApiError> parse_tgi_request(const json& body, const RequestLimits&
   s.has_seed = has_seed;
 
   std::int64_t max_new = o.max_new_tokens;
+  out.max_new_tokens_given = p.contains("max_new_tokens") && !p["max_new_tokens"].is_null();
   RETURN_IF_API_ERROR(get_int(p, "max_new_tokens", 1, limits.max_total_tokens, max_new));
   o.max_new_tokens = static_cast<int>(max_new);
   RETURN_IF_API_ERROR(get_stop(p, "stop", static_cast<std::size_t>(limits.max_stop_sequences), o.stop));

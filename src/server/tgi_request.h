@@ -31,6 +31,7 @@ struct TgiRequest {
   bool decoder_input_details = false;  ///< prefill tokens with logprobs in details
   bool return_full_text = false;       ///< prefix generated_text with the prompt text
   std::int64_t truncate = 0;           ///< keep only the last `truncate` prompt tokens (0 = all)
+  bool max_new_tokens_given = false;   ///< false: opts.max_new_tokens is the default (shrunk to fit, as TGI)
 };
 
 /// Validates `body` (a JSON object). Errors: 422 naming the parameter.

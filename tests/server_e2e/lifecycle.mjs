@@ -96,4 +96,18 @@ await check('SIGTERM with a request that cannot finish: cancelled after the grac
   assert.equal(ex.code, 0);
 });
 
+await check('a second SIGTERM while draining exits at once (128 + 15), without waiting for the grace period', async () => {
+  const srv = await startServer(['--shutdown-grace', '60']);
+  const s = postSse(srv.base, '/generate_stream', endless).catch(() => null);  // the stream is cut
+  await sleep(300);
+  srv.proc.kill('SIGTERM');
+  await waitFor(() => srv.log().includes('draining'));
+  const t0 = Date.now();
+  srv.proc.kill('SIGTERM');
+  const ex = await srv.exited;
+  assert.equal(ex.code, 143, srv.log());
+  assert.ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
+  await s;
+});
+
 exitWithChecks();

@@ -95,6 +95,27 @@ await check('a Hugging Face repo id is the default model id, also for a snapshot
     rmSync(hub, { recursive: true, force: true });
   }
 });
+await check('a default max_new_tokens shrinks to --max-total-tokens (as TGI); a given one that does not fit is a 422 naming the route\'s fields', async () => {
+  const { postJson } = await import('./lib.mjs');
+  const srv = await startServer(['--max-input-tokens', '30', '--max-total-tokens', '40']);
+  try {
+    const ok = await postJson(srv.base, '/generate', { inputs: 'one two' });  // default 100 new tokens
+    assert.equal(ok.status, 200, ok.text);
+    const chat = await postJson(srv.base, '/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(chat.status, 200, chat.text);
+    const tgi = await postJson(srv.base, '/generate', { inputs: 'one two', parameters: { max_new_tokens: 39 } });
+    assert.equal(tgi.status, 422);
+    assert.match(tgi.json.error, /`inputs` tokens \+ `max_new_tokens` must be <= 40/);
+    const oai = await postJson(srv.base, '/v1/completions', { prompt: 'one two', max_tokens: 39 });
+    assert.equal(oai.status, 422);
+    assert.match(JSON.stringify(oai.json), /`prompt` tokens \+ `max_tokens` must be <= 40/);
+    const long = await postJson(srv.base, '/v1/completions', { prompt: 'a b c d e f g h i j '.repeat(4) });
+    assert.equal(long.status, 422);
+    assert.match(JSON.stringify(long.json), /`prompt` must have at most 30 tokens/);
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+  }
+});
 await check('--help exits 0', async () => {
   const r = await runServer(['--help']);
   assert.equal(r.code, 0, r.stderr);

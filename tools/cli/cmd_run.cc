@@ -103,7 +103,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
   if (prompt.empty()) fail("the prompt is empty: give some text (-p, -f, stdin) or --prompt-ids");
 
   const bool long_prompt = static_cast<std::int64_t>(prompt.size()) > kPrefillPiece;
-  if (long_prompt)
+  if (long_prompt && isatty(STDERR_FILENO) == 1)  // no \r progress lines in redirected logs
     opts.on_prefill_progress = [](std::int64_t done, std::int64_t total) {
       std::fprintf(stderr, "\rprefill: %lld/%lld prompt tokens", static_cast<long long>(done), static_cast<long long>(total));
       if (done == total) std::fprintf(stderr, "\n");
@@ -200,7 +200,8 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
       ->check(CLI::IsMember({"exact", "bf16"}))
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object: ids, text, logprobs, ... instead of streaming");
-  cmd->add_option("--top-logprobs", a->gen.top_logprobs, "With --json: the K most likely tokens per step");
+  cmd->add_option("--top-logprobs", a->gen.top_logprobs, "With --json: the K most likely tokens per step (0 to 100)")
+      ->check(CLI::Range(0, 100));
   cmd->add_flag("--prompt-logprobs", a->gen.prompt_logprobs, "With --json: logprob of each prompt token");
   cmd->add_flag("--echo", a->echo, "Print the prompt text before the generated text");
   cmd->callback([a, cmd] { run(*a, *cmd); });
