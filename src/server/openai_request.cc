@@ -96,6 +96,10 @@ std::optional<ApiError> parse_completion_request(const json& b, const RequestLim
     }
   } else if (p.is_array() && p.size() > 1) {
     return ApiError::validation("`prompt` must be one string (batches of prompts are not supported)");
+  } else if (p.is_array() && p.empty()) {
+    return ApiError::validation("`prompt` is an empty array: give a string or an array of token ids");
+  } else if (p.is_array() && p[0].is_array()) {
+    return ApiError::validation("`prompt` as an array of token-id arrays is a batch of prompts, not supported: send one per request");
   } else {
     return ApiError::validation(fmt::format("`prompt` must be a string or an array of token ids, got {}", p.type_name()));
   }

@@ -152,6 +152,8 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"prompt":""})", 422, "prompt"},
       {R"({"prompt":["a","b"]})", 422, "prompt"},
       {R"({"prompt":{}})", 422, "prompt"},
+      {R"({"prompt":[]})", 422, "`prompt` is an empty array"},
+      {R"({"prompt":[[1,2]]})", 422, "batch of prompts"},
       {R"({"prompt":"x","temperature":3})", 422, "temperature"},
       {R"({"prompt":"x","max_tokens":-5})", 422, "max_tokens"},
       {R"({"prompt":"x","logprobs":9})", 422, "logprobs"},
