@@ -185,8 +185,8 @@ Status Server::start() {
         if (!pre_route(ctx, req, res)) (*h)(req, res);
         return;
       }
-      // A Content-Length that is not a decimal number (cpp-httplib reads "-5" as 2⁶⁴ − 5, waits for
-      // the body until the read timeout, then says 413): name the header instead.
+      // A Content-Length that is not a decimal number ("-5", or one past 2⁶⁴ that cpp-httplib reads
+      // as a huge length) is refused before routing as 413: name the header instead.
       if (const std::string cl = req.get_header_value("Content-Length"); !cl.empty() && !is_decimal(cl)) {
         server::send_error(res, ApiError{400, "malformed_request", fmt::format("invalid Content-Length header '{}'", cl)}, ctx.metrics);
         return;
