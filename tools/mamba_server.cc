@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --threads = %d: expected 0 (all hardware threads) to %d\n", threads, kMaxComputeThreads);
     return 2;
   }
+  // --max-total-tokens alone: the default --max-input-tokens follows it (total − 1), as TGI's launcher.
+  if (app.count("--max-total-tokens") > 0 && app.count("--max-input-tokens") == 0 && o.max_input_tokens >= o.max_total_tokens &&
+      o.max_total_tokens >= 2)
+    o.max_input_tokens = o.max_total_tokens - 1;
   if (mamba::Status v = mamba::validate_server_options(o); !v.ok()) {
     std::fprintf(stderr, "error: %s\n", v.message().c_str());
     return 2;
@@ -104,7 +108,11 @@ int main(int argc, char** argv) {
     // A Hugging Face repo id names the model as given (TGI and vLLM report it so), not by its
     // snapshot directory (a commit hash); a directory by its name.
     std::error_code ec;
-    o.model_id = std::filesystem::is_directory(model_ref, ec) ? std::filesystem::path(dir.value()).filename().string() : model_ref;
+    // weakly_canonical: "DIR/", "." and "DIR/." name DIR (filename() of "DIR/" is empty).
+    o.model_id = std::filesystem::is_directory(model_ref, ec)
+                     ? std::filesystem::weakly_canonical(std::filesystem::path(dir.value()), ec).filename().string()
+                     : model_ref;
+    if (o.model_id.empty()) o.model_id = "mamba";
   }
 
   // Signals are taken by sigwait below; block them before any thread starts so none inherits them.

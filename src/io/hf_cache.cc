@@ -65,7 +65,7 @@ Result<std::string> resolve_model_path(const std::string& model_ref) {
     repo = model_ref.substr(0, at);
     rev = model_ref.substr(at + 1);
   }
-  if (!is_repo_id(repo) || rev.empty() || rev.find("..") != std::string::npos) {
+  if (!is_repo_id(repo) || rev.empty() || rev == "." || rev.find("..") != std::string::npos) {
     return make_error(ErrorCode::kNotFound,
                       fmt::format("{}: no such model directory (and not a Hugging Face repo id of the form ORG/NAME[@REVISION])", model_ref));
   }

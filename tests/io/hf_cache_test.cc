@@ -98,6 +98,8 @@ TEST(HfCache, MissingRepoSaysWhereItLookedAndHowToDownload) {
   EXPECT_NE(m.find(d.path() + "/hub/models--tiiuae--falcon-mamba-7b/refs/main"), std::string::npos) << m;
   EXPECT_NE(m.find("huggingface-cli download tiiuae/falcon-mamba-7b"), std::string::npos) << m;
   // An unknown revision of a cached repo.
+  r = resolve_model_path("state-spaces/mamba-130m-hf@.");  // not a revision (snapshots/. is the directory itself)
+  ASSERT_FALSE(r.ok());
   r = resolve_model_path("state-spaces/mamba-130m-hf@nope");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("--revision nope"), std::string::npos) << r.error().message;

@@ -116,6 +116,19 @@ await check('a default max_new_tokens shrinks to --max-total-tokens (as TGI); a 
     assert.equal((await srv.stop()).code, 0);
   }
 });
+await check('a model directory given as DIR/ is named DIR; --max-total-tokens alone lowers the default --max-input-tokens', async () => {
+  const path = await import('node:path');
+  const here = path.dirname(new URL(import.meta.url).pathname);
+  const modelDir = process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k');
+  const srv = await startServer(['-m', modelDir + '/', '--max-total-tokens', '40']);
+  try {
+    const info = await (await fetch(srv.base + '/info')).json();
+    assert.equal(info.model_id, path.basename(path.resolve(modelDir)));
+    assert.equal(info.max_input_tokens ?? info.max_input_length, 39, JSON.stringify(info));
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+  }
+});
 await check('--help exits 0', async () => {
   const r = await runServer(['--help']);
   assert.equal(r.code, 0, r.stderr);
