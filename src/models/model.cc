@@ -101,9 +101,11 @@ Tensor pack_projections(ModelWeights& w, Precision precision, const Checkpoint* 
     // resident set, so the copy does not double it.
     if (release_from != nullptr) {
       release_from->release_pages(views[i]->data, views[i]->nbytes());
-      if (views[i]->scales != nullptr)
+      if (views[i]->scales != nullptr && views[i]->group_size > 0) {
+        const std::int64_t groups = (views[i]->shape[1] + views[i]->group_size - 1) / views[i]->group_size;
         release_from->release_pages(views[i]->scales,
-                                    static_cast<std::size_t>(views[i]->shape[0] * (views[i]->shape[1] / views[i]->group_size)) * 4);
+                                    dtype_bytes(views[i]->scale_dtype, static_cast<std::size_t>(views[i]->shape[0] * groups)));
+      }
     }
   }
   return packed;

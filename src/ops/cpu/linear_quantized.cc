@@ -201,9 +201,11 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
     quant::pack_blocked(W.data, static_cast<const float*>(W.scales), N, K, q4, buf);
     wp = buf;
   }
-  // The bias in fp32 (converted into a thread-local buffer unless stored F32); the kernel adds it.
+  // The bias in fp32 (as stored when F32, else converted into scratch); the kernel adds it.
   const float* bias32 = nullptr;
-  if (!bias.empty()) {
+  if (!bias.empty() && bias.dtype == DType::kF32) {
+    bias32 = static_cast<const float*>(bias.data);
+  } else if (!bias.empty()) {
     float* b = grow(s.bias, N);
     for (std::int64_t n = 0; n < N; ++n) b[n] = bias_at(bias, n);
     bias32 = b;
