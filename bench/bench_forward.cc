@@ -55,8 +55,22 @@ int main(int argc, char** argv) {
   app.add_option("--prompt-len", prompt_len, "prefill length in tokens")->check(CLI::Range(1, 1 << 20));
   app.add_option("--decode-steps", decode_steps, "decode steps to time")->check(CLI::Range(1, 1 << 20));
   app.add_option("--batch", batch, "sequences per decode step")->check(CLI::Range(1, 1024));
-  app.add_option("--threads", threads, "thread counts to measure (0 = all)")->delimiter(',');
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--threads", threads, "thread counts to measure, comma-separated (0 = all)")
+      ->delimiter(',')
+      ->allow_extra_args(false)  // `--threads 2 MODEL` must not read MODEL as a thread count
+      ->check(CLI::Range(0, 4096));
+  // Parse errors as bench_cpu and mamba-cli report them: one "error: ..." line, exit 2.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;  // --help exits 0
+  }
+  if (threads.empty()) {
+    fmt::print(stderr, "error: --threads needs at least one value\n");
+    return 2;
+  }
   if (dirs.empty()) dirs.push_back(MAMBA_SOURCE_MODEL_DIR);
 
   fmt::print("{:<40} {:>7} {:>16} {:>16} {:>9}\n", "model", "threads", "prefill tok/s", "decode tok/s", "cpu share");
@@ -64,7 +78,7 @@ int main(int argc, char** argv) {
     auto model = mamba::Model::load(dir);
     if (!model.ok()) {
       fmt::print(stderr, "error: {}\n", model.error().message);
-      return 1;
+      return 2;  // as bench_cpu: a model that does not load is a bad argument
     }
     for (int t : threads) {
       mamba::ops::set_num_threads(t);

@@ -39,23 +39,30 @@ std::optional<double> cpu_share(double cpu_seconds, double wall_seconds) {
 Result<PrefillTiming> time_prefill(Model& model, int tokens) {
   const std::vector<std::int32_t> prompt = random_ids(model, tokens, 1234);
   std::vector<float> logits(static_cast<std::size_t>(model.logits_width()));
+  // Untimed warm-up at the full length: the first prompt this long grows the scratch buffers (page
+  // faults that a serving process pays once, not per request).
   {
     State warm = model.new_state();
-    MAMBA_RETURN_IF_ERROR(model.prefill({prompt.data(), std::min<std::size_t>(prompt.size(), 16)}, warm,
-                                        LogitsMode::kLast, logits.data()));
+    MAMBA_RETURN_IF_ERROR(model.prefill(prompt, warm, LogitsMode::kLast, logits.data()));
   }
-  State state = model.new_state();
+  // Best of kPrefillRuns, as decode: a run that other processes slowed says nothing about this code.
   PrefillTiming r;
-  ops::profile_reset();
-  ops::profile_enable(true);
-  const double cpu0 = process_cpu_seconds();
-  const auto t0 = Clock::now();
-  const Status st = model.prefill(prompt, state, LogitsMode::kLast, logits.data());
-  r.seconds = since(t0);
-  r.cpu_share = cpu_share(process_cpu_seconds() - cpu0, r.seconds);
-  ops::profile_enable(false);
-  MAMBA_RETURN_IF_ERROR(st);
-  r.profile = ops::profile_read();
+  for (int run = 0; run < kPrefillRuns; ++run) {
+    State state = model.new_state();
+    ops::profile_reset();
+    ops::profile_enable(true);
+    const double cpu0 = process_cpu_seconds();
+    const auto t0 = Clock::now();
+    const Status st = model.prefill(prompt, state, LogitsMode::kLast, logits.data());
+    const double seconds = since(t0);
+    const double cpu = process_cpu_seconds() - cpu0;
+    ops::profile_enable(false);
+    MAMBA_RETURN_IF_ERROR(st);
+    if (run > 0 && seconds >= r.seconds) continue;
+    r.seconds = seconds;
+    r.cpu_share = cpu_share(cpu, seconds);
+    r.profile = ops::profile_read();
+  }
   r.tokens_per_s = tokens / r.seconds;
   return r;
 }

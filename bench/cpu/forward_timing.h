@@ -30,8 +30,12 @@ struct PrefillTiming : Timed {
   ops::OpProfile profile;  ///< per-op seconds inside the prefill (ops::profile_enable around it)
 };
 
-/// One prefill of `tokens` seeded-random valid ids into a fresh state (last logits only), after a
-/// 16-token warm-up prefill. Threads: as set by ops::set_num_threads.
+/// Timed runs of time_prefill; the fastest counts.
+inline constexpr int kPrefillRuns = 3;
+
+/// Prefills of `tokens` seeded-random valid ids into a fresh state (last logits only) after one
+/// untimed prefill of the same prompt (it grows the scratch buffers, as a server's first request
+/// does); the fastest of kPrefillRuns. Threads: as set by ops::set_num_threads.
 Result<PrefillTiming> time_prefill(Model& model, int tokens);
 
 struct DecodeTiming : Timed {

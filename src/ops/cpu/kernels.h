@@ -34,8 +34,10 @@ struct Kernels {
   void (*gemm_at)(std::int64_t M, std::int64_t n, std::int64_t K, const float* At, std::int64_t lda, const float* B,
                   std::int64_t ldb, float* C, std::int64_t ldc, bool accumulate);
 
-  /// w[j] = cb[j] · exp(s_i − S[j]) · dt[j] for j < n  (SSD's decayed, Δ-weighted C·B row).
-  void (*ssd_decay_row)(float* w, const float* cb, float s_i, const float* S, const float* dt, std::int64_t n);
+  /// w[j] = cb[j] · exp(s_i − S[j]) · dt[j] for j < n (SSD's decayed, Δ-weighted C·B row), then
+  /// w[j] = 0 for n ≤ j < m (m ≤ n: none).
+  void (*ssd_decay_row)(float* w, const float* cb, float s_i, const float* S, const float* dt, std::int64_t n,
+                        std::int64_t m);
 
   /// SSD recurrence for one token of one head (ssd for a chunk of one token, and decode):
   ///   h[p, :] = dA · h[p, :] + (dt · x[p]) · B[:];  y[p] = h[p, :] · C + Dh · x[p],  p < P, N = d_state.

@@ -33,16 +33,37 @@ typedef std::int32_t vi __attribute__((vector_size(MAMBA_SIMD_BYTES), aligned(4)
 inline vf vset1(float x) { return x - vf{}; }  // x − 0 = x exactly (also −0), folds to a broadcast
 inline vf vload(const float* p) { return *reinterpret_cast<const vf*>(p); }
 inline void vstore(float* p, vf v) { *reinterpret_cast<vf*>(p) = v; }
-/// First n < kLanes lanes from p, the rest 0.
+#if MAMBA_SIMD_BYTES == 32
+/// Lanes [0, n) set (all bits), the rest clear: the mask operand of vmaskmovps, n ∈ [0, 8].
+inline __m256i tail_mask(std::int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#endif
+/// First n < kLanes lanes from p, the rest 0 (nothing past p + n is touched: masked moves never
+/// fault on their masked-off lanes). AVX-512 / AVX2 use the ISA's masked moves (a memcpy through a
+/// stack buffer cost a library call and a store-forwarding stall per row tail: the SSD's decay rows,
+/// one tail per row, ran several times slower); SSE2 has none and keeps the copy.
 inline vf vload_part(const float* p, std::int64_t n) {
+#if MAMBA_SIMD_BYTES == 64
+  return reinterpret_cast<vf>(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1u), p));
+#elif MAMBA_SIMD_BYTES == 32
+  return reinterpret_cast<vf>(_mm256_maskload_ps(p, tail_mask(n)));
+#else
   float t[kLanes] = {};
   std::memcpy(t, p, sizeof(float) * std::size_t(n));
   return vload(t);
+#endif
 }
 inline void vstore_part(float* p, vf v, std::int64_t n) {
+#if MAMBA_SIMD_BYTES == 64
+  _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1u), reinterpret_cast<__m512>(v));
+#elif MAMBA_SIMD_BYTES == 32
+  _mm256_maskstore_ps(p, tail_mask(n), reinterpret_cast<__m256>(v));
+#else
   float t[kLanes];
   vstore(t, v);
   std::memcpy(p, t, sizeof(float) * std::size_t(n));
+#endif
 }
 inline vf vload_n(const float* p, std::int64_t n) { return n >= kLanes ? vload(p) : vload_part(p, n); }
 inline void vstore_n(float* p, vf v, std::int64_t n) {

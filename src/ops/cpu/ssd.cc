@@ -11,8 +11,9 @@
 // Per chunk c of positions i, j ∈ [0, Lc), group g, head h of group g:
 //   CB_g[i, j] = C_i · B_j  for j ≤ i                      once per group (C · Bᵀ, causal strips)
 //   a_j = Δ_j·A[h];  S_i = Σ_{j≤i} a_j                     (inclusive cumsum)
-//   W[i, j] = CB_g[i, j] · exp(S_i − S_j) · Δ_j  (j ≤ i, else 0)
-//   y[i]    = exp(S_i) · (C_i · h_{c−1}ᵀ) + D·x_i           Y_off  = C · hᵀ (GEMM), scaled per row
+//   W[i, j] = CB_g[i, j] · exp(S_i − S_j) · Δ_j  (j ≤ i, else 0) + D·[i = j]   (the D skip rides
+//                                                           on the diagonal: no separate D·x pass)
+//   y[i]    = exp(S_i) · (C_i · h_{c−1}ᵀ)                   Y_off  = C · hᵀ (GEMM), scaled per row
 //           + Σ_{j≤i} W[i, j] · x_j                         Y_diag = W · X (GEMM over causal strips)
 //   h_c     = exp(S_last) · h_{c−1} + (X ∘ w)ᵀ · B,  w_j = exp(S_last − S_j) · Δ_j   (GEMM)
 // Threads: three regions per call; Bᵀ, then CB per (chunk, group, row strip), then the heads in
@@ -40,6 +41,8 @@ namespace {
 
 /// Rows per causal strip of the CB and Y_diag GEMMs (a multiple of the GEMM's 6-row tile).
 constexpr std::int64_t kStrip = 24;
+/// Tokens per block of the Bᵀ transpose (one 64-byte line of each Bᵀ row).
+constexpr std::int64_t kTransposeRows = 16;
 
 float* grow(std::vector<float>& v, std::int64_t n) {
   if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
@@ -57,12 +60,14 @@ void step_head(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::
 
 /// One head over the chunk [t0, t0 + Lc); CB: the group's [Lc, Lc] C·Bᵀ (rows i, cols ≤ i);
 /// hT: the head's state TRANSPOSED, [N, P] (in/out), so both state GEMMs read it directly.
+/// Every vector loop goes through the target's kernels (this file is compiled for the baseline ISA).
 void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::int64_t t0, std::int64_t Lc,
                 const float* CB, float* hT) {
-  static thread_local std::vector<float> S_buf, dt_buf, W_buf, Xw_buf;
+  static thread_local std::vector<float> S_buf, dt_buf, e_buf, W_buf, Xw_buf;
   const std::int64_t P = a.P, N = a.N, g = head / (a.H / a.G);
   float* S = grow(S_buf, Lc);
   float* dts = grow(dt_buf, Lc);
+  float* e = grow(e_buf, Lc);
   float* W = grow(W_buf, Lc * Lc);
   float* Xw = grow(Xw_buf, Lc * P);
   const float* x = a.x + t0 * a.ldx + head * P;
@@ -76,34 +81,29 @@ void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std:
     dts[i] = a.dt[(t0 + i) * a.lddt + head];
     S[i] = s += dts[i] * A;
   }
-  // W = causal, decayed, Δ-weighted CB; zero above the diagonal up to the end of the row's strip.
+  // W = causal, decayed, Δ-weighted CB, zero above the diagonal up to the end of the row's strip,
+  // with the D skip on the diagonal (y_i gets W[i, i]·x_i: Σ_j W[i, j]·x_j + D·x_i in one GEMM).
   for (std::int64_t i = 0; i < Lc; ++i) {
     float* Wi = W + i * Lc;
-    k.ssd_decay_row(Wi, CB + i * Lc, S[i], S, dts, i + 1);
-    const std::int64_t strip_end = std::min(Lc, (i / kStrip + 1) * kStrip);
-    for (std::int64_t j = i + 1; j < strip_end; ++j) Wi[j] = 0.0f;
+    k.ssd_decay_row(Wi, CB + i * Lc, S[i], S, dts, i + 1, std::min(Lc, (i / kStrip + 1) * kStrip));
+    Wi[i] += Dh;
   }
-  // Y_off = C · hᵀ, then y = exp(S_i)·Y_off + D·x.
+  // Y_off = C · hᵀ, then y_i = exp(S_i)·Y_off_i.
   k.gemm(Lc, P, N, C, a.ldc, hT, P, y, a.ldy, false);
-  for (std::int64_t i = 0; i < Lc; ++i) {
-    const float e = std::exp(S[i]);
-    float* yi = y + i * a.ldy;
-    const float* xi = x + i * a.ldx;
-    for (std::int64_t p = 0; p < P; ++p) yi[p] = e * yi[p] + Dh * xi[p];
-  }
+  k.exp_row(S, e, Lc);
+  for (std::int64_t i = 0; i < Lc; ++i) k.scale_row(y + i * a.ldy, e[i], nullptr, y + i * a.ldy, P);
   // y += W · X over causal strips (row strip [i0, i1) needs columns j < i1 only).
   for (std::int64_t i0 = 0; i0 < Lc; i0 += kStrip) {
     const std::int64_t i1 = std::min(Lc, i0 + kStrip);
     k.gemm(i1 - i0, P, i1, W + i0 * Lc, Lc, x, a.ldx, y + i0 * a.ldy, a.ldy, true);
   }
-  // h_cᵀ = exp(S_last)·hᵀ + Bᵀ · (X ∘ w)   (X ∘ w: [Lc, P], row j = w_j·x_j; B rows passed as Aᵀ).
-  const float S_last = S[Lc - 1], decay = std::exp(S_last);
-  for (std::int64_t j = 0; j < Lc; ++j) {
-    const float wj = std::exp(S_last - S[j]) * dts[j];
-    const float* xj = x + j * a.ldx;
-    for (std::int64_t p = 0; p < P; ++p) Xw[j * P + p] = wj * xj[p];
-  }
-  for (std::int64_t i = 0; i < N * P; ++i) hT[i] *= decay;
+  // h_cᵀ = exp(S_last)·hᵀ + Bᵀ · (X ∘ w)   (X ∘ w: [Lc, P], row j = w_j·x_j, w_j = exp(S_last − S_j)·Δ_j;
+  // B rows passed as Aᵀ).
+  const float S_last = S[Lc - 1];
+  for (std::int64_t j = 0; j < Lc; ++j) S[j] = S_last - S[j];
+  k.exp_row(S, e, Lc);
+  for (std::int64_t j = 0; j < Lc; ++j) k.scale_row(x + j * a.ldx, e[j] * dts[j], nullptr, Xw + j * P, P);
+  k.scale_row(hT, std::exp(S_last), nullptr, hT, N * P);
   k.gemm_at(N, P, Lc, B, a.ldb, Xw, P, hT, P, true);
 }
 
@@ -157,11 +157,17 @@ void ssd(const SsdArgs& a) {
   std::int64_t max_strips = (q + kStrip - 1) / kStrip;
   // Three phases, each split over the threads: Bᵀ; C·Bᵀ per (chunk, group, strip); then each head
   // walks all chunks in order with its state transposed in its thread's cache.
-  cpu::parallel_for(G * L, parallel, [&](std::int64_t gt0, std::int64_t gt1) {
-    for (std::int64_t gt = gt0; gt < gt1; ++gt) {
-      const std::int64_t g = gt / L, t = gt % L;
-      const float* Bt_src = a.B + t * a.ldb + g * N;
-      for (std::int64_t n = 0; n < N; ++n) Bt[(g * N + n) * L + t] = Bt_src[n];
+  // Bᵀ in blocks of kTransposeRows tokens: the block's B rows stay in L1 while each Bᵀ row gets
+  // kTransposeRows consecutive floats (token-at-a-time scattered every store L floats apart).
+  const std::int64_t t_blocks = (L + kTransposeRows - 1) / kTransposeRows;
+  cpu::parallel_for(G * t_blocks, parallel, [&](std::int64_t item0, std::int64_t item1) {
+    for (std::int64_t item = item0; item < item1; ++item) {
+      const std::int64_t g = item / t_blocks, t0 = item % t_blocks * kTransposeRows;
+      const std::int64_t t1 = std::min(L, t0 + kTransposeRows);
+      for (std::int64_t n = 0; n < N; ++n) {
+        float* dst = Bt + (g * N + n) * L;
+        for (std::int64_t t = t0; t < t1; ++t) dst[t] = a.B[t * a.ldb + g * N + n];
+      }
     }
   });
   cpu::parallel_for(n_chunks * G * max_strips, parallel, [&](std::int64_t item0, std::int64_t item1) {
