@@ -3,6 +3,7 @@
 // sizes (channels not a multiple of the vector width, N not a multiple of 8/16), L = 1,
 // L < d_conv − 1, mid-chunk SSD positions, n_groups 1/2/4; and the batched ops (one region for a
 // decode step of several sequences) bitwise equal to per-sequence calls, for 1 and 2 threads.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -386,7 +387,8 @@ TEST(SsdKernels, ChunkedMatchesRecurrenceOnEveryTarget) {
       auto h = d.h0;
       std::vector<float> y(c.L * d.ldy), cs(n_chunks * S);
       ops::ssd(d.args(h.data(), y.data(), cs.data()));
-      const std::string where = "L" + std::to_string(c.L) + " N" + std::to_string(c.N) + " G" + std::to_string(c.G);
+      // fmt, not std::string operator+: GCC 12 warns falsely (-Wrestrict) on that chain once inlined.
+      const std::string where = fmt::format("L{} N{} G{}", c.L, c.N, c.G);
       for (std::int64_t t = 0; t < c.L; ++t)
         EXPECT_LE(max_abs_diff(y.data() + t * d.ldy, yr.data() + t * d.ldy, c.H * c.P), 3e-5) << where << " t" << t;
       EXPECT_LE(max_abs_diff(cs.data(), csr.data(), n_chunks * S), 3e-5) << where;

@@ -20,7 +20,8 @@ struct Kernels {
   int lanes;  ///< fp32 lanes per vector (4 / 8 / 16)
 
   /// Mamba-1 selective scan of channels [e0, e1) over all a.L tokens (ops::selective_scan's
-  /// formula; Δ already softplus-ed). scratch: ≥ 2·N·lanes floats (transposed state and A).
+  /// formula; Δ already softplus-ed). scratch: ≥ scan_scratch_floats(N) floats
+  /// (transposed state and A of a tile of channels).
   /// L = 1 (decode) runs a row-wise variant (no transposes; y summed over n in another order, so
   /// one token alone is not bitwise one row of a longer call, only within rounding).
   void (*scan_channels)(const SelectiveScanArgs& a, std::int64_t e0, std::int64_t e1, float* scratch);
@@ -78,6 +79,13 @@ struct Kernels {
   /// 2^(dt·fl(A·log2 e)) (simd.h vexp2_nonpos), i < n; dt ≥ 0, A ≤ 0 finite (for tests).
   void (*scan_decay_row)(const float* dt, const float* A, float* out, std::int64_t n);
 };
+
+/// Channels per tile of the prefill scan: their transposed state and A (2·N floats per channel,
+/// 16 KiB at N = 16) stay in L1 while the tile runs through the tokens.
+inline constexpr std::int64_t kScanTileChannels = 128;
+
+/// Floats of scratch scan_channels needs at d_state N (any target, any channel range).
+inline std::int64_t scan_scratch_floats(std::int64_t N) { return 2 * N * kScanTileChannels; }
 
 /// The kernels of cpu_target().
 const Kernels& cpu_kernels();

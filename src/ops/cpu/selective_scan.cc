@@ -2,6 +2,7 @@
 // channels (kernels.h scan_channels, kLanes channels per vector with the state kept transposed in
 // L1), parallel over (sequence, block of channels). Each channel's state row h[e, :] is independent,
 // so the split never changes a result.
+#include <algorithm>
 #include <vector>
 
 #include "ops/cpu/kernels.h"
@@ -31,11 +32,16 @@ void selective_scan_batch(std::span<const SelectiveScanArgs> seqs) {
   // pays for a parallel region.
   cpu::parallel_for(items, work * 8 >= cpu::kParallelMinWork, [&](std::int64_t i0, std::int64_t i1) {
     static thread_local std::vector<float> scratch;
-    if (scratch.size() < static_cast<std::size_t>(2 * N * k.lanes)) scratch.resize(static_cast<std::size_t>(2 * N * k.lanes));
-    for (std::int64_t i = i0; i < i1; ++i) {
-      const SelectiveScanArgs& a = seqs[static_cast<std::size_t>(i / blocks)];
-      const std::int64_t e0 = (i % blocks) * kChannelBlock, e1 = e0 + kChannelBlock < E ? e0 + kChannelBlock : E;
+    // A thread's consecutive blocks of one sequence go to the kernel as one channel range (a
+    // prefill reads each token row as one run of the range's channels).
+    for (std::int64_t i = i0; i < i1;) {
+      const std::int64_t seq = i / blocks, run_end = std::min(i1, (seq + 1) * blocks);
+      const SelectiveScanArgs& a = seqs[static_cast<std::size_t>(seq)];
+      const std::int64_t e0 = (i % blocks) * kChannelBlock, e1 = std::min(E, ((run_end - 1) % blocks + 1) * kChannelBlock);
+      const auto need = static_cast<std::size_t>(cpu::scan_scratch_floats(N));
+      if (scratch.size() < need) scratch.resize(need);
       k.scan_channels(a, e0, e1, scratch.data());
+      i = run_end;
     }
   });
 }
