@@ -25,6 +25,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <new>
 #include <optional>
 #include <set>
 #include <string>
@@ -81,6 +82,21 @@ constexpr double kBusyShare = 0.9;
 
 std::string verdict(std::optional<bool> pass) { return !pass ? "n/a" : *pass ? "PASS" : "FAIL"; }
 std::string pct(double x) { return fmt::format("{:.0f}%", 100.0 * x); }
+/// x·scale with the fewest decimals (from min_decimals) whose shown value passes or fails the goal
+/// `x ≥ target` (`x ≤ target` with at_most) as x itself does: 84.96% of a ≥ 85% goal prints
+/// "84.96%", not "85%" beside FAIL.
+std::string shown_vs(double x, double target, bool at_most, double scale, const char* unit, int min_decimals) {
+  const bool pass = at_most ? x <= target : x >= target;
+  std::string s;
+  for (int d = min_decimals; d <= min_decimals + 4; ++d) {
+    s = fmt::format("{:.{}f}", x * scale, d);
+    const double shown = std::strtod(s.c_str(), nullptr) / scale;
+    if ((at_most ? shown <= target : shown >= target) == pass) break;
+  }
+  return s + unit;
+}
+/// pct(x) for a figure held to a ≥ target (≤ with at_most) goal.
+std::string pct_goal(double x, double target, bool at_most = false) { return shown_vs(x, target, at_most, 100.0, "%", 0); }
 std::string opt_num(std::optional<double> v) { return v ? fmt::format("{:.1f}", *v) : std::string("-"); }
 /// "1 thread", "2 threads".
 std::string n_threads(int n) { return fmt::format("{} thread{}", n, n == 1 ? "" : "s"); }
@@ -102,6 +118,26 @@ std::string short_name(const std::string& dir) {
   while (s.size() > 1 && s.back() == '/') s.pop_back();
   const auto slash = s.rfind('/');
   return slash == std::string::npos ? s : s.substr(slash + 1);
+}
+
+/// The precision a projection computes in: int8 for q8/q4 weights, else the tier's float type
+/// (f32 exact, bf16 with --precision bf16; a quantized model's float dt_proj follows the tier too).
+mb::GemmType type_of(const mb::Projection& p, mb::GemmType float_type) {
+  const bool q = !p.weights.empty() && (p.weights.front().dtype == mamba::DType::kQ8 || p.weights.front().dtype == mamba::DType::kQ4);
+  return q ? mb::GemmType::kInt8 : float_type;
+}
+
+/// "int8", "f32", or "int8/f32" when a quantized model keeps float projections.
+std::string types_label(const mb::ModelCost& c, mb::GemmType float_type) {
+  std::vector<std::string> names;
+  for (const auto& p : c.projections) {
+    std::string n = mb::gemm_type_name(type_of(p, float_type));
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) { return (a == "int8") > (b == "int8"); });
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : "/") + n;
+  return out;
 }
 
 /// oneDNN rates, measured once per (M, K, N, precision) and reused across models.
@@ -131,12 +167,12 @@ class GemmCeiling {
   /// Rate of a model's projections at M rows: Σ flops ÷ Σ flops/rate. With `prefill` the lm_head
   /// runs at 1 row (prefill asks only the last token's logits); without, only the per-layer
   /// projections count (the compute peak at that M). nullopt if any shape is unmeasured.
-  std::optional<double> aggregate(const mb::ModelCost& c, std::int64_t M, bool prefill, mb::GemmType t) {
+  std::optional<double> aggregate(const mb::ModelCost& c, std::int64_t M, bool prefill, mb::GemmType float_type) {
     double flops = 0, secs = 0;
     for (const auto& p : c.projections) {
       if (!prefill && !p.per_prefill_token) continue;
       const std::int64_t m = prefill && !p.per_prefill_token ? 1 : M;
-      auto r = rate(m, p.K, p.N, t);
+      auto r = rate(m, p.K, p.N, type_of(p, float_type));
       if (!r) return std::nullopt;
       const double f = 2.0 * static_cast<double>(m * p.count * p.K * p.N);
       flops += f;
@@ -161,11 +197,12 @@ void set_threads(int n) {
 
 // ---- per-model sections --------------------------------------------------------------------------
 
-void print_gemm_table(const Options& o, const mb::ModelCost& cost, GemmCeiling& gemm, mb::GemmType ours_in) {
+void print_gemm_table(const Options& o, const mb::ModelCost& cost, GemmCeiling& gemm, mb::GemmType float_type) {
   const bool bf16 = gemm.enabled() && mb::onednn_supports(mb::GemmType::kBF16);
   const bool int8 = gemm.enabled() && cost.quantized;
-  fmt::print("-- projection GEMMs: ops::linear on the model's {} weights vs oneDNN (ratio vs oneDNN {})\n",
-             cost.weight_dtype, mb::gemm_type_name(ours_in));
+  fmt::print("-- projection GEMMs: ops::linear on the model's {} weights vs oneDNN (ratio vs oneDNN {}{})\n",
+             cost.weight_dtype, types_label(cost, float_type),
+             cost.quantized ? ": each projection against the precision it computes in" : "");
   fmt::print("{:<9} {:>5} {:>6} {:>6} {:>11} {:>9} {:>11}{}{} {:>8}\n", "proj", "M", "K", "N", "linear", "weights",
              "oneDNN f32", bf16 ? "  oneDNN bf16" : "", int8 ? "  oneDNN int8" : "", "linear/");
   fmt::print("{:<9} {:>5} {:>6} {:>6} {:>11} {:>9} {:>11}{}{} {:>8}\n", "", "", "", "", "GFLOP/s", "GB/s", "GFLOP/s",
@@ -183,7 +220,8 @@ void print_gemm_table(const Options& o, const mb::ModelCost& cost, GemmCeiling& 
       auto f32 = gemm.rate(M, p.K, p.N, mb::GemmType::kF32);
       auto b16 = bf16 ? gemm.rate(M, p.K, p.N, mb::GemmType::kBF16) : std::nullopt;
       auto i8 = int8 ? gemm.rate(M, p.K, p.N, mb::GemmType::kInt8) : std::nullopt;
-      auto ref = ours_in == mb::GemmType::kInt8 ? i8 : ours_in == mb::GemmType::kBF16 ? b16 : f32;
+      const mb::GemmType t = type_of(p, float_type);
+      auto ref = t == mb::GemmType::kInt8 ? i8 : t == mb::GemmType::kBF16 ? b16 : f32;
       fmt::print("{:<9} {:>5} {:>6} {:>6} {:>11.1f} {:>9} {:>11}{}{} {:>8}\n", p.name, M, p.K, p.N, ours.gflops,
                  M <= 64 ? fmt::format("{:.1f}", ours.weight_gbps) : "-", f32 ? fmt::format("{:.1f}", f32->gflops) : "-",
                  bf16 ? fmt::format(" {:>13}", b16 ? fmt::format("{:.1f}", b16->gflops) : "-") : "",
@@ -214,7 +252,8 @@ mamba::Status print_decode(const Options& o, const std::string& name, mamba::Mod
     const char* bound = !fma_tps ? "-" : *fma_tps < ceiling ? "compute" : "memory";
     const double lower = fma_tps ? std::min(ceiling, *fma_tps) : ceiling;
     fmt::print("{:>5} {:>9.1f} {:>10.1f} {:>11.1f} {:>8} {:>6} {:>10} {:>10} {:>9} {:>9} {:>5}\n", b, t.tokens_per_s,
-               bytes / 1e6, ceiling, pct(frac), goal > 0 ? "≥" + pct(goal) : "-", goal > 0 ? verdict(pass) : "",
+               bytes / 1e6, ceiling, goal > 0 ? pct_goal(frac, goal) : pct(frac), goal > 0 ? "≥" + pct(goal) : "-",
+               goal > 0 ? verdict(pass) : "",
                opt_num(fma_tps), bound, pct(t.tokens_per_s / lower), opt_pct(t.cpu_share));
     const double ms = 1e3 * t.seconds / o.decode_steps;
     auto share = [&](OpKind k) { return pct(t.profile.seconds[static_cast<std::size_t>(k)] / t.seconds); };
@@ -226,7 +265,7 @@ mamba::Status print_decode(const Options& o, const std::string& name, mamba::Mod
     std::fflush(stdout);
     if (goal > 0)
       g_goals.push_back({name, fmt::format("decode b={} (of memory ceiling)", b),
-                         fmt::format("{} ({:.1f} tok/s){}", pct(frac), t.tokens_per_s, from_cache && !pass ? ", fits the LLC" : ""),
+                         fmt::format("{} ({:.1f} tok/s){}", pct_goal(frac, goal), t.tokens_per_s, from_cache && !pass ? ", fits the LLC" : ""),
                          "≥ " + pct(goal), pass});
   }
   return {};
@@ -253,14 +292,16 @@ mamba::Status print_prefill(const Options& o, const std::string& name, mamba::Mo
     fmt::print("{:>5} {:>8.1f} {:>7} {:>5} {:>5} {:>5} {:>5} {:>5} {:>6} {:>9} {:>5} {:>8.1f} {:>8} {:>9} {:>5} {:>5}\n",
                L, t.tokens_per_s, pct(share(OpKind::kLinear)), pct(share(OpKind::kConv)), pct(share(OpKind::kScan)),
                pct(share(OpKind::kNorm)), pct(share(OpKind::kElementwise)), pct(share(OpKind::kEmbedding)), pct(other),
-               pct(non_gemm), verdict(ng_pass), achieved, opt_num(ceiling), ceiling ? pct(achieved / *ceiling) : "-",
+               pct_goal(non_gemm, kGoalNonGemm, /*at_most=*/true), verdict(ng_pass), achieved, opt_num(ceiling),
+               ceiling ? pct_goal(achieved / *ceiling, kGoalGemm) : "-",
                verdict(gemm_pass), opt_pct(t.cpu_share));
     note_cpu_share(t.cpu_share);
     std::fflush(stdout);
-    g_goals.push_back({name, fmt::format("prefill {} conv+scan+norm+elementwise", L), pct(non_gemm),
+    g_goals.push_back({name, fmt::format("prefill {} conv+scan+norm+elementwise", L),
+                       pct_goal(non_gemm, kGoalNonGemm, /*at_most=*/true),
                        "≤ " + pct(kGoalNonGemm), ng_pass});
-    g_goals.push_back({name, fmt::format("prefill {} GEMMs (of oneDNN {})", L, mb::gemm_type_name(precision)),
-                       ceiling ? fmt::format("{} ({:.1f} GFLOP/s)", pct(achieved / *ceiling), achieved) : "not measured",
+    g_goals.push_back({name, fmt::format("prefill {} GEMMs (of oneDNN {})", L, types_label(cost, precision)),
+                       ceiling ? fmt::format("{} ({:.1f} GFLOP/s)", pct_goal(achieved / *ceiling, kGoalGemm), achieved) : "not measured",
                        "≥ " + pct(kGoalGemm), gemm_pass});
   }
   return {};
@@ -287,7 +328,7 @@ mamba::Status print_scaling(const Options& o, const std::string& name, mamba::Mo
   if (counts.size() > 1) pass = tps[1] / tps[0] >= kGoalScaling;
   fmt::print("{}   goal 2 threads ≥ {:.1f}× {}\n", line, kGoalScaling, verdict(pass));
   g_goals.push_back({name, fmt::format("prefill {} scaling 2 threads ÷ 1", L),
-                     counts.size() > 1 ? fmt::format("{:.2f}×", tps[1] / tps[0]) : "1 thread only",
+                     counts.size() > 1 ? shown_vs(tps[1] / tps[0], kGoalScaling, false, 1.0, "×", 2) : "1 thread only",
                      fmt::format("≥ {:.1f}×", kGoalScaling), pass});
   return {};
 }
@@ -302,9 +343,9 @@ mamba::Status bench_model(const Options& o, std::unique_ptr<mamba::Model> model,
   const mb::ModelCost cost = mb::model_cost(ckpt, weights);
   const mamba::ModelConfig& c = ckpt.config();
   const std::string name = short_name(ckpt.dir()) + (o.precision == mamba::Precision::kBF16 ? " bf16-tier" : "");
-  // The rate the projections are held to: oneDNN in the precision they compute in.
-  const bool bf16_tier = o.precision == mamba::Precision::kBF16 && !cost.quantized;
-  const mb::GemmType precision = cost.quantized ? mb::GemmType::kInt8 : bf16_tier ? mb::GemmType::kBF16 : mb::GemmType::kF32;
+  // The rate the projections are held to: oneDNN in the precision each computes in (type_of: int8
+  // for quantized weights, else this float type).
+  const mb::GemmType precision = o.precision == mamba::Precision::kBF16 ? mb::GemmType::kBF16 : mb::GemmType::kF32;
 
   fmt::print("\n== {}  ({})\n", name, ckpt.dir());
   fmt::print("   {}, {} layers, d_model {}, d_inner {}, d_state {}, logits width {} ({}), weights {}\n",
@@ -342,30 +383,42 @@ mamba::Status bench_model(const Options& o, std::unique_ptr<mamba::Model> model,
 
 int main(int argc, char** argv) {
   Options o;
+  // CLI::Range lets nan through (every comparison with it is false).
+  const CLI::Validator finite(
+      [](std::string& v) { return v.find_first_of("nN") == std::string::npos ? std::string() : "not a number: " + v; }, "", "finite");
   CLI::App app{"CPU speed against the machine's ceilings: decode vs memory bandwidth, prefill vs oneDNN GEMMs, goal table"};
   app.add_option("models", o.dirs, "model directories or HF cache refs (default: the embedded model)");
-  app.add_option("--threads", o.threads, "threads for everything but the 1-thread rows (0 = all)")->check(CLI::Range(0, 4096));
+  app.add_option("--threads", o.threads, "threads for everything but the 1-thread rows (0 = all)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
   // Lists are one comma-separated argument (allow_extra_args(false)): "--prompt-lens 512,2048 MODEL"
   // must not take MODEL as a third length.
   app.add_option("--prompt-lens", o.prompt_lens, "prefill lengths in tokens, comma-separated (the first is also used for scaling)")
       ->delimiter(',')
       ->allow_extra_args(false)
-      ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--decode-steps", o.decode_steps, "timed decode steps per run (fastest of 3 runs counts)")->check(CLI::Range(1, 1 << 20));
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--decode-steps", o.decode_steps, "timed decode steps per run (fastest of 3 runs counts)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--batches", o.batches, "decode batch sizes, comma-separated")
       ->delimiter(',')
       ->allow_extra_args(false)
-      ->check(CLI::Range(1, 1024));
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   app.add_flag("--no-gemm-ceiling", o.no_gemm_ceiling, "skip the oneDNN GEMM measurements");
   app.add_option("--bw-gib", o.bw_gib, "bandwidth buffer size in GiB (default: 1, or 4× the LLC when larger)")
       ->check(CLI::Range(0.001, 1024.0))
-      ->check(CLI::Validator([](std::string& v) { return v.find_first_of("nN") == std::string::npos ? std::string() : "not a number: " + v; }, "", "finite"));
+      ->check(finite);
   std::string precision = "exact";
   app.add_option("--precision", precision,
                  "projection arithmetic the models load with: exact (default) or bf16 (the bf16 tier, LoadOptions::precision)")
       ->check(CLI::IsMember({"exact", "bf16"}))
       ->capture_default_str();
-  app.add_option("--gemm-seconds", o.gemm_seconds, "minimum seconds per GEMM shape measurement")->check(CLI::Range(0.0, 60.0));
+  app.add_option("--gemm-seconds", o.gemm_seconds, "minimum seconds per GEMM shape measurement (≥ 0.01; short = rough)")
+      ->check(CLI::Range(0.01, 60.0))
+      ->check(finite)
+      ->capture_default_str();
   // Parse errors like mamba-cli's: one "error: ..." line, exit 2 (CLI11_PARSE exits 105 and others).
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
   try {
@@ -379,12 +432,19 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "error: --prompt-lens and --batches need at least one value\n");
     return 2;
   }
-  // A value given twice is measured once (the first stays first: it is the scaling row's length).
+  // A value given twice is measured once (the first stays first: it is the scaling row's length);
+  // so is a model named twice (its goal rows could not be told apart).
   for (std::vector<int>* list : {&o.prompt_lens, &o.batches}) {
     std::vector<int> seen;
     for (int v : *list)
       if (std::find(seen.begin(), seen.end(), v) == seen.end()) seen.push_back(v);
     *list = std::move(seen);
+  }
+  {
+    std::vector<std::string> seen;
+    for (const auto& d : o.dirs)
+      if (std::find(seen.begin(), seen.end(), d) == seen.end()) seen.push_back(d);
+    o.dirs = std::move(seen);
   }
   if (o.dirs.empty()) {
     std::string def = mamba::default_model_path();
@@ -402,7 +462,8 @@ int main(int argc, char** argv) {
     lo.precision = o.precision;
     auto model = mamba::Model::load(dir, lo);
     if (!model.ok()) {
-      fmt::print(stderr, "error: model '{}': {} (nothing measured)\n", dir, model.error().message);
+      // The loader's message names the path already.
+      fmt::print(stderr, "error: {} (nothing measured)\n", model.error().message);
       return 2;  // like a bad argument
     }
     models.push_back(std::move(model).value());
@@ -419,13 +480,13 @@ int main(int argc, char** argv) {
   const mb::Bandwidth bw1 = mb::read_bandwidth(bytes, 1, 5);
   const mb::Bandwidth bwn = threads > 1 ? mb::read_bandwidth(bytes, threads, 5) : bw1;
   if (bwn.gbps <= 0) {
-    fmt::print(stderr, "error: cannot allocate the {:.2f} GiB bandwidth buffer (lower --bw-gib)\n",
+    fmt::print(stderr, "error: cannot allocate the {:.3g} GiB bandwidth buffer (lower --bw-gib)\n",
                static_cast<double>(bytes) / (1ull << 30));
     return 1;
   }
-  fmt::print("== ceilings\nread bandwidth ({:.2f} GiB buffer, {} loop, best of 5): 1 thread {:.1f} GB/s, {} {:.1f} GB/s{}\n",
+  fmt::print("== ceilings\nread bandwidth ({:.3g} GiB buffer, {} loop, best of 5): 1 thread {:.1f} GB/s, {} {:.1f} GB/s{}\n",
              static_cast<double>(bwn.bytes) / (1ull << 30), bwn.kernel, bw1.gbps, n_threads(threads), bwn.gbps,
-             bwn.bytes < 4 * llc ? "  (buffer < 4× LLC: this measures the cache, not memory)" : "");
+             bwn.bytes < 4 * llc ? "  (buffer < 4× the reported LLC: it may measure the cache, not memory)" : "");
   GemmCeiling gemm(!o.no_gemm_ceiling && mb::onednn_available(), llc, o.gemm_seconds);
   if (!mb::onednn_available()) fmt::print("oneDNN not found: GEMM ceiling not measured\n");
   else if (o.no_gemm_ceiling) fmt::print("GEMM ceiling not measured (--no-gemm-ceiling)\n");
@@ -435,7 +496,14 @@ int main(int argc, char** argv) {
                mb::onednn_supports(mb::GemmType::kBF16) ? "bf16, " : "no bf16 (the CPU lacks AVX-512 BF16), ");
 
   for (std::size_t i = 0; i < models.size(); ++i) {
-    const mamba::Status st = bench_model(o, std::move(models[i]), bwn.gbps, gemm, threads, llc);
+    mamba::Status st;
+    try {
+      st = bench_model(o, std::move(models[i]), bwn.gbps, gemm, threads, llc);
+    } catch (const std::bad_alloc&) {
+      // States (b × the model's state), prompts' activations: large --batches / --prompt-lens.
+      fmt::print(stderr, "error: {}: out of memory (lower --batches or --prompt-lens)\n", o.dirs[i]);
+      return 1;
+    }
     if (!st.ok()) {
       fmt::print(stderr, "error: {}: {}\n", o.dirs[i], st.error().message);
       return 1;

@@ -2,20 +2,25 @@
 //
 //   bench_forward [MODEL_DIR ...] [--prompt-len 512] [--decode-steps 64] [--batch 1] [--threads 1,0]
 //
-// With no MODEL_DIR it measures the embedded default model. Prompt ids are seeded-random valid ids;
+// With no MODEL_DIR it measures $MAMBA_MODEL, else the embedded default model. Prompt ids are seeded-random valid ids;
 // decode feeds back the greedy token (bench/cpu/forward_timing.h). Prints one table row per (model,
-// threads): prefill tokens/s (one prefill of --prompt-len tokens, last logits only) and decode
+// threads): prefill tokens/s (the fastest of 3 prefills of --prompt-len tokens after an untimed one,
+// last logits only) and decode
 // tokens/s (--decode-steps steps of a batch of --batch sequences; tokens/s counts every sequence's
 // token). bench_cpu measures the same against the machine's ceilings.
 #include <optional>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "cpu/forward_timing.h"
+#include "mamba/checkpoint.h"
 #include "mamba/model.h"
 #include "ops/ops.h"
 
@@ -51,14 +56,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> dirs;
   int prompt_len = 512, decode_steps = 64, batch = 1;
   std::vector<int> threads = {1, 0};
-  app.add_option("models", dirs, "model directories (default: the embedded model)");
-  app.add_option("--prompt-len", prompt_len, "prefill length in tokens")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--decode-steps", decode_steps, "decode steps to time")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--batch", batch, "sequences per decode step")->check(CLI::Range(1, 1024));
+  app.add_option("models", dirs, "model directories or HF cache refs (default: $MAMBA_MODEL, else the embedded model)");
+  app.add_option("--prompt-len", prompt_len, "prefill length in tokens")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--decode-steps", decode_steps, "decode steps to time")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--batch", batch, "sequences per decode step")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--threads", threads, "thread counts to measure, comma-separated (0 = all)")
       ->delimiter(',')
       ->allow_extra_args(false)  // `--threads 2 MODEL` must not read MODEL as a thread count
-      ->check(CLI::Range(0, 4096));
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
   // Parse errors as bench_cpu and mamba-cli report them: one "error: ..." line, exit 2.
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
   try {
@@ -71,18 +77,41 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "error: --threads needs at least one value\n");
     return 2;
   }
-  if (dirs.empty()) dirs.push_back(MAMBA_SOURCE_MODEL_DIR);
-
-  fmt::print("{:<40} {:>7} {:>16} {:>16} {:>9}\n", "model", "threads", "prefill tok/s", "decode tok/s", "cpu share");
+  if (dirs.empty()) {  // as mamba-cli and bench_cpu: $MAMBA_MODEL, else the embedded model
+    const std::string def = mamba::default_model_path();
+    dirs.push_back(def.empty() ? std::string(MAMBA_SOURCE_MODEL_DIR) : def);
+  }
+  // Thread counts as they resolve (0 = all), each measured once.
+  std::vector<int> counts;
+  for (int t : threads) {
+    mamba::ops::set_num_threads(t);
+    const int n = mamba::ops::num_threads();
+    if (std::find(counts.begin(), counts.end(), n) == counts.end()) counts.push_back(n);
+  }
+  // Every model loads before anything is measured or printed (a bad path ends the run at once).
+  std::vector<std::unique_ptr<mamba::Model>> models;
   for (const auto& dir : dirs) {
     auto model = mamba::Model::load(dir);
     if (!model.ok()) {
       fmt::print(stderr, "error: {}\n", model.error().message);
       return 2;  // as bench_cpu: a model that does not load is a bad argument
     }
-    for (int t : threads) {
+    models.push_back(std::move(model).value());
+  }
+
+  fmt::print("{:<40} {:>7} {:>16} {:>16} {:>9}\n", "model", "threads", "prefill tok/s", "decode tok/s", "cpu share");
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    const std::string& dir = dirs[i];
+    for (int t : counts) {
       mamba::ops::set_num_threads(t);
-      auto row = measure(*model.value(), prompt_len, decode_steps, batch);
+      std::optional<mamba::Result<Row>> measured;
+      try {
+        measured.emplace(measure(*models[i], prompt_len, decode_steps, batch));
+      } catch (const std::bad_alloc&) {
+        fmt::print(stderr, "error: {}: out of memory (lower --batch or --prompt-len)\n", dir);
+        return 1;
+      }
+      const mamba::Result<Row>& row = *measured;
       if (!row.ok()) {
         fmt::print(stderr, "error: {}\n", row.error().message);
         return 1;

@@ -1,7 +1,7 @@
 // bench_load: checkpoint load time. Goal (issue 2): a 2.8b-sized bf16 checkpoint loads in < 0.5 s
 // warm, dominated by page-in. Make one with
 //   /usr/bin/python3 ../shared/tools/make_checkpoint.py mamba-2.8b /tmp/m28 --dtype bf16
-// then: bench_load [--model /tmp/m28] [--reps 5]
+// then: bench_load /tmp/m28 [--reps 5]   (no model: $MAMBA_MODEL, else the embedded model)
 //
 // Columns: open = Checkpoint::open (config + headers + mmap), bind = bind_weights (table checks),
 // page-in = reading one byte per 4 KiB page of every tensor (what the first forward pass pays),
@@ -34,17 +34,29 @@ struct Rep {
 
 int main(int argc, char** argv) {
   CLI::App app{"bench_load: checkpoint open + bind + page-in time"};
-  std::string model = "/tmp/m28";
+  std::string model;
   int reps = 5;
-  app.add_option("--model", model, "model directory or HF repo id (default /tmp/m28)");
-  app.add_option("--reps", reps, "repetitions (the first one may be cold)")->check(CLI::Range(1, 100));
-  CLI11_PARSE(app, argc, argv);
+  // The model as a positional argument like the other bench programs (--model kept).
+  app.add_option("model", model, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)");
+  app.add_option("--model", model, "the same as the positional argument");
+  app.add_option("--reps", reps, "repetitions (the first one may be cold)")->check(CLI::Range(1, 100))->capture_default_str();
+  // Parse errors as the other bench programs report them: one "error: ..." line, exit 2.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;  // --help exits 0
+  }
+  if (model.empty()) {
+    const std::string def = mamba::default_model_path();
+    model = def.empty() ? std::string(MAMBA_SOURCE_MODEL_DIR) : def;
+  }
 
   auto dir = mamba::resolve_model_path(model);
   if (!dir.ok()) {
-    std::fprintf(stderr, "error: %s\n(make a 2.8b-sized checkpoint with: /usr/bin/python3 ../shared/tools/make_checkpoint.py mamba-2.8b /tmp/m28 --dtype bf16)\n",
-                 dir.error().message.c_str());
-    return 1;
+    std::fprintf(stderr, "error: %s\n", dir.error().message.c_str());
+    return 2;  // as the other bench programs: a model that cannot be found is a bad argument
   }
   std::vector<Rep> results;
   std::size_t weight_bytes = 0, n_tensors = 0;
@@ -55,7 +67,7 @@ int main(int argc, char** argv) {
     auto ck = mamba::Checkpoint::open(*dir);
     if (!ck.ok()) {
       std::fprintf(stderr, "error: %s\n", ck.error().message.c_str());
-      return 1;
+      return 2;  // a model that does not open is a bad argument too
     }
     double t1 = now_s();
     auto w = mamba::bind_weights(*ck);

@@ -2,24 +2,65 @@
 // Prints one table row per N: generated tok/s, p50/p99 time-to-first-token, p50/p99 inter-token
 // latency, requests, errors, server RSS before/after.
 //
-//   node bench/bench_server.mjs [--server build/mamba-server] [-m MODEL_DIR] [--n 1,8,64]
+//   node bench/bench_server.mjs [--server build/release/mamba-server] [-m MODEL_DIR] [--n 1,8,64]
 //                               [--seconds 10] [--max-new-tokens 64] [--threads 0] [--url http://...]
 // With --url the running server is used (RSS not reported); else one is started per run.
+// Exit status: 0, 1 when any request failed, 2 for a bad argument.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
 
-const argv = process.argv.slice(2);
-const opt = (name, def) => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1] : def;
-};
-const SERVER = opt('--server', 'build/mamba-server');
-const MODEL = opt('-m', '');
-const NS = opt('--n', '1,8,64').split(',').map(Number);
-const SECONDS = Number(opt('--seconds', '10'));
-const MAX_NEW = Number(opt('--max-new-tokens', '64'));
-const THREADS = opt('--threads', '0');
-const URL_ = opt('--url', '');
+const USAGE = `usage: node bench/bench_server.mjs [--server PATH] [-m MODEL_DIR] [--n 1,8,64] [--seconds 10]
+                                   [--max-new-tokens 64] [--threads 0] [--url http://HOST:PORT]
+  --server          mamba-server binary to start (default build/release/mamba-server)
+  -m, --model       model directory or HF repo id for the started server (default: its default)
+  --n               concurrent streaming clients per run, comma-separated (default 1,8,64)
+  --seconds         seconds per run (default 10)
+  --max-new-tokens  tokens per request (default 64)
+  --threads         server compute threads, 0 = all (default 0)
+  --url             use a running server instead of starting one (no RSS column)`;
+
+function fail(msg) {
+  console.error(`error: ${msg}\n${USAGE}`);
+  process.exit(2);
+}
+let args;
+try {
+  args = parseArgs({
+    options: {
+      server: { type: 'string', default: 'build/release/mamba-server' },
+      model: { type: 'string', short: 'm', default: '' },
+      n: { type: 'string', default: '1,8,64' },
+      seconds: { type: 'string', default: '10' },
+      'max-new-tokens': { type: 'string', default: '64' },
+      threads: { type: 'string', default: '0' },
+      url: { type: 'string', default: '' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  }).values;
+} catch (e) {
+  fail(e.message);
+}
+if (args.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+/** A whole number in [lo, hi] from option `name`, else exit 2. */
+function int(name, text, lo, hi) {
+  const v = Number(text);
+  if (!/^\s*\d+\s*$/.test(text) || !Number.isInteger(v) || v < lo || v > hi) fail(`--${name}: expected an integer in [${lo}, ${hi}], got '${text}'`);
+  return v;
+}
+const SERVER = args.server;
+const MODEL = args.model;
+const NS = args.n.split(',').map((x) => int('n', x, 1, 4096));
+const SECONDS = int('seconds', args.seconds, 1, 3600);
+const MAX_NEW = int('max-new-tokens', args['max-new-tokens'], 1, 1 << 20);
+const THREADS = String(int('threads', args.threads, 0, 4096));
+const URL_ = args.url;
+if (!URL_ && !existsSync(SERVER)) fail(`no server binary at '${SERVER}' (build it, or pass --server PATH or --url)`);
 
 const PROMPTS = [
   'It was a dark and stormy night',
@@ -41,7 +82,11 @@ async function start() {
   if (URL_) return { base: URL_, proc: null };
   const args = ['--host', '127.0.0.1', '--port', '0', '--threads', THREADS, '--max-concurrent-requests', '256'];
   if (MODEL) args.push('-m', MODEL);
-  const proc = spawn(SERVER, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+  const proc = spawn(SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  proc.stderr.on('data', (d) => {
+    err += d;
+  });
   const base = await new Promise((resolve, reject) => {
     let out = '';
     proc.stdout.on('data', (d) => {
@@ -49,7 +94,7 @@ async function start() {
       const m = out.match(/listening on (http:\/\/[\d.]+:\d+)/);
       if (m) resolve(m[1]);
     });
-    proc.on('exit', (c) => reject(new Error(`server exited ${c}`)));
+    proc.on('exit', (c) => reject(new Error(`server exited with status ${c} before listening:\n${err.trim()}`)));
   });
   return { base, proc };
 }
@@ -108,8 +153,15 @@ const pct = (a, p) => {
 console.log(`model: ${MODEL || '(embedded)'}  seconds per run: ${SECONDS}  max_new_tokens: ${MAX_NEW}`);
 console.log('|  N | tok/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | requests | errors | RSS before MiB | RSS after MiB | mean decode batch |');
 console.log('|---:|------:|------------:|------------:|-----------:|-----------:|---------:|-------:|---------------:|--------------:|------------------:|');
+let anyErrors = 0;
 for (const N of NS) {
-  const srv = await start();
+  let srv;
+  try {
+    srv = await start();
+  } catch (e) {
+    console.error(`error: ${e.message}`);
+    process.exit(1);
+  }
   const rss0 = srv.proc ? rssMiB(srv.proc.pid) : NaN;
   const stats = { ttft: [], itl: [], tokens: 0, requests: 0, errors: 0 };
   const t0 = performance.now();
@@ -126,4 +178,9 @@ for (const N of NS) {
   const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '-');
   console.log(`| ${String(N).padStart(2)} | ${f(stats.tokens / elapsed, 0)} | ${f(pct(stats.ttft, 50))} | ${f(pct(stats.ttft, 99))} | ` +
     `${f(pct(stats.itl, 50), 2)} | ${f(pct(stats.itl, 99), 2)} | ${stats.requests} | ${stats.errors} | ${f(rss0)} | ${f(rss1)} | ${f(mean, 2)} |`);
+  anyErrors += stats.errors;
+}
+if (anyErrors > 0) {
+  console.error(`error: ${anyErrors} request(s) failed (see the errors column)`);
+  process.exit(1);
 }

@@ -84,7 +84,7 @@ Timing bench_hf(const std::string& oracle, const std::string& tok_path, const st
 }  // namespace
 
 int main(int argc, char** argv) {
-  const fs::path src = fs::path(__FILE__).parent_path().parent_path();
+  const fs::path src = MAMBA_SOURCE_DIR;  // __FILE__ is relative to the build directory
   const fs::path shared = src / ".." / "shared";
   std::string text_path = (shared / "data/books-sample.txt").string();
   std::vector<std::string> toks;
@@ -93,18 +93,29 @@ int main(int argc, char** argv) {
   app.add_option("--text", text_path, "UTF-8 text file to encode as one string");
   app.add_option("--tokenizer", toks, "tokenizer.json files (repeatable)");
   app.add_option("--repeats", repeats, "encodes per tokenizer (best is reported as warm)")->check(CLI::Range(1, 100));
-  CLI11_PARSE(app, argc, argv);
+  // Parse errors as the other bench programs report them: one "error: ..." line, exit 2.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;  // --help exits 0
+  }
   if (toks.empty()) {
     toks = {(shared / "tokenizer/gpt-neox-20b.json").string(), (shared / "models/mamba2-books-7m-bpe8k/tokenizer.json").string()};
   }
   std::ifstream f(text_path, std::ios::binary);
   if (!f) {
     std::fprintf(stderr, "error: cannot read %s\n", text_path.c_str());
-    return 1;
+    return 2;
   }
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string text = ss.str();
+  if (text.empty()) {
+    std::fprintf(stderr, "error: %s is empty (nothing to time)\n", text_path.c_str());
+    return 2;
+  }
   const double mb = static_cast<double>(text.size()) / 1e6;
   const std::string oracle = (src / "tests/node/oracle.js").string();
   const bool have_hf = fs::exists(src / "tests/node/node_modules/tokenizers") && std::system("node --version >/dev/null 2>&1") == 0;
@@ -116,15 +127,17 @@ int main(int argc, char** argv) {
   std::printf("%-34s %12s %12s %12s %12s %10s %10s %8s\n", "", "MB/s", "MB/s", "MB/s", "MB/s", "ours/HF", "ours/HF", "");
   const std::vector<std::string> whole{text};
   const std::vector<std::string> docs = mamba::test::split_documents(text, 2048);
+  int failed = 0;  // rows our tokenizer could not run: the exit status says so
   for (const auto& tp : toks) {
     for (const char* mode : {"whole", "docs"}) {
       std::string err;
       const Timing ours = bench_ours(tp, std::string(mode) == "whole" ? whole : docs, repeats, &err);
       std::string name = fs::path(tp).parent_path().filename().string() + "/" + fs::path(tp).filename().string();
-      if (name.size() > 26) name = name.substr(name.size() - 26);
+      if (name.size() > 26) name = "..." + name.substr(name.size() - 23);  // the cut is marked
       name += std::string(mode) == "whole" ? " (1 str)" : " (2KB)";
       if (!ours.ok) {
         std::printf("%-34s error: %s\n", name.c_str(), err.c_str());
+        ++failed;
         continue;
       }
       Timing hf;
@@ -137,6 +150,10 @@ int main(int argc, char** argv) {
                     "-", "-", err.c_str());
       }
     }
+  }
+  if (failed > 0) {
+    std::fprintf(stderr, "error: %d row(s) failed (see above)\n", failed);
+    return 1;
   }
   return 0;
 }

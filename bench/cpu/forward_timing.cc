@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <sched.h>
 #include <vector>
 
 #include "ops/ops.h"
@@ -28,10 +29,20 @@ std::vector<std::int32_t> random_ids(const Model& model, int n, unsigned seed) {
 /// Greedy pick as the engine's sampler makes it (ops::argmax).
 std::int32_t argmax(const float* row, std::int64_t n) { return static_cast<std::int32_t>(ops::argmax(row, n)); }
 
-/// CPU seconds ÷ (wall seconds × threads), or none for a measurement too short to tell.
+/// CPUs this process may run on (its affinity mask; at least 1).
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+/// CPU seconds ÷ (wall seconds × min(threads, usable CPUs)), or none for a measurement too short to
+/// tell. More threads than CPUs cannot get more than the CPUs' time: that is oversubscription, not
+/// other processes.
 std::optional<double> cpu_share(double cpu_seconds, double wall_seconds) {
   if (wall_seconds < kCpuShareMinSeconds) return std::nullopt;
-  return cpu_seconds / (wall_seconds * ops::num_threads());
+  return cpu_seconds / (wall_seconds * std::min(ops::num_threads(), usable_cpus()));
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ namespace mamba::bench {
 /// other cores is brought up to date only every scheduler tick (1–4 ms), so short rows read 50–180%.
 inline constexpr double kCpuShareMinSeconds = 0.25;
 
-/// cpu_share: process CPU seconds ÷ (wall seconds × threads) over a measurement of at least
+/// cpu_share: process CPU seconds ÷ (wall seconds × min(threads, usable CPUs)) over a measurement of at least
 /// kCpuShareMinSeconds (else none): below ~0.9 other processes took the cores and the figure
 /// understates this machine.
 struct Timed {

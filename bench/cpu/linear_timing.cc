@@ -17,6 +17,15 @@ LinearRate time_linear(const Projection& p, std::int64_t M, double min_seconds) 
   for (auto& v : x) v = u(rng);
   const auto n = p.weights.size();
   auto call = [&](std::size_t i) { ops::linear(x.data(), p.K, M, p.weights[i % n], p.biases[i % n], y.data(), p.N); };
+  // Fault in every layer's weight pages first (the checkpoint is mmapped): with a short
+  // --gemm-seconds only a few calls are timed, each on another layer's weight, and page faults
+  // made them read 30-300x too slow.
+  volatile unsigned char sink = 0;
+  for (const TensorView& w : p.weights) {
+    const auto* b = static_cast<const unsigned char*>(w.data);
+    const auto bytes = static_cast<std::size_t>(w.nbytes());
+    for (std::size_t o = 0; o < bytes; o += 4096) sink = sink + b[o];
+  }
   call(0);
   LinearRate r;
   r.seconds = 1e30;

@@ -9,6 +9,7 @@ if(TARGET mamba-server AND MAMBA_NODE)
       LABELS server_e2e
       TIMEOUT 240
       RESOURCE_LOCK mamba_server_e2e
+      SKIP_RETURN_CODE 77
       ENVIRONMENT "MAMBA_SERVER=$<TARGET_FILE:mamba-server>;MAMBA_NODE_DIR=${PROJECT_SOURCE_DIR}/tests/node")
   endforeach()
 endif()

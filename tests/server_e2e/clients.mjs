@@ -2,7 +2,9 @@
 // not) and `@huggingface/inference` — v2 (`hf-inference-v2`, which talks to TGI's POST / route
 // with TGI stream events) and the current major (which talks to /v1/completions).
 import assert from 'node:assert/strict';
-import { deadline, startServer, postJson, requireNode, check, exitWithChecks } from './lib.mjs';
+import { deadline, startServer, postJson, requireNode, requireNodeOrSkip, check, exitWithChecks } from './lib.mjs';
+
+requireNodeOrSkip(['openai', '@huggingface/inference', 'hf-inference-v2']);
 
 deadline(120);
 const srvKey = 'sekrit';

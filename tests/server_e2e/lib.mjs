@@ -15,6 +15,30 @@ export function requireNode(name) {
   return req(name);
 }
 
+/// Exit status that CTest reads as "skipped" (SKIP_RETURN_CODE in tests/scripts/server.cmake).
+export const SKIP_CODE = 77;
+
+/// Skips the whole script (exit SKIP_CODE) when an npm package of tests/node is not installed —
+/// a failure instead under CI (CI=true), where scripts/test.sh installs them.
+export function requireNodeOrSkip(names) {
+  const missing = names.filter((n) => {
+    try {
+      requireNode(n);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  if (missing.length === 0) return;
+  const msg = `npm package(s) ${missing.join(', ')} not installed in ${NODE_DIR} (run: cd tests/node && npm install)`;
+  if (process.env.CI === 'true') {
+    console.error(`FAIL: ${msg}`);
+    process.exit(1);
+  }
+  console.log(`SKIP: ${msg}`);
+  process.exit(SKIP_CODE);
+}
+
 /// Fails the whole script if it runs longer than `seconds` (every test is bounded in time).
 export function deadline(seconds) {
   const t = setTimeout(() => {

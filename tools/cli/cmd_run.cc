@@ -111,7 +111,17 @@ void run(const RunArgs& a, CLI::App& cmd) {
     };
 
   std::function<bool(const TokenEvent&)> on_token;
-  if (!a.json) {
+  if (!a.json && tok == nullptr) {
+    // No tokenizer, no text: the ids themselves, space-separated (the prompt's first with --echo).
+    if (a.echo)
+      for (std::int32_t id : prompt) std::printf("%d ", id);
+    std::fflush(stdout);
+    on_token = [](const TokenEvent& ev) {
+      std::printf("%d ", ev.id);
+      std::fflush(stdout);
+      return true;
+    };
+  } else if (!a.json) {
     if (a.echo) {
       std::fputs(prompt_text.c_str(), stdout);
       std::fflush(stdout);
@@ -157,7 +167,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
     j["finish_reason"] = finish_reason_name(res->finish);
     if (opts.sampling.sampling()) j["seed"] = res->seed;
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-  } else if (isatty(STDOUT_FILENO) || same_destination(STDOUT_FILENO, STDERR_FILENO)) {
+  } else if (tok == nullptr || isatty(STDOUT_FILENO) || same_destination(STDOUT_FILENO, STDERR_FILENO)) {
     std::printf("\n");  // the stats below start on a line of their own (stdout kept exact when apart)
   }
   std::fflush(stdout);
