@@ -37,6 +37,7 @@
 #include "cpu/linear_timing.h"
 #include "cpu/model_cost.h"
 #include "cpu/onednn_gemm.h"
+#include "cpu/parse_args.h"
 #include "mamba/checkpoint.h"
 #include "mamba/model.h"
 #include "mamba/weights.h"
@@ -419,14 +420,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.01, 60.0))
       ->check(finite)
       ->capture_default_str();
-  // Parse errors like mamba-cli's: one "error: ..." line, exit 2 (CLI11_PARSE exits 105 and others).
-  app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;  // --help exits 0
-  }
+  if (const auto rc = mamba::bench::parse_args(app, argc, argv)) return *rc;
   o.precision = precision == "bf16" ? mamba::Precision::kBF16 : mamba::Precision::kExact;  // checked above
   if (o.prompt_lens.empty() || o.batches.empty()) {
     fmt::print(stderr, "error: --prompt-lens and --batches need at least one value\n");

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cpu/forward_timing.h"
+#include "cpu/parse_args.h"
 #include "mamba/checkpoint.h"
 #include "mamba/model.h"
 #include "ops/ops.h"
@@ -65,14 +66,7 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)  // `--threads 2 MODEL` must not read MODEL as a thread count
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
-  // Parse errors as bench_cpu and mamba-cli report them: one "error: ..." line, exit 2.
-  app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;  // --help exits 0
-  }
+  if (const auto rc = mamba::bench::parse_args(app, argc, argv)) return *rc;
   if (threads.empty()) {
     fmt::print(stderr, "error: --threads needs at least one value\n");
     return 2;

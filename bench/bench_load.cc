@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <vector>
 
+#include "cpu/parse_args.h"
 #include "mamba/checkpoint.h"
 #include "mamba/weights.h"
 
@@ -40,14 +41,7 @@ int main(int argc, char** argv) {
   app.add_option("model", model, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)");
   app.add_option("--model", model, "the same as the positional argument");
   app.add_option("--reps", reps, "repetitions (the first one may be cold)")->check(CLI::Range(1, 100))->capture_default_str();
-  // Parse errors as the other bench programs report them: one "error: ..." line, exit 2.
-  app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;  // --help exits 0
-  }
+  if (const auto rc = mamba::bench::parse_args(app, argc, argv)) return *rc;
   if (model.empty()) {
     const std::string def = mamba::default_model_path();
     model = def.empty() ? std::string(MAMBA_SOURCE_MODEL_DIR) : def;

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "cpu/cpu_time.h"
+#include "cpu/parse_args.h"
 #include "mamba/tokenizer.h"
 #include "tokenizer/text_gen.h"  // tests/tokenizer: split_documents (the ~2 KB split oracle.js also uses)
 
@@ -93,14 +94,7 @@ int main(int argc, char** argv) {
   app.add_option("--text", text_path, "UTF-8 text file to encode as one string");
   app.add_option("--tokenizer", toks, "tokenizer.json files (repeatable)");
   app.add_option("--repeats", repeats, "encodes per tokenizer (best is reported as warm)")->check(CLI::Range(1, 100));
-  // Parse errors as the other bench programs report them: one "error: ..." line, exit 2.
-  app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;  // --help exits 0
-  }
+  if (const auto rc = mamba::bench::parse_args(app, argc, argv)) return *rc;
   if (toks.empty()) {
     toks = {(shared / "tokenizer/gpt-neox-20b.json").string(), (shared / "models/mamba2-books-7m-bpe8k/tokenizer.json").string()};
   }
