@@ -55,7 +55,10 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
   const std::size_t n = text.size();
   auto is_sep = [](char c) { return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   while (i < n) {
-    while (i < n && is_sep(text[i])) ++i;
+    int commas = 0;  // "1,,2" has an empty item: a typo, not two separators
+    for (; i < n && is_sep(text[i]); ++i) commas += text[i] == ',';
+    if (commas > 1 && !ids.empty() && i < n)
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: empty item after item {} (two commas)", what, ids.size()));
     if (i >= n) break;
     std::size_t j = i;
     while (j < n && !is_sep(text[j])) ++j;

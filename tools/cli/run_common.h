@@ -34,7 +34,8 @@ struct LoadedModel {
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision = "exact");
 
 /// Parses token ids separated by commas and/or whitespace ("12,7, 99\n3"). `what` names the
-/// source in errors (e.g. "--prompt-ids", a file path). Errors: kInvalidArgument naming the bad item.
+/// source in errors (e.g. "--prompt-ids", a file path). Errors: kInvalidArgument naming the bad item,
+/// or an empty one (two commas between ids).
 Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::string& what);
 
 /// The most bytes read_text_file reads (1 GiB).
