@@ -224,6 +224,10 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
   const std::int64_t m_blocks = (M + kMPerTask - 1) / kMPerTask, n_tasks = b_tasks * m_blocks;
   const bool parallel = M * N * K >= kParallelMinWork && n_tasks > 1;
   cpu::parallel_for(n_tasks, parallel, [&](std::int64_t t0, std::int64_t t1) {
+    if (m_blocks == 1) {  // a decode batch: the thread's blocks in one call (it prefetches block to block)
+      quant::dot_blocked_avx512vnni(args, 0, M, t0 * kBPerTask, std::min(n_blocks, t1 * kBPerTask));
+      return;
+    }
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t b = t % b_tasks * kBPerTask, m0 = t / b_tasks * kMPerTask, m1 = std::min(M, m0 + kMPerTask);
       quant::dot_blocked_avx512vnni(args, m0, m1, b, std::min(n_blocks, b + kBPerTask));

@@ -29,6 +29,9 @@ namespace mamba::ops::cpu::quant {
 
 namespace {
 
+/// Input rows up to which dot_blocked prefetches the next blocks while computing (decode batches).
+constexpr std::int64_t kSmallBatchRows = 16;
+
 /// How far ahead the decode tile prefetches each block's chunk stream (bytes). Zen 5, 2 threads,
 /// q4 weights from memory: two streams with 2 KiB 65–67 GB/s; 1 KiB 61–62, 4 KiB 62–66; one
 /// stream 50–61; three 55–60; two adjacent blocks 26–42.
@@ -43,8 +46,12 @@ inline __m512i bcast4(const std::int8_t* p) {
 /// Rows [m0, m0 + R) of the input times NB blocks blk[i] (block indices) of the weight: y for the
 /// rows n < N of those blocks. R · NB accumulator sets of 8 vectors (canonical lanes l[g % 8]).
 /// kPrefetch: prefetch each block's chunks kPrefetchBytes ahead (decode: the blocks are read once).
+/// ahead/ahead_bytes (optional): bytes to prefetch meanwhile, spread over the groups (the blocks the
+/// next tile reads: small batches are memory-bound on their first pass over a block, compute-bound on
+/// the others, so those fetch the next blocks).
 template <bool kQ4, int NB, int R, bool kPrefetch>
-inline void tile(const BlockedArgs& a, std::int64_t m0, const std::int64_t (&blk)[NB]) {
+inline void tile(const BlockedArgs& a, std::int64_t m0, const std::int64_t (&blk)[NB], const std::uint8_t* ahead = nullptr,
+                 std::int64_t ahead_bytes = 0) {
   const std::int64_t K = a.K, G = K / kGroup, G8 = G - G % 8;
   constexpr std::int64_t kChunk = blocked_chunk_bytes(kQ4), kCodes = blocked_code_bytes(kQ4);
   const std::uint8_t* base[NB];
@@ -59,6 +66,11 @@ inline void tile(const BlockedArgs& a, std::int64_t m0, const std::int64_t (&blk
     if constexpr (kPrefetch)
       for (int i = 0; i < NB; ++i)
         for (std::int64_t b = 0; b < kChunk; b += 64) _mm_prefetch(reinterpret_cast<const char*>(base[i] + g * kChunk + kPrefetchBytes + b), _MM_HINT_T0);
+    if (ahead != nullptr) {
+      const std::int64_t per = (ahead_bytes / G + 63) / 64 * 64;  // bytes per group, whole lines
+      for (std::int64_t b = g * per; b < (g + 1) * per && b < ahead_bytes; b += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + b), _MM_HINT_T1);  // to L2: L1 holds the current blocks
+    }
     constexpr int kVecs = kQ4 ? 4 : 8;
 #pragma GCC unroll 8
     for (int j = 0; j < kVecs; ++j) {
@@ -152,13 +164,22 @@ void dot_blocked(const BlockedArgs& a, std::int64_t m0, std::int64_t m1, std::in
   // with eight live accumulators per row 107 G MAC/s; 2 × 2 146; 2 × 3 145–160; 3 × 2 147; 4 × 1
   // 128; 4 × 2 138; the bound of two dpbusd per 64 products at ~2 per cycle is ~218 at 3.4 GHz).
   constexpr int kR = 2, kNB = static_cast<int>(kPrefillTileBlocks);
+  const std::int64_t block_bytes = a.K / kGroup * blocked_chunk_bytes(kQ4);
+  // A decode batch (few rows): the pass after the first over kNB blocks prefetches the next kNB
+  // (the first pass streams its blocks from memory, the others compute on them from cache).
+  const bool prefetch_next = m1 - m0 <= kSmallBatchRows;
   std::int64_t b = b0;
   for (; b + kNB <= b1; b += kNB) {
     std::int64_t bl[kNB];
     for (int i = 0; i < kNB; ++i) bl[i] = b + i;
+    const std::int64_t next_blocks = std::min<std::int64_t>(kNB, b1 - (b + kNB));
+    const std::uint8_t* next = prefetch_next && next_blocks > 0 ? a.wp + (b + kNB) * block_bytes : nullptr;
+    // Which pass prefetches: the second when there are several, else the only one.
+    const std::int64_t pf_m = m1 - m0 >= 2 * kR ? m0 + kR : m0;
     std::int64_t m = m0;
-    for (; m + kR <= m1; m += kR) tile<kQ4, kNB, kR, false>(a, m, bl);
-    for (; m < m1; ++m) tile<kQ4, kNB, 1, false>(a, m, bl);
+    for (; m + kR <= m1; m += kR)
+      tile<kQ4, kNB, kR, false>(a, m, bl, m == pf_m ? next : nullptr, next_blocks * block_bytes);
+    for (; m < m1; ++m) tile<kQ4, kNB, 1, false>(a, m, bl, m == pf_m ? next : nullptr, next_blocks * block_bytes);
   }
   if (b + 2 <= b1) {  // two blocks left (x_proj's N = 80 is 3 + 2 blocks)
     std::int64_t m = m0;
