@@ -73,7 +73,7 @@ struct Kernels {
   /// roundings, as the scalar expression; y may alias x).
   void (*scale_row)(const float* x, float r, const float* w, float* y, std::int64_t n);
 
-  /// out[i] = exp(x[i]), i < n (for tests of the vector exp).
+  /// out[i] = exp(x[i]), i < n (vexp, ≤ 2 ulp; the SSD's per-row decays, and the tests of the vector exp).
   void (*exp_row)(const float* x, float* out, std::int64_t n);
   /// out[i] = the Mamba-1 scan's decay exp(dt[i]·A[i]), computed as scan_channels does:
   /// 2^(dt·fl(A·log2 e)) (simd.h vexp2_nonpos), i < n; dt ≥ 0, A ≤ 0 finite (for tests).

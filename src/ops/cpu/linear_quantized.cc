@@ -224,7 +224,9 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
   const std::int64_t m_blocks = (M + kMPerTask - 1) / kMPerTask, n_tasks = b_tasks * m_blocks;
   const bool parallel = M * N * K >= kParallelMinWork && n_tasks > 1;
   cpu::parallel_for(n_tasks, parallel, [&](std::int64_t t0, std::int64_t t1) {
-    if (m_blocks == 1) {  // a decode batch: the thread's blocks in one call (it prefetches block to block)
+    // Up to kMPerTask rows: the thread's blocks in one call, so the kernel can prefetch the next
+    // blocks while it computes (it does for decode batches of ≤ 16 rows).
+    if (m_blocks == 1) {
       quant::dot_blocked_avx512vnni(args, 0, M, t0 * kBPerTask, std::min(n_blocks, t1 * kBPerTask));
       return;
     }
