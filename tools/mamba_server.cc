@@ -26,6 +26,9 @@ constexpr int kMaxComputeThreads = 1024;
 int main(int argc, char** argv) {
   CLI::App app{"mamba-server: TGI- and OpenAI-compatible HTTP server for Mamba models (continuous batching)", "mamba-server"};
   mamba::ServerOptions o;
+  // A repeated option takes its last value (llama.cpp, TGI's launcher), so a wrapper script's
+  // defaults can be overridden by appending; list options (--stop) say TakeAll themselves.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string model_ref, state_memory = "2GiB";
   int threads = 0;
   std::string precision = "exact";

@@ -134,3 +134,9 @@ file(GLOB leftovers LIST_DIRECTORIES true ${WORK}/.*tmp-*)
 if(leftovers)
   message(FATAL_ERROR "quantize left ${leftovers}")
 endif()
+
+# A repeated option takes its last value (as llama.cpp does): -n 9 -n 2 generates 2 tokens.
+cli_run_ok(twice run -m ${model} --prompt-ids 1 -n 9 -n 2 --json --ignore-eos)
+if(NOT twice_OUT MATCHES "\"ids\":\\[[0-9]+,[0-9]+\\]")
+  message(FATAL_ERROR "run -n 9 -n 2 must generate 2 tokens:\n${twice_OUT}")
+endif()

@@ -3,11 +3,11 @@
 //   mamba-cli tokenize --tokenizer tokenizer.json --decode 12092 1533
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
 
 #include "cli/command.h"
+#include "cli/run_common.h"
 #include "mamba/checkpoint.h"
 #include "mamba/tokenizer.h"
 
@@ -41,21 +41,12 @@ void run(const TokenizeOptions& o) {
   auto tok = Tokenizer::from_file(*path);
   if (!tok.ok()) fail(tok.error().message);
   if (o.decode) {
-    std::vector<std::int32_t> ids;
-    for (const auto& a : o.args) {
-      // Ids separated by spaces and/or commas, optionally in [ ].
-      std::size_t i = 0;
-      while (i < a.size()) {
-        while (i < a.size() && (a[i] == ' ' || a[i] == ',' || a[i] == '[' || a[i] == ']')) ++i;
-        if (i >= a.size()) break;
-        std::int64_t v = 0;
-        auto [p, ec] = std::from_chars(a.data() + i, a.data() + a.size(), v);
-        if (ec != std::errc() || v < INT32_MIN || v > INT32_MAX) fail(fmt::format("'{}' is not a token id", a.substr(i)));
-        ids.push_back(static_cast<std::int32_t>(v));
-        i = static_cast<std::size_t>(p - a.data());
-      }
-    }
-    auto text = tok->decode(ids, o.skip_special);
+    // Ids separated by spaces and/or commas, optionally in [ ] (parse_ids).
+    std::string joined;
+    for (const auto& a : o.args) joined += (joined.empty() ? "" : " ") + a;
+    auto ids = parse_ids(joined, "--decode");
+    if (!ids.ok()) fail(ids.error().message);
+    auto text = tok->decode(*ids, o.skip_special);
     if (!text.ok()) fail(text.error().message);
     std::fwrite(text->data(), 1, text->size(), stdout);
     std::fputc('\n', stdout);
@@ -84,7 +75,7 @@ CommandRegistrar reg("tokenize", 30, [](CLI::App& app) {
   cmd->add_flag("--special", opts->special, "add the post-processor's special tokens (e.g. BOS) when encoding");
   cmd->add_flag("--skip-special", opts->skip_special, "drop special tokens when decoding");
   cmd->add_flag("--tokens", opts->show_tokens, "print each id's token string too");
-  cmd->add_option("text", opts->args, "text to encode, or ids to decode")->required();
+  cmd->add_option("text", opts->args, "text to encode, or ids to decode")->required()->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->callback([opts] { run(*opts); });
 });
 

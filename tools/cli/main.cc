@@ -19,6 +19,9 @@ std::vector<CommandInfo>& command_registry() {
 int main(int argc, char** argv) {
   CLI::App app{"mamba.cpp: run Mamba-family language models (Mamba-1, Falcon-Mamba, Mamba-2)", "mamba-cli"};
   app.require_subcommand(1);
+  // A repeated option takes its last value (llama.cpp, TGI's launcher), so a wrapper script's
+  // defaults can be overridden by appending; list options (--stop) say TakeAll themselves.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   // Parse errors look like every other error of mamba-cli: one "error: ..." line, exit 2.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return "error: " + std::string(e.what()) + "\nRun with --help for more information.\n";

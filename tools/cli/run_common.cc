@@ -51,9 +51,17 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
 
 Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::string& what) {
   std::vector<std::int32_t> ids;
-  std::size_t i = 0;
-  const std::size_t n = text.size();
   auto is_sep = [](char c) { return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  // A JSON-style list: one pair of brackets around the whole text, both or neither.
+  std::size_t i = 0, n = text.size();
+  while (i < n && is_sep(text[i])) ++i;
+  while (n > i && is_sep(text[n - 1])) --n;
+  const bool open = i < n && text[i] == '[', close = n > i && text[n - 1] == ']';
+  if (open != close)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: unbalanced brackets: the list {} with '{}' but does not {} with '{}'", what,
+                                  open ? "starts" : "ends", open ? '[' : ']', open ? "end" : "start", open ? ']' : '['));
+  if (open) ++i, --n;
   while (i < n) {
     int commas = 0;  // "1,,2" has an empty item: a typo, not two separators
     for (; i < n && is_sep(text[i]); ++i) commas += text[i] == ',';

@@ -33,9 +33,10 @@ struct LoadedModel {
 /// "cpu: TARGET (why)" on stderr before loading (cpu_target_description()).
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision = "exact");
 
-/// Parses token ids separated by commas and/or whitespace ("12,7, 99\n3"). `what` names the
-/// source in errors (e.g. "--prompt-ids", a file path). Errors: kInvalidArgument naming the bad item,
-/// or an empty one (two commas between ids).
+/// Parses token ids separated by commas and/or whitespace ("12,7, 99\n3"), optionally as one
+/// bracketed list ("[12, 7, 99]", as JSON prints it). `what` names the source in errors (e.g.
+/// "--prompt-ids", a file path). Errors: kInvalidArgument naming the bad item, an empty one (two
+/// commas between ids), or a bracket without its partner.
 Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::string& what);
 
 /// The most bytes read_text_file reads (1 GiB).
