@@ -7,6 +7,7 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -15,6 +16,7 @@
 
 #include "mamba/server.h"
 #include "server/context.h"
+#include "server/http_worker_pool.h"
 #include "server/json_fields.h"
 #include "server/listen_address.h"
 #include "server/routes.h"
@@ -160,7 +162,6 @@ Status Server::start() {
   ServerContext& ctx = im.ctx;
   httplib::Server& http = im.http;
   const auto threads = static_cast<int>(http_thread_count(ctx.opts));  // <= kMaxHttpThreads (create)
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   http.set_keep_alive_max_count(100);
   http.set_keep_alive_timeout(2);
   // A client silent for 10 s mid-request is dropped. cpp-httplib 0.11 also waits this long to
@@ -228,6 +229,11 @@ Status Server::start() {
     return make_error(ErrorCode::kIo, fmt::format("cannot bind {}:{}: {}", ctx.opts.host, port, server::bind_failure_reason(ctx.opts.host, port)));
   }
   im.port = port;
+  // The HTTP threads start here, so that a refusal is an error before "listening on" (cpp-httplib's
+  // own pool would start them inside listen() and terminate the process); listen() takes ownership.
+  auto pool = server::HttpWorkerPool::create(static_cast<std::size_t>(threads));
+  if (!pool.ok()) return pool.error();
+  http.new_task_queue = [p = pool->release()]() mutable -> httplib::TaskQueue* { return std::exchange(p, nullptr); };
   ctx.scheduler->start();
   im.listen_thread = std::thread([&http] { http.listen_after_bind(); });
   {
