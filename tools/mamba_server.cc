@@ -16,6 +16,7 @@
 #include "mamba/server.h"
 #include "mamba/tokenizer.h"
 #include "ops/cpu/cpu_target.h"
+#include "cli/option_rules.h"
 
 namespace {
 // Largest --threads (as mamba-cli's -t): far more threads than cores only slows compute down and,
@@ -33,8 +34,11 @@ int main(int argc, char** argv) {
   int threads = 0;
   std::string precision = "exact";
   double grace = o.drain_grace_seconds;
-  app.add_option("-m,--model", model_ref, "model directory or HF repo id (default: the embedded model)");
-  app.add_option("--host", o.host, "address to listen on")->capture_default_str();
+  app.add_option("-m,--model", model_ref, "model directory or HF repo id (default: the embedded model)")
+      ->check(mamba::cli::non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
+  app.add_option("--host", o.host, "address to listen on")
+      ->check(mamba::cli::non_empty("an address such as 127.0.0.1, 0.0.0.0 or ::"))
+      ->capture_default_str();
   app.add_option("--port", o.port, "port (0 = any free port, printed at start)")->check(CLI::Range(0, 65535))->capture_default_str();
   app.add_option("--max-concurrent-requests", o.max_concurrent_requests,
                  "requests in the server (running + queued); more get 429")->check(CLI::NonNegativeNumber)->capture_default_str();
@@ -53,6 +57,7 @@ int main(int argc, char** argv) {
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' (all routes but /health)");
   app.add_option("--model-id", o.model_id, "model name reported by /info and /v1/models (default: the Hugging Face repo id as given to -m, else the model directory name)");
   app.add_option("--shutdown-grace", grace, "seconds in-flight requests get to finish on SIGTERM/SIGINT (0 to 86400)")->capture_default_str();
+  mamba::cli::strict_numbers(app);  // "010" is ten, "" and "0x10" are errors (CLI11 alone: 8, 0, 16)
   // Startup errors look like mamba-cli's: one "error: ..." line on stderr, exit 2.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return "error: " + std::string(e.what()) + "\nRun with --help for more information.\n";
@@ -116,6 +121,17 @@ int main(int argc, char** argv) {
                      ? std::filesystem::weakly_canonical(std::filesystem::path(dir.value()), ec).filename().string()
                      : model_ref;
     if (o.model_id.empty()) o.model_id = "mamba";
+  }
+
+  // The server reads prompts as text: a checkpoint without tokenizer.json is refused before the
+  // (slower) model load, saying where one comes from.
+  if (std::error_code ec; !std::filesystem::exists(std::filesystem::path(dir.value()) / "tokenizer.json", ec)) {
+    std::fprintf(stderr,
+                 "error: %s has no tokenizer.json, which the server needs to read prompts (state-spaces checkpoints "
+                 "ship without one: they use GPT-NeoX-20B's; copy tokenizer.json from EleutherAI/gpt-neox-20b into "
+                 "the directory)\n",
+                 dir.value().c_str());
+    return 2;
   }
 
   // Signals are taken by sigwait below; block them before any thread starts so none inherits them.

@@ -258,7 +258,8 @@ Result<QuantizeReport> quantize_checkpoint(const std::string& in_dir, QuantType 
   const fs::path out = without_trailing_slash(out_dir);
   const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (!fs::is_directory(parent, ec)) {
-    return make_error(ErrorCode::kIo, fmt::format("{}: parent directory {} does not exist", out_dir, parent.string()));
+    return make_error(ErrorCode::kIo, fmt::format("{}: parent directory {} {}", out_dir, parent.string(),
+                                                  fs::exists(parent, ec) ? "is not a directory" : "does not exist"));
   }
   const fs::path tmp = quantize_temp_dir(out_dir);
   fs::remove_all(tmp, ec);

@@ -1,6 +1,7 @@
 // Server: wires the HTTP layer (cpp-httplib) to the scheduler. Handler threads parse, validate,
 // tokenize and stream; only the scheduler thread touches the model.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -130,10 +131,22 @@ bool is_decimal(const std::string& s) {
 
 /// What runs before every route: the API key, 405 for a known path asked with another method, a
 /// Content-Length that is not a number. True when it answered the request (res is then set).
+/// The token of an "Authorization: Bearer TOKEN" value; the scheme name is case-insensitive
+/// (RFC 7235 §2.1), spaces around the token are dropped. "" when the value is not of that form.
+std::string bearer_token(const std::string& value) {
+  constexpr std::string_view kScheme = "bearer";
+  if (value.size() <= kScheme.size() || value[kScheme.size()] != ' ') return {};
+  for (std::size_t i = 0; i < kScheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(value[i])) != kScheme[i]) return {};
+  const std::size_t b = value.find_first_not_of(' ', kScheme.size());
+  const std::size_t e = value.find_last_not_of(' ');
+  return b == std::string::npos ? std::string() : value.substr(b, e - b + 1);
+}
+
 bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   if (!ctx.opts.api_key.empty() && req.path != "/health") {
-    const std::string want = "Bearer " + ctx.opts.api_key;
-    if (req.get_header_value("Authorization") != want && req.get_header_value("x-api-key") != ctx.opts.api_key) {
+    if (bearer_token(req.get_header_value("Authorization")) != ctx.opts.api_key &&
+        req.get_header_value("x-api-key") != ctx.opts.api_key) {
       server::send_error(res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)"}, ctx.metrics);
       return true;
     }
@@ -145,6 +158,26 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     res.set_header("Allow", allow);
     res.set_content(ApiError{405, "method_not_allowed", fmt::format("method {} not allowed on {} (allowed: {})", req.method, req.path, allow)}.body(),
                     "application/json");
+    return true;
+  }
+  // Message framing (RFC 7230 §3.3.3): several Content-Length headers that disagree, or one beside
+  // Transfer-Encoding, are refused; behind a proxy that picks the other length they would let a
+  // second request hide in the body (request smuggling). cpp-httplib would take the first.
+  if (req.get_header_value_count("Content-Length") > 1) {
+    const std::string first = req.get_header_value("Content-Length");
+    for (std::size_t i = 1; i < req.get_header_value_count("Content-Length"); ++i)
+      if (req.get_header_value("Content-Length", i) != first) {
+        server::send_error(res, ApiError{400, "malformed_request", "conflicting Content-Length headers"}, ctx.metrics);
+        return true;
+      }
+  }
+  if (req.has_header("Content-Length") && req.has_header("Transfer-Encoding")) {
+    server::send_error(res, ApiError{400, "malformed_request", "both Content-Length and Transfer-Encoding headers"}, ctx.metrics);
+    return true;
+  }
+  // cpp-httplib parses multipart bodies into form fields and leaves req.body empty.
+  if (req.method == "POST" && req.is_multipart_form_data()) {
+    server::send_error(res, ApiError{415, "unsupported_media_type", "multipart/form-data bodies are not supported: send the JSON object itself as the body (Content-Type: application/json)"}, ctx.metrics);
     return true;
   }
   // cpp-httplib reads a non-numeric Content-Length ("abc") as 0 and an empty body.

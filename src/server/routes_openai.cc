@@ -52,6 +52,30 @@ struct LogprobsBuilder {
     }
     return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", top > 0 ? tops : json(nullptr)}, {"text_offset", offs}};
   }
+  /// Puts the prompt's tokens in front of a completion's `lp` (echo): token i's logprob given
+  /// the ones before (prompt_lps[i − 1]; null for the first), its text_offset where its text starts
+  /// in the echoed prompt (the decoded prompt, released at character boundaries), top_logprobs null.
+  static void prepend_prompt(const ServerContext& ctx, const std::vector<std::int32_t>& prompt,
+                             const std::vector<float>& prompt_lps, int top, json& lp) {
+    json tokens = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
+    StreamDecoder dec(*ctx.tok, /*skip_special_tokens=*/false);
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < prompt.size(); ++i) {
+      tokens.push_back(token_text(ctx, prompt[i]));
+      lps.push_back(i == 0 || i - 1 >= prompt_lps.size() ? json(nullptr) : lp_json(prompt_lps[i - 1]));
+      tops.push_back(nullptr);
+      offs.push_back(offset);
+      if (auto piece = dec.push(prompt[i]); piece.ok()) offset += piece->size();
+    }
+    auto put_in_front = [&lp](json front, const char* key) {
+      for (auto& v : lp[key]) front.push_back(std::move(v));
+      lp[key] = std::move(front);
+    };
+    put_in_front(std::move(tokens), "tokens");
+    put_in_front(std::move(lps), "token_logprobs");
+    put_in_front(std::move(offs), "text_offset");
+    if (top > 0) put_in_front(std::move(tops), "top_logprobs");
+  }
   static json chat(const ServerContext& ctx, const std::vector<TokenEvent>& toks, int top) {
     json content = json::array();
     for (const auto& t : toks) {
@@ -90,6 +114,11 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     if (d.ok()) r->prompt = d.value();
   }
   sreq.opts = r->opts;
+  // Completions with echo and logprobs also give the prompt's tokens (OpenAI's legacy API): their
+  // logprobs come from the prefill (the first is null); not in streams, whose echo chunk has none.
+  const bool echo_logprobs = !chat && r->echo && r->logprobs && !r->stream;
+  if (echo_logprobs) sreq.opts.prompt_logprobs = true;
+  const std::vector<std::int32_t> prompt_ids = echo_logprobs ? sreq.prompt : std::vector<std::int32_t>{};
   std::shared_ptr<RequestStream> rs;
   if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(res, *e, ctx.metrics);
   const std::uint64_t id = ctx.next_request_id++;
@@ -161,6 +190,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     std::size_t offset = echo_prefix.size();
     choice["text"] = echo_prefix + c.text;
     choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, c.tokens, offset, r->top_logprobs) : json(nullptr);
+    if (echo_logprobs) LogprobsBuilder::prepend_prompt(ctx, prompt_ids, c.stats.prompt_logprobs, r->top_logprobs, choice["logprobs"]);
   }
   json out{{"id", oid},
            {"object", chat ? "chat.completion" : "text_completion"},

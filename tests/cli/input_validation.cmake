@@ -19,7 +19,7 @@ endfunction()
 expect_error("error: --threads: expected an integer from 0 \\(all hardware threads\\) to 1024, got 100000" run -m ${model} -p hi -n 4 -t 100000)
 expect_error("error: .*--threads.*got 1025" run -m ${model} -p hi -n 1 --threads 1025)
 expect_error("error: .*--threads.*got -1" run -m ${model} -p hi -n 1 -t -1)
-expect_error("error: .*--threads.*got abc" run -m ${model} -p hi -n 1 -t abc)
+expect_error("error: --threads: expected a decimal integer, got 'abc'" run -m ${model} -p hi -n 1 -t abc)
 expect_error("error: .*--threads.*got 5000" perplexity -m ${model} --ids-file ${WORK}/none -t 5000)
 
 # Precision tiers: exact | bf16 only (no case folding, no numbers).

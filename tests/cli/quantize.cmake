@@ -41,6 +41,8 @@ expect_error("error: .*q8: already exists" quantize -m ${model} --type q8 -o ${W
 expect_error("error: .*already quantized \\(q8\\)" quantize -m ${WORK}/q8 --type q4 -o ${WORK}/again)
 expect_error("error: --type must be q8 or q4, got \"q5\"" quantize -m ${model} --type q5 -o ${WORK}/q5)
 expect_error("error: .*parent directory .* does not exist" quantize -m ${model} --type q8 -o ${WORK}/no/such/out)
+file(WRITE ${WORK}/afile "")
+expect_error("error: .*parent directory .*afile is not a directory" quantize -m ${model} --type q8 -o ${WORK}/afile/out)
 expect_error("error: .*/no/such/model" quantize -m /no/such/model --type q8 -o ${WORK}/x)
 expect_error("error: [^\n]*/config.json: is a file, expected a model directory" quantize -m ${model}/config.json --type q8 -o ${WORK}/x)
 expect_error("--output is required" quantize -m ${model} --type q8)

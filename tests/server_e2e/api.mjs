@@ -252,6 +252,62 @@ await check('an invalid Content-Length is a 400 naming the header, at once', asy
   }
 });
 
+await check('completions echo + logprobs: the prompt tokens come first (null, then the prefill logprobs), offsets into the text', async () => {
+  const r = await postJson(base, '/v1/completions', { prompt: PROMPT, max_tokens: 3, temperature: 0, logprobs: 2, echo: true });
+  assert.equal(r.status, 200, JSON.stringify(r.json));
+  const c = r.json.choices[0];
+  const lp = c.logprobs;
+  const tgi = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 3, details: true, decoder_input_details: true } });
+  const prefill = tgi.json.details.prefill;
+  const n = prefill.length;
+  assert.equal(lp.tokens.length, n + 3);
+  assert.deepEqual(lp.tokens.slice(0, n), prefill.map((t) => t.text));
+  assert.deepEqual(lp.token_logprobs.slice(0, n), prefill.map((t) => t.logprob));
+  assert.equal(lp.token_logprobs[0], null);
+  assert.deepEqual(lp.top_logprobs.slice(0, n), Array(n).fill(null));
+  assert.equal(Object.keys(lp.top_logprobs[n]).length, 2);
+  assert.ok(c.text.startsWith(PROMPT));
+  for (let i = 0; i < lp.tokens.length; ++i) {
+    const end = i + 1 < lp.tokens.length ? lp.text_offset[i + 1] : c.text.length;
+    assert.equal(c.text.slice(lp.text_offset[i], end), lp.tokens[i], `token ${i}`);
+  }
+});
+
+await check('a multipart/form-data body is a 415 saying to send the JSON itself', async () => {
+  const form = new FormData();
+  form.append('inputs', 'hi');
+  const res = await fetch(base + '/generate', { method: 'POST', body: form });
+  assert.equal(res.status, 415);
+  const j = await res.json();
+  assert.equal(j.error_type, 'unsupported_media_type');
+  assert.match(j.error, /send the JSON object itself/);
+});
+
+await check('conflicting Content-Length headers, or one beside Transfer-Encoding, are a 400 (no request smuggling)', async () => {
+  const { connect } = await import('node:net');
+  const url = new URL(base);
+  const body = '{"inputs":"x","parameters":{"max_new_tokens":1}}';
+  const send = (headers) => new Promise((resolve, reject) => {
+    const sock = connect(Number(url.port), url.hostname, () =>
+      sock.write(`POST /generate HTTP/1.1\r\nHost: x\r\n${headers}\r\n${body}`));
+    let data = '';
+    sock.on('data', (d) => {
+      data += d;
+      if (data.includes('}')) { sock.destroy(); resolve(data); }
+    });
+    sock.on('error', reject);
+    sock.on('close', () => resolve(data));
+  });
+  let reply = await send(`Content-Length: ${body.length}\r\nContent-Length: 3\r\n`);
+  assert.match(reply, /^HTTP\/1\.1 400/, reply);
+  assert.ok(reply.includes('conflicting Content-Length'), reply);
+  reply = await send(`Content-Length: ${body.length}\r\nTransfer-Encoding: chunked\r\n`);
+  assert.match(reply, /^HTTP\/1\.1 400/, reply);
+  assert.ok(reply.includes('Transfer-Encoding'), reply);
+  reply = await send(`Content-Length: ${body.length}\r\nContent-Length: ${body.length}\r\n`);  // equal: allowed
+  assert.match(reply, /^HTTP\/1\.1 200/, reply);
+});
+
 await check('405 JSON with Allow for a known path asked with the wrong method', async () => {
   for (const [method, route, allow] of [['GET', '/generate', 'POST'], ['DELETE', '/v1/completions', 'POST'], ['POST', '/health', 'GET, HEAD']]) {
     const res = await fetch(base + route, { method });

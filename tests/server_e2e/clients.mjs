@@ -19,6 +19,11 @@ await check('--api-key: 401 without / with a wrong key, /health open', async () 
   assert.equal(r.status, 401);
   assert.equal(r.json.error_type, 'authentication');
   assert.equal((await postJson(base, '/v1/completions', { prompt: 'x' }, { authorization: 'Bearer nope' })).status, 401);
+  assert.equal((await postJson(base, '/v1/completions', { prompt: 'x' }, { authorization: `Basic ${srvKey}` })).status, 401);
+  // The scheme name is case-insensitive (RFC 7235 §2.1).
+  const lower = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 10 } }, { authorization: `bearer ${srvKey}` });
+  assert.equal(lower.status, 200);
+  assert.equal(lower.json.generated_text, ref.generated_text);
   assert.equal((await fetch(base + '/health')).status, 200);
   assert.equal(typeof ref.generated_text, 'string');
 });

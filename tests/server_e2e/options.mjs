@@ -67,6 +67,29 @@ await check('empty --api-key / --model-id → exit 2 (an empty key must not swit
   await expectStartupError(['--api-key', ''], /error: --api-key is empty/);
   await expectStartupError(['--model-id', ''], /error: --model-id is empty/);
 });
+await check('empty -m / --host → exit 2 (not the embedded model, not a listen address nobody can reach)', async () => {
+  await expectStartupError(['-m', ''], /error: --model: must not be empty/);
+  await expectStartupError(['--host', ''], /error: --host: must not be empty/);
+});
+await check('numbers are plain decimal: 0x50, "" and abc are errors naming the flag', async () => {
+  await expectStartupError(['--max-batch-size', '0x50'], /error: --max-batch-size: expected a decimal integer, got '0x50'/);
+  await expectStartupError(['--max-concurrent-requests', ''], /error: --max-concurrent-requests: expected a decimal integer, got ''/);
+  await expectStartupError(['--shutdown-grace', 'abc'], /error: --shutdown-grace: expected a decimal number, got 'abc'/);
+});
+await check('a model directory without tokenizer.json → exit 2 saying where one comes from', async () => {
+  const { mkdtempSync, symlinkSync, rmSync } = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const here = path.dirname(new URL(import.meta.url).pathname);
+  const modelDir = path.resolve(process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k'));
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mamba-notok-'));
+  try {
+    for (const f of ['config.json', 'model.safetensors']) symlinkSync(path.join(modelDir, f), path.join(dir, f));
+    await expectStartupError(['-m', dir], /error: .* has no tokenizer\.json, which the server needs .*EleutherAI\/gpt-neox-20b/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 await check('a Hugging Face repo id is the default model id, also for a snapshot named by its hash', async () => {
   const { mkdtempSync, mkdirSync, writeFileSync, symlinkSync, rmSync } = await import('node:fs');
   const os = await import('node:os');

@@ -71,10 +71,11 @@ CommandRegistrar reg("tokenize", 30, [](CLI::App& app) {
   auto* m = cmd->add_option("--model,-m", opts->model, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)")
                 ->check(non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
   cmd->add_option("--tokenizer,-t", opts->tokenizer, "a tokenizer.json file")->excludes(m)->check(non_empty("a tokenizer.json path"));
-  cmd->add_flag("--decode,-d", opts->decode, "decode token ids (space or comma separated) to text");
-  cmd->add_flag("--special", opts->special, "add the post-processor's special tokens (e.g. BOS) when encoding");
-  cmd->add_flag("--skip-special", opts->skip_special, "drop special tokens when decoding");
-  cmd->add_flag("--tokens", opts->show_tokens, "print each id's token string too");
+  auto* d = cmd->add_flag("--decode,-d", opts->decode, "decode token ids (space or comma separated, optionally in [ ]) to text");
+  // Each of the others applies to one direction only: given with the other it is an error, not ignored.
+  cmd->add_flag("--special", opts->special, "add the post-processor's special tokens (e.g. BOS) when encoding")->excludes(d);
+  cmd->add_flag("--skip-special", opts->skip_special, "drop special tokens when decoding")->needs(d);
+  cmd->add_flag("--tokens", opts->show_tokens, "print each id's token string too (encoding)")->excludes(d);
   cmd->add_option("text", opts->args, "text to encode, or ids to decode")->required()->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->callback([opts] { run(*opts); });
 });

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/option_rules.h"
+
 #include "mamba/checkpoint.h"
 #include "mamba/thread_limit.h"
 
@@ -61,13 +63,6 @@ inline CLI::Validator uint64_value() {
         return fmt::format("expected an integer from 0 to {}, got {}", std::numeric_limits<std::uint64_t>::max(), v);
       },
       "UINT64");
-}
-
-/// CLI11 validator: the value must not be empty (`-m ""` would otherwise quietly mean "the
-/// default"). `what` says what a valid value is, e.g. "a model directory or HF repo id ORG/NAME".
-inline CLI::Validator non_empty(const std::string& what) {
-  return CLI::Validator([what](std::string& v) { return v.empty() ? "must not be empty: expected " + what : std::string(); },
-                        "NONEMPTY");
 }
 
 struct CommandRegistrar {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/command.h"
+#include "cli/option_rules.h"
 
 namespace mamba::cli {
 
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   auto& reg = mamba::cli::command_registry();
   std::sort(reg.begin(), reg.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
   for (auto& c : reg) c.setup(app);
+  mamba::cli::strict_numbers(app);  // "010" is ten, "" and "0x10" are errors (CLI11 alone: 8, 0, 16)
   std::string names;
   for (const auto& c : reg) names += (names.empty() ? "" : ", ") + c.name;
   // The first argument that is not an option names the subcommand (mamba-cli has no top-level

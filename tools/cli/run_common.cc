@@ -73,7 +73,11 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
     const std::string_view item(text.data() + i, j - i);
     std::int64_t v = 0;
     auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (ec != std::errc() || p != item.data() + item.size() || v < 0 || v > INT32_MAX)
+    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string_view::npos;
+    if (digits && (ec == std::errc::result_out_of_range || v > INT32_MAX))
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: '{}' (item {}) is too large for a token id (at most {})", what, item, ids.size() + 1, INT32_MAX));
+    if (ec != std::errc() || p != item.data() + item.size() || v < 0)
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("{}: '{}' (item {}) is not a token id (a non-negative integer)", what, item, ids.size() + 1));
     ids.push_back(static_cast<std::int32_t>(v));

@@ -1,0 +1,66 @@
+// Rules for command-line values shared by mamba-cli, mamba-server and the bench programs (CLI11):
+// non-empty strings, and numbers read as plain decimal.
+//
+// CLI11 2.1 converts integers with strtoll(…, base 0): "010" is octal 8 and "0x10" is 16, so
+// `-n 010` silently generated 8 tokens; and it reads an empty value ("") as 0, so `--temp ""`
+// silently meant greedy. strict_numbers() puts one transform in front of every numeric option's
+// validators (before its range checks) that accepts only what a user means as a decimal number.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <string>
+#include <system_error>
+
+namespace mamba::cli {
+
+/// CLI11 validator: the value must not be empty (`-m ""` would otherwise quietly mean "the
+/// default"). `what` says what a valid value is, e.g. "a model directory or HF repo id ORG/NAME".
+inline CLI::Validator non_empty(const std::string& what) {
+  return CLI::Validator([what](std::string& v) { return v.empty() ? "must not be empty: expected " + what : std::string(); },
+                        "NONEMPTY");
+}
+
+/// The decimal-integer rule: optional sign, then digits; leading zeros dropped ("010" → "10").
+/// Returns an error message for anything else ("" included), else "" after normalising `v`.
+inline std::string decimal_integer(std::string& v) {
+  std::size_t i = v.empty() || (v[0] != '+' && v[0] != '-') ? 0 : 1;
+  const std::size_t digits = i;
+  for (; i < v.size(); ++i)
+    if (v[i] < '0' || v[i] > '9') break;
+  if (v.size() == digits || i != v.size()) return "expected a decimal integer, got '" + v + "'";
+  std::size_t z = digits;
+  while (z + 1 < v.size() && v[z] == '0') ++z;
+  v = v.substr(0, digits) + v.substr(z);
+  return {};
+}
+
+/// The decimal-number rule for floating-point options: all of `v` one decimal number as
+/// std::from_chars reads it (an optional leading '+' allowed; no hexadecimal "0x1p3", not empty).
+inline std::string decimal_float(std::string& v) {
+  const char* b = v.data() + (!v.empty() && v[0] == '+' ? 1 : 0);
+  const char* e = v.data() + v.size();
+  double x = 0;
+  const auto [p, ec] = std::from_chars(b, e, x, std::chars_format::general);
+  if (b == e || p != e || (ec != std::errc() && ec != std::errc::result_out_of_range))
+    return "expected a decimal number, got '" + v + "'";
+  return {};
+}
+
+/// Applies decimal_integer / decimal_float to every option of `app` and of its subcommands whose
+/// CLI11 type is INT / UINT / FLOAT (lists: to each item). Call once every option is added, before
+/// parse(). Errors then read "--top-k: expected a decimal integer, got 'abc'".
+inline void strict_numbers(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    const std::string type = opt->get_type_name();
+    const std::string base = type.substr(0, type.find(':'));
+    if (base == "INT" || base == "UINT")
+      opt->transform(CLI::Validator(decimal_integer, "", "decimal integer"));
+    else if (base == "FLOAT")
+      opt->transform(CLI::Validator(decimal_float, "", "decimal number"));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) strict_numbers(*sub);
+}
+
+}  // namespace mamba::cli
