@@ -64,10 +64,13 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
   const std::int64_t width = model.logits_width();
   const std::int64_t len = static_cast<std::int64_t>(prompt.size());
   if (len == 0) return make_error(ErrorCode::kInvalidArgument, "generate: the prompt is empty (at least one token is needed)");
+  // The vocabulary: the tokenizer's ids when there is one (the logits rows past it are padding,
+  // never sampled nor accepted, as in perplexity and the server), else every logits row.
+  const std::int64_t vocab_limit = tok ? std::min<std::int64_t>(tok->size(), width) : width;
   for (std::int64_t i = 0; i < len; ++i)
-    if (prompt[i] < 0 || prompt[i] >= width)
+    if (prompt[i] < 0 || prompt[i] >= vocab_limit)
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("generate: prompt token {} (position {}) is outside the vocabulary [0, {})", prompt[i], i, width));
+                        fmt::format("generate: prompt token {} (position {}) is outside the vocabulary [0, {})", prompt[i], i, vocab_limit));
   MAMBA_RETURN_IF_ERROR(opts.sampling.validate());
   if (opts.max_new_tokens < 0)
     return make_error(ErrorCode::kInvalidArgument, fmt::format("max_new_tokens = {} must be >= 0", opts.max_new_tokens));
@@ -84,7 +87,6 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
   GenerateResult res;
   res.seed = gen.seed();
   State state = model.new_state();
-  const std::int64_t vocab_limit = tok ? std::min<std::int64_t>(tok->size(), width) : width;
 
   // Prefill in pieces aligned to chunk_size (identical to one call; bounds the kAll buffer).
   const std::int64_t chunk = model.config().arch == Arch::kMamba2 ? std::max<std::int64_t>(model.config().chunk_size, 1) : 1;

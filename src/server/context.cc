@@ -1,5 +1,7 @@
 #include "server/context.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -29,10 +31,11 @@ std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::stri
     out = std::move(enc).value();
   }
   if (out.empty()) return ApiError::validation("the prompt is empty after tokenization");
-  const std::int64_t width = ctx.model->logits_width();
+  // The tokenizer's ids (logits rows past them are padding), as generate() and perplexity take them.
+  const std::int64_t vocab = std::min<std::int64_t>(ctx.model->logits_width(), ctx.tok->size());
   for (std::int32_t id : out) {
-    if (id < 0 || id >= width) {
-      return ApiError::validation(fmt::format("prompt token id {} is out of range [0, {})", id, width));
+    if (id < 0 || id >= vocab) {
+      return ApiError::validation(fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, vocab));
     }
   }
   if (truncate > 0 && static_cast<std::int64_t>(out.size()) > truncate) {

@@ -2,6 +2,7 @@
 // embedded model): text assembly, EOS / stop / length / cancel, logprob definitions, prompt
 // logprobs, chunked prefill with progress, and errors.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
@@ -255,6 +256,14 @@ TEST_F(GenerateTest, CancelAndErrors) {
   auto oor = generate(*model, &*tok_, out_of_range, o);
   ASSERT_FALSE(oor.ok());
   EXPECT_NE(oor.error().message.find("outside the vocabulary"), std::string::npos);
+  // A padded logits row (past the tokenizer's ids) is no token either, as in perplexity and the
+  // server; without a tokenizer every logits row is an id.
+  const std::vector<std::int32_t> padding{1, static_cast<std::int32_t>(tok_->size())};
+  auto pad = generate(*model, &*tok_, padding, o);
+  ASSERT_FALSE(pad.ok());
+  EXPECT_NE(pad.error().message.find(fmt::format("outside the vocabulary [0, {})", tok_->size())), std::string::npos)
+      << pad.error().message;
+  EXPECT_TRUE(generate(*model, nullptr, padding, o).ok());
   GenerateOptions badp = o;
   badp.sampling.top_p = 0.0f;
   auto bp = generate(*model, &*tok_, prompt, badp);
