@@ -45,7 +45,8 @@ struct ModelConfig {
   bool conv_bias = true;        ///< conv1d has a bias
   bool proj_bias = false;       ///< in_proj / out_proj have biases (HF use_bias)
   bool tie_embeddings = true;   ///< lm_head = embedding
-  bool residual_in_fp32 = true;
+  bool residual_in_fp32 = true;  ///< as the config says; informational: the residual stream here is always fp32
+                                 ///< (with false HF keeps it in the model dtype: a bf16 model then rounds it)
   bool rms_norm = true;         ///< false = LayerNorm (refused by the loader with a clear error)
   double norm_eps = 1e-5;       ///< block + final norm eps (HF layer_norm_epsilon)
   double mixer_rms_eps = 1e-6;  ///< Falcon-Mamba's weightless dt/B/C norms
@@ -55,7 +56,7 @@ struct ModelConfig {
   std::int64_t n_heads = 0;     ///< H = d_inner / head_dim
   std::int64_t n_groups = 1;    ///< G (B and C are shared by H/G heads)
   std::int64_t chunk_size = 256;///< SSD chunk length Q
-  std::int64_t d_mlp = 0;       ///< width of the optional gated-MLP prefix of in_proj (state-spaces d_intermediate in mixer); 0 = none
+  std::int64_t d_mlp = 0;       ///< width of the optional gated-MLP prefix of in_proj (state-spaces: expand·d_model − ssm_cfg.d_ssm; bind_weights re-derives it from in_proj's rows); 0 = none
   bool norm_before_gate = false;///< state-spaces RMSNormGated flag (only false is supported)
   double time_step_min_limit = 0.0;  ///< clamp of dt after softplus (time_step_limit[0])
   double time_step_max_limit = std::numeric_limits<double>::infinity();

@@ -31,13 +31,14 @@ struct GenerateOptions {
   bool prompt_logprobs = false;        ///< logprob of each prompt token given the ones before
   bool skip_special_tokens = true;     ///< special tokens left out of the text (TGI)
   /// Called by generate() after each prefill piece with (prompt tokens done, prompt length);
-  /// prompts longer than kPrefillPiece are prefilled in chunk-aligned pieces (bitwise identical).
+  /// prompts longer than kPromptLogprobsPiece are prefilled in chunk-aligned pieces (bitwise identical).
   std::function<void(std::int64_t, std::int64_t)> on_prefill_progress;
 };
 
 /// Prompt tokens per prefill call in generate() (rounded up to a multiple of the model's
 /// chunk_size): bounds the [piece, logits_width] logits buffer when prompt_logprobs is requested.
-inline constexpr std::int64_t kPrefillPiece = 1024;
+/// (Model::prefill cuts its own, smaller pieces inside each call.)
+inline constexpr std::int64_t kPromptLogprobsPiece = 1024;
 
 /// EOS ids of a model: generation_config.json's `eos_token_id` (an int or a list) in `model_dir`
 /// when that file exists and has the key, else `config.eos_token_ids` (config.json).
@@ -99,7 +100,8 @@ struct GenerateResult {
 /// Prefill + decode loop for one sequence from an empty state: prefill(prompt) (LogitsMode::kAll
 /// only when prompt_logprobs), then SequenceGenerator::next / Model::step until finished.
 /// `tok` may be null. `on_token` (optional) is called for each event; returning false cancels
-/// (finish kCancelled). Errors: kInvalidArgument (empty prompt, id ≥ logits width, bad options),
+/// (finish kCancelled). Errors: kInvalidArgument (empty prompt, an id outside the vocabulary —
+/// min(tokenizer size, logits width), the logits width when `tok` is null —, bad options),
 /// and errors from the model or sampler. prompt_logprobs[i] = logprob of prompt[i+1].
 Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<const std::int32_t> prompt,
                                 const GenerateOptions& opts,

@@ -30,7 +30,7 @@ const char* precision_name(Precision p);
 Result<Precision> parse_precision(const std::string& s);
 
 struct LoadOptions {
-  int threads = 0;  ///< CPU threads for compute; 0 = all hardware threads (process-wide setting of the
+  int threads = 0;  ///< CPU threads for compute; 0 = the CPUs this process may run on (or OMP_NUM_THREADS) (process-wide setting of the
                     ///< CPU ops; results are bitwise the same for any thread count). At most
                     ///< kMaxThreads (mamba/thread_limit.h), else load fails with kInvalidArgument.
   /// kBF16 on a CPU without AVX-512 BF16 fails with kInvalidArgument.
@@ -67,9 +67,10 @@ class Model {
   /// Feeds `tokens` (L ≥ 1, each < logits_width) to one sequence, continuing from `state`
   /// (updated in place). Writes logits per `mode` into `logits` ([L or 1, logits_width] floats,
   /// caller-owned). Mamba-2 uses SSD chunks aligned to absolute positions (state.position), so
-  /// prefill split at multiples of chunk_size is bitwise identical to the unsplit prefill.
-  /// Long prompts are processed internally in pieces of ≤ 512 tokens cut at absolute multiples of
-  /// chunk_size (identical results), so scratch memory stays bounded.
+  /// prefill split at multiples of chunk_size is bitwise identical to the unsplit prefill; Mamba-1
+  /// and Falcon-Mamba prefill split anywhere is too.
+  /// Long prompts are processed internally in pieces of ≤ max(512, chunk_size) tokens cut at
+  /// absolute positions (identical results), so scratch memory stays bounded.
   /// Errors: kInvalidArgument (bad id, empty input, null logits with mode ≠ kNone, a state not made
   /// by this model's new_state()) — checked before anything is computed, the state is untouched;
   /// kNumerical (non-finite logits, naming row and id) — the state has already advanced.

@@ -1,9 +1,9 @@
 // mamba-server: a TGI- and OpenAI-compatible HTTP server with continuous batching.
 //
 // One scheduler thread owns the Model. Each iteration it runs one batched decode step
-// (Model::step) over every running sequence, then prefills waiting prompts within the
-// prefill-token budget (long prompts in pieces at multiples of chunk_size, so results are
-// bitwise those of the unsplit prompt). Per-sequence States live in a slot pool preallocated at
+// (Model::step) over up to max_batch_size running sequences (round robin), then prefills waiting
+// prompts within the prefill-token budget (long prompts in pieces: Mamba-2 at multiples of
+// chunk_size, so results are bitwise those of the unsplit prompt, as Model::prefill says). Per-sequence States live in a slot pool preallocated at
 // start within `state_memory_bytes`. HTTP handler threads only parse, validate and stream.
 // Endpoints, flags and formats are documented in docs/SERVER.md.
 #pragma once

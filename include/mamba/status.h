@@ -18,7 +18,7 @@ namespace mamba {
 enum class ErrorCode : std::uint8_t {
   kInvalidArgument,  ///< a caller-supplied value is out of range (e.g. top_p = 2)
   kNotFound,         ///< a file, tensor, config key or cached repo is missing
-  kIo,               ///< the OS refused a read / mmap / open
+  kIo,               ///< the OS refused a read / mmap / open, memory or a thread
   kFormat,           ///< a file is malformed (truncated, bad header, bad pickle, bad JSON)
   kShape,            ///< a tensor's dtype or shape disagrees with the config
   kUnsupported,      ///< well-formed input that this build does not implement (named)

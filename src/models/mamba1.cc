@@ -1,4 +1,4 @@
-// Mamba-1 and Falcon-Mamba mixer (Gu & Dao 2023 §3, Alg. 2; docs/mamba-math.md §Mamba-1).
+// Mamba-1 and Falcon-Mamba mixer (Gu & Dao 2023 §3, Alg. 2; ../shared/docs/mamba-math.md §Mamba-1).
 // Reference: HF transformers MambaMixer.slow_forward / FalconMambaMixer.slow_forward.
 #include <limits>
 
@@ -41,7 +41,7 @@ void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
     ops::rms_norm(delta, n_xdbl, T, R, nullptr, eps, delta, n_xdbl);
   }
 
-  // 4. Δ = softplus(δ · dt_projᵀ + dt_bias)               dt: [T, E]
+  // 4. Δ = softplus(δ · dt_projᵀ + dt_proj.bias)          dt: [T, E]
   float* dt = Scratch::get(s.dt, T * E);
   ops::linear(delta, n_xdbl, T, ctx.w.dt_proj, ctx.w.dt_proj_bias, dt, E);
   ops::softplus_clamp(dt, E, T, E, nullptr, 0.0f, std::numeric_limits<float>::infinity());
@@ -62,6 +62,7 @@ void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
     a.z = proj + q.row0 * 2 * E + E;   a.ldz = 2 * E;
     a.ssm_state = q.state->ssm_state[ctx.layer].data<float>();
     a.y = y + q.row0 * E;              a.ldy = E;
+    a.decode_step = ctx.decode;        // prefill (any piece): the same kernel whatever the split
     s.scan_seqs.push_back(a);
   }
   ops::selective_scan_batch(s.scan_seqs);

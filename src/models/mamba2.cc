@@ -1,4 +1,4 @@
-// Mamba-2 mixer (Dao & Gu 2024 §6–7; docs/mamba-math.md §Mamba-2 and §SSD).
+// Mamba-2 mixer (Dao & Gu 2024 §6–7; ../shared/docs/mamba-math.md §Mamba-2 and §SSD).
 // Reference: state-spaces/mamba `Mamba2.forward` (RMSNormGated with group_size = E/G,
 // norm_before_gate=False; optional d_mlp gated-MLP prefix of in_proj).
 #include "models/mamba_model.h"

@@ -102,8 +102,9 @@ class MambaModel final : public Model {
   /// One forward over T = tokens.size() rows split into `seqs`. Writes logits for rows
   /// [logits_row0, T) into `logits` (none when logits == nullptr). Advances each state's position.
   /// decode: the rows are single decode tokens (step()), so Mamba-2 runs its recurrent SSD.
+  /// first_row: the caller's row number of tokens[0] (a prefill piece's start), for error messages.
   Status forward(std::span<const std::int32_t> tokens, std::span<const SeqSlice> seqs,
-                 std::int64_t logits_row0, float* logits, bool decode = false);
+                 std::int64_t logits_row0, float* logits, bool decode = false, std::int64_t first_row = 0);
   Status check_tokens(std::span<const std::int32_t> tokens) const;
   Status check_state(const State& s) const;
 

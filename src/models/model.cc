@@ -224,7 +224,7 @@ Status MambaModel::prefill(std::span<const std::int32_t> tokens, State& state, L
       out = logits;
       row0 = len - 1;
     }
-    MAMBA_RETURN_IF_ERROR(forward(tokens.subspan(std::size_t(t0), std::size_t(len)), {&seq, 1}, row0, out));
+    MAMBA_RETURN_IF_ERROR(forward(tokens.subspan(std::size_t(t0), std::size_t(len)), {&seq, 1}, row0, out, false, t0));
     t0 += len;
   }
   return {};
@@ -250,7 +250,7 @@ Status MambaModel::step(std::span<const std::int32_t> tokens, std::span<State* c
 
 // The whole forward pass: embed → per layer: norm → mixer → residual → final norm → lm_head.
 Status MambaModel::forward(std::span<const std::int32_t> tokens, std::span<const SeqSlice> seqs,
-                           std::int64_t logits_row0, float* logits, bool decode) {
+                           std::int64_t logits_row0, float* logits, bool decode, std::int64_t first_row) {
   const ModelConfig& c = config();
   const std::int64_t T = static_cast<std::int64_t>(tokens.size()), d = c.d_model, V = logits_width();
   const auto eps = static_cast<float>(c.norm_eps);
@@ -278,7 +278,7 @@ Status MambaModel::forward(std::span<const std::int32_t> tokens, std::span<const
   if (const std::int64_t i = ops::find_non_finite(logits, n_out * V); i >= 0)
     return make_error(ErrorCode::kNumerical,
                       fmt::format("non-finite logit {} at row {}, id {} (weights or activations overflowed)",
-                                  logits[i], logits_row0 + i / V, i % V));
+                                  logits[i], first_row + logits_row0 + i / V, i % V));
   return {};
 }
 

@@ -18,7 +18,9 @@
 // P = head_dim, G = n_groups, Q = chunk_size, C = conv channels, V = padded vocab.
 //
 // These functions are the CPU backend (src/ops/cpu/, threaded by its pool, cpu/thread_pool.h). src/ops/ref/ref_ops.h
-// declares the same ops as plain loops in namespace mamba::ops::ref: the oracle for parity tests.
+// declares the model ops (linear, embedding, conv, scan, SSD, norms, elementwise) as plain loops in
+// namespace mamba::ops::ref: the oracle for parity tests; the *_batch forms, argmax,
+// find_non_finite and the weight packing have none (tested against per-sequence calls / directly).
 #pragma once
 
 #include <cmath>
@@ -29,12 +31,14 @@
 
 namespace mamba::ops {
 
-/// Threads used by the CPU ops (≤ 0: all hardware threads). Results do not depend on it.
+/// Threads used by the CPU ops (≤ 0: OpenMP's default, omp_get_max_threads(): the CPUs this
+/// process may run on, or OMP_NUM_THREADS). Results do not depend on it.
 void set_num_threads(int n);
 int num_threads();
 
 /// y[m, n] = bias[n] + Σ_k x[m, k] · W[n, k]   (PyTorch nn.Linear).
-/// x: [M, K] fp32 (ldx); W: [Nout, K] contiguous F32/BF16/F16; bias: [Nout] any of those dtypes
+/// x: [M, K] fp32 (ldx); W: [Nout, K] contiguous F32/BF16/F16, or Q8/Q4 (README §Quantized weights:
+/// integer kernels, their own tolerance); bias: [Nout] F32/BF16/F16
 /// or empty; y: [M, Nout] fp32 (ldy). One kernel for prefill (M = tokens) and decode (M = batch).
 /// Reduction order (canonical, src/ops/cpu/linear_canonical.h): with w = W[n, :] converted exactly
 /// to fp32, 16 lanes l[i] = +0; for k < K16 = K − K % 16 ascending, l[k % 16] = fma(x[k], w[k],
@@ -69,7 +73,7 @@ void pack_weight_bf16_to(TensorView& W, void* dst);
 /// target is AVX-512).
 bool bf16_tier_available();
 
-/// out[i, :] = table[ids[i], :] converted to fp32. table: [V, d] F32/BF16/F16; ids already checked
+/// out[i, :] = table[ids[i], :] converted to fp32. table: [V, d] F32/BF16/F16/Q8/Q4; ids already checked
 /// to be in [0, V); out: [len(ids), d] contiguous.
 void embedding(const TensorView& table, std::span<const std::int32_t> ids, float* out);
 
@@ -85,7 +89,7 @@ void rms_norm(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t D, 
 void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz, std::int64_t M,
                     std::int64_t E, std::int64_t G, const float* w, float eps);
 
-/// Causal depthwise conv1d continuing from conv_state, then SiLU (docs/mamba-math.md §conv):
+/// Causal depthwise conv1d continuing from conv_state, then SiLU (../shared/docs/mamba-math.md §conv; HF MambaMixer.slow_forward):
 /// y[t, c] = silu(b[c] + Σ_{k<K} w[c, k] · u[t − (K−1) + k, c]), where u at negative times comes
 /// from conv_state. x: [L, C] (ldx); w: [C, K] fp32; bias: [C] fp32 or nullptr;
 /// conv_state: [C, K−1] (oldest first), replaced by the last K−1 inputs of (conv_state ++ x);
@@ -130,7 +134,7 @@ std::int64_t find_non_finite(const float* x, std::int64_t n);
 /// block maxima, then an element-wise search inside the first block that holds the maximum.
 std::int64_t argmax(const float* x, std::int64_t n);
 
-/// Mamba-1 selective scan over L tokens of one sequence (Gu & Dao 2023, Alg. 2; mamba-math.md):
+/// Mamba-1 selective scan over L tokens of one sequence (Gu & Dao 2023, Alg. 2; ../shared/docs/mamba-math.md §Mamba-1):
 ///   h_t = exp(Δ_t ⊙ A) ⊙ h_{t−1} + (Δ_t ⊙ u_t) ⊗ B_t ;  y_t = (h_t · C_t + D ⊙ u_t) ⊙ silu(z_t).
 struct SelectiveScanArgs {
   std::int64_t L = 0, E = 0, N = 0;
@@ -143,14 +147,19 @@ struct SelectiveScanArgs {
   const float* z = nullptr;  std::int64_t ldz = 0;   ///< [L, E] gate, or nullptr (no gate)
   float* ssm_state = nullptr;                        ///< [E, N] in/out (h_{−1} → h_{L−1})
   float* y = nullptr;        std::int64_t ldy = 0;   ///< [L, E]
+  /// A decode step (Model::step, L = 1): the backend may use its one-token kernel, which rounds
+  /// differently from a row of a longer call. False for prefill, also for a one-token piece, so
+  /// that any split of a prompt gives bitwise the unsplit result.
+  bool decode_step = false;
 };
 void selective_scan(const SelectiveScanArgs& a);
 /// selective_scan for several sequences with the same E and N (a batched decode step) in one
-/// parallel region over (sequence, channel block); bitwise the per-sequence results. (A call with
-/// L = 1 uses a decode variant: equal to a row of a longer call within rounding, not bitwise.)
+/// parallel region over (sequence, channel block); bitwise the per-sequence results. (A decode
+/// step, decode_step with L = 1, uses a one-token variant: equal to a row of a longer call within
+/// rounding, not bitwise.)
 void selective_scan_batch(std::span<const SelectiveScanArgs> seqs);
 
-/// Mamba-2 SSD over L tokens of one sequence (Dao & Gu 2024 §6–7; mamba-math.md §SSD):
+/// Mamba-2 SSD over L tokens of one sequence (Dao & Gu 2024 §6–7; ../shared/docs/mamba-math.md §SSD):
 ///   h_t[h] = exp(Δ_t[h]·A[h]) · h_{t−1}[h] + Δ_t[h] · x_t[h] ⊗ B_t[g(h)],  g(h) = h / (H/G)
 ///   y_t[h] = h_t[h] · C_t[g(h)] + D[h] · x_t[h].
 /// The CPU backend computes it by the chunked algorithm with chunks of Q aligned to absolute
@@ -180,8 +189,5 @@ void ssd_batch(std::span<const SsdArgs> seqs);
 /// Number of chunks SSD splits [position, position + L) into.
 std::int64_t ssd_num_chunks(std::int64_t position, std::int64_t L, std::int64_t Q);
 
-// ---- scalar helpers shared by the backends (exact PyTorch formulas) ----------------------------
-inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
-inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 }  // namespace mamba::ops

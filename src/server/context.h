@@ -51,7 +51,7 @@ struct PromptFields {
 inline constexpr PromptFields kTgiFields{"`inputs`", "`max_new_tokens`"};
 
 /// Tokenizes `text` (or takes `ids` when non-empty), applies `truncate` (keep the last N, 0 =
-/// off), checks ids < logits width, input ≤ max_input_tokens and input + max_new_tokens ≤
+/// off), checks ids < the vocabulary (min(tokenizer size, logits width)), input ≤ max_input_tokens and input + max_new_tokens ≤
 /// max_total_tokens. A max_new_tokens the client did not give (`max_given` false: the route's
 /// default) is shrunk to what fits instead, as TGI does. Errors: 422 naming the limit and the
 /// route's fields.

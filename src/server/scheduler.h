@@ -41,7 +41,7 @@ struct SchedulerOptions {
 
 /// A validated generation request (ids already tokenized and truncated).
 struct SequenceRequest {
-  std::vector<std::int32_t> prompt;  ///< ≥ 1 id, each < model.logits_width()
+  std::vector<std::int32_t> prompt;  ///< ≥ 1 id, each < the vocabulary (min(tokenizer size, logits width))
   GenerateOptions opts;
 };
 
@@ -75,7 +75,6 @@ class Scheduler {
   void sample_and_emit(Sequence& s, std::span<float> row);
   /// Removes every sequence marked done (frees its slot, tells its client).
   void reap_done();
-  bool has_work_locked() const;
 
   Model& model_;
   const Tokenizer* tok_;

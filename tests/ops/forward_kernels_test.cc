@@ -216,9 +216,11 @@ struct ScanData {
     B = random_vec(L * ldbc, rng); C = random_vec(L * ldbc, rng); D = random_vec(E, rng);
     h0 = random_vec(E * N, rng);
   }
-  ops::SelectiveScanArgs args(float* h, float* y, bool with_d, bool with_z) const {
+  /// decode_step: by default every one-token call is a decode step (the one-token kernel).
+  ops::SelectiveScanArgs args(float* h, float* y, bool with_d, bool with_z, int decode_step = -1) const {
     return {L, E, N, u.data(), ld, dt.data(), ld, A.data(), B.data(), ldbc, C.data(), ldbc,
-            with_d ? D.data() : nullptr, with_z ? z.data() : nullptr, ld, h, y, ld};
+            with_d ? D.data() : nullptr, with_z ? z.data() : nullptr, ld, h, y, ld,
+            decode_step < 0 ? L == 1 : decode_step == 1};
   }
 };
 
@@ -233,11 +235,14 @@ TEST(SelectiveScanKernel, MatchesReferenceOnEveryTarget) {
         std::vector<float> yr(L * d.ld);
         ops::ref::selective_scan(d.args(hr.data(), yr.data(), with_d, with_z));
         for_each_target([&] {
-          auto h = d.h0;
-          std::vector<float> y(L * d.ld);
-          ops::selective_scan(d.args(h.data(), y.data(), with_d, with_z));
-          EXPECT_LE(max_abs_diff(h.data(), hr.data(), E * N), 1e-5) << "L" << L << " E" << E << " N" << N;
-          for (std::int64_t t = 0; t < L; ++t) EXPECT_LE(max_abs_diff(y.data() + t * d.ld, yr.data() + t * d.ld, E), 1e-5);
+          for (int decode_step : {0, 1}) {
+            if (decode_step == 1 && L != 1) continue;
+            auto h = d.h0;
+            std::vector<float> y(L * d.ld);
+            ops::selective_scan(d.args(h.data(), y.data(), with_d, with_z, decode_step));
+            EXPECT_LE(max_abs_diff(h.data(), hr.data(), E * N), 1e-5) << "L" << L << " E" << E << " N" << N << " decode " << decode_step;
+            for (std::int64_t t = 0; t < L; ++t) EXPECT_LE(max_abs_diff(y.data() + t * d.ld, yr.data() + t * d.ld, E), 1e-5);
+          }
         });
       }
   }
@@ -272,6 +277,35 @@ TEST(SelectiveScanKernel, BatchEqualsPerSequenceForAnyThreadCount) {
     }
     ops::set_num_threads(saved);
   });
+}
+
+TEST(SelectiveScanKernel, OneTokenPrefillIsBitwiseTheFirstRowOfALongerCall) {
+  // A prompt split leaving a one-token piece must give the unsplit result (decode_step false);
+  // only a decode step may take the one-token kernel.
+  std::mt19937 rng(21);
+  for (std::int64_t N : {16, 5}) {
+    const ScanData d(7, 53, N, rng);
+    for_each_target([&] {
+      auto h_long = d.h0, h_one = d.h0;
+      std::vector<float> y_long(d.L * d.ld), y_one(d.ld);
+      ops::selective_scan(d.args(h_long.data(), y_long.data(), true, true));
+      ops::SelectiveScanArgs one = d.args(h_one.data(), y_one.data(), true, true);
+      one.L = 1;
+      one.decode_step = false;
+      ops::selective_scan(one);
+      // Then tokens 1..6 from the state after token 0: the same final state and rows as the long call.
+      ops::SelectiveScanArgs rest = d.args(h_one.data(), y_one.data(), true, true);
+      std::vector<float> y_rest((d.L - 1) * d.ld);
+      rest.L = d.L - 1;
+      rest.u += d.ld; rest.dt += d.ld; rest.B += d.ldbc; rest.C += d.ldbc; rest.z += d.ld;
+      rest.y = y_rest.data();
+      ops::selective_scan(rest);
+      EXPECT_EQ(0, std::memcmp(y_one.data(), y_long.data(), sizeof(float) * std::size_t(d.E))) << "N " << N;
+      EXPECT_EQ(0, std::memcmp(y_rest.data(), y_long.data() + d.ld, sizeof(float) * std::size_t((d.L - 1) * d.ld - 3)))
+          << "N " << N;
+      EXPECT_TRUE(bitwise_equal(h_one, h_long)) << "N " << N;
+    });
+  }
 }
 
 TEST(SelectiveScanKernel, DecodeChannelAloneEqualsChannelInABlock) {

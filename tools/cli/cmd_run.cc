@@ -102,7 +102,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
   }
   if (prompt.empty()) fail("the prompt is empty: give some text (-p, -f, stdin) or --prompt-ids");
 
-  const bool long_prompt = static_cast<std::int64_t>(prompt.size()) > kPrefillPiece;
+  const bool long_prompt = static_cast<std::int64_t>(prompt.size()) > kPromptLogprobsPiece;
   if (long_prompt && isatty(STDERR_FILENO) == 1)  // no \r progress lines in redirected logs
     opts.on_prefill_progress = [](std::int64_t done, std::int64_t total) {
       std::fprintf(stderr, "\rprefill: %lld/%lld prompt tokens", static_cast<long long>(done), static_cast<long long>(total));

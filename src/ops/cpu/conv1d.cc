@@ -1,4 +1,4 @@
-// CPU causal depthwise conv1d + SiLU continuing from conv_state (mamba-math.md §conv), vectorised
+// CPU causal depthwise conv1d + SiLU continuing from conv_state (../shared/docs/mamba-math.md §conv), vectorised
 // over channels (kernels.h conv1d_silu_rows reads the weight and the old state transposed, [K, C]
 // and [K−1, C], so every tap is a contiguous load), parallel over (sequence, row block). Decode (one
 // token per sequence) skips the transposes: conv1d_silu_step, bitwise the same values.
@@ -47,7 +47,7 @@ void conv1d_silu_batch(std::span<const Conv1dSeq> seqs, std::int64_t ldx, std::i
     for (std::int64_t c = 0; c < C; ++c)
       for (std::int64_t j = 0; j < S; ++j) stT[std::size_t((q * S + j) * C + c)] = seqs[std::size_t(q)].conv_state[c * S + j];
 
-  // Work items: (sequence, block of kRowBlock rows); one decode token per sequence = one item each.
+  // Work items: (sequence, block of kRowBlock rows).
   std::int64_t items = 0, work = 0;
   static thread_local std::vector<std::int64_t> first;  // first item of each sequence
   if (first.size() < static_cast<std::size_t>(n_seq + 1)) first.resize(static_cast<std::size_t>(n_seq + 1));

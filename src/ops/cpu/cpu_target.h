@@ -8,7 +8,8 @@
 // baseline callers.
 //
 // Targets (each implies the previous):
-//   kBaseline  any x86-64 (SSE2); slow portable loops, exact same results as the others
+//   kBaseline  any x86-64 (SSE2); slow portable loops; linear and quantized linear bitwise the same
+//              as the others, scan/SSD/conv/norm within the parity tests' tolerance (other roundings)
 //   kAvx2      AVX2 + FMA + F16C (Haswell / Zen 1 and later)
 //   kAvx512    AVX-512 F/BW/VL/DQ (Skylake-SP / Zen 4 and later); cpu_has_avx512_bf16/_vnni say
 //              whether the BF16 / VNNI extensions are there too

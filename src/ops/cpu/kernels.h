@@ -22,8 +22,9 @@ struct Kernels {
   /// Mamba-1 selective scan of channels [e0, e1) over all a.L tokens (ops::selective_scan's
   /// formula; Δ already softplus-ed). scratch: ≥ scan_scratch_floats(N) floats
   /// (transposed state and A of a tile of channels).
-  /// L = 1 (decode) runs a row-wise variant (no transposes; y summed over n in another order, so
-  /// one token alone is not bitwise one row of a longer call, only within rounding).
+  /// A decode step (a.decode_step, L = 1) runs a row-wise variant (no transposes; y summed over n
+  /// in another order, so not bitwise one row of a longer call, only within rounding); every other
+  /// call, a one-token prefill piece included, is bitwise the rows of any longer call.
   void (*scan_channels)(const SelectiveScanArgs& a, std::int64_t e0, std::int64_t e1, float* scratch);
 
   /// C[M, n] (ldc) = (accumulate ? C : 0) + A[M, K] (lda) · B[K, n] (ldb), fp32, row-major. Each
@@ -40,7 +41,7 @@ struct Kernels {
   void (*ssd_decay_row)(float* w, const float* cb, float s_i, const float* S, const float* dt, std::int64_t n,
                         std::int64_t m);
 
-  /// SSD recurrence for one token of one head (ssd for a chunk of one token, and decode):
+  /// SSD recurrence for one token of one head (the decode step: ssd_batch with every L = 1):
   ///   h[p, :] = dA · h[p, :] + (dt · x[p]) · B[:];  y[p] = h[p, :] · C + Dh · x[p],  p < P, N = d_state.
   void (*ssd_step_head)(const float* x, float dt, float dA, const float* B, const float* C, float Dh, float* h,
                         std::int64_t P, std::int64_t N, float* y);

@@ -1,4 +1,4 @@
-// CPU Mamba-2 SSD, chunked (Dao & Gu 2024 §6–7; mamba-math.md §SSD), its matmuls as register-blocked
+// CPU Mamba-2 SSD, chunked (Dao & Gu 2024 §6–7; ../shared/docs/mamba-math.md §SSD), its matmuls as register-blocked
 // fp32 GEMMs (kernels.h gemm).
 //
 // Chunks are aligned to ABSOLUTE positions: the chunk of token t is (position + t) / Q. So a prompt
@@ -49,7 +49,7 @@ float* grow(std::vector<float>& v, std::int64_t n) {
   return v.data();
 }
 
-/// Token t of the call through the recurrence, one head (decode).
+/// Token t (always 0: a decode step has one) through the recurrence, one head.
 void step_head(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::int64_t t) {
   const std::int64_t g = head / (a.H / a.G);
   const float dt = a.dt[t * a.lddt + head];
