@@ -55,8 +55,12 @@ class Checkpoint {
   Checkpoint& operator=(Checkpoint&&) noexcept;
   ~Checkpoint();
 
+  /// The checkpoint's directory as resolved at open (a hub cache ref resolves to its snapshot).
   const std::string& dir() const;
+  /// The parsed config.json (or state-spaces config); valid while the Checkpoint lives.
   const ModelConfig& config() const;
+  /// The same config, writable: bind_weights completes fields only the tensors tell (d_mlp from
+  /// in_proj's rows), so a model's config matches its weights.
   ModelConfig& mutable_config();
   /// All tensors, in file order.
   const std::vector<TensorEntry>& tensors() const;

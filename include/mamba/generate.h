@@ -22,7 +22,7 @@ enum class FinishReason : std::uint8_t { kNone, kLength, kEosToken, kStopSequenc
 const char* finish_reason_name(FinishReason r);
 
 struct GenerateOptions {
-  int max_new_tokens = 64;
+  int max_new_tokens = 64;             ///< tokens to generate at most (0: finish at once, kLength; < 0: error)
   SamplingParams sampling;
   std::vector<std::string> stop;       ///< stop strings: text before kept, stop text not emitted
   std::vector<std::int32_t> eos_ids;   ///< empty = from generation_config.json / config.json
@@ -67,9 +67,10 @@ class SequenceGenerator {
                     std::vector<std::int32_t> eos_ids);
   /// Registers the prompt ids (penalties count them).
   void observe_prompt(std::span<const std::int32_t> prompt);
-  /// Consumes the logits row [logits_width] that follows the last token (used as scratch);
-  /// samples, updates text, decides finish. Returns the event of the sampled token.
-  /// Errors: kNumerical (NaN/Inf logits; finish becomes kError), kInvalidArgument after finished().
+  /// Consumes the logits row that follows the last token ([logits_width] fp32, at least the
+  /// vocabulary's min(tokenizer size, logits_width) values; used as scratch); samples, updates text,
+  /// decides finish. Returns the event of the sampled token. Errors: kNumerical (NaN/Inf logits;
+  /// finish becomes kError), kInvalidArgument after finished() or for a row shorter than the vocabulary.
   Result<TokenEvent> next(std::span<float> logits);
   bool finished() const { return finish_ != FinishReason::kNone; }
   FinishReason finish_reason() const { return finish_; }

@@ -55,7 +55,9 @@ class Model {
   static Result<std::unique_ptr<Model>> from_checkpoint(Checkpoint ckpt, const LoadOptions& opts = {});
 
   virtual ~Model() = default;
+  /// The model's config (d_mlp completed from the weights); valid while the Model lives.
   virtual const ModelConfig& config() const = 0;
+  /// The checkpoint it was loaded from (owned by the Model; its weights are mapped from it).
   virtual const Checkpoint& checkpoint() const = 0;
   /// The projections' arithmetic it was loaded with (LoadOptions::precision).
   virtual Precision precision() const { return Precision::kExact; }

@@ -61,9 +61,11 @@ class Tokenizer {
   std::int64_t size() const;
   /// The token string of `id` (vocab form, e.g. "Ġthe"), or nullopt.
   std::optional<std::string> id_to_token(std::int32_t id) const;
+  /// The id of a token string in vocab form (or an added token's content), or nullopt.
   std::optional<std::int32_t> token_to_id(std::string_view token) const;
   /// True for added tokens flagged special.
   bool is_special(std::int32_t id) const;
+  /// tokenizer.json's added_tokens, in file order; valid while the Tokenizer lives.
   const std::vector<AddedToken>& added_tokens() const;
 
   struct Impl;

@@ -152,6 +152,9 @@ struct SelectiveScanArgs {
   /// that any split of a prompt gives bitwise the unsplit result.
   bool decode_step = false;
 };
+/// Runs the scan above for one sequence: reads u, dt, A, B, C, D, z (unchanged), advances
+/// ssm_state in place and writes y (which must not alias the inputs). Parallel over channel blocks
+/// on the CPU pool; results do not depend on the thread count. No errors (shapes are the caller's).
 void selective_scan(const SelectiveScanArgs& a);
 /// selective_scan for several sequences with the same E and N (a batched decode step) in one
 /// parallel region over (sequence, channel block); bitwise the per-sequence results. (A decode
@@ -180,6 +183,11 @@ struct SsdArgs {
   /// as described above, n_chunks = number of absolute chunk boundaries crossed + 1. For tests.
   float* chunk_states = nullptr;
 };
+/// Runs the SSD above for one sequence: advances ssm_state in place, writes y (not aliasing the
+/// inputs) and, when chunk_states is set, the per-chunk states. The CPU backend processes each Q
+/// chunk in sub-chunks of 64 tokens when Q is a larger multiple of 64 (same chunk boundaries, same
+/// results within rounding); parallel over heads / chunk strips on the CPU pool, results independent
+/// of the thread count. No errors (shapes are the caller's).
 void ssd(const SsdArgs& a);
 /// ssd for several sequences with the same H, P, N, G, Q. When every sequence has L = 1 (a decode
 /// step) it runs the recurrence directly (one pass over each state, no chunk machinery) in one

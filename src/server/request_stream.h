@@ -53,10 +53,13 @@ class RequestStream {
   const SequenceStats& stats() const { return stats_; }
 
   // ---- producer (scheduler thread) ----
+  /// Appends one token event for the consumer (delivered in push order). Only before finish() / fail().
   void push(TokenEvent ev);
   /// Ends the stream; `last` (the final token, when the sequence finished normally) is delivered
   /// in the same Update as done = true, so consumers know which token is the last one.
   void finish(SequenceStats stats, std::optional<TokenEvent> last = std::nullopt);
+  /// Ends the stream with an error, delivered after the events already pushed. At most one of
+  /// finish() / fail() per stream.
   void fail(Error err, SequenceStats stats);
 
  private:
