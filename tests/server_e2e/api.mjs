@@ -230,22 +230,26 @@ await check('a JSON body over 8 KiB sent as form-urlencoded (curl -d) is served,
   assert.equal(events[2].generated_text, want.json.generated_text);
 });
 
-await check('an invalid Content-Length is a 400 naming the header, at once', async () => {
+/// Sends `text` as it is over a new connection; resolves with the reply up to its JSON body's first '}'.
+async function rawRequest(text) {
   const { connect } = await import('node:net');
   const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const sock = connect(Number(url.port), url.hostname, () => sock.write(text));
+    let data = '';
+    sock.on('data', (d) => {
+      data += d;
+      if (data.includes('}')) { sock.destroy(); resolve(data); }
+    });
+    sock.on('error', reject);
+    sock.on('close', () => resolve(data));
+  });
+}
+
+await check('an invalid Content-Length is a 400 naming the header, at once', async () => {
   for (const cl of ['abc', '-5', '99999999999999999999']) {
     const t0 = Date.now();
-    const reply = await new Promise((resolve, reject) => {
-      const sock = connect(Number(url.port), url.hostname, () =>
-        sock.write(`POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: ${cl}\r\n\r\n`));
-      let data = '';
-      sock.on('data', (d) => {
-        data += d;
-        if (data.includes('}')) { sock.destroy(); resolve(data); }
-      });
-      sock.on('error', reject);
-      sock.on('close', () => resolve(data));
-    });
+    const reply = await rawRequest(`POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: ${cl}\r\n\r\n`);
     assert.match(reply, /^HTTP\/1\.1 400/, `${cl}: ${reply}`);
     assert.ok(reply.includes('invalid Content-Length'), reply);
     if (cl === 'abc') assert.ok(Date.now() - t0 < 2000, `${cl} took ${Date.now() - t0} ms`);
@@ -284,20 +288,8 @@ await check('a multipart/form-data body is a 415 saying to send the JSON itself'
 });
 
 await check('conflicting Content-Length headers, or one beside Transfer-Encoding, are a 400 (no request smuggling)', async () => {
-  const { connect } = await import('node:net');
-  const url = new URL(base);
   const body = '{"inputs":"x","parameters":{"max_new_tokens":1}}';
-  const send = (headers) => new Promise((resolve, reject) => {
-    const sock = connect(Number(url.port), url.hostname, () =>
-      sock.write(`POST /generate HTTP/1.1\r\nHost: x\r\n${headers}\r\n${body}`));
-    let data = '';
-    sock.on('data', (d) => {
-      data += d;
-      if (data.includes('}')) { sock.destroy(); resolve(data); }
-    });
-    sock.on('error', reject);
-    sock.on('close', () => resolve(data));
-  });
+  const send = (headers) => rawRequest(`POST /generate HTTP/1.1\r\nHost: x\r\n${headers}\r\n${body}`);
   let reply = await send(`Content-Length: ${body.length}\r\nContent-Length: 3\r\n`);
   assert.match(reply, /^HTTP\/1\.1 400/, reply);
   assert.ok(reply.includes('conflicting Content-Length'), reply);
