@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -129,8 +130,6 @@ bool is_decimal(const std::string& s) {
   return !s.empty() && s.size() <= 19 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-/// What runs before every route: the API key, 405 for a known path asked with another method, a
-/// Content-Length that is not a number. True when it answered the request (res is then set).
 /// The token of an "Authorization: Bearer TOKEN" value; the scheme name is case-insensitive
 /// (RFC 7235 §2.1), spaces around the token are dropped. "" when the value is not of that form.
 std::string bearer_token(const std::string& value) {
@@ -143,6 +142,9 @@ std::string bearer_token(const std::string& value) {
   return b == std::string::npos ? std::string() : value.substr(b, e - b + 1);
 }
 
+/// What runs before every route (before the body is read): the API key, 405 for a known path asked
+/// with another method, the body's framing (Content-Length not a number, several that disagree, or
+/// beside Transfer-Encoding) and multipart bodies. True when it answered the request (res is then set).
 bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   if (!ctx.opts.api_key.empty() && req.path != "/health") {
     if (bearer_token(req.get_header_value("Authorization")) != ctx.opts.api_key &&
