@@ -21,6 +21,11 @@ enum class FinishReason : std::uint8_t { kNone, kLength, kEosToken, kStopSequenc
 /// TGI names: "length", "eos_token", "stop_sequence", ...
 const char* finish_reason_name(FinishReason r);
 
+/// The ids a model's text can use: min(tokenizer size, logits_width) when there is a tokenizer
+/// (`tok` may be null; logits rows past its ids are padding: never sampled, scored or accepted in
+/// prompts), else logits_width.
+std::int64_t vocab_limit(const Tokenizer* tok, std::int64_t logits_width);
+
 struct GenerateOptions {
   int max_new_tokens = 64;             ///< tokens to generate at most (0: finish at once, kLength; < 0: error)
   SamplingParams sampling;

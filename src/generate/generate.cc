@@ -64,13 +64,11 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
   const std::int64_t width = model.logits_width();
   const std::int64_t len = static_cast<std::int64_t>(prompt.size());
   if (len == 0) return make_error(ErrorCode::kInvalidArgument, "generate: the prompt is empty (at least one token is needed)");
-  // The vocabulary: the tokenizer's ids when there is one (the logits rows past it are padding,
-  // never sampled nor accepted, as in perplexity and the server), else every logits row.
-  const std::int64_t vocab_limit = tok ? std::min<std::int64_t>(tok->size(), width) : width;
+  const std::int64_t vocab = vocab_limit(tok, width);
   for (std::int64_t i = 0; i < len; ++i)
-    if (prompt[i] < 0 || prompt[i] >= vocab_limit)
+    if (prompt[i] < 0 || prompt[i] >= vocab)
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("generate: prompt token {} (position {}) is outside the vocabulary [0, {})", prompt[i], i, vocab_limit));
+                        fmt::format("generate: prompt token {} (position {}) is outside the vocabulary [0, {})", prompt[i], i, vocab));
   MAMBA_RETURN_IF_ERROR(opts.sampling.validate());
   if (opts.max_new_tokens < 0)
     return make_error(ErrorCode::kInvalidArgument, fmt::format("max_new_tokens = {} must be >= 0", opts.max_new_tokens));
@@ -93,7 +91,7 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
   const std::int64_t piece = (kPromptLogprobsPiece + chunk - 1) / chunk * chunk;
   std::vector<float> logits;
   std::vector<float> row(static_cast<std::size_t>(width));
-  std::vector<float> lp(opts.prompt_logprobs ? static_cast<std::size_t>(vocab_limit) : 0);
+  std::vector<float> lp(opts.prompt_logprobs ? static_cast<std::size_t>(vocab) : 0);
   const auto t0 = std::chrono::steady_clock::now();
   for (std::int64_t off = 0; off < len; off += piece) {
     const std::int64_t n = std::min(piece, len - off);
@@ -105,9 +103,9 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
     if (opts.prompt_logprobs) {
       for (std::int64_t i = 0; i < n && off + i + 1 < len; ++i) {
         std::span<const float> r(logits.data() + i * width, static_cast<std::size_t>(width));
-        MAMBA_RETURN_IF_ERROR(log_softmax(r, vocab_limit, lp));
+        MAMBA_RETURN_IF_ERROR(log_softmax(r, vocab, lp));
         const std::int32_t next = prompt[static_cast<std::size_t>(off + i + 1)];
-        res.prompt_logprobs.push_back(next < vocab_limit ? lp[static_cast<std::size_t>(next)]
+        res.prompt_logprobs.push_back(next < vocab ? lp[static_cast<std::size_t>(next)]
                                                          : -std::numeric_limits<float>::infinity());
       }
     }

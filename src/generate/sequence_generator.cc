@@ -11,6 +11,10 @@
 
 namespace mamba {
 
+std::int64_t vocab_limit(const Tokenizer* tok, std::int64_t logits_width) {
+  return tok != nullptr ? std::min<std::int64_t>(tok->size(), logits_width) : logits_width;
+}
+
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
     case FinishReason::kNone: return "";
@@ -50,9 +54,7 @@ struct SequenceGenerator::Impl {
 
 SequenceGenerator::SequenceGenerator(const Tokenizer* tok, std::int64_t logits_width, const GenerateOptions& opts,
                                      std::vector<std::int32_t> eos_ids) {
-  std::int64_t limit = logits_width;
-  if (tok) limit = std::min<std::int64_t>(limit, tok->size());
-  impl_ = std::make_shared<Impl>(tok, std::max<std::int64_t>(limit, 1), opts, std::move(eos_ids));
+  impl_ = std::make_shared<Impl>(tok, std::max<std::int64_t>(vocab_limit(tok, logits_width), 1), opts, std::move(eos_ids));
 }
 
 void SequenceGenerator::observe_prompt(std::span<const std::int32_t> prompt) {

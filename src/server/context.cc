@@ -31,8 +31,7 @@ std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::stri
     out = std::move(enc).value();
   }
   if (out.empty()) return ApiError::validation("the prompt is empty after tokenization");
-  // The tokenizer's ids (logits rows past them are padding), as generate() and perplexity take them.
-  const std::int64_t vocab = std::min<std::int64_t>(ctx.model->logits_width(), ctx.tok->size());
+  const std::int64_t vocab = vocab_limit(ctx.tok.get(), ctx.model->logits_width());
   for (std::int32_t id : out) {
     if (id < 0 || id >= vocab) {
       return ApiError::validation(fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, vocab));

@@ -14,6 +14,7 @@
 
 #include <httplib.h>
 
+#include "mamba/generate.h"
 #include "mamba/model.h"
 #include "mamba/server.h"
 #include "mamba/tokenizer.h"

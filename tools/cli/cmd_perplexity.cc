@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "cli/run_common.h"
+#include "mamba/generate.h"
 #include "mamba/sampling.h"
 
 namespace mamba::cli {
@@ -55,17 +56,17 @@ void run(const PplArgs& a, CLI::App& cmd) {
     ids = std::move(*enc);
   }
   if (ids.size() < 2) fail(fmt::format("perplexity needs at least 2 token ids, got {}", ids.size()));
-  const std::int64_t vocab_limit = tok ? std::min<std::int64_t>(tok->size(), width) : width;
+  const std::int64_t vocab = vocab_limit(tok, width);
   for (std::size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] >= vocab_limit)
-      fail(fmt::format("token id {} (position {}) is outside the vocabulary [0, {})", ids[i], i, vocab_limit));
+    if (ids[i] >= vocab)
+      fail(fmt::format("token id {} (position {}) is outside the vocabulary [0, {})", ids[i], i, vocab));
 
   const std::int64_t total = static_cast<std::int64_t>(ids.size()) - 1;  // predictions overall
   const std::int64_t ctx = a.ctx > 0 ? a.ctx : total;
   // Prefill pieces: ≤ 2048 tokens (rounded to chunk_size) bound the [piece, width] logits buffer.
   const std::int64_t chunk = model.config().arch == Arch::kMamba2 ? std::max<std::int64_t>(model.config().chunk_size, 1) : 1;
   const std::int64_t piece = (2048 + chunk - 1) / chunk * chunk;
-  std::vector<float> logits, lp(static_cast<std::size_t>(vocab_limit));
+  std::vector<float> logits, lp(static_cast<std::size_t>(vocab));
   double nll_sum = 0;
   std::int64_t n_pred = 0;
   for (std::int64_t start = 0; start < total; start += ctx) {
@@ -78,7 +79,7 @@ void run(const PplArgs& a, CLI::App& cmd) {
       if (Status st = model.prefill(in, state, LogitsMode::kAll, logits.data()); !st.ok()) fail(st.message());
       for (std::int64_t i = 0; i < m; ++i) {
         std::span<const float> row(logits.data() + i * width, static_cast<std::size_t>(width));
-        if (Status st = log_softmax(row, vocab_limit, lp); !st.ok()) fail(st.message());
+        if (Status st = log_softmax(row, vocab, lp); !st.ok()) fail(st.message());
         nll_sum -= lp[static_cast<std::size_t>(ids[static_cast<std::size_t>(start + off + i + 1)])];
         ++n_pred;
       }
