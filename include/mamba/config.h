@@ -76,6 +76,10 @@ struct ModelConfig {
   std::int64_t padded_vocab_size() const;
   /// Channels of the depthwise conv: Mamba-1 d_inner; Mamba-2 d_inner + 2·n_groups·d_state.
   std::int64_t conv_channels() const;
+  /// Tokens a prompt split must be a multiple of (at absolute positions) for the pieces to give
+  /// bitwise the unsplit prefill: chunk_size (≥ 1) for Mamba-2, whose SSD chunks are aligned;
+  /// 1 for Mamba-1 / Falcon-Mamba, whose scan splits anywhere.
+  std::int64_t prompt_granule() const;
   /// Rows of in_proj.weight: Mamba-1 2·d_inner; Mamba-2 2·d_mlp + 2·d_inner + 2·n_groups·d_state + n_heads.
   std::int64_t in_proj_rows() const;
   /// Per-layer fp32 conv_state elements: conv_channels · (d_conv − 1).

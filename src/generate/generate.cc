@@ -87,7 +87,7 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
   State state = model.new_state();
 
   // Prefill in pieces aligned to chunk_size (identical to one call; bounds the kAll buffer).
-  const std::int64_t chunk = model.config().arch == Arch::kMamba2 ? std::max<std::int64_t>(model.config().chunk_size, 1) : 1;
+  const std::int64_t chunk = model.config().prompt_granule();
   const std::int64_t piece = (kPromptLogprobsPiece + chunk - 1) / chunk * chunk;
   std::vector<float> logits;
   std::vector<float> row(static_cast<std::size_t>(width));

@@ -42,6 +42,9 @@ std::int64_t ModelConfig::padded_vocab_size() const {
 std::int64_t ModelConfig::conv_channels() const {
   return arch == Arch::kMamba2 ? d_inner + 2 * n_groups * d_state : d_inner;
 }
+std::int64_t ModelConfig::prompt_granule() const {
+  return arch == Arch::kMamba2 ? std::max<std::int64_t>(chunk_size, 1) : 1;
+}
 std::int64_t ModelConfig::in_proj_rows() const {
   return arch == Arch::kMamba2 ? 2 * d_mlp + 2 * d_inner + 2 * n_groups * d_state + n_heads : 2 * d_inner;
 }

@@ -207,7 +207,7 @@ Status MambaModel::prefill(std::span<const std::int32_t> tokens, State& state, L
   if (mode != LogitsMode::kNone && logits == nullptr)
     return make_error(ErrorCode::kInvalidArgument, "prefill: logits buffer is null");
   const std::int64_t L = static_cast<std::int64_t>(tokens.size()), V = logits_width();
-  const std::int64_t Q = config().arch == Arch::kMamba2 ? config().chunk_size : 1;
+  const std::int64_t Q = config().prompt_granule();
   const std::int64_t piece = (kPrefillPiece + Q - 1) / Q * Q;
   std::int64_t t0 = 0;
   while (t0 < L) {

@@ -46,8 +46,7 @@ Scheduler::Scheduler(Model& model, const Tokenizer* tok, std::vector<std::int32_
       pool_(model, std::max(1, opts.slots)) {
   if (opts_.max_batch_size <= 0 || opts_.max_batch_size > pool_.size()) opts_.max_batch_size = pool_.size();
   if (opts_.max_batch_prefill_tokens <= 0) opts_.max_batch_prefill_tokens = 1;
-  // Mamba-2 splits prompts at chunk multiples (bitwise the unsplit prefill); Mamba-1 at any token.
-  granule_ = model_.config().arch == Arch::kMamba2 ? static_cast<int>(std::max<std::int64_t>(1, model_.config().chunk_size)) : 1;
+  granule_ = static_cast<int>(model_.config().prompt_granule());
   vocab_limit_ = vocab_limit(tok_, model_.logits_width());
   metrics_.slots_total = pool_.size();
   metrics_.state_bytes_per_slot = pool_.state(0).nbytes();

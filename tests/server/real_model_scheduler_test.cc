@@ -113,7 +113,9 @@ void check_fixture(const std::string& dir) {
     sch.stop(1s);
     // Sequences decode together unless prompts trickle in one token per iteration (a budget of 1
     // with Mamba-1's granule of 1 token: each finishes before the next prompt is in).
-    if (batch > 1 && tokens_per_iteration > 1) EXPECT_GT(metrics.decode_batch_sum.load(), metrics.decode_steps.load());
+    if (batch > 1 && tokens_per_iteration > 1) {
+      EXPECT_GT(metrics.decode_batch_sum.load(), metrics.decode_steps.load());
+    }
   }
 }
 

@@ -64,7 +64,7 @@ void run(const PplArgs& a, CLI::App& cmd) {
   const std::int64_t total = static_cast<std::int64_t>(ids.size()) - 1;  // predictions overall
   const std::int64_t ctx = a.ctx > 0 ? a.ctx : total;
   // Prefill pieces: ≤ 2048 tokens (rounded to chunk_size) bound the [piece, width] logits buffer.
-  const std::int64_t chunk = model.config().arch == Arch::kMamba2 ? std::max<std::int64_t>(model.config().chunk_size, 1) : 1;
+  const std::int64_t chunk = model.config().prompt_granule();
   const std::int64_t piece = (2048 + chunk - 1) / chunk * chunk;
   std::vector<float> logits, lp(static_cast<std::size_t>(vocab));
   double nll_sum = 0;
