@@ -184,8 +184,9 @@ TEST_F(QuantizedLinear, DequantizeRoundTripAndEmbedding) {
       }
     }
     // q8 codes stay within ±127 (the AVX2 sign trick needs it); q4's largest-magnitude weight is −8.
-    if (!q4)
+    if (!q4) {
       for (std::uint8_t c : codes) EXPECT_NE(static_cast<std::int8_t>(c), -128);
+    }
   }
 }
 

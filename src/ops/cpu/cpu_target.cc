@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <string>
+#include <unistd.h>
 
 namespace mamba::ops::cpu {
 namespace {
@@ -103,5 +104,13 @@ void set_cpu_target_for_test(CpuTarget t) { current() = {t, "set by set_cpu_targ
 
 bool cpu_has_avx512_bf16() { return cpu_target() == CpuTarget::kAvx512 && has("avx512bf16"); }
 bool cpu_has_avx512_vnni() { return cpu_target() == CpuTarget::kAvx512 && has("avx512vnni"); }
+
+std::int64_t cpu_l2_cache_bytes() {
+  static const std::int64_t bytes = [] {
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? static_cast<std::int64_t>(v) : std::int64_t{0};
+  }();
+  return bytes;
+}
 
 }  // namespace mamba::ops::cpu

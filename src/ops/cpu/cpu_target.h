@@ -19,6 +19,7 @@
 // supported one instead. Tests force each target with set_cpu_target_for_test().
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,8 @@ void set_cpu_target_for_test(CpuTarget t);
 /// AVX-512 extensions (false when the target is below kAvx512 or the CPU lacks them).
 bool cpu_has_avx512_bf16();
 bool cpu_has_avx512_vnni();
+/// One core's L2 cache in bytes as the CPU reports it (sysconf(_SC_LEVEL2_CACHE_SIZE), i.e. cpuid;
+/// read once); 0 when unknown. For sizing the blocks the kernels keep in L2.
+std::int64_t cpu_l2_cache_bytes();
 
 }  // namespace mamba::ops::cpu

@@ -21,9 +21,14 @@ namespace mamba::ops {
 namespace cpu {
 
 std::int64_t linear_block_rows(std::int64_t K) {
-  constexpr std::int64_t kBlockBytes = 96 * 1024;  // fp32 weight block per thread (fits L2 with x)
+  // The fp32 weight block per thread: 3/8 of L2, which leaves room for the block of kRowBlock input
+  // rows that sweeps over it (each weight block makes one pass over all the input rows, so a bigger
+  // block means fewer passes of the input through L3: Zen 5, 1 MiB L2, exact prefill of the 130m
+  // models, 96 KiB → 384 KiB: in_proj −15%, prefill +6–9% in interleaved runs).
+  static const std::int64_t block_bytes =
+      std::clamp<std::int64_t>(cpu_l2_cache_bytes() * 3 / 8, 96 * 1024, 768 * 1024);
   constexpr std::int64_t kMaxRows = 240;
-  const std::int64_t nb = kBlockBytes / (4 * std::max<std::int64_t>(K, 1)) / 12 * 12;
+  const std::int64_t nb = block_bytes / (4 * std::max<std::int64_t>(K, 1)) / 12 * 12;
   return std::clamp<std::int64_t>(nb, 12, kMaxRows);
 }
 
