@@ -47,7 +47,7 @@ std::optional<double> cpu_share(double cpu_seconds, double wall_seconds) {
 
 }  // namespace
 
-Result<PrefillTiming> time_prefill(Model& model, int tokens) {
+Result<PrefillTiming> time_prefill(Model& model, int tokens, int runs) {
   const std::vector<std::int32_t> prompt = random_ids(model, tokens, 1234);
   std::vector<float> logits(static_cast<std::size_t>(model.logits_width()));
   // Untimed warm-up at the full length: the first prompt this long grows the scratch buffers (page
@@ -56,9 +56,9 @@ Result<PrefillTiming> time_prefill(Model& model, int tokens) {
     State warm = model.new_state();
     MAMBA_RETURN_IF_ERROR(model.prefill(prompt, warm, LogitsMode::kLast, logits.data()));
   }
-  // Best of kPrefillRuns, as decode: a run that other processes slowed says nothing about this code.
+  // Best of `runs`, as decode: a run that other processes slowed says nothing about this code.
   PrefillTiming r;
-  for (int run = 0; run < kPrefillRuns; ++run) {
+  for (int run = 0; run < std::max(runs, 1); ++run) {
     State state = model.new_state();
     ops::profile_reset();
     ops::profile_enable(true);

@@ -35,8 +35,8 @@ inline constexpr int kPrefillRuns = 3;
 
 /// Prefills of `tokens` seeded-random valid ids into a fresh state (last logits only) after one
 /// untimed prefill of the same prompt (it grows the scratch buffers, as a server's first request
-/// does); the fastest of kPrefillRuns. Threads: as set by ops::set_num_threads.
-Result<PrefillTiming> time_prefill(Model& model, int tokens);
+/// does); the fastest of `runs` (≥ 1). Threads: as set by ops::set_num_threads.
+Result<PrefillTiming> time_prefill(Model& model, int tokens, int runs = kPrefillRuns);
 
 struct DecodeTiming : Timed {
   ops::OpProfile profile;  ///< per-op seconds over the timed steps (ops::profile_enable around them)
