@@ -21,10 +21,11 @@ enum class FinishReason : std::uint8_t { kNone, kLength, kEosToken, kStopSequenc
 /// TGI names: "length", "eos_token", "stop_sequence", ...
 const char* finish_reason_name(FinishReason r);
 
-/// The ids a model's text can use: min(tokenizer size, logits_width) when there is a tokenizer
-/// (`tok` may be null; logits rows past its ids are padding: never sampled, scored or accepted in
-/// prompts), else logits_width.
-std::int64_t vocab_limit(const Tokenizer* tok, std::int64_t logits_width);
+/// The ids a model's text can use: min(tokenizer size (when `tok` is not null), the config's
+/// vocab_size, logits_width). Logits rows past it are padding (a state-spaces checkpoint's vocab
+/// 50277 padded to 50280 rows, an HF one's 50280 rows for a 50277-id tokenizer): never sampled,
+/// scored or accepted in prompts.
+std::int64_t vocab_limit(const Tokenizer* tok, const Model& model);
 
 struct GenerateOptions {
   int max_new_tokens = 64;             ///< tokens to generate at most (0: finish at once, kLength; < 0: error)
@@ -61,19 +62,19 @@ struct TokenEvent {
 };
 
 /// Drives one sequence's sampling and text assembly given logits rows. Owns its Sampler,
-/// StreamDecoder and stop-string buffer (src/generate/stop_matcher.h). Tokenizer may be null
-/// (ids only; then logprobs are over the full logits width, else over ids < tokenizer size).
+/// StreamDecoder and stop-string buffer (src/generate/stop_matcher.h). Tokenizer may be null (ids
+/// only). Sampling and logprobs are over ids < vocab_limit (the model's vocab_limit(tok, model)).
 /// Finish: an id in `eos_ids` (unless opts.ignore_eos; its text is not emitted) → kEosToken; a stop
 /// string → kStopSequence; max_new_tokens ids generated → kLength; a sampling error → kError.
 class SequenceGenerator {
  public:
   /// `tok` (may be null) must outlive this object. `opts.sampling` must be valid (validate()).
-  SequenceGenerator(const Tokenizer* tok, std::int64_t logits_width, const GenerateOptions& opts,
+  SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_limit, const GenerateOptions& opts,
                     std::vector<std::int32_t> eos_ids);
   /// Registers the prompt ids (penalties count them).
   void observe_prompt(std::span<const std::int32_t> prompt);
-  /// Consumes the logits row that follows the last token ([logits_width] fp32, at least the
-  /// vocabulary's min(tokenizer size, logits_width) values; used as scratch); samples, updates text,
+  /// Consumes the logits row that follows the last token ([logits_width] fp32, at least vocab_limit
+  /// values; used as scratch); samples, updates text,
   /// decides finish. Returns the event of the sampled token. Errors: kNumerical (NaN/Inf logits;
   /// finish becomes kError), kInvalidArgument after finished() or for a row shorter than the vocabulary.
   Result<TokenEvent> next(std::span<float> logits);

@@ -64,7 +64,7 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
   const std::int64_t width = model.logits_width();
   const std::int64_t len = static_cast<std::int64_t>(prompt.size());
   if (len == 0) return make_error(ErrorCode::kInvalidArgument, "generate: the prompt is empty (at least one token is needed)");
-  const std::int64_t vocab = vocab_limit(tok, width);
+  const std::int64_t vocab = vocab_limit(tok, model);
   for (std::int64_t i = 0; i < len; ++i)
     if (prompt[i] < 0 || prompt[i] >= vocab)
       return make_error(ErrorCode::kInvalidArgument,
@@ -79,7 +79,7 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
   if (eos.empty()) {
     MAMBA_ASSIGN_OR_RETURN(eos, model_eos_ids(model.checkpoint().dir(), model.config()));
   }
-  SequenceGenerator gen(tok, width, opts, std::move(eos));
+  SequenceGenerator gen(tok, vocab, opts, std::move(eos));
   gen.observe_prompt(prompt);
 
   GenerateResult res;

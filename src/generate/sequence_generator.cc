@@ -11,8 +11,9 @@
 
 namespace mamba {
 
-std::int64_t vocab_limit(const Tokenizer* tok, std::int64_t logits_width) {
-  return tok != nullptr ? std::min<std::int64_t>(tok->size(), logits_width) : logits_width;
+std::int64_t vocab_limit(const Tokenizer* tok, const Model& model) {
+  const std::int64_t ids = std::min<std::int64_t>(model.config().vocab_size, model.logits_width());
+  return tok != nullptr ? std::min<std::int64_t>(tok->size(), ids) : ids;
 }
 
 const char* finish_reason_name(FinishReason r) {
@@ -52,9 +53,9 @@ struct SequenceGenerator::Impl {
   }
 };
 
-SequenceGenerator::SequenceGenerator(const Tokenizer* tok, std::int64_t logits_width, const GenerateOptions& opts,
+SequenceGenerator::SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_limit, const GenerateOptions& opts,
                                      std::vector<std::int32_t> eos_ids) {
-  impl_ = std::make_shared<Impl>(tok, std::max<std::int64_t>(vocab_limit(tok, logits_width), 1), opts, std::move(eos_ids));
+  impl_ = std::make_shared<Impl>(tok, std::max<std::int64_t>(vocab_limit, 1), opts, std::move(eos_ids));
 }
 
 void SequenceGenerator::observe_prompt(std::span<const std::int32_t> prompt) {

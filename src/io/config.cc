@@ -113,6 +113,15 @@ struct Reader {
     if (it == obj.end() || it->is_null() || (it->is_string() && it->get<std::string>() == "auto")) return (d_model + 15) / 16;
     return to_int(*it, key);
   }
+  // The block's activation, when the config names one: SiLU (also called swish) is the only one the
+  // Mamba blocks use; another value would silently compute a different model.
+  Status silu_or_absent(const char* key) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return {};
+    if (it->is_string() && (it->get<std::string>() == "silu" || it->get<std::string>() == "swish")) return {};
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{} = {}: not supported (expected \"silu\" or \"swish\", the Mamba block's activation)", where(key), it->dump()));
+  }
   // A [min, max] pair of floats.
   Status limit_pair(const char* key, double* lo, double* hi) const {
     auto it = obj.find(key);
@@ -175,6 +184,7 @@ Status parse_hf(const json& j, const std::string& source, const std::string& mod
   MAMBA_ASSIGN_OR_RETURN(c.tie_embeddings, r.bool_or("tie_word_embeddings", !m2));
   MAMBA_ASSIGN_OR_RETURN(c.residual_in_fp32, r.bool_or("residual_in_fp32", true));
   MAMBA_ASSIGN_OR_RETURN(c.norm_eps, r.double_or("layer_norm_epsilon", 1e-5));
+  MAMBA_RETURN_IF_ERROR(r.silu_or_absent("hidden_act"));
   if (m2) {
     MAMBA_ASSIGN_OR_RETURN(c.rms_norm, r.bool_or("rms_norm", true));
     c.d_inner = c.expand * c.d_model;  // Mamba2Mixer: intermediate_size = expand · hidden_size
@@ -239,8 +249,14 @@ Status parse_state_spaces(const json& j, const std::string& source, ModelConfig&
   MAMBA_ASSIGN_OR_RETURN(c.expand, s.int_or("expand", 2));
   MAMBA_ASSIGN_OR_RETURN(c.conv_bias, s.bool_or("conv_bias", true));
   MAMBA_ASSIGN_OR_RETURN(c.proj_bias, s.bool_or("bias", false));
+  MAMBA_RETURN_IF_ERROR(s.silu_or_absent("activation"));
   const std::int64_t d_total = c.expand * c.d_model;
   if (m2) {
+    MAMBA_ASSIGN_OR_RETURN(bool d_has_hdim, s.bool_or("D_has_hdim", false));
+    if (d_has_hdim) {
+      return make_error(ErrorCode::kUnsupported,
+                        fmt::format("{}: ssm_cfg.D_has_hdim = true (a skip weight D per channel) is not supported (only one per head)", source));
+    }
     MAMBA_ASSIGN_OR_RETURN(c.head_dim, s.int_or("headdim", 64));
     MAMBA_ASSIGN_OR_RETURN(c.n_groups, s.int_or("ngroups", 1));
     MAMBA_ASSIGN_OR_RETURN(c.chunk_size, s.int_or("chunk_size", 256));

@@ -31,7 +31,7 @@ std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::stri
     out = std::move(enc).value();
   }
   if (out.empty()) return ApiError::validation("the prompt is empty after tokenization");
-  const std::int64_t vocab = vocab_limit(ctx.tok.get(), ctx.model->logits_width());
+  const std::int64_t vocab = vocab_limit(ctx.tok.get(), *ctx.model);
   for (std::int32_t id : out) {
     if (id < 0 || id >= vocab) {
       return ApiError::validation(fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, vocab));

@@ -47,7 +47,7 @@ Scheduler::Scheduler(Model& model, const Tokenizer* tok, std::vector<std::int32_
   if (opts_.max_batch_size <= 0 || opts_.max_batch_size > pool_.size()) opts_.max_batch_size = pool_.size();
   if (opts_.max_batch_prefill_tokens <= 0) opts_.max_batch_prefill_tokens = 1;
   granule_ = static_cast<int>(model_.config().prompt_granule());
-  vocab_limit_ = vocab_limit(tok_, model_.logits_width());
+  vocab_limit_ = vocab_limit(tok_, model_);
   metrics_.slots_total = pool_.size();
   metrics_.state_bytes_per_slot = pool_.state(0).nbytes();
 }
@@ -127,7 +127,7 @@ bool Scheduler::admit_and_drop() {
       Sequence& s = *running_.back();
       s.slot = pool_.acquire();
       s.t_admit = Clock::now();
-      s.gen.emplace(tok_, model_.logits_width(), s.req.opts, s.req.opts.eos_ids.empty() ? eos_ids_ : s.req.opts.eos_ids);
+      s.gen.emplace(tok_, vocab_limit_, s.req.opts, s.req.opts.eos_ids.empty() ? eos_ids_ : s.req.opts.eos_ids);
       s.gen->observe_prompt(s.req.prompt);
     }
     metrics_.queue_size = static_cast<std::int64_t>(waiting_.size());

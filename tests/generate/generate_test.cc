@@ -257,13 +257,20 @@ TEST_F(GenerateTest, CancelAndErrors) {
   ASSERT_FALSE(oor.ok());
   EXPECT_NE(oor.error().message.find("outside the vocabulary"), std::string::npos);
   // A padded logits row (past the tokenizer's ids) is no token either, as in perplexity and the
-  // server; without a tokenizer every logits row is an id.
+  // server; without a tokenizer the config's vocab_size bounds the ids (a state-spaces checkpoint
+  // pads its 50277 ids to 50280 rows).
   const std::vector<std::int32_t> padding{1, static_cast<std::int32_t>(tok_->size())};
   auto pad = generate(*model, &*tok_, padding, o);
   ASSERT_FALSE(pad.ok());
   EXPECT_NE(pad.error().message.find(fmt::format("outside the vocabulary [0, {})", tok_->size())), std::string::npos)
       << pad.error().message;
-  EXPECT_TRUE(generate(*model, nullptr, padding, o).ok());
+  const std::int64_t cfg_vocab = model->config().vocab_size;
+  ASSERT_LT(cfg_vocab, model->logits_width());
+  auto pad_no_tok = generate(*model, nullptr, std::vector<std::int32_t>{1, static_cast<std::int32_t>(cfg_vocab)}, o);
+  ASSERT_FALSE(pad_no_tok.ok());
+  EXPECT_NE(pad_no_tok.error().message.find(fmt::format("outside the vocabulary [0, {})", cfg_vocab)), std::string::npos)
+      << pad_no_tok.error().message;
+  EXPECT_TRUE(generate(*model, nullptr, std::vector<std::int32_t>{1, static_cast<std::int32_t>(cfg_vocab - 1)}, o).ok());
   GenerateOptions badp = o;
   badp.sampling.top_p = 0.0f;
   auto bp = generate(*model, &*tok_, prompt, badp);

@@ -161,6 +161,25 @@ TEST(Config, InconsistentOrUnsupportedConfigs) {
   EXPECT_NE(e.message.find("dir/config.json"), std::string::npos);
 }
 
+TEST(Config, ActivationOtherThanSiluIsRefused) {
+  // HF: hidden_act; state-spaces: ssm_cfg.activation. SiLU is what every Mamba block computes; any
+  // other value must not load as if it were SiLU.
+  const std::string hf = R"({"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 2, "vocab_size": 10, )";
+  for (const char* ok : {R"("silu")", R"("swish")", "null"}) parse_ok(hf + "\"hidden_act\": " + ok + "}");
+  for (const char* bad : {R"("gelu")", R"("relu")", R"("bogus")", "1"}) {
+    Error e = parse_err(hf + "\"hidden_act\": " + bad + "}");
+    EXPECT_EQ(e.code, ErrorCode::kUnsupported) << bad;
+    EXPECT_NE(e.message.find(std::string("\"hidden_act\" = ") + bad), std::string::npos) << e.message;
+  }
+  Error e = parse_err(R"({"d_model": 32, "n_layer": 2, "vocab_size": 10, "ssm_cfg": {"layer": "Mamba2", "activation": "swish2"}})");
+  EXPECT_EQ(e.code, ErrorCode::kUnsupported);
+  EXPECT_NE(e.message.find("ssm_cfg: \"activation\" = \"swish2\""), std::string::npos) << e.message;
+  parse_ok(R"({"d_model": 32, "n_layer": 2, "vocab_size": 10, "ssm_cfg": {"activation": "silu"}})");
+  e = parse_err(R"({"d_model": 32, "n_layer": 2, "vocab_size": 10, "ssm_cfg": {"layer": "Mamba2", "D_has_hdim": true}})");
+  EXPECT_EQ(e.code, ErrorCode::kUnsupported);
+  EXPECT_NE(e.message.find("D_has_hdim"), std::string::npos) << e.message;
+}
+
 TEST(Config, FloatFieldsMustBeFiniteAsFloat32) {
   // 1e300 is a finite double but +inf as the float32 the kernels use; 1e-50 is 0 as float32.
   const std::string base = R"({"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 2, "vocab_size": 10, )";

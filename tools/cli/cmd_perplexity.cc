@@ -56,7 +56,7 @@ void run(const PplArgs& a, CLI::App& cmd) {
     ids = std::move(*enc);
   }
   if (ids.size() < 2) fail(fmt::format("perplexity needs at least 2 token ids, got {}", ids.size()));
-  const std::int64_t vocab = vocab_limit(tok, width);
+  const std::int64_t vocab = vocab_limit(tok, model);
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] >= vocab)
       fail(fmt::format("token id {} (position {}) is outside the vocabulary [0, {})", ids[i], i, vocab));
