@@ -44,12 +44,21 @@ Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, co
     std::stringstream ss;
     ss << in.rdbuf();
     if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
-    auto j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object())
-      return make_error(ErrorCode::kFormat, fmt::format("{}: not a JSON object", path.string()));
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(ss.str());
+    } catch (const nlohmann::json::parse_error& e) {
+      return make_error(ErrorCode::kFormat, fmt::format("{}: invalid JSON ({})", path.string(), e.what()));
+    }
+    if (!j.is_object()) return make_error(ErrorCode::kFormat, fmt::format("{}: expected a JSON object, got {}", path.string(), j.type_name()));
     if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
       std::vector<std::int32_t> ids;
       MAMBA_RETURN_IF_ERROR(append_eos(j["eos_token_id"], path.string(), ids));
+      // As config.json's: an EOS id outside the vocabulary could never be generated.
+      for (std::int32_t id : ids)
+        if (id >= config.vocab_size)
+          return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: eos_token_id = {}: expected a token id in [0, vocab_size = {})",
+                                                                     path.string(), id, config.vocab_size));
       return ids;
     }
   }

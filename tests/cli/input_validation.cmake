@@ -122,6 +122,33 @@ bad_config(eos-huge eos_token_id 1000000000 "error: .*eos_token_id = 1000000000:
 bad_config(eos-neg eos_token_id -3 "error: .*eos_token_id = -3: expected a token id in \\[0, vocab_size = 8192\\)")
 bad_config(layers-11 num_hidden_layers 11
            "error: .*tensor 'backbone.layers.11[.][^']*' belongs to layer 11, but the config says num_hidden_layers = 11")
+bad_config(act-gelu hidden_act "\"gelu\"" "error: .*\"hidden_act\" = \"gelu\": not supported \\(expected \"silu\" or \"swish\"")
+
+# What `run` refuses beside the weights, `inspect` (the "will it load?" check) refuses too; the EOS
+# ids it prints are the ones `run` stops at (generation_config.json first).
+function(side_file name file content pattern)
+  set(dir ${WORK}/${name})
+  file(MAKE_DIRECTORY ${dir})
+  foreach(f config.json model.safetensors tokenizer.json)
+    file(CREATE_LINK ${model}/${f} ${dir}/${f} SYMBOLIC)
+  endforeach()
+  file(REMOVE ${dir}/${file})
+  file(WRITE ${dir}/${file} "${content}")
+  if(pattern STREQUAL "")
+    cli_run_ok(side inspect ${dir})
+    set(side_OUT "${side_OUT}" PARENT_SCOPE)
+  else()
+    expect_error("${pattern}" inspect ${dir})
+  endif()
+endfunction()
+side_file(gen-broken generation_config.json "{\"eos_token_id\": " "error: .*generation_config.json: invalid JSON")
+side_file(gen-oov generation_config.json "{\"eos_token_id\": 99999}"
+          "error: .*generation_config.json: eos_token_id = 99999: expected a token id in \\[0, vocab_size = 8192\\)")
+side_file(tok-broken tokenizer.json "{" "error: .*tokenizer.json: invalid JSON")
+side_file(gen-eos generation_config.json "{\"eos_token_id\": [0, 13]}" "")
+if(NOT side_OUT MATCHES "bos / eos / pad  0 / 0,13 \\(generation_config.json\\) / 1")
+  message(FATAL_ERROR "inspect with generation_config.json eos [0, 13]:\n${side_OUT}")
+endif()
 
 # Quantizing a model with nothing quantizable is an error that writes nothing.
 require_shared()

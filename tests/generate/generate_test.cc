@@ -302,6 +302,7 @@ TEST(SequenceGenerator, IdsOnlyWithoutTokenizer) {
 TEST(ModelEosIds, GenerationConfigThenConfig) {
   ModelConfig cfg;
   cfg.eos_token_ids = {7};
+  cfg.vocab_size = 10;
   auto emb = model_eos_ids(model_dir(), cfg);
   ASSERT_TRUE(emb.ok());
   EXPECT_EQ(*emb, std::vector<std::int32_t>{0});
@@ -315,6 +316,20 @@ TEST(ModelEosIds, GenerationConfigThenConfig) {
   auto bad = model_eos_ids(dir.string(), cfg);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("generation_config.json"), std::string::npos);
+  // As config.json's: an id the model cannot generate is an error, and so is broken JSON (named so).
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": [2, 10]})";
+  auto oov = model_eos_ids(dir.string(), cfg);
+  ASSERT_FALSE(oov.ok());
+  EXPECT_NE(oov.error().message.find("eos_token_id = 10: expected a token id in [0, vocab_size = 10)"), std::string::npos)
+      << oov.error().message;
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": )";
+  auto broken = model_eos_ids(dir.string(), cfg);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.error().message.find("generation_config.json: invalid JSON"), std::string::npos) << broken.error().message;
+  std::ofstream(dir / "generation_config.json") << R"([1, 2])";
+  auto array = model_eos_ids(dir.string(), cfg);
+  ASSERT_FALSE(array.ok());
+  EXPECT_NE(array.error().message.find("expected a JSON object, got array"), std::string::npos) << array.error().message;
   std::filesystem::remove(dir / "generation_config.json");
   auto fallback = model_eos_ids(dir.string(), cfg);
   ASSERT_TRUE(fallback.ok());

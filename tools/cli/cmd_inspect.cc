@@ -5,11 +5,13 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "cli/command.h"
 #include "mamba/checkpoint.h"
+#include "mamba/generate.h"
 #include "mamba/tokenizer.h"
 #include "mamba/weights.h"
 
@@ -46,6 +48,19 @@ void run_inspect(const std::string& model_arg) {
   auto w = bind_weights(*ck);
   if (!w.ok()) die(w.error().message);
   const ModelConfig& c = ck->config();
+  // What `run` would load next: the tokenizer when there is a tokenizer.json, and the EOS ids
+  // (generation_config.json first). A file `run` would refuse fails here too, before any output.
+  const std::string tok_path = (std::filesystem::path(*dir) / "tokenizer.json").string();
+  std::error_code ec;
+  const bool has_tok = std::filesystem::exists(tok_path, ec);
+  std::optional<Tokenizer> tok;
+  if (has_tok) {
+    auto t = Tokenizer::from_file(tok_path);
+    if (!t.ok()) die(t.error().message);
+    tok = std::move(*t);
+  }
+  auto eos_ids = model_eos_ids(*dir, c);
+  if (!eos_ids.ok()) die(eos_ids.error().message);
 
   // Unique bound tensors (a tied lm_head is the embedding: counted once).
   std::set<const void*> seen;
@@ -98,24 +113,30 @@ void run_inspect(const std::string& model_arg) {
   fmt::print("state / sequence {} ({}: conv_state {} + ssm_state {} fp32 per layer)\n", c.state_bytes(),
              human_bytes(static_cast<double>(c.state_bytes())), c.conv_state_elems(), c.ssm_state_elems());
 
-  const std::string tok_path = (std::filesystem::path(*dir) / "tokenizer.json").string();
-  auto tok = Tokenizer::from_file(tok_path);
-  if (!tok.ok()) {
-    std::error_code ec;
-    if (!std::filesystem::exists(tok_path, ec)) fmt::print("tokenizer        no tokenizer.json (token ids only; logits width {})\n", c.padded_vocab_size());
-    else fmt::print("tokenizer        unusable: {}\n", tok.error().message);
+  std::string eos;
+  for (auto e : *eos_ids) eos += (eos.empty() ? "" : ",") + std::to_string(e);
+  // Labelled when generation_config.json's ids are the ones used (they differ from config.json's).
+  const bool gen_cfg = !std::equal(eos_ids->begin(), eos_ids->end(), c.eos_token_ids.begin(), c.eos_token_ids.end());
+  auto id_str = [](const std::optional<std::int64_t>& id) { return id ? std::to_string(*id) : std::string("-"); };
+  if (!tok) {
+    fmt::print("tokenizer        no tokenizer.json (token ids only, < {}; logits width {})\n", std::min(c.vocab_size, c.padded_vocab_size()),
+               c.padded_vocab_size());
+    fmt::print("eos              {}{}\n", eos.empty() ? "-" : eos, gen_cfg ? " (generation_config.json)" : "");
     return;
   }
-  fmt::print("tokenizer        {} ids{}\n", tok->size(),
-             tok->size() < c.padded_vocab_size() ? fmt::format(" (logits rows {}–{} are padding)", tok->size(), c.padded_vocab_size() - 1) : "");
+  const std::int64_t ids = std::min(c.vocab_size, c.padded_vocab_size());
+  if (tok->size() > ids) {
+    fmt::print("tokenizer        {} ids: MORE than the model's vocabulary of {} (ids ≥ {} are refused in prompts)\n", tok->size(), ids, ids);
+  } else {
+    fmt::print("tokenizer        {} ids{}\n", tok->size(),
+               tok->size() < c.padded_vocab_size() ? fmt::format(" (logits rows {}–{} are padding)", tok->size(), c.padded_vocab_size() - 1) : "");
+  }
   std::string specials;
   for (const auto& a : tok->added_tokens())
     if (a.special) specials += fmt::format("{}{}={}", specials.empty() ? "" : ", ", a.id, a.content);
   fmt::print("special tokens   {}\n", specials.empty() ? "(none)" : specials);
-  auto id_str = [](const std::optional<std::int64_t>& id) { return id ? std::to_string(*id) : std::string("-"); };
-  std::string eos;
-  for (auto e : c.eos_token_ids) eos += (eos.empty() ? "" : ",") + std::to_string(e);
-  fmt::print("bos / eos / pad  {} / {} / {}\n", id_str(c.bos_token_id), eos.empty() ? "-" : eos, id_str(c.pad_token_id));
+  fmt::print("bos / eos / pad  {} / {}{} / {}\n", id_str(c.bos_token_id), eos.empty() ? "-" : eos,
+             gen_cfg ? " (generation_config.json)" : "", id_str(c.pad_token_id));
 }
 
 const CommandRegistrar kInspect("inspect", 20, [](CLI::App& app) {
