@@ -13,3 +13,10 @@ foreach(args "--prompt-lens;0" "--threads;5000" "--threads;0x2" "--bw-gib;0x1p-1
     message(FATAL_ERROR "bench_cpu ${a}: measured before rejecting the flags:\n${out}")
   endif()
 endforeach()
+# No model given: $MAMBA_MODEL, and one that does not resolve is named as such (as mamba-cli),
+# not as a path the user never typed.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env MAMBA_MODEL=/no/such/model-env ${BENCH} --bw-gib 0.05
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "^error: MAMBA_MODEL=/no/such/model-env \\(the model used when none is given\\) does not resolve")
+  message(FATAL_ERROR "MAMBA_MODEL=/no/such/model-env bench_cpu: exit ${rc}\n${out}${err}")
+endif()

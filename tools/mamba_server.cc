@@ -100,12 +100,13 @@ int main(int argc, char** argv) {
   }
   o.state_memory_bytes = mem.value();
 
-  if (model_ref.empty()) {
-    model_ref = mamba::default_model_path();
-    if (model_ref.empty()) {
-      std::fprintf(stderr, "error: no -m given and the embedded default model was not found (set MAMBA_MODEL)\n");
+  if (model_ref.empty()) {  // as mamba-cli: $MAMBA_MODEL (an error naming it when it does not resolve), else the embedded model
+    auto def = mamba::resolve_default_model();
+    if (!def.ok()) {
+      std::fprintf(stderr, "error: %s\n", def.error().message.c_str());
       return 2;
     }
+    model_ref = *def;
   }
   auto dir = mamba::resolve_model_path(model_ref);
   if (!dir.ok()) {
