@@ -18,7 +18,9 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-Error invalid(const char* name, double value, const char* range) {
+/// `value` in its own type: a float prints as the user wrote it (min_p = -0.1, not -0.10000000149011612).
+template <class T>
+Error invalid(const char* name, T value, const char* range) {
   return make_error(ErrorCode::kInvalidArgument,
                     fmt::format("sampling parameter {} = {} is out of range: must be {}", name, value, range));
 }

@@ -26,3 +26,8 @@ cli_run_ok(e run -m ${SRC}/models/mamba2-books-7m-bpe8k -p "Once upon a time" -n
 if(NOT d_OUT STREQUAL e_OUT)
   message(FATAL_ERROR "re-running with the reported seed gave another text:\n[${d_OUT}]\n[${e_OUT}]")
 endif()
+# --seed with greedy decoding has nothing to seed: a note says so (and nothing else changes).
+cli_run_ok(g run -m ${SRC}/models/mamba2-books-7m-bpe8k --prompt-ids 1,2 -n 2 --seed 7)
+if(NOT g_ERR MATCHES "note: --seed has no effect: decoding is greedy")
+  message(FATAL_ERROR "--seed under greedy decoding: no note on stderr:\n${g_ERR}")
+endif()

@@ -37,6 +37,8 @@ void run(const PplArgs& a, CLI::App& cmd) {
   // The input is read (and a bad path reported) before the (slow) model load.
   auto text = read_text_file(have_ids ? a.ids_file : a.text_file);
   if (!text.ok()) fail(text.error().message);
+  if (!have_ids)
+    if (Status st = require_utf8(*text, a.text_file); !st.ok()) fail(st.message());
 
   auto loaded = load_model_and_tokenizer(a.model, a.threads, a.precision);
   if (!loaded.ok()) fail(loaded.error().message);

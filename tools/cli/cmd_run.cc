@@ -56,6 +56,8 @@ void run(const RunArgs& a, CLI::App& cmd) {
   }
   if (a.n_predict < 0) fail(fmt::format("-n/--n-predict = {} must be >= 0", a.n_predict));
   if (Status st = opts.sampling.validate(); !st.ok()) fail(st.message());
+  if (opts.sampling.has_seed && !opts.sampling.sampling())
+    std::fprintf(stderr, "note: --seed has no effect: decoding is greedy (give --temp, or a --top-k/--top-p/--min-p/--typical-p that restricts)\n");
   const int sources = (cmd.count("--prompt") > 0) + (cmd.count("--file") > 0) + (cmd.count("--prompt-ids") > 0);
   if (sources > 1) fail("give at most one of -p/--prompt, -f/--file, --prompt-ids");
   if (!a.json && (cmd.count("--top-logprobs") || cmd.count("--prompt-logprobs")))
@@ -68,6 +70,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
   if (cmd.count("--file")) {
     auto text = read_text_file(a.prompt_file);
     if (!text.ok()) fail(text.error().message);
+    if (Status st = require_utf8(*text, a.prompt_file); !st.ok()) fail(st.message());
     prompt_text = std::move(*text);
   }
   std::vector<std::int32_t> prompt;
@@ -92,6 +95,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
       if (isatty(STDIN_FILENO)) std::fprintf(stderr, "reading the prompt from stdin (end with Ctrl-D; or use -p TEXT)\n");
       auto text = read_text_file("-");
       if (!text.ok()) fail(text.error().message);
+      if (Status st = require_utf8(*text, "stdin"); !st.ok()) fail(st.message());
       prompt_text = std::move(*text);
     }
     if (!tok)

@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "mamba/checkpoint.h"
 #include "ops/cpu/cpu_target.h"
+#include "tokenizer/unicode.h"
 
 namespace mamba::cli {
 
@@ -105,6 +106,13 @@ Result<std::string> read_capped(std::istream& in, const std::string& path) {
   return out;
 }
 }  // namespace
+
+Status require_utf8(std::string_view text, const std::string& source) {
+  const std::size_t bad = tok::utf8_valid_prefix(text);
+  if (bad == text.size()) return {};
+  return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: not valid UTF-8 text (invalid byte 0x{:02X} at offset {})", source,
+                                                             static_cast<unsigned char>(text[bad]), bad));
+}
 
 Result<std::string> read_text_file(const std::string& path) {
   if (path == "-") return read_capped(std::cin, "-");

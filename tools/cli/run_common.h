@@ -48,4 +48,8 @@ inline constexpr std::size_t kMaxTextFileBytes = std::size_t{1} << 30;
 /// kMaxTextFileBytes (an endless stream: /dev/zero), kIo (cannot open / read).
 Result<std::string> read_text_file(const std::string& path);
 
+/// ok when `text` is valid UTF-8, else kInvalidArgument naming `source` (a path, "stdin") and the
+/// first invalid byte: a prompt file is checked before the (slow) model load, not at encoding.
+Status require_utf8(std::string_view text, const std::string& source);
+
 }  // namespace mamba::cli
