@@ -156,11 +156,15 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
   } else if (fs::is_regular_file(d / "pytorch_model.bin.index.json", ec)) {
     MAMBA_RETURN_IF_ERROR(io::add_sharded(dir, (d / "pytorch_model.bin.index.json").string(), io::add_torch_zip_file, contents));
   } else {
-    for (const fs::path& p : {index, single, torch_bin, d / "pytorch_model.bin.index.json"})
+    for (const fs::path& p : {index, single, torch_bin, d / "pytorch_model.bin.index.json"}) {
+      if (fs::is_symlink(fs::symlink_status(p, ec)) && !fs::exists(p, ec))
+        return make_error(ErrorCode::kNotFound, fmt::format("{}: a symbolic link to {}, which does not exist", p.string(),
+                                                            fs::read_symlink(p, ec).string()));
       if (fs::exists(p, ec))
         return make_error(ErrorCode::kInvalidArgument,
                           fmt::format("{}: {}", p.string(), fs::is_directory(p, ec) ? "is a directory, not a weights file"
                                                                                     : "is not a regular file"));
+    }
     return make_error(ErrorCode::kNotFound,
                       fmt::format("{}: no weights found (looked for model.safetensors.index.json, model.safetensors, pytorch_model.bin, "
                                   "pytorch_model.bin.index.json)", dir));

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <limits>
+#include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "io/checked_math.h"
@@ -41,10 +43,20 @@ Result<std::vector<SafetensorsRecord>> parse_safetensors(const std::uint8_t* byt
   const std::uint64_t data_start = 8 + n;
   const std::uint64_t data_size = size - data_start;
   const char* hdr = reinterpret_cast<const char*>(bytes + 8);
-  nlohmann::json j = nlohmann::json::parse(hdr, hdr + n, nullptr, /*allow_exceptions=*/false);
+  // A name given twice is ambiguous (nlohmann keeps the last silently): the first repeat is an error.
+  std::set<std::string> names;
+  std::optional<std::string> repeated;
+  const nlohmann::json::parser_callback_t note_repeats = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string() && !repeated &&
+        !names.insert(parsed.get<std::string>()).second)
+      repeated = parsed.get<std::string>();
+    return true;
+  };
+  nlohmann::json j = nlohmann::json::parse(hdr, hdr + n, note_repeats, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return make_error(ErrorCode::kFormat, fmt::format("{}: safetensors header ({} bytes) is not a JSON object", source, n));
   }
+  if (repeated) return make_error(ErrorCode::kFormat, fmt::format("{}: safetensors header names tensor '{}' twice", source, *repeated));
   std::vector<SafetensorsRecord> recs;
   recs.reserve(j.size());
   for (auto it = j.begin(); it != j.end(); ++it) {

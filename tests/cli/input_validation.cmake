@@ -167,3 +167,15 @@ cli_run_ok(twice run -m ${model} --prompt-ids 1 -n 9 -n 2 --json --ignore-eos)
 if(NOT twice_OUT MATCHES "\"ids\":\\[[0-9]+,[0-9]+\\]")
   message(FATAL_ERROR "run -n 9 -n 2 must generate 2 tokens:\n${twice_OUT}")
 endif()
+
+# A weights file that is a dangling symbolic link is named as such (it read "no weights found").
+file(MAKE_DIRECTORY ${WORK}/dangling)
+file(COPY ${model}/config.json DESTINATION ${WORK}/dangling)
+file(REMOVE ${WORK}/dangling/model.safetensors)
+file(CREATE_LINK ${WORK}/no-such-target.safetensors ${WORK}/dangling/model.safetensors SYMBOLIC)
+expect_error("error: .*dangling/model.safetensors: a symbolic link to .*no-such-target.safetensors, which does not exist" inspect ${WORK}/dangling)
+# inspect names the file(s) the tensors came from.
+cli_run_ok(files inspect ${model})
+if(NOT files_OUT MATCHES "weights file     model.safetensors\n")
+  message(FATAL_ERROR "inspect does not name the weights file:\n${files_OUT}")
+endif()

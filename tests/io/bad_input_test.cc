@@ -124,6 +124,18 @@ TEST(BadInput, OffsetsOverlappingOrOutOfRange) {
   EXPECT_EQ(e.code, ErrorCode::kFormat);
 }
 
+TEST(BadInput, ATensorNamedTwiceIsAnError) {
+  // JSON parsers keep the last of repeated keys silently: which tensor would load is ambiguous.
+  Error e = parse_err(raw_safetensors(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                                          "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8));
+  EXPECT_EQ(e.code, ErrorCode::kFormat);
+  expect_mentions(e, {"m.safetensors", "'a' twice"});
+  // The same name inside two different tensors' records is no repeat.
+  auto ok = raw_safetensors(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                                "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8);
+  EXPECT_TRUE(io::parse_safetensors(reinterpret_cast<const std::uint8_t*>(ok.data()), ok.size(), "m.safetensors").ok());
+}
+
 TEST(BadInput, UnknownDtype) {
   Error e = parse_err(raw_safetensors(R"({"a": {"dtype": "F8_E4M3X", "shape": [2], "data_offsets": [0, 2]}})", 2));
   EXPECT_EQ(e.code, ErrorCode::kUnsupported);

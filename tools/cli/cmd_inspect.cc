@@ -85,7 +85,13 @@ void run_inspect(const std::string& model_arg) {
   std::string dtypes;
   for (const auto& [name, b] : bytes_by_dtype) dtypes += fmt::format("{}{} ({})", dtypes.empty() ? "" : ", ", name, human_bytes(static_cast<double>(b)));
 
+  // The files the tensors came from (the one format Checkpoint::open chose, when a directory holds several).
+  std::set<std::string> files;
+  for (const TensorEntry& e : ck->tensors()) files.insert(std::filesystem::path(e.file).filename().string());
+  std::string file_list;
+  for (const auto& f : files) file_list += (file_list.empty() ? "" : ", ") + f;
   fmt::print("model            {}\n", *dir);
+  fmt::print("weights file{}    {}\n", files.size() == 1 ? " " : "s", file_list);
   fmt::print("architecture     {} ({} format)\n", arch_name(c.arch), c.format == CheckpointFormat::kHF ? "HF" : "state-spaces");
   fmt::print("layers           {}\n", c.n_layer);
   fmt::print("d_model          {}\n", c.d_model);
