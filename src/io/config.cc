@@ -319,6 +319,11 @@ Status validate(const ModelConfig& c, const std::string& source) {
     MAMBA_RETURN_IF_ERROR(positive("n_heads", c.n_heads));
     MAMBA_RETURN_IF_ERROR(positive("n_groups", c.n_groups));
     MAMBA_RETURN_IF_ERROR(positive("chunk_size", c.chunk_size));
+    if (!hf && c.d_inner % c.head_dim != 0) {  // state-spaces: n_heads is derived, d_inner / headdim
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: ssm_cfg.headdim = {} does not divide d_inner = {} (the SSM's width: expand · d_model, or d_ssm)",
+                                    source, c.head_dim, c.d_inner));
+    }
     if (c.n_heads * c.head_dim != c.d_inner) {
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("{}: n_heads ({}) · head_dim ({}) = {} must equal d_inner = {}", source, c.n_heads,

@@ -145,6 +145,10 @@ TEST(Config, InconsistentOrUnsupportedConfigs) {
   EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
   EXPECT_NE(e.message.find("n_heads (5)"), std::string::npos) << e.message;
   EXPECT_NE(e.message.find("d_inner = 64"), std::string::npos) << e.message;
+  // state-spaces derives n_heads = d_inner / headdim: a headdim that does not divide is named as such.
+  e = parse_err(R"({"d_model": 32, "n_layer": 2, "vocab_size": 10, "ssm_cfg": {"layer": "Mamba2", "headdim": 7, "ngroups": 1}})");
+  EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(e.message.find("ssm_cfg.headdim = 7 does not divide d_inner = 64"), std::string::npos) << e.message;
   e = parse_err(R"({"model_type": "llama", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 10})");
   EXPECT_EQ(e.code, ErrorCode::kUnsupported);
   EXPECT_NE(e.message.find("llama"), std::string::npos);
