@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "mamba/checkpoint.h"
@@ -82,6 +83,17 @@ void run_inspect(const std::string& model_arg) {
                                 &L.A_log, &L.D, &L.x_proj, &L.dt_proj, &L.dt_proj_bias, &L.dt_bias, &L.gated_norm})
       count(*v);
   }
+  // Stored tensors no weight of the model uses (HF warns about them as "not used"): a tied
+  // checkpoint's copy of lm_head, leftovers of a conversion, a misspelled name.
+  std::set<const void*> used_scales;
+  auto note_scales = [&](const TensorView& v) { if (v.scales != nullptr) used_scales.insert(v.scales); };
+  note_scales(w->embedding);
+  note_scales(w->lm_head);
+  for (const auto& L : w->layers)
+    for (const TensorView* v : {&L.in_proj, &L.out_proj, &L.x_proj, &L.dt_proj}) note_scales(*v);
+  std::vector<std::string> unused;
+  for (const TensorEntry& e : ck->tensors())
+    if (!seen.count(e.view.data) && !used_scales.count(e.view.data)) unused.push_back(e.name);
   std::string dtypes;
   for (const auto& [name, b] : bytes_by_dtype) dtypes += fmt::format("{}{} ({})", dtypes.empty() ? "" : ", ", name, human_bytes(static_cast<double>(b)));
 
@@ -92,6 +104,9 @@ void run_inspect(const std::string& model_arg) {
   for (const auto& f : files) file_list += (file_list.empty() ? "" : ", ") + f;
   fmt::print("model            {}\n", *dir);
   fmt::print("weights file{}    {}\n", files.size() == 1 ? " " : "s", file_list);
+  if (!unused.empty())
+    fmt::print("unused tensors   {} not read by the model: {}{}\n", unused.size(), unused.front(),
+               unused.size() > 1 ? fmt::format(", … ({} more)", unused.size() - 1) : "");
   fmt::print("architecture     {} ({} format)\n", arch_name(c.arch), c.format == CheckpointFormat::kHF ? "HF" : "state-spaces");
   fmt::print("layers           {}\n", c.n_layer);
   fmt::print("d_model          {}\n", c.d_model);
