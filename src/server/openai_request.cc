@@ -59,9 +59,10 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
   }
   s.seed = static_cast<std::uint64_t>(seed);
   s.has_seed = has_seed;
-  // OpenAI: temperature 0 is greedy, anything else samples.
+  // OpenAI: temperature 0 is greedy whatever top_p / top_k / min_p say (SamplingParams: temperature
+  // 0 never samples; TGI's rule, a warper alone turns sampling on, is for TGI's routes), anything
+  // else samples.
   s.do_sample = s.temperature > 0.0f;
-  if (!s.do_sample) s.temperature = 1.0f;
   RETURN_IF_API_ERROR(get_stop(b, "stop", static_cast<std::size_t>(limits.max_stop_sequences), o.stop));
   RETURN_IF_API_ERROR(reject_if_set(b, "logit_bias", "logit_bias is not implemented"));
   RETURN_IF_API_ERROR(reject_if_set(b, "tools", "tool calling is not implemented"));

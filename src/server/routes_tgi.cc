@@ -58,6 +58,8 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
   auto r = std::make_shared<TgiRequest>();
   if (auto e = parse_tgi_request(body, ctx.limits, *r)) return send_error(res, *e, ctx.metrics);
   const bool stream = mode == TgiMode::kStream || (mode == TgiMode::kCompat && r->stream);
+  if (stream && r->decoder_input_details)  // as TGI: the prompt's details have no place in a stream
+    return send_error(res, ApiError::validation("`decoder_input_details` == true is not supported when streaming tokens"), ctx.metrics);
   r->opts.skip_special_tokens = true;
   SequenceRequest sreq;
   if (auto e = prepare_prompt(ctx, r->inputs, {}, r->truncate, r->opts.max_new_tokens, r->max_new_tokens_given, kTgiFields,
@@ -86,7 +88,9 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
         const TokenEvent& t = toks[i];
         state->text += t.text_delta;
         const bool last = done && i + 1 == toks.size();
-        json ev{{"index", ++state->index}, {"token", token_json(t, t.text_delta)}};
+        // A special token (EOS) carries its own text, as in /generate's details and in TGI; the
+        // generated text leaves it out.
+        json ev{{"index", ++state->index}, {"token", token_json(t, t.special ? t.token_text : t.text_delta)}};
         if (r->opts.top_logprobs > 0) ev["top_tokens"] = top_tokens_json(ctx, t);
         ev["generated_text"] = last ? json(state->text) : json(nullptr);
         if (last && r->details) {

@@ -134,6 +134,7 @@ TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {
   ASSERT_FALSE(completion(R"({"prompt":["Once"],"temperature":0,"max_tokens":3,"logprobs":2,"stop":"\n","seed":7,
                               "stream":true,"stream_options":{"include_usage":true}})", g));
   EXPECT_FALSE(g.opts.sampling.do_sample);
+  EXPECT_FALSE(g.opts.sampling.sampling());
   EXPECT_EQ(g.opts.max_new_tokens, 3);
   EXPECT_TRUE(g.logprobs);
   EXPECT_EQ(g.top_logprobs, 2);
@@ -141,6 +142,17 @@ TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {
   EXPECT_EQ(g.opts.stop, std::vector<std::string>{"\n"});
   EXPECT_TRUE(g.stream);
   EXPECT_TRUE(g.include_usage);
+  // temperature 0 stays greedy beside warpers (a common client default is temperature 0 + top_p
+  // 0.95: it sampled at temperature 1), on both routes.
+  for (const char* body : {R"({"prompt":"a","temperature":0,"top_p":0.95})", R"({"prompt":"a","temperature":0,"top_k":40})",
+                           R"({"prompt":"a","temperature":0,"min_p":0.05})"}) {
+    OpenAiRequest t0;
+    ASSERT_FALSE(completion(body, t0)) << body;
+    EXPECT_FALSE(t0.opts.sampling.sampling()) << body;
+  }
+  OpenAiRequest c0;
+  ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":"hi"}],"temperature":0,"top_p":0.9})", c0));
+  EXPECT_FALSE(c0.opts.sampling.sampling());
   OpenAiRequest ids;
   ASSERT_FALSE(completion(R"({"prompt":[5,6,7]})", ids));
   EXPECT_EQ(ids.prompt_ids, (std::vector<std::int32_t>{5, 6, 7}));

@@ -24,8 +24,9 @@ function makeRequests() {
     if (i % 4 === 1) Object.assign(parameters, { do_sample: true, temperature: 0.8, top_k: 50, top_p: 0.95, seed: 100 + i });
     if (i % 5 === 2) parameters.repetition_penalty = 1.3;
     if (i % 6 === 4) parameters.top_n_tokens = 2;
-    if (i % 7 === 5) parameters.decoder_input_details = true;
-    reqs.push({ route: i % 3 === 0 ? '/generate_stream' : '/generate', body: { inputs, parameters } });
+    const route = i % 3 === 0 ? '/generate_stream' : '/generate';
+    if (i % 7 === 5 && route === '/generate') parameters.decoder_input_details = true;  // streams refuse it (TGI)
+    reqs.push({ route, body: { inputs, parameters } });
   }
   return reqs;
 }
