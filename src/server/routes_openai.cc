@@ -35,6 +35,14 @@ json bytes_json(const std::string& s) {
   return b;
 }
 
+/// Characters (Unicode code points) in UTF-8 `s`: OpenAI's `text_offset` counts characters, as
+/// Python's str indices do (a client slices the text with them), not bytes.
+std::size_t utf8_chars(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
+  return n;
+}
+
 struct LogprobsBuilder {
   // completions: {tokens, token_logprobs, top_logprobs, text_offset}; chat: {content: [...]}
   static json completion(const ServerContext& ctx, const std::vector<TokenEvent>& toks, std::size_t& offset, int top) {
@@ -43,7 +51,7 @@ struct LogprobsBuilder {
       tokens.push_back(t.token_text);
       lps.push_back(lp_json(t.logprob));
       offs.push_back(offset);
-      offset += t.text_delta.size();
+      offset += utf8_chars(t.text_delta);
       if (top > 0) {
         json m = json::object();
         for (const auto& [id, lp] : t.top) m[token_text(ctx, id)] = lp_json(lp);
@@ -65,7 +73,7 @@ struct LogprobsBuilder {
       lps.push_back(i == 0 || i - 1 >= prompt_lps.size() ? json(nullptr) : lp_json(prompt_lps[i - 1]));
       tops.push_back(nullptr);
       offs.push_back(offset);
-      if (auto piece = dec.push(prompt[i]); piece.ok()) offset += piece->size();
+      if (auto piece = dec.push(prompt[i]); piece.ok()) offset += utf8_chars(*piece);
     }
     auto put_in_front = [&lp](json front, const char* key) {
       for (auto& v : lp[key]) front.push_back(std::move(v));
@@ -130,7 +138,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   const std::string echo_prefix = (!chat && r->echo) ? r->prompt : std::string();
 
   if (r->stream) {
-    auto offset = std::make_shared<std::size_t>(echo_prefix.size());
+    auto offset = std::make_shared<std::size_t>(utf8_chars(echo_prefix));
     auto first = std::make_shared<bool>(true);
     SseHandlers h;
     h.on_tokens = [&ctx, r, oid, created, model, chat, offset, first, echo_prefix](
@@ -160,7 +168,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
         } else {
           choice["text"] = t.text_delta;
           choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, one, *offset, r->top_logprobs) : json(nullptr);
-          if (!r->logprobs) *offset += t.text_delta.size();
+          if (!r->logprobs) *offset += utf8_chars(t.text_delta);
         }
         choice["finish_reason"] = last ? json(openai_finish(st.finish)) : json(nullptr);
         out += chunk(choice);
@@ -187,7 +195,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     choice["message"] = json{{"role", "assistant"}, {"content", c.text}};
     choice["logprobs"] = r->logprobs ? LogprobsBuilder::chat(ctx, c.tokens, r->top_logprobs) : json(nullptr);
   } else {
-    std::size_t offset = echo_prefix.size();
+    std::size_t offset = utf8_chars(echo_prefix);
     choice["text"] = echo_prefix + c.text;
     choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, c.tokens, offset, r->top_logprobs) : json(nullptr);
     if (echo_logprobs) LogprobsBuilder::prepend_prompt(ctx, prompt_ids, c.stats.prompt_logprobs, r->top_logprobs, choice["logprobs"]);

@@ -278,6 +278,15 @@ await check('completions echo + logprobs: the prompt tokens come first (null, th
     const end = i + 1 < lp.tokens.length ? lp.text_offset[i + 1] : c.text.length;
     assert.equal(c.text.slice(lp.text_offset[i], end), lp.tokens[i], `token ${i}`);
   }
+  // Offsets count characters, not UTF-8 bytes (OpenAI's are Python str indices): curly quotes are
+  // 3 bytes each but one character, so a client's slicing still finds each token.
+  const q = await postJson(base, '/v1/completions', { prompt: 'He said “hello” to me', max_tokens: 2, temperature: 0, logprobs: 1, echo: true });
+  assert.equal(q.status, 200, JSON.stringify(q.json));
+  const ql = q.json.choices[0].logprobs, qt = q.json.choices[0].text;
+  for (let i = 0; i < ql.tokens.length; ++i) {
+    const end = i + 1 < ql.tokens.length ? ql.text_offset[i + 1] : qt.length;
+    assert.equal(qt.slice(ql.text_offset[i], end), ql.tokens[i], `token ${i} of ${JSON.stringify(ql.tokens)} at ${JSON.stringify(ql.text_offset)}`);
+  }
 });
 
 await check('a multipart/form-data body is a 415 saying to send the JSON itself', async () => {
