@@ -19,7 +19,7 @@ std::string Metrics::render() const {
   auto g = [&](const char* name, const char* help, const std::atomic<std::int64_t>& v) {
     emit(out, name, "gauge", help, static_cast<double>(v.load()));
   };
-  c("mamba_requests_received_total", "Generation requests received.", requests_received);
+  c("mamba_requests_received_total", "Generation requests admitted to the queue (not those refused: invalid, overloaded, draining).", requests_received);
   out += "# HELP mamba_requests_total Generation requests by outcome.\n# TYPE mamba_requests_total counter\n";
   fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"ok\"}} {}\n", requests_ok.load());
   fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"cancelled\"}} {}\n", requests_cancelled.load());

@@ -161,6 +161,7 @@ std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& l
     RETURN_IF_API_ERROR(get_int(b, "max_completion_tokens", 1, limits.max_total_tokens, mct));
     out.opts.max_new_tokens = static_cast<int>(mct);
     out.max_tokens_given = true;
+    out.max_tokens_field = "`max_completion_tokens`";
   }
   RETURN_IF_API_ERROR(get_bool(b, "logprobs", out.logprobs));
   std::int64_t top = 0;

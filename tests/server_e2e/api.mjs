@@ -289,6 +289,13 @@ await check('completions echo + logprobs: the prompt tokens come first (null, th
   }
 });
 
+await check('chat: a max_completion_tokens past --max-total-tokens is named in the 422 (not max_tokens)', async () => {
+  const info = await (await fetch(base + '/info')).json();
+  const r = await postJson(base, '/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: info.max_total_tokens });
+  assert.equal(r.status, 422, JSON.stringify(r.json));
+  assert.match(JSON.stringify(r.json), /`max_completion_tokens` must be <=/);
+});
+
 await check('a multipart/form-data body is a 415 saying to send the JSON itself', async () => {
   const form = new FormData();
   form.append('inputs', 'hi');
