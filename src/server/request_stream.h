@@ -19,7 +19,7 @@ namespace mamba::server {
 
 /// Timings and counts of one finished request (milliseconds of wall time).
 struct SequenceStats {
-  double queue_ms = 0;    ///< submit → slot acquired
+  double queue_ms = 0;    ///< submit → its first prefill piece (waiting for a slot, then for prefill budget)
   double prefill_ms = 0;  ///< inside Model::prefill for this prompt
   double decode_ms = 0;   ///< first token → last token
   double total_ms = 0;    ///< submit → end

@@ -96,6 +96,7 @@ class Scheduler {
   // scheduler-thread only
   std::vector<std::unique_ptr<Sequence>> running_;
   std::size_t decode_cursor_ = 0;
+  std::size_t prefill_cursor_ = 0;  // prefill_pieces starts at this running_ index (round robin)
   std::vector<float> step_logits_, prefill_logits_, lsm_scratch_;
 };
 

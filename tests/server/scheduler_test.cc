@@ -163,6 +163,36 @@ TEST(Scheduler, IdenticalConcurrentRequestsIdentical) {
   sch.stop(1s);
 }
 
+TEST(Scheduler, AShortPromptIsNotHeldBehindALongOnesPrefill) {
+  // Budget 16, chunk 8: the 160-token prompt needs 10+ iterations. The 3-token prompt submitted
+  // with it must get its piece within the next iteration (round robin), not after all of them; the
+  // results are the same as alone either way (checked by ConcurrentBudgets).
+  test::FakeModel model;
+  Metrics m;
+  SchedulerOptions so;
+  so.slots = 2;
+  so.max_batch_prefill_tokens = 16;
+  Scheduler sch(model, nullptr, {}, so, m);
+  GenerateOptions o;
+  o.max_new_tokens = 2;
+  auto longer = sch.submit(SequenceRequest{make_prompt(160, 1), o});
+  auto shorter = sch.submit(SequenceRequest{make_prompt(3, 2), o});
+  ASSERT_NE(longer, nullptr);
+  ASSERT_NE(shorter, nullptr);
+  sch.start();
+  drain(*shorter);
+  drain(*longer);
+  sch.stop(1s);
+  std::size_t short_at = model.pieces.size(), long_pieces = 0;
+  for (std::size_t i = 0; i < model.pieces.size(); ++i) {
+    if (model.pieces[i].len == 3 && model.pieces[i].start == 0) short_at = std::min(short_at, i);
+    else ++long_pieces;
+  }
+  ASSERT_LT(short_at, model.pieces.size()) << "the short prompt was never prefilled";
+  EXPECT_GE(long_pieces, 10u);
+  EXPECT_LE(short_at, 1u) << "the short prompt waited behind " << short_at << " pieces of the long one";
+}
+
 TEST(Scheduler, InFlightLimitAndCancelFreesSlot) {
   test::FakeModel model;
   Metrics m;
