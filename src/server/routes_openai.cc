@@ -160,6 +160,9 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
       for (std::size_t i = 0; i < toks.size(); ++i) {
         const TokenEvent& t = toks[i];
         const bool last = done && i + 1 == toks.size();
+        // A token that released no text yet (a held-back stop prefix, part of a UTF-8 character)
+        // has nothing to say without logprobs: no empty chunk (OpenAI sends none).
+        if (!last && t.text_delta.empty() && !r->logprobs) continue;
         json choice{{"index", 0}};
         std::vector<TokenEvent> one{t};
         if (chat) {

@@ -165,6 +165,14 @@ await check('POST /v1/chat/completions (stream and not)', async () => {
   assert.equal(chunks[0].choices[0].delta.role, 'assistant');
   assert.equal(chunks.map((c) => c.choices[0].delta.content ?? '').join(''), content);
   assert.equal(chunks.at(-1).choices[0].finish_reason, r.json.choices[0].finish_reason);
+  // Without logprobs, no chunk but the role's and the last carries empty content (a token that
+  // released no text yet, e.g. "\n" held back for the "\nUser:" stop, sends nothing).
+  const { logprobs, top_logprobs, ...plain } = body;
+  const p = await postSse(base, '/v1/chat/completions', { ...plain, max_tokens: 40, stream: true });
+  const pc = p.events.slice(0, -1);
+  pc.slice(1, -1).forEach((c, i) => assert.notEqual(c.choices[0].delta.content, '', `chunk ${i + 1} is empty`));
+  const pr = await postJson(base, '/v1/chat/completions', { ...plain, max_tokens: 40 });
+  assert.equal(pc.map((c) => c.choices[0].delta.content ?? '').join(''), pr.json.choices[0].message.content);
 });
 
 const bad = [
