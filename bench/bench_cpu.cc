@@ -473,13 +473,8 @@ int main(int argc, char** argv) {
       if (std::find(seen.begin(), seen.end(), d) == seen.end()) seen.push_back(d);
     o.dirs = std::move(seen);
   }
-  if (o.dirs.empty()) {  // as mamba-cli: $MAMBA_MODEL (an error naming it when it does not resolve), else the embedded model
-    auto def = mamba::resolve_default_model();
-    if (!def.ok()) {
-      std::fprintf(stderr, "error: %s\n", def.error().message.c_str());
-      return 2;
-    }
-    o.dirs.push_back(*def);
+  if (o.dirs.empty()) {
+    if (const auto rc = mamba::bench::default_model(o.dirs.emplace_back())) return *rc;
   }
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   set_threads(threads);

@@ -71,13 +71,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "error: --threads needs at least one value\n");
     return 2;
   }
-  if (dirs.empty()) {  // as mamba-cli and bench_cpu: $MAMBA_MODEL (an error naming it when it does not resolve), else the embedded model
-    auto def = mamba::resolve_default_model();
-    if (!def.ok()) {
-      std::fprintf(stderr, "error: %s\n", def.error().message.c_str());
-      return 2;
-    }
-    dirs.push_back(*def);
+  if (dirs.empty()) {
+    if (const auto rc = mamba::bench::default_model(dirs.emplace_back())) return *rc;
   }
   // Thread counts as they resolve (0 = all), each measured once.
   std::vector<int> counts;

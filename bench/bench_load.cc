@@ -42,14 +42,8 @@ int main(int argc, char** argv) {
   app.add_option("--model", model, "the same as the positional argument");
   app.add_option("--reps", reps, "repetitions (the first one may be cold)")->check(CLI::Range(1, 100))->capture_default_str();
   if (const auto rc = mamba::bench::parse_args(app, argc, argv)) return *rc;
-  if (model.empty()) {  // as mamba-cli: $MAMBA_MODEL (an error naming it when it does not resolve), else the embedded model
-    auto def = mamba::resolve_default_model();
-    if (!def.ok()) {
-      std::fprintf(stderr, "error: %s\n", def.error().message.c_str());
-      return 2;
-    }
-    model = *def;
-  }
+  if (model.empty())
+    if (const auto rc = mamba::bench::default_model(model)) return *rc;
 
   auto dir = mamba::resolve_model_path(model);
   if (!dir.ok()) {

@@ -5,8 +5,11 @@
 
 #include "cli/option_rules.h"
 
+#include <cstdio>
 #include <optional>
 #include <string>
+
+#include "mamba/checkpoint.h"
 
 namespace mamba::bench {
 
@@ -21,6 +24,19 @@ inline std::optional<int> parse_args(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  return std::nullopt;
+}
+
+/// The model a bench measures when none is given, as mamba-cli resolves it ($MAMBA_MODEL, named
+/// when it does not resolve; else the embedded model): nullopt to go on with `dir` set, else the
+/// exit status 2 after one "error: ..." line.
+inline std::optional<int> default_model(std::string& dir) {
+  auto def = resolve_default_model();
+  if (!def.ok()) {
+    std::fprintf(stderr, "error: %s\n", def.error().message.c_str());
+    return 2;
+  }
+  dir = *def;
   return std::nullopt;
 }
 
