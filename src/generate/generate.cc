@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "io/json_lenient.h"
 #include "mamba/generate.h"
 
 namespace mamba {
@@ -44,12 +45,8 @@ Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, co
     std::stringstream ss;
     ss << in.rdbuf();
     if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(ss.str());
-    } catch (const nlohmann::json::parse_error& e) {
-      return make_error(ErrorCode::kFormat, fmt::format("{}: invalid JSON ({})", path.string(), e.what()));
-    }
+    // As config.json: Python's bare Infinity/NaN accepted, a parse error named with its position.
+    MAMBA_ASSIGN_OR_RETURN(nlohmann::json j, io::parse_json_lenient(ss.str(), path.string()));
     if (!j.is_object()) return make_error(ErrorCode::kFormat, fmt::format("{}: expected a JSON object, got {}", path.string(), j.type_name()));
     if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
       std::vector<std::int32_t> ids;

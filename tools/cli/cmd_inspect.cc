@@ -64,10 +64,11 @@ void run_inspect(const std::string& model_arg) {
   if (!eos_ids.ok()) die(eos_ids.error().message);
 
   // Unique bound tensors (a tied lm_head is the embedding: counted once).
-  std::set<const void*> seen;
+  std::set<const void*> seen, seen_scales;  // the stored tensors the model reads (codes, scales)
   std::map<std::string, std::int64_t> bytes_by_dtype;
   std::int64_t params = 0, bytes = 0;
   auto count = [&](const TensorView& v) {
+    if (v.scales != nullptr) seen_scales.insert(v.scales);
     if (v.empty() || !seen.insert(v.data).second) return;
     params += v.numel();
     // Quantized weights: codes + their F32 scales (one per group_size weights).
@@ -85,15 +86,9 @@ void run_inspect(const std::string& model_arg) {
   }
   // Stored tensors no weight of the model uses (HF warns about them as "not used"): a tied
   // checkpoint's copy of lm_head, leftovers of a conversion, a misspelled name.
-  std::set<const void*> used_scales;
-  auto note_scales = [&](const TensorView& v) { if (v.scales != nullptr) used_scales.insert(v.scales); };
-  note_scales(w->embedding);
-  note_scales(w->lm_head);
-  for (const auto& L : w->layers)
-    for (const TensorView* v : {&L.in_proj, &L.out_proj, &L.x_proj, &L.dt_proj}) note_scales(*v);
   std::vector<std::string> unused;
   for (const TensorEntry& e : ck->tensors())
-    if (!seen.count(e.view.data) && !used_scales.count(e.view.data)) unused.push_back(e.name);
+    if (!seen.count(e.view.data) && !seen_scales.count(e.view.data)) unused.push_back(e.name);
   std::string dtypes;
   for (const auto& [name, b] : bytes_by_dtype) dtypes += fmt::format("{}{} ({})", dtypes.empty() ? "" : ", ", name, human_bytes(static_cast<double>(b)));
 
