@@ -16,6 +16,10 @@ std::string dump_json(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string dump_json(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 std::optional<ApiError> parse_body_object(const std::string& body, json& out) {
   if (body.empty()) return ApiError::malformed("request body is empty: expected a JSON object");
   try {

@@ -14,7 +14,9 @@
 
 namespace mamba::server {
 
-using nlohmann::json;
+// Responses keep their keys in insertion order (ordered_json), as OpenAI's: `id` first, and each
+// completions `top_logprobs` dict from the most to the least likely token.
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -54,7 +56,10 @@ struct LogprobsBuilder {
       offset += utf8_chars(t.text_delta);
       if (top > 0) {
         json m = json::object();
-        for (const auto& [id, lp] : t.top) m[token_text(ctx, id)] = lp_json(lp);
+        for (const auto& [id, lp] : t.top) {  // descending: a text seen before keeps the likelier value
+          std::string s = token_text(ctx, id);
+          if (!m.contains(s)) m[s] = lp_json(lp);
+        }
         tops.push_back(m);
       }
     }
@@ -105,7 +110,7 @@ json usage_json(const SequenceStats& st) {
 }
 
 void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat) {
-  json body;
+  nlohmann::json body;
   if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
   auto r = std::make_shared<OpenAiRequest>();
   if (auto e = chat ? parse_chat_request(body, ctx.limits, *r) : parse_completion_request(body, ctx.limits, *r)) {

@@ -297,6 +297,23 @@ await check('completions echo + logprobs: the prompt tokens come first (null, th
   }
 });
 
+await check('completions top_logprobs dicts run from the most to the least likely token; keys in OpenAI order', async () => {
+  const r = await postJson(base, '/v1/completions', { prompt: PROMPT, max_tokens: 6, temperature: 0, logprobs: 5 });
+  assert.equal(r.status, 200, JSON.stringify(r.json));
+  assert.deepEqual(Object.keys(r.json), ['id', 'object', 'created', 'model', 'choices', 'usage']);
+  const lp = r.json.choices[0].logprobs;
+  let checked = 0;
+  for (const top of lp.top_logprobs) {
+    const keys = Object.keys(top);
+    // JavaScript lists integer-like keys ("7") first whatever the JSON order: skip such dicts.
+    if (keys.some((k) => /^(0|[1-9][0-9]*)$/.test(k))) continue;
+    const values = keys.map((k) => top[k]);
+    for (let i = 1; i < values.length; ++i) assert.ok(values[i - 1] >= values[i], `${JSON.stringify(top)} not in descending order`);
+    checked += keys.length >= 2;
+  }
+  assert.ok(checked >= 3, `only ${checked} dicts checked`);
+});
+
 await check('chat: a max_completion_tokens past --max-total-tokens is named in the 422 (not max_tokens)', async () => {
   const info = await (await fetch(base + '/info')).json();
   const r = await postJson(base, '/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: info.max_total_tokens });
