@@ -46,11 +46,16 @@ struct QuantizeReport {
   std::int64_t in_bytes = 0;    ///< bound weight bytes of the input
   std::int64_t out_bytes = 0;   ///< bytes of the written model.safetensors
   std::string kept_names;       ///< comma-separated names of the kept projections (first few)
+  /// Temporary directories ".NAME.tmp-PID" of earlier runs for the same out_dir whose process no
+  /// longer exists (killed by a signal no handler sees, e.g. SIGKILL), removed before writing.
+  std::vector<std::string> removed_stale;
 };
 
 /// `mamba-cli quantize`: reads the model directory `in_dir` (anything Checkpoint::open accepts,
 /// already resolved), writes the quantized checkpoint to `out_dir`, first under a temporary sibling
-/// name, renamed to `out_dir` only when complete (never a half-written checkpoint).
+/// name, renamed to `out_dir` only when complete (never a half-written checkpoint); such names
+/// left beside it by earlier runs whose process is gone are removed (QuantizeReport::removed_stale).
+/// The copied tokenizer / generation files are writable by the owner, whatever the input's mode.
 /// Errors: kInvalidArgument (out_dir exists; the input is already quantized; no tensor is
 /// quantizable, i.e. none has K a multiple of 32, so nothing is written; non-finite weights,
 /// naming the tensor), kIo (not writable, write failures), and any load error of the input.

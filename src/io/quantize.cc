@@ -2,9 +2,11 @@
 // Format and rules: include/mamba/quantize.h (and README §"Quantized weights").
 #include "mamba/quantize.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -206,8 +208,12 @@ Status copy_side_files(const std::string& in_dir, const std::string& out_dir) {
     const fs::path src = fs::path(in_dir) / name;
     std::error_code ec;
     if (!fs::is_regular_file(src, ec)) continue;
-    fs::copy_file(src, fs::path(out_dir) / name, ec);
+    const fs::path dst = fs::path(out_dir) / name;
+    fs::copy_file(src, dst, ec);
     if (ec) return make_error(ErrorCode::kIo, fmt::format("{}: cannot copy to {}: {}", src.string(), out_dir, ec.message()));
+    // copy_file keeps the source's mode: a read-only input (a shared or cached model) would give a
+    // copy its owner cannot edit (e.g. generation_config.json).
+    fs::permissions(dst, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add, ec);
   }
   return {};
 }
@@ -217,6 +223,26 @@ fs::path without_trailing_slash(const std::string& out_dir) {
   fs::path out(out_dir);
   if (!out.has_filename()) out = out.parent_path();
   return out;
+}
+
+/// Removes ".NAME.tmp-PID" siblings of `out` whose process no longer exists (a quantize killed by
+/// SIGKILL, which no handler sees); a live PID's directory — another run in progress — is kept.
+std::vector<std::string> remove_stale_temp_dirs(const fs::path& parent, const fs::path& out) {
+  std::vector<std::string> removed;
+  const std::string prefix = fmt::format(".{}.tmp-", out.filename().string());
+  std::error_code ec;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::stol(digits);
+    if (pid <= 0 || pid == ::getpid() || !(::kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH)) continue;
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);
+    if (!rm) removed.push_back(it->path().string());
+  }
+  return removed;
 }
 
 }  // namespace
@@ -261,6 +287,7 @@ Result<QuantizeReport> quantize_checkpoint(const std::string& in_dir, QuantType 
     return make_error(ErrorCode::kIo, fmt::format("{}: parent directory {} {}", out_dir, parent.string(),
                                                   fs::exists(parent, ec) ? "is not a directory" : "does not exist"));
   }
+  rep.removed_stale = remove_stale_temp_dirs(parent, out);
   const fs::path tmp = quantize_temp_dir(out_dir);
   fs::remove_all(tmp, ec);
   if (!fs::create_directory(tmp, ec)) {

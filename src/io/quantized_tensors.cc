@@ -5,6 +5,7 @@
 // Loaded:                                 X        kQ8 / kQ4, logical shape [N, K], scales → X_scale.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -86,6 +87,19 @@ Status fuse_quantized(CheckpointContents& c, const ModelConfig& config, const st
                         fmt::format("{}: tensor '{}' (scales of '{}' {} {}): expected F32 {}, got {} {}", s.file, sname, e.name,
                                     dtype_name(e.view.dtype), e.view.shape.str(), want.str(), dtype_name(s.view.dtype),
                                     s.view.shape.str()));
+    }
+    // A NaN / ±inf scale would surface only as non-finite logits far from its cause: name it here.
+    {
+      const auto* sv = static_cast<const float*>(s.view.data);
+      const std::int64_t n_scales = N * (K / gs);
+      for (std::int64_t i = 0; i < n_scales; ++i) {
+        if (!std::isfinite(sv[i])) {
+          return make_error(ErrorCode::kFormat,
+                            fmt::format("{}: tensor '{}': scale {} at [{}, {}] (weights {}..{} of row {}); scales must be finite",
+                                        s.file, sname, sv[i], i / (K / gs), i % (K / gs), i % (K / gs) * gs,
+                                        i % (K / gs) * gs + gs - 1, i / (K / gs)));
+        }
+      }
     }
     // q8 codes are in [−127, 127]: −128 (0x80) has no negation in int8 and would make the
     // targets' int8 kernels disagree, so a file holding it is refused (one memchr over the codes).

@@ -105,7 +105,7 @@ class MambaModel final : public Model {
   /// first_row: the caller's row number of tokens[0] (a prefill piece's start), for error messages.
   Status forward(std::span<const std::int32_t> tokens, std::span<const SeqSlice> seqs,
                  std::int64_t logits_row0, float* logits, bool decode = false, std::int64_t first_row = 0);
-  Status check_tokens(std::span<const std::int32_t> tokens) const;
+  Status check_tokens(std::span<const std::int32_t> tokens, const char* call) const;  // call: "prefill" / "step", named in errors
   Status check_state(const State& s) const;
 
   Checkpoint ckpt_;

@@ -179,12 +179,15 @@ State MambaModel::new_state() const {
   return s;
 }
 
-Status MambaModel::check_tokens(std::span<const std::int32_t> tokens) const {
-  if (tokens.empty()) return make_error(ErrorCode::kInvalidArgument, "empty token input");
+Status MambaModel::check_tokens(std::span<const std::int32_t> tokens, const char* call) const {
+  if (tokens.empty())
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: empty token input ({})", call,
+                                  std::string_view(call) == "step" ? "one token per sequence" : "L ≥ 1 tokens"));
   for (std::size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= logits_width())
-      return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("token {} at index {} is out of range [0, {})", tokens[i], i, logits_width()));
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: token {} at index {} is out of range [0, {})",
+                                                                 call, tokens[i], i, logits_width()));
   return {};
 }
 
@@ -202,7 +205,7 @@ Status MambaModel::check_state(const State& s) const {
 }
 
 Status MambaModel::prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode, float* logits) {
-  MAMBA_RETURN_IF_ERROR(check_tokens(tokens));
+  MAMBA_RETURN_IF_ERROR(check_tokens(tokens, "prefill"));
   MAMBA_RETURN_IF_ERROR(check_state(state));
   if (mode != LogitsMode::kNone && logits == nullptr)
     return make_error(ErrorCode::kInvalidArgument, "prefill: logits buffer is null");
@@ -231,7 +234,7 @@ Status MambaModel::prefill(std::span<const std::int32_t> tokens, State& state, L
 }
 
 Status MambaModel::step(std::span<const std::int32_t> tokens, std::span<State* const> states, float* logits) {
-  MAMBA_RETURN_IF_ERROR(check_tokens(tokens));
+  MAMBA_RETURN_IF_ERROR(check_tokens(tokens, "step"));
   if (states.size() != tokens.size())
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("step: {} tokens but {} states", tokens.size(), states.size()));

@@ -150,6 +150,7 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     if (bearer_token(req.get_header_value("Authorization")) != ctx.opts.api_key &&
         req.get_header_value("x-api-key") != ctx.opts.api_key) {
       server::send_error(res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)"}, ctx.metrics);
+      res.set_header("WWW-Authenticate", "Bearer");  // RFC 7235 §3.1: a 401 names the scheme it wants
       return true;
     }
   }
@@ -290,7 +291,7 @@ void Server::shutdown() {
     if (!im.started) return;  // never served (start() failed or was not called): nothing to drain
   }
   im.ctx.draining = true;
-  spdlog::info("shutting down: draining in-flight requests (grace {:.0f} s)", im.ctx.opts.drain_grace_seconds);
+  spdlog::info("shutting down: draining in-flight requests (grace {:g} s)", im.ctx.opts.drain_grace_seconds);
   im.ctx.scheduler->stop(std::chrono::milliseconds(static_cast<std::int64_t>(im.ctx.opts.drain_grace_seconds * 1000)));
   // give streaming handlers a moment to write their last events before the sockets close
   std::this_thread::sleep_for(std::chrono::milliseconds(100));

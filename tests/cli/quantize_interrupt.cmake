@@ -52,3 +52,35 @@ foreach(sig INT TERM HUP QUIT)
   endforeach()
 endforeach()
 message("${interrupted} of ${runs} runs were interrupted by the signal; no temporary directory left")
+
+# SIGKILL cannot be handled: its ".OUT.tmp-PID" stays. The next quantize to the same OUT removes
+# such a directory when its PID no longer exists (999999999 > any pid_max), says so, and keeps one
+# whose process lives (PID 1) — another run may be writing it.
+set(out ${WORK}/after-kill)
+file(MAKE_DIRECTORY ${WORK}/.after-kill.tmp-999999999 ${WORK}/.after-kill.tmp-1)
+file(WRITE ${WORK}/.after-kill.tmp-999999999/model.safetensors "partial")
+execute_process(COMMAND ${CLI} quantize -m ${model} --type q8 -o ${out} RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR EXISTS ${WORK}/.after-kill.tmp-999999999 OR NOT IS_DIRECTORY ${WORK}/.after-kill.tmp-1
+   OR NOT err MATCHES "note: removed [^\n]*\\.after-kill\\.tmp-999999999, left by an interrupted quantize")
+  message(FATAL_ERROR "stale temporary directory after SIGKILL: exit ${rc}\n${err}")
+endif()
+file(REMOVE_RECURSE ${WORK}/.after-kill.tmp-1)
+
+# The copied tokenizer / generation files are owner-writable even when the input's are read-only.
+file(MAKE_DIRECTORY ${WORK}/ro-in)
+foreach(f config.json model.safetensors tokenizer.json generation_config.json)
+  file(COPY ${model}/${f} DESTINATION ${WORK}/ro-in FILE_PERMISSIONS OWNER_READ GROUP_READ WORLD_READ)
+endforeach()
+execute_process(COMMAND ${CLI} quantize -m ${WORK}/ro-in --type q8 -o ${WORK}/ro-out RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "quantize of a read-only input: exit ${rc}\n${err}")
+endif()
+find_program(STAT stat)
+if(STAT)
+  foreach(f tokenizer.json generation_config.json)
+    execute_process(COMMAND ${STAT} -c %a ${WORK}/ro-out/${f} OUTPUT_VARIABLE mode OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT mode MATCHES "^6")
+      message(FATAL_ERROR "${WORK}/ro-out/${f}: mode ${mode}, expected owner read-write (6xx)")
+    endif()
+  endforeach()
+endif()

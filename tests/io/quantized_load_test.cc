@@ -3,8 +3,11 @@
 // expected and actual).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -156,6 +159,22 @@ TEST_F(QuantizedCheckpoint, Q8CodeMinus128IsRefused) {
   const std::string err = open_error(damaged("code-minus-128", [](json&) {}));
   data_ = good;
   EXPECT_NE(err.find(std::string(kInProj) + "': q8 code -128 at [1, 3]"), std::string::npos) << err;
+}
+
+TEST_F(QuantizedCheckpoint, NonFiniteScaleIsRefusedNamingTheTensor) {
+  // A NaN / inf scale loaded and gave NaN logits far from its cause; the load names it.
+  const std::string sname = std::string(kInProj) + "_scale";
+  const std::int64_t begin = header_[sname]["data_offsets"][0].get<std::int64_t>();
+  const std::int64_t groups = header_[sname]["shape"][1].get<std::int64_t>();
+  const std::string good = data_;
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    std::memcpy(&data_[static_cast<std::size_t>(begin + 4 * (groups + 2))], &bad, 4);  // row 1, group 2
+    const std::string err = open_error(damaged(std::isnan(bad) ? "scale-nan" : "scale-inf", [](json&) {}));
+    data_ = good;
+    EXPECT_NE(err.find(sname + "': scale " + (std::isnan(bad) ? "nan" : "inf") + " at [1, 2] (weights 64..95 of row 1)"),
+              std::string::npos)
+        << err;
+  }
 }
 
 TEST_F(QuantizedCheckpoint, MissingScale) {

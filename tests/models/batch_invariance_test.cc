@@ -87,7 +87,13 @@ TEST(ModelApi, RejectsBadArguments) {
   EXPECT_NE(s.message().find("1000"), std::string::npos) << s.message();
   EXPECT_EQ(st.position, 0) << "a rejected call must not touch the state";
 
-  EXPECT_EQ(model.prefill({}, st, LogitsMode::kLast, logits.data()).error().code, ErrorCode::kInvalidArgument);
+  const Status empty_prefill = model.prefill({}, st, LogitsMode::kLast, logits.data());
+  ASSERT_FALSE(empty_prefill.ok());
+  EXPECT_EQ(empty_prefill.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(empty_prefill.message().rfind("prefill: empty token input", 0), 0u) << empty_prefill.message();
+  const Status empty_step = model.step({}, {}, logits.data());  // the error names the call that failed
+  ASSERT_FALSE(empty_step.ok());
+  EXPECT_EQ(empty_step.message().rfind("step: empty token input", 0), 0u) << empty_step.message();
   const std::vector<std::int32_t> neg = {-1};
   EXPECT_FALSE(model.prefill(neg, st, LogitsMode::kLast, logits.data()).ok());
 

@@ -18,6 +18,7 @@ await check('--api-key: 401 without / with a wrong key, /health open', async () 
   const r = await postJson(base, '/generate', { inputs: PROMPT });
   assert.equal(r.status, 401);
   assert.equal(r.json.error_type, 'authentication');
+  assert.equal(r.headers.get('www-authenticate'), 'Bearer');  // RFC 7235 §3.1
   assert.equal((await postJson(base, '/v1/completions', { prompt: 'x' }, { authorization: 'Bearer nope' })).status, 401);
   assert.equal((await postJson(base, '/v1/completions', { prompt: 'x' }, { authorization: `Basic ${srvKey}` })).status, 401);
   // The scheme name is case-insensitive (RFC 7235 §2.1).

@@ -34,6 +34,8 @@ void run_quantize(const QuantizeArgs& a) {
     return quantize_checkpoint(*dir, type, a.out);
   }();
   if (!rep.ok()) die(rep.error().message);
+  for (const std::string& d : rep->removed_stale)
+    std::fprintf(stderr, "note: removed %s, left by an interrupted quantize (its process is gone)\n", d.c_str());
   std::fprintf(stderr, "quantized %d tensors to %s (group size %d), %d small tensors stored F32", rep->quantized, a.type.c_str(),
                kQuantGroupSize, rep->f32);
   if (rep->kept > 0)

@@ -1,0 +1,27 @@
+# examples/greedy (-DEXAMPLE=...) prints what `mamba-cli run --ignore-eos` prints for the same prompt
+# and length: the library's public API alone reproduces the CLI's greedy decoding.
+include(${CMAKE_CURRENT_LIST_DIR}/cli_util.cmake)
+function(compare model prompt n)
+  execute_process(COMMAND ${EXAMPLE} ${model} ${prompt} ${n} OUTPUT_VARIABLE ex ERROR_VARIABLE ex_err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "examples/greedy ${model}: exit ${rc}\n${ex_err}")
+  endif()
+  execute_process(COMMAND ${CLI} run -m ${model} -p ${prompt} -n ${n} --ignore-eos -t 1
+                  OUTPUT_VARIABLE cli ERROR_VARIABLE cli_err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "mamba-cli run ${model}: exit ${rc}\n${cli_err}")
+  endif()
+  string(STRIP "${ex}" ex)
+  string(STRIP "${cli}" cli)
+  if(ex STREQUAL "" OR NOT ex STREQUAL cli)
+    message(FATAL_ERROR "${model}: examples/greedy printed\n[${ex}]\nmamba-cli run printed\n[${cli}]")
+  endif()
+endfunction()
+compare(${SRC}/models/mamba2-books-7m-bpe8k "It was a dark and stormy night" 24)
+# A bad model is one "error: ..." line and exit 2, as the docs promise for the API's errors.
+execute_process(COMMAND ${EXAMPLE} ${WORK}/no-such-model OUTPUT_QUIET ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "^error: .*no-such-model")
+  message(FATAL_ERROR "examples/greedy on a missing model: exit ${rc}\n${err}")
+endif()
+require_shared()
+compare(${SHARED}/models/mamba1-books-16m "The old man looked at the sea" 16)
