@@ -39,3 +39,36 @@ get_filename_component(other_real ${other} REALPATH)
 if(NOT rc EQUAL 0 OR NOT err MATCHES "model: ${other_real} ")
   message(FATAL_ERROR "MAMBA_MODEL=${other} should be used:\n${err}")
 endif()
+
+# The installed library: find_package(mamba_cpp) + mamba::mamba builds examples/greedy.cc, which
+# prints what the installed mamba-cli prints (the sanitizer build's static libraries would need
+# the consumer built with the same flags: checked in the Release build only).
+if(NOT SANITIZE)
+  set(consumer ${WORK}/consumer)
+  file(REMOVE_RECURSE ${consumer})
+  file(MAKE_DIRECTORY ${consumer})
+  file(WRITE ${consumer}/CMakeLists.txt "cmake_minimum_required(VERSION 3.25)
+project(consumer CXX)
+find_package(mamba_cpp 0.1 REQUIRED)
+add_executable(app ${SRC}/examples/greedy.cc)
+target_link_libraries(app PRIVATE mamba::mamba)
+")
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${consumer} -B ${consumer}/build -G ${GEN} -DCMAKE_CXX_COMPILER=${CXX}
+                          -DCMAKE_PREFIX_PATH=${WORK}/inst -DCMAKE_BUILD_TYPE=Release
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(rc EQUAL 0)
+    execute_process(COMMAND ${CMAKE_COMMAND} --build ${consumer}/build OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  endif()
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "a project using find_package(mamba_cpp) did not build:\n${out}${err}")
+  endif()
+  set(prompt "It was a dark and stormy night")
+  execute_process(COMMAND ${consumer}/build/app ${installed} ${prompt} 12 OUTPUT_VARIABLE ex RESULT_VARIABLE rc1)
+  execute_process(COMMAND ${WORK}/inst/bin/mamba-cli run -m ${installed} -p ${prompt} -n 12 --ignore-eos -t 1
+                  OUTPUT_VARIABLE cli ERROR_QUIET RESULT_VARIABLE rc2)
+  string(STRIP "${ex}" ex)
+  string(STRIP "${cli}" cli)
+  if(NOT rc1 EQUAL 0 OR NOT rc2 EQUAL 0 OR ex STREQUAL "" OR NOT ex STREQUAL cli)
+    message(FATAL_ERROR "installed library: app printed [${ex}] (exit ${rc1}), mamba-cli [${cli}] (exit ${rc2})")
+  endif()
+endif()
