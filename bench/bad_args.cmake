@@ -1,6 +1,6 @@
 # cmake -DBENCH=<bench_cpu> -P bench/bad_args.cmake: bad flags give one "error: ..." line and exit 2
 # like mamba-cli (not CLI11's own codes, e.g. 105 for a value out of range), before any measuring.
-foreach(args "--prompt-lens;0" "--threads;5000" "--threads;0x2" "--bw-gib;0x1p-1" "--decode-steps;" "--decode-steps;x" "--bogus" "--precision;fp8" "--precision;1")
+foreach(args "--prompt-lens;16,,32" "--batches;1,8," "--prompt-lens;0" "--threads;5000" "--threads;0x2" "--bw-gib;0x1p-1" "--decode-steps;" "--decode-steps;x" "--bogus" "--precision;fp8" "--precision;1")
   execute_process(COMMAND ${BENCH} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   string(REPLACE ";" " " a "${args}")
   if(NOT rc EQUAL 2)

@@ -18,6 +18,17 @@ namespace mamba::bench {
 /// exit codes, 105 and others, told a script nothing).
 inline std::optional<int> parse_args(CLI::App& app, int argc, char** argv) {
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
+  // CLI11's delimiter split drops empty items ("16,,32" read as 16,32): a list with one is refused.
+  for (int i = 1; i < argc; ++i) {
+    const std::string v = argv[i];
+    const bool list = !v.empty() && v[0] != '-' && v.find(',') != std::string::npos &&
+                      v.find_first_not_of("0123456789,") == std::string::npos;
+    if (list && (v.front() == ',' || v.back() == ',' || v.find(",,") != std::string::npos)) {
+      std::fprintf(stderr, "error: %s%s: empty item in the comma-separated list \"%s\"\n", i > 1 ? argv[i - 1] : "",
+                   i > 1 ? "" : "argument", v.c_str());
+      return 2;
+    }
+  }
   cli::strict_numbers(app);  // "010" is ten, "" and "0x10" are errors (CLI11 alone: 8, 0, 16)
   try {
     app.parse(argc, argv);
