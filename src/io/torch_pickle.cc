@@ -30,6 +30,7 @@ struct Value {
   VPtr storage;                                    // kTensor
   std::int64_t offset = 0;                         // kTensor
   Shape shape;                                     // kTensor
+  std::string non_contiguous;                      // kTensor: "size …, stride …" of a strided view (refused by name)
   int depth = 0;                                   // nesting depth (bounded: no deep recursion on free)
   bool sealed = false;  // placed inside another container: may no longer change (so no cycles can form)
 };
@@ -389,17 +390,21 @@ class Unpickler {
     v->dtype = a[0]->dtype;
     v->offset = a[1]->i;
     if (v->offset < 0) return fail(fmt::format("_rebuild_tensor_v2: negative storage offset {}", v->offset));
-    std::int64_t numel = 1, expect_stride = 1;
+    // numel: elements of the tensor; span: storage elements it reaches (numel when contiguous). A
+    // strided view is refused where the state dict names it (the key is not known here).
+    std::int64_t numel = 1, expect_stride = 1, span = 1;
     for (std::size_t i = size.size(); i-- > 0;) {
-      if (size[i] != 1 && stride[i] != expect_stride) {
-        return make_error(ErrorCode::kUnsupported,
-                          fmt::format("{}: pickle byte {}: non-contiguous tensor (size {}, stride {}) is not supported", src_, op_pos_,
-                                      fmt::join(size, ","), fmt::join(stride, ",")));
-      }
-      if (!checked_mul(expect_stride, size[i], &expect_stride) || !checked_mul(numel, size[i], &numel)) {
+      if (size[i] < 0 || stride[i] < 0) return fail("_rebuild_tensor_v2: negative size or stride");
+      if (size[i] != 1 && stride[i] != expect_stride && v->non_contiguous.empty())
+        v->non_contiguous = fmt::format("size ({}), stride ({})", fmt::join(size, ", "), fmt::join(stride, ", "));
+      std::int64_t reach = 0;
+      if (!checked_mul(expect_stride, size[i], &expect_stride) || !checked_mul(numel, size[i], &numel) ||
+          !checked_mul(size[i] > 0 ? size[i] - 1 : 0, stride[i], &reach) || !checked_add(span, reach, &span)) {
         return fail("_rebuild_tensor_v2: size overflows");
       }
     }
+    if (numel == 0) span = 0;
+    numel = std::max(numel, span);
     for (std::size_t i = 0; i < size.size(); ++i) v->shape.dims[i] = size[i];
     v->shape.rank = static_cast<int>(size.size());
     std::int64_t end = 0;
@@ -434,6 +439,12 @@ Result<std::vector<TorchTensorRecord>> parse_torch_pickle(const std::uint8_t* by
     if (k->kind != Value::Kind::kStr) return make_error(ErrorCode::kFormat, fmt::format("{}: state dict key is a {}, expected a string", source, kind_name(k->kind)));
     if (v->kind != Value::Kind::kTensor) {
       return make_error(ErrorCode::kFormat, fmt::format("{}: state dict entry '{}' is a {}, expected a tensor", source, k->s, kind_name(v->kind)));
+    }
+    if (!v->non_contiguous.empty()) {
+      return make_error(ErrorCode::kUnsupported,
+                        fmt::format("{}: tensor '{}' is stored as a non-contiguous view ({}), which is not supported: save "
+                                    "the state dict with contiguous tensors ({{k: v.contiguous() for k, v in sd.items()}})",
+                                    source, k->s, v->non_contiguous));
     }
     auto [it, inserted] = storage_dtype.emplace(v->storage->s, v->dtype);
     if (!inserted && it->second != v->dtype) {

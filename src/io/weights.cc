@@ -46,12 +46,29 @@ struct Binder {
     return {};
   }
 
+  // For a missing "backbone.X": a stored tensor named "P.X" or "X" (another prefix, or none) — the
+  // names of a checkpoint saved from another class (e.g. HF's MambaModel, without the LM head).
+  std::string other_prefix_hint(const std::string& name) const {
+    constexpr std::string_view kBackbone = "backbone.";
+    if (name.compare(0, kBackbone.size(), kBackbone) != 0) return {};
+    const std::string rest = name.substr(kBackbone.size());
+    for (const TensorEntry& t : ckpt.tensors()) {
+      if (t.name.size() < rest.size() || t.name.compare(t.name.size() - rest.size(), rest.size(), rest) != 0) continue;
+      const std::string prefix = t.name.substr(0, t.name.size() - rest.size());
+      if (!prefix.empty() && prefix.back() != '.') continue;
+      return fmt::format(" (the file holds '{}': its tensors are named under {} where mamba.cpp reads 'backbone.', as HF "
+                         "MambaForCausalLM / Mamba2ForCausalLM and state-spaces MambaLMHeadModel save them)",
+                         t.name, prefix.empty() ? std::string("no prefix") : "'" + prefix + "'");
+    }
+    return {};
+  }
+
   // A required tensor: present with the given shape.
   Result<TensorView> req(const std::string& name, const Shape& want, const char* why = nullptr, bool quant_ok = false) const {
     const TensorEntry* e = ckpt.find(name);
     if (e == nullptr) {
-      return make_error(ErrorCode::kNotFound,
-                        fmt::format("{}: tensor '{}' (shape {}) is missing{}{}", dir, name, want.str(), why ? ": " : "", why ? why : ""));
+      return make_error(ErrorCode::kNotFound, fmt::format("{}: tensor '{}' (shape {}) is missing{}{}{}", dir, name, want.str(),
+                                                          why ? ": " : "", why ? why : "", other_prefix_hint(name)));
     }
     MAMBA_RETURN_IF_ERROR(check(*e, want, quant_ok));
     return e->view;

@@ -164,6 +164,21 @@ TEST(BadInput, MissingTensor) {
   expect_mentions(e, {d.path().c_str(), "backbone.layers.0.mixer.x_proj.weight", "[5, 8]", "missing"});
 }
 
+TEST(BadInput, TensorsUnderAnotherPrefixAreNamedAsSuch) {
+  // Saved from a class whose tensors are not under "backbone." (HF's MambaModel: no prefix; or
+  // "model."): the missing tensor's error names the stored one, so a prefix mismatch is not
+  // mistaken for a truncated file.
+  for (const std::string prefix : {"model.", ""}) {
+    auto ts = tiny_mamba1();
+    for (auto& t : ts) t.name = prefix + t.name.substr(std::string("backbone.").size());
+    test::TempDir d;
+    Error e = load_error(d, config(true), test::make_safetensors(ts));
+    EXPECT_EQ(e.code, ErrorCode::kNotFound);
+    expect_mentions(e, {"backbone.embeddings.weight", "missing", ("the file holds '" + prefix + "embeddings.weight'").c_str(),
+                        prefix.empty() ? "under no prefix" : "under 'model.'"});
+  }
+}
+
 TEST(BadInput, TensorsOfLayersBeyondNLayerAreAnError) {
   // A 2-layer checkpoint whose config says 1 layer: layer 1 would be ignored silently.
   auto ts = tiny_mamba1();
@@ -343,6 +358,22 @@ TEST(BadInput, MalformedPickles) {
   expect_mentions(pickle_err(one_tensor_pickle(8, 4)), {"exceed storage '0' of 4 elements"});
   // An unsupported storage type.
   expect_mentions(pickle_err(one_tensor_pickle(4, 4, "LongStorage")), {"torch.LongStorage"});
+}
+
+TEST(BadInput, NonContiguousPickledTensorIsRefusedByName) {
+  // torch.save keeps a transposed view as (size (2, 3), stride (1, 2)): refused, naming the state
+  // dict key (it was named by its pickle byte offset only).
+  const std::string pkl = "\x80\x02}("s + U("layer.x_proj.weight") + "ctorch._utils\n_rebuild_tensor_v2\n" + "((" + U("storage") +
+                          "ctorch\nFloatStorage\n" + U("0") + U("cpu") + "K\x06tQK\x00"s + "K\x02K\x03\x86" + "K\x01K\x02\x86" +
+                          "\x89)tRu.";
+  const Error e = pickle_err(pkl);
+  EXPECT_EQ(e.code, ErrorCode::kUnsupported);
+  expect_mentions(e, {"tensor 'layer.x_proj.weight'", "non-contiguous view (size (2, 3), stride (1, 2))", ".contiguous()"});
+  // A strided view reaching past its storage is still a bounds error (not read first).
+  const std::string past = "\x80\x02}("s + U("w") + "ctorch._utils\n_rebuild_tensor_v2\n" + "((" + U("storage") +
+                           "ctorch\nFloatStorage\n" + U("0") + U("cpu") + "K\x04tQK\x00"s + "K\x02K\x03\x86" + "K\x01K\x02\x86" +
+                           "\x89)tRu.";
+  expect_mentions(pickle_err(past), {"exceed storage '0' of 4 elements"});
 }
 
 TEST(BadInput, PickleStorageMissingOrTooSmall) {
