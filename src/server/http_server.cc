@@ -178,6 +178,30 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     server::send_error(res, ApiError{400, "malformed_request", "both Content-Length and Transfer-Encoding headers"}, ctx.metrics);
     return true;
   }
+  // Bodies must come with their length: cpp-httplib 0.11 reads a chunked body, or a POST body
+  // without Content-Length, to its end whatever --max-body-bytes says (a memory exhaustion any
+  // client could cause before the API key is even checked). The unread body ends the connection.
+  if (req.has_header("Transfer-Encoding")) {
+    std::string te = req.get_header_value("Transfer-Encoding");
+    std::transform(te.begin(), te.end(), te.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    const bool chunked = te.find("chunked") != std::string::npos;
+    res.set_header("Connection", "close");
+    server::send_error(res,
+                       chunked ? ApiError{411, "length_required",
+                                          fmt::format("chunked request bodies are not accepted: send the body with a "
+                                                      "Content-Length header (at most {} bytes)", ctx.opts.max_body_bytes)}
+                               : ApiError{501, "not_implemented",
+                                          fmt::format("Transfer-Encoding '{}' is not supported (send the body as is, with "
+                                                      "a Content-Length header)", req.get_header_value("Transfer-Encoding"))},
+                       ctx.metrics);
+    return true;
+  }
+  if (req.method == "POST" && !req.has_header("Content-Length")) {
+    res.set_header("Connection", "close");
+    server::send_error(res, ApiError{411, "length_required", "a POST needs a Content-Length header (the body's size in bytes)"},
+                       ctx.metrics);
+    return true;
+  }
   // cpp-httplib parses multipart bodies into form fields and leaves req.body empty.
   if (req.method == "POST" && req.is_multipart_form_data()) {
     server::send_error(res, ApiError{415, "unsupported_media_type", "multipart/form-data bodies are not supported: send the JSON object itself as the body (Content-Type: application/json)"}, ctx.metrics);

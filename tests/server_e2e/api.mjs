@@ -344,6 +344,23 @@ await check('conflicting Content-Length headers, or one beside Transfer-Encoding
   assert.match(reply, /^HTTP\/1\.1 200/, reply);
 });
 
+await check('a body without Content-Length (chunked, another Transfer-Encoding, none) is refused at once, before it is read', async () => {
+  // cpp-httplib read such bodies to their end whatever the 8 MiB limit (memory exhaustion).
+  const cases = [
+    ['Transfer-Encoding: chunked\r\n', 411, 'length_required', /chunked request bodies are not accepted/],
+    ['Transfer-Encoding: gzip\r\n', 501, 'not_implemented', /Transfer-Encoding 'gzip' is not supported/],
+    ['', 411, 'length_required', /needs a Content-Length/],
+  ];
+  for (const [headers, status, type, message] of cases) {
+    const t0 = Date.now();
+    const reply = await rawRequest(`POST /generate HTTP/1.1\r\nHost: x\r\n${headers}\r\n`);
+    assert.match(reply, new RegExp(`^HTTP/1\\.1 ${status}`), reply);
+    assert.ok(reply.includes(`"error_type":"${type}"`), reply);
+    assert.match(reply, message);
+    assert.ok(Date.now() - t0 < 2000, `${status} took ${Date.now() - t0} ms`);
+  }
+});
+
 await check('405 JSON with Allow for a known path asked with the wrong method', async () => {
   for (const [method, route, allow] of [['GET', '/generate', 'POST'], ['DELETE', '/v1/completions', 'POST'], ['POST', '/health', 'GET, HEAD']]) {
     const res = await fetch(base + route, { method });
