@@ -130,9 +130,20 @@ Result<std::int32_t> Sampler::sample(std::span<float> logits) {
 
   if (!p_.sampling()) return static_cast<std::int32_t>(ops::argmax(logits.data(), n));  // first maximal id
 
-  // TemperatureLogitsWarper.
-  if (p_.temperature != 1.0f)
-    for (std::int64_t i = 0; i < n; ++i) logits[i] /= p_.temperature;
+  // TemperatureLogitsWarper. A temperature so small that score / T overflows (T below ~1e-38 for
+  // scores near 1: several ids at +inf, then inf − inf = NaN probabilities, i.e. noise where HF
+  // raises) divides score − max instead: the same softmax in exact arithmetic, finite here
+  // (the best id 0, the others very negative or −inf), so a tiny T is near-greedy as it should be.
+  if (p_.temperature != 1.0f) {
+    float largest = 0.0f, top_score = kNegInf;  // largest finite |score|, the best score
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (logits[i] == kNegInf) continue;
+      largest = std::max(largest, std::abs(logits[i]));
+      top_score = std::max(top_score, logits[i]);
+    }
+    const float shift = std::isinf(largest / p_.temperature) ? top_score : 0.0f;  // 0: HF's plain division
+    for (std::int64_t i = 0; i < n; ++i) logits[i] = (logits[i] - shift) / p_.temperature;
+  }
 
   // Candidates: ids with a finite (not -inf) score.
   auto& idx = scratch_idx_;

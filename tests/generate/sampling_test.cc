@@ -164,6 +164,22 @@ TEST(Sampler, TemperatureFollowsSoftmaxChiSquare) {
   EXPECT_GT(chi_square(counts, softmax(kLogits, 1.0), n), 24.32);
 }
 
+TEST(Sampler, TinyTemperatureIsNearGreedyNotNoise) {
+  // score / T overflowed below T ~ 1e-38 (several ids at +inf, NaN probabilities): the draws were
+  // noise. Every T > 0 the parameters accept must pick the argmax (id 1) here, ties excepted.
+  for (const float t : {1e-30f, 1e-38f, 1e-45f, std::numeric_limits<float>::denorm_min()}) {
+    SamplingParams p = seeded(7);
+    p.temperature = t;
+    ASSERT_TRUE(p.validate().ok()) << t;
+    Sampler s(p, 8);
+    for (int i = 0; i < 50; ++i) ASSERT_EQ(draw(s, kLogits), 1) << "T = " << t;
+    // With a -inf id and negative scores too.
+    std::vector<float> neg = {-3.0f, -std::numeric_limits<float>::infinity(), -0.5f, -2.0f};
+    Sampler s2(p, 4);
+    for (int i = 0; i < 20; ++i) ASSERT_EQ(draw(s2, neg), 2) << "T = " << t;
+  }
+}
+
 TEST(Sampler, TopPFollowsRenormalisedNucleusChiSquare) {
   SamplingParams p = seeded(5);
   p.top_p = 0.8f;
