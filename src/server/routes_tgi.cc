@@ -156,6 +156,14 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   if (auto e = parse_tgi_request(body, ctx.limits, r)) return send_error(res, *e, ctx.metrics);
   auto enc = ctx.tok->encode(r.inputs, false);
   if (!enc.ok()) return send_error(res, ApiError::validation(enc.error().message), ctx.metrics);
+  // The same bound as a prompt's: the answer is ~50 bytes of JSON per token (a 7 MiB input made a
+  // 380 MB answer and 5 GB of peak memory).
+  if (const auto n = static_cast<std::int64_t>(enc->size()); n > ctx.limits.max_input_tokens) {
+    return send_error(res,
+                      ApiError::validation(fmt::format("`inputs` must have at most {} tokens (--max-input-tokens). Given: {}",
+                                                       ctx.limits.max_input_tokens, n)),
+                      ctx.metrics);
+  }
   json arr = json::array();
   // Byte offsets into the input: a StreamDecoder releases text only at whole UTF-8 characters, so
   // a character split over several byte tokens is attributed to the token that completes it and

@@ -135,6 +135,11 @@ await check('a default max_new_tokens shrinks to --max-total-tokens (as TGI); a 
     const long = await postJson(srv.base, '/v1/completions', { prompt: 'a b c d e f g h i j '.repeat(4) });
     assert.equal(long.status, 422);
     assert.match(JSON.stringify(long.json), /`prompt` must have at most 30 tokens/);
+    // /tokenize has the same bound (its answer is ~50 bytes per token: unbounded, it took gigabytes).
+    const tok = await postJson(srv.base, '/tokenize', { inputs: 'a b c d e f g h i j '.repeat(4) });
+    assert.equal(tok.status, 422, tok.text);
+    assert.match(tok.json.error, /`inputs` must have at most 30 tokens \(--max-input-tokens\)\. Given: 41/);
+    assert.equal((await postJson(srv.base, '/tokenize', { inputs: 'one two' })).status, 200);
   } finally {
     assert.equal((await srv.stop()).code, 0);
   }
