@@ -191,7 +191,13 @@ int main(int argc, char** argv) {
     std::_Exit(128 + again);
   }).detach();
   server.value()->shutdown();
-  server.value()->wait();
+  // Requests had the grace period; a connection still open 2 s after the listener closed is a
+  // client holding its request open (e.g. trickling headers): exit rather than wait for it.
+  if (!server.value()->wait_for(std::chrono::seconds(2))) {
+    spdlog::warn("connections still open 2 s after the grace period (a client is holding its request open): exiting");
+    spdlog::default_logger()->flush();
+    std::_Exit(0);
+  }
   spdlog::info("stopped");
   return 0;
 }

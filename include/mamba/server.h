@@ -8,6 +8,7 @@
 // Endpoints, flags and formats are documented in docs/SERVER.md.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -77,6 +78,10 @@ class Server {
   void shutdown();
   /// Blocks until the server has stopped (after shutdown()).
   void wait();
+  /// wait() for at most `timeout`: false when connections are still open then (a client that keeps
+  /// trickling a request, which cpp-httplib's worker serves until it is silent for the 10 s read
+  /// timeout). The caller may then exit the process; the Server must not be destroyed while false.
+  bool wait_for(std::chrono::milliseconds timeout);
 
   struct Impl;
 

@@ -1,9 +1,12 @@
 // Server: wires the HTTP layer (cpp-httplib) to the scheduler. Handler threads parse, validate,
 // tokenize and stream; only the scheduler thread touches the model.
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -35,6 +38,9 @@ struct Server::Impl {
   std::thread listen_thread;
   int port = 0;
   std::mutex mu;
+  std::condition_variable stopped_cv;  // listen_thread's end (listen_after_bind returned)
+  int listen_fd = -1;                  // the socket cpp-httplib listens on (set by its socket-options hook)
+  bool stopped = false;
   bool shut = false;
   bool started = false;
 };
@@ -229,7 +235,10 @@ Status Server::start() {
   http.set_read_timeout(10, 0);
   http.set_write_timeout(30, 0);
   http.set_payload_max_length(ctx.opts.max_body_bytes);
-  http.set_socket_options([](socket_t sock) { server::listen_socket_options(sock); });
+  http.set_socket_options([&im](socket_t sock) {
+    server::listen_socket_options(sock);
+    im.listen_fd = sock;  // the last candidate is the one bound (cpp-httplib closes the others)
+  });
   http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     return pre_route(ctx, req, res) ? httplib::Server::HandlerResponse::Handled : httplib::Server::HandlerResponse::Unhandled;
   });
@@ -289,13 +298,22 @@ Status Server::start() {
     return make_error(ErrorCode::kIo, fmt::format("cannot bind {}:{}: {}", ctx.opts.host, port, server::bind_failure_reason(ctx.opts.host, port)));
   }
   im.port = port;
+  // cpp-httplib 0.11 listens with a backlog of 5: a burst of new connections overflowed it and
+  // waited for the client's SYN retransmit (~1 s). Listening again on the bound socket sets the
+  // system's maximum (net.core.somaxconn) instead.
+  if (im.listen_fd >= 0) ::listen(im.listen_fd, SOMAXCONN);
   // The HTTP threads start here, so that a refusal is an error before "listening on" (cpp-httplib's
   // own pool would start them inside listen() and terminate the process); listen() takes ownership.
   auto pool = server::HttpWorkerPool::create(static_cast<std::size_t>(threads));
   if (!pool.ok()) return pool.error();
   http.new_task_queue = [p = pool->release()]() mutable -> httplib::TaskQueue* { return std::exchange(p, nullptr); };
   ctx.scheduler->start();
-  im.listen_thread = std::thread([&http] { http.listen_after_bind(); });
+  im.listen_thread = std::thread([&im] {
+    im.http.listen_after_bind();  // returns when stop() was called and every connection has ended
+    std::lock_guard lk(im.mu);
+    im.stopped = true;
+    im.stopped_cv.notify_all();
+  });
   {
     std::lock_guard lk(im.mu);
     im.started = true;
@@ -325,6 +343,16 @@ void Server::shutdown() {
 void Server::wait() {
   Impl& im = *impl_;
   if (im.listen_thread.joinable()) im.listen_thread.join();
+}
+
+bool Server::wait_for(std::chrono::milliseconds timeout) {
+  Impl& im = *impl_;
+  if (!im.listen_thread.joinable()) return true;
+  std::unique_lock lk(im.mu);
+  if (!im.stopped_cv.wait_for(lk, timeout, [&im] { return im.stopped; })) return false;
+  lk.unlock();
+  im.listen_thread.join();
+  return true;
 }
 
 Result<std::int64_t> parse_byte_size(std::string_view text) {

@@ -96,6 +96,33 @@ await check('SIGTERM with a request that cannot finish: cancelled after the grac
   assert.equal(ex.code, 0);
 });
 
+await check('SIGTERM while a client trickles its request headers: exit 0 soon after the grace period', async () => {
+  // cpp-httplib serves such a connection until it is silent for 10 s: the server waited for it
+  // forever (a line every 3 s kept it open). Now: grace 0.5 s, then at most 2 s more.
+  const srv = await startServer(['--shutdown-grace', '0.5']);
+  const { connect } = await import('node:net');
+  const url = new URL(srv.base);
+  const sock = connect(Number(url.port), url.hostname);
+  sock.on('error', () => {});
+  await new Promise((resolve) => sock.on('connect', resolve));
+  sock.write('POST /generate HTTP/1.1\r\nHost: x\r\n');
+  const trickle = setInterval(() => sock.write('X-Slow: 1\r\n'), 1000);
+  try {
+    await sleep(500);
+    const t0 = Date.now();
+    srv.proc.kill('SIGTERM');
+    const ex = await Promise.race([srv.exited, sleep(8000).then(() => null)]);
+    assert.ok(ex !== null, 'the server was still running 8 s after SIGTERM');
+    assert.equal(ex.code, 0, srv.log());
+    assert.ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
+    assert.match(srv.log(), /connections still open 2 s after the grace period/);
+  } finally {
+    clearInterval(trickle);
+    sock.destroy();
+    if (srv.proc.exitCode === null) srv.proc.kill('SIGKILL');
+  }
+});
+
 await check('a second SIGTERM while draining exits at once (128 + 15), without waiting for the grace period', async () => {
   const srv = await startServer(['--shutdown-grace', '60']);
   const s = postSse(srv.base, '/generate_stream', endless).catch(() => null);  // the stream is cut
