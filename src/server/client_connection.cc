@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -65,6 +66,22 @@ bool ClientConnection::closed() const {
   pollfd p{fd_, static_cast<short>(POLLIN | POLLRDHUP), 0};
   if (poll(&p, 1, 0) <= 0) return false;
   return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+void ClientConnection::close_after_answer(int max_ms, std::size_t max_bytes) const {
+  if (fd_ < 0) return;
+  ::shutdown(fd_, SHUT_WR);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms);
+  char buf[16384];
+  for (std::size_t drained = 0; drained < max_bytes;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
+    pollfd p{fd_, POLLIN, 0};
+    if (left <= 0 || poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) break;  // the client closed (or an error)
+    drained += static_cast<std::size_t>(n);
+  }
+  ::shutdown(fd_, SHUT_RD);
 }
 
 }  // namespace mamba::server

@@ -24,6 +24,13 @@ class ClientConnection {
   /// with later cpp-httplib's Request::is_connection_closed().
   bool closed() const;
 
+  /// Closes the connection after an answer already written to it, the lingering way (RFC 7230
+  /// §6.6): shutdown(SHUT_WR) so the client sees the answer end, then read and discard what it
+  /// still sends (a refused body) until it closes, for at most `max_ms` / `max_bytes`, then
+  /// shutdown(SHUT_RD), so that cpp-httplib's keep-alive loop sees the end of the connection
+  /// instead of reading the rest of the body as further requests. No-op when !found().
+  void close_after_answer(int max_ms, std::size_t max_bytes) const;
+
  private:
   int fd_ = -1;
 };

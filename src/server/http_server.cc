@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mamba/server.h"
+#include "server/client_connection.h"
 #include "server/context.h"
 #include "server/http_worker_pool.h"
 #include "server/json_fields.h"
@@ -148,6 +149,26 @@ std::string bearer_token(const std::string& value) {
   return b == std::string::npos ? std::string() : value.substr(b, e - b + 1);
 }
 
+/// Answers `err` to a request whose body is not read (its length is unknown), then ends the
+/// connection: cpp-httplib 0.11 would otherwise read that body as further requests on the same
+/// connection (and its "Connection: close" answer header does not close it). The JSON answer is
+/// written by a content provider, which then closes the connection the lingering way (at most 2 s
+/// and 64 MiB of the body read and discarded, so the client reads the answer rather than a reset).
+void refuse_unread_body(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, const ApiError& err) {
+  server::send_error(res, err, ctx.metrics);  // status, metrics, body
+  res.set_header("Connection", "close");
+  auto body = std::make_shared<std::string>(std::move(res.body));
+  res.body.clear();
+  res.headers.erase("Content-Type");  // set again by set_content_provider
+  auto conn = std::make_shared<server::ClientConnection>(req);
+  res.set_content_provider(body->size(), "application/json",
+                           [body, conn](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+                             if (!sink.write(body->data() + offset, length)) return false;
+                             if (offset + length == body->size()) conn->close_after_answer(2000, std::size_t{64} << 20);
+                             return true;
+                           });
+}
+
 /// What runs before every route (before the body is read): the API key, 405 for a known path asked
 /// with another method, the body's framing (Content-Length not a number, several that disagree, or
 /// beside Transfer-Encoding) and multipart bodies. True when it answered the request (res is then set).
@@ -191,21 +212,17 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     std::string te = req.get_header_value("Transfer-Encoding");
     std::transform(te.begin(), te.end(), te.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     const bool chunked = te.find("chunked") != std::string::npos;
-    res.set_header("Connection", "close");
-    server::send_error(res,
+    refuse_unread_body(ctx, req, res,
                        chunked ? ApiError{411, "length_required",
                                           fmt::format("chunked request bodies are not accepted: send the body with a "
                                                       "Content-Length header (at most {} bytes)", ctx.opts.max_body_bytes)}
                                : ApiError{501, "not_implemented",
                                           fmt::format("Transfer-Encoding '{}' is not supported (send the body as is, with "
-                                                      "a Content-Length header)", req.get_header_value("Transfer-Encoding"))},
-                       ctx.metrics);
+                                                      "a Content-Length header)", req.get_header_value("Transfer-Encoding"))});
     return true;
   }
   if (req.method == "POST" && !req.has_header("Content-Length")) {
-    res.set_header("Connection", "close");
-    server::send_error(res, ApiError{411, "length_required", "a POST needs a Content-Length header (the body's size in bytes)"},
-                       ctx.metrics);
+    refuse_unread_body(ctx, req, res, ApiError{411, "length_required", "a POST needs a Content-Length header (the body's size in bytes)"});
     return true;
   }
   // cpp-httplib parses multipart bodies into form fields and leaves req.body empty.
@@ -243,7 +260,7 @@ Status Server::start() {
     return pre_route(ctx, req, res) ? httplib::Server::HandlerResponse::Handled : httplib::Server::HandlerResponse::Unhandled;
   });
   http.set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
+    if (!res.body.empty() || res.content_provider_) return;  // an answer of ours (refuse_unread_body's provider)
     if (res.status == 413 || res.status == 400) {
       // cpp-httplib 0.11 caps application/x-www-form-urlencoded bodies (curl -d's default type) at
       // 8 KiB before routing: a JSON body within our own limit is served as any other.

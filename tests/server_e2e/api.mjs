@@ -359,6 +359,23 @@ await check('a body without Content-Length (chunked, another Transfer-Encoding, 
     assert.match(reply, message);
     assert.ok(Date.now() - t0 < 2000, `${status} took ${Date.now() - t0} ms`);
   }
+  // The unread body does not become further requests on that connection (cpp-httplib read it as
+  // such: a request hidden in a chunked body was answered): one answer, then the connection ends.
+  const { connect } = await import('node:net');
+  const url = new URL(base);
+  const hidden = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
+  const all = await new Promise((resolve, reject) => {
+    const sock = connect(Number(url.port), url.hostname, () =>
+      sock.write(`POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n${hidden.length.toString(16)}\r\n${hidden}\r\n0\r\n\r\n`));
+    let data = '';
+    sock.on('data', (d) => { data += d; });
+    sock.on('error', reject);
+    sock.on('close', () => resolve(data));
+    setTimeout(() => { sock.destroy(); resolve(data + '[still open after 5 s]'); }, 5000);
+  });
+  assert.equal((all.match(/HTTP\/1\.1 \d{3}/g) || []).length, 1, all);
+  assert.match(all, /^HTTP\/1\.1 411/);
+  assert.ok(!all.includes('[still open'), all);
 });
 
 await check('405 JSON with Allow for a known path asked with the wrong method', async () => {
