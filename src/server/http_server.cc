@@ -221,6 +221,15 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
                                                       "a Content-Length header)", req.get_header_value("Transfer-Encoding"))});
     return true;
   }
+  // cpp-httplib reads no body for GET / HEAD: one sent anyway would be read as the next request.
+  if ((req.method == "GET" || req.method == "HEAD") && !req.get_header_value("Content-Length").empty() &&
+      req.get_header_value("Content-Length") != "0") {
+    refuse_unread_body(ctx, req, res,
+                       ApiError{400, "malformed_request",
+                                fmt::format("a {} request has no body (Content-Length: {})", req.method,
+                                            req.get_header_value("Content-Length"))});
+    return true;
+  }
   if (req.method == "POST" && !req.has_header("Content-Length")) {
     refuse_unread_body(ctx, req, res, ApiError{411, "length_required", "a POST needs a Content-Length header (the body's size in bytes)"});
     return true;
