@@ -149,22 +149,30 @@ std::string bearer_token(const std::string& value) {
   return b == std::string::npos ? std::string() : value.substr(b, e - b + 1);
 }
 
-/// Answers `err` to a request whose body is not read (its length is unknown), then ends the
-/// connection: cpp-httplib 0.11 would otherwise read that body as further requests on the same
-/// connection (and its "Connection: close" answer header does not close it). The JSON answer is
-/// written by a content provider, which then closes the connection the lingering way (at most 2 s
-/// and 64 MiB of the body read and discarded, so the client reads the answer rather than a reset).
-void refuse_unread_body(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, const ApiError& err) {
-  server::send_error(res, err, ctx.metrics);  // status, metrics, body
+/// Whether cpp-httplib may find body bytes after this request's headers that a route refused in
+/// pre_route (before reading them) leaves unread: a Transfer-Encoding, a non-zero Content-Length,
+/// or a POST without Content-Length.
+bool may_have_unread_body(const httplib::Request& req) {
+  const std::string cl = req.get_header_value("Content-Length");
+  return req.has_header("Transfer-Encoding") || (!cl.empty() && cl != "0") || (req.method == "POST" && cl.empty());
+}
+
+/// Turns the answer in `res` (status, headers, JSON body) into one that ends the connection after
+/// it is written: cpp-httplib 0.11 would read the unread body as further requests on the same
+/// connection (an answer's "Connection: close" does not close it). The body is written by a content
+/// provider, which then closes the connection the lingering way (at most 2 s of the client's
+/// remaining bytes read and discarded, so that it reads the answer rather than a reset).
+void close_after_answer(const httplib::Request& req, httplib::Response& res) {
   res.set_header("Connection", "close");
   auto body = std::make_shared<std::string>(std::move(res.body));
   res.body.clear();
+  const std::string type = res.get_header_value("Content-Type");
   res.headers.erase("Content-Type");  // set again by set_content_provider
   auto conn = std::make_shared<server::ClientConnection>(req);
-  res.set_content_provider(body->size(), "application/json",
+  res.set_content_provider(body->size(), type.empty() ? "application/json" : type,
                            [body, conn](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
                              if (!sink.write(body->data() + offset, length)) return false;
-                             if (offset + length == body->size()) conn->close_after_answer(2000, std::size_t{64} << 20);
+                             if (offset + length == body->size()) conn->close_after_answer(2000, std::size_t{1} << 30);
                              return true;
                            });
 }
@@ -207,31 +215,36 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   }
   // Bodies must come with their length: cpp-httplib 0.11 reads a chunked body, or a POST body
   // without Content-Length, to its end whatever --max-body-bytes says (a memory exhaustion any
-  // client could cause before the API key is even checked). The unread body ends the connection.
+  // client could cause). Such a request's answer ends the connection (set_pre_routing_handler).
   if (req.has_header("Transfer-Encoding")) {
     std::string te = req.get_header_value("Transfer-Encoding");
     std::transform(te.begin(), te.end(), te.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     const bool chunked = te.find("chunked") != std::string::npos;
-    refuse_unread_body(ctx, req, res,
+    server::send_error(res,
                        chunked ? ApiError{411, "length_required",
                                           fmt::format("chunked request bodies are not accepted: send the body with a "
                                                       "Content-Length header (at most {} bytes)", ctx.opts.max_body_bytes)}
                                : ApiError{501, "not_implemented",
                                           fmt::format("Transfer-Encoding '{}' is not supported (send the body as is, with "
-                                                      "a Content-Length header)", req.get_header_value("Transfer-Encoding"))});
+                                                      "a Content-Length header)", req.get_header_value("Transfer-Encoding"))},
+                       ctx.metrics);
     return true;
   }
   // cpp-httplib reads no body for GET / HEAD: one sent anyway would be read as the next request.
   if ((req.method == "GET" || req.method == "HEAD") && !req.get_header_value("Content-Length").empty() &&
       req.get_header_value("Content-Length") != "0") {
-    refuse_unread_body(ctx, req, res,
+    server::send_error(res,
                        ApiError{400, "malformed_request",
                                 fmt::format("a {} request has no body (Content-Length: {})", req.method,
-                                            req.get_header_value("Content-Length"))});
+                                            req.get_header_value("Content-Length"))},
+                       ctx.metrics);
     return true;
   }
   if (req.method == "POST" && !req.has_header("Content-Length")) {
-    refuse_unread_body(ctx, req, res, ApiError{411, "length_required", "a POST needs a Content-Length header (the body's size in bytes)"});
+    server::send_error(res,
+                       ApiError{411, "length_required",
+                                "a POST needs its JSON body with a Content-Length header (the body's size in bytes); none was given"},
+                       ctx.metrics);
     return true;
   }
   // cpp-httplib parses multipart bodies into form fields and leaves req.body empty.
@@ -257,7 +270,7 @@ Status Server::start() {
   http.set_keep_alive_max_count(100);
   http.set_keep_alive_timeout(2);
   // A client silent for 10 s mid-request is dropped. cpp-httplib 0.11 also waits this long to
-  // discard the body it refuses with 413 (a declared length over --max-body-bytes).
+  // discard the body it refuses with 413 (a declared length over the 8 MiB body limit).
   http.set_read_timeout(10, 0);
   http.set_write_timeout(30, 0);
   http.set_payload_max_length(ctx.opts.max_body_bytes);
@@ -265,11 +278,30 @@ Status Server::start() {
     server::listen_socket_options(sock);
     im.listen_fd = sock;  // the last candidate is the one bound (cpp-httplib closes the others)
   });
+  // "Expect: 100-continue" (curl for large or uploaded bodies): refuse at once what pre_route or
+  // the size limit would refuse, instead of inviting the body with "100 Continue" (RFC 7231 §5.1.1).
+  http.set_expect_100_continue_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    bool refused = pre_route(ctx, req, res);
+    const std::string cl = req.get_header_value("Content-Length");
+    if (!refused && is_decimal(cl) && cl.size() <= 19 && std::stoull(cl) > static_cast<std::uint64_t>(ctx.opts.max_body_bytes)) {
+      server::send_error(res,
+                         ApiError{413, "payload_too_large",
+                                  fmt::format("request body exceeds {} bytes (Content-Length: {})", ctx.opts.max_body_bytes,
+                                              cl)},
+                         ctx.metrics);
+      refused = true;
+    }
+    if (!refused) return 100;
+    close_after_answer(req, res);  // the client may send the body anyway: it must not become a request
+    return res.status;
+  });
   http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-    return pre_route(ctx, req, res) ? httplib::Server::HandlerResponse::Handled : httplib::Server::HandlerResponse::Unhandled;
+    if (!pre_route(ctx, req, res)) return httplib::Server::HandlerResponse::Unhandled;
+    if (may_have_unread_body(req)) close_after_answer(req, res);  // refused before its body was read
+    return httplib::Server::HandlerResponse::Handled;
   });
   http.set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty() || res.content_provider_) return;  // an answer of ours (refuse_unread_body's provider)
+    if (!res.body.empty() || res.content_provider_) return;  // an answer of ours (close_after_answer's provider)
     if (res.status == 413 || res.status == 400) {
       // cpp-httplib 0.11 caps application/x-www-form-urlencoded bodies (curl -d's default type) at
       // 8 KiB before routing: a JSON body within our own limit is served as any other.

@@ -156,9 +156,12 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   if (auto e = parse_tgi_request(body, ctx.limits, r)) return send_error(res, *e, ctx.metrics);
   auto enc = ctx.tok->encode(r.inputs, false);
   if (!enc.ok()) return send_error(res, ApiError::validation(enc.error().message), ctx.metrics);
+  // `parameters.truncate` keeps the last tokens, as for a prompt (TGI's /tokenize truncates too).
+  const auto all = static_cast<std::int64_t>(enc->size());
+  const std::int64_t first = r.truncate > 0 && all > r.truncate ? all - r.truncate : 0;
   // The same bound as a prompt's: the answer is ~50 bytes of JSON per token (a 7 MiB input made a
   // 380 MB answer and 5 GB of peak memory).
-  if (const auto n = static_cast<std::int64_t>(enc->size()); n > ctx.limits.max_input_tokens) {
+  if (const std::int64_t n = all - first; n > ctx.limits.max_input_tokens) {
     return send_error(res,
                       ApiError::validation(fmt::format("`inputs` must have at most {} tokens (--max-input-tokens). Given: {}",
                                                        ctx.limits.max_input_tokens, n)),
@@ -170,10 +173,12 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   // the earlier pieces get empty spans (offsets never run past the input).
   StreamDecoder stream(*ctx.tok);
   std::size_t offset = 0;
-  for (std::int32_t id : enc.value()) {
+  for (std::int64_t i = 0; i < all; ++i) {
+    const std::int32_t id = (*enc)[static_cast<std::size_t>(i)];
     auto piece = stream.push(id);
     const std::size_t len = piece.ok() ? piece.value().size() : 0;
-    arr.push_back(json{{"id", id}, {"text", token_text(ctx, id)}, {"start", offset}, {"stop", offset + len}});
+    if (i >= first)  // offsets stay those of the whole input
+      arr.push_back(json{{"id", id}, {"text", token_text(ctx, id)}, {"start", offset}, {"stop", offset + len}});
     offset += len;
   }
   res.set_content(dump_json(arr), "application/json");

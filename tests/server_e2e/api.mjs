@@ -349,7 +349,7 @@ await check('a body without Content-Length (chunked, another Transfer-Encoding, 
   const cases = [
     ['Transfer-Encoding: chunked\r\n', 411, 'length_required', /chunked request bodies are not accepted/],
     ['Transfer-Encoding: gzip\r\n', 501, 'not_implemented', /Transfer-Encoding 'gzip' is not supported/],
-    ['', 411, 'length_required', /needs a Content-Length/],
+    ['', 411, 'length_required', /needs its JSON body with a Content-Length header/],
   ];
   for (const [headers, status, type, message] of cases) {
     const t0 = Date.now();
@@ -376,6 +376,14 @@ await check('a body without Content-Length (chunked, another Transfer-Encoding, 
   assert.equal((all.match(/HTTP\/1\.1 \d{3}/g) || []).length, 1, all);
   assert.match(all, /^HTTP\/1\.1 411/);
   assert.ok(!all.includes('[still open'), all);
+  // "Expect: 100-continue": what would be refused is refused at once, without "100 Continue"
+  // inviting the body (RFC 7231 §5.1.1); an over-limit declared length too (413, not after 10 s).
+  for (const [headers, status] of [['Transfer-Encoding: chunked', 411], ['Content-Length: 20000000', 413]]) {
+    const t0 = Date.now();
+    const reply = await rawRequest(`POST /generate HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n${headers}\r\n\r\n`);
+    assert.match(reply, new RegExp(`^HTTP/1\\.1 ${status}`), reply);
+    assert.ok(Date.now() - t0 < 2000, `${headers}: ${Date.now() - t0} ms`);
+  }
   // A GET with a body (cpp-httplib reads none for GET): 400 at once, not the body as a request.
   const get = await rawRequest(`GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: ${hidden.length}\r\n\r\n${hidden}`);
   assert.match(get, /^HTTP\/1\.1 400/, get);

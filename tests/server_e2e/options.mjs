@@ -140,6 +140,12 @@ await check('a default max_new_tokens shrinks to --max-total-tokens (as TGI); a 
     assert.equal(tok.status, 422, tok.text);
     assert.match(tok.json.error, /`inputs` must have at most 30 tokens \(--max-input-tokens\)\. Given: 41/);
     assert.equal((await postJson(srv.base, '/tokenize', { inputs: 'one two' })).status, 200);
+    // `parameters.truncate` keeps the last tokens first (as /generate's prompt): then within the bound.
+    const cut = await postJson(srv.base, '/tokenize', { inputs: 'a b c d e f g h i j '.repeat(4), parameters: { truncate: 5 } });
+    assert.equal(cut.status, 200, cut.text);
+    assert.equal(cut.json.length, 5);
+    const whole = 'a b c d e f g h i j '.repeat(4);
+    assert.equal(whole.slice(cut.json[0].start, cut.json.at(-1).stop), whole.slice(cut.json[0].start));
   } finally {
     assert.equal((await srv.stop()).code, 0);
   }
