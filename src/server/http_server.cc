@@ -179,7 +179,8 @@ void close_after_answer(const httplib::Request& req, httplib::Response& res) {
 
 /// What runs before every route (before the body is read): the API key, 405 for a known path asked
 /// with another method, the body's framing (Content-Length not a number, several that disagree, or
-/// beside Transfer-Encoding) and multipart bodies. True when it answered the request (res is then set).
+/// beside Transfer-Encoding; a Transfer-Encoding, a POST without Content-Length, a GET / HEAD with a
+/// body) and multipart bodies. True when it answered the request (res is then set).
 bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   if (!ctx.opts.api_key.empty() && req.path != "/health") {
     if (bearer_token(req.get_header_value("Authorization")) != ctx.opts.api_key &&
@@ -214,8 +215,8 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     return true;
   }
   // Bodies must come with their length: cpp-httplib 0.11 reads a chunked body, or a POST body
-  // without Content-Length, to its end whatever --max-body-bytes says (a memory exhaustion any
-  // client could cause). Such a request's answer ends the connection (set_pre_routing_handler).
+  // without Content-Length, to its end whatever the body limit (a memory exhaustion any client
+  // could cause). Such a request's answer ends the connection (set_pre_routing_handler).
   if (req.has_header("Transfer-Encoding")) {
     std::string te = req.get_header_value("Transfer-Encoding");
     std::transform(te.begin(), te.end(), te.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
