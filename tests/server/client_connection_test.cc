@@ -14,6 +14,7 @@
 
 #include "server/client_connection.h"
 #include "server/context.h"
+#include "server/loopback.h"
 #include "server/fake_model.h"
 #include "server/scheduler.h"
 
@@ -22,44 +23,23 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string ip_of(const sockaddr_in& a) {
-  char buf[INET_ADDRSTRLEN];
-  return inet_ntop(AF_INET, &a.sin_addr, buf, sizeof buf);
+TEST(ClientConnection, CloseAfterAnswerEndsTheConnectionWithoutAReset) {
+  // What a refused, unread body (e.g. a chunked upload) leaves: bytes the server never read. The
+  // client must see an orderly end of the answer (FIN), not a reset, and the server side must read
+  // nothing more as a next request.
+  Loopback lo;
+  ClientConnection conn(lo.req);
+  ASSERT_TRUE(conn.found());
+  ASSERT_EQ(write(lo.server, "answer", 6), 6);
+  const std::string unread(100000, 'x');
+  std::thread sender([&] { (void)!write(lo.client, unread.data(), unread.size()); shutdown(lo.client, SHUT_WR); });
+  conn.close_after_answer(2000, std::size_t{1} << 30);
+  sender.join();
+  char buf[16];
+  EXPECT_EQ(read(lo.client, buf, sizeof buf), 6);
+  EXPECT_EQ(read(lo.client, buf, sizeof buf), 0) << "FIN after the answer";
+  EXPECT_EQ(read(lo.server, buf, sizeof buf), 0) << "the unread body was drained and reading stopped";
 }
-
-// A loopback TCP connection: `server` is the accepted end, `client` the connecting one.
-struct Loopback {
-  int listener = -1, client = -1, server = -1;
-  httplib::Request req;  // the addresses cpp-httplib would fill in for `server`
-  Loopback() {
-    listener = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    EXPECT_EQ(listen(listener, 1), 0);
-    socklen_t len = sizeof a;
-    getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
-    client = socket(AF_INET, SOCK_STREAM, 0);
-    EXPECT_EQ(connect(client, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    server = accept(listener, nullptr, nullptr);
-    EXPECT_GE(server, 0);
-    sockaddr_in peer{}, local{};
-    len = sizeof peer;
-    getpeername(server, reinterpret_cast<sockaddr*>(&peer), &len);
-    len = sizeof local;
-    getsockname(server, reinterpret_cast<sockaddr*>(&local), &len);
-    req.remote_addr = ip_of(peer);
-    req.remote_port = ntohs(peer.sin_port);
-    req.local_addr = ip_of(local);
-    req.local_port = ntohs(local.sin_port);
-  }
-  ~Loopback() {
-    for (int fd : {listener, client, server}) {
-      if (fd >= 0) close(fd);
-    }
-  }
-};
 
 TEST(ClientConnection, SeesThePeerClose) {
   Loopback lo;
