@@ -440,6 +440,52 @@ TEST(SsdKernels, ChunkedMatchesRecurrenceOnEveryTarget) {
   }
 }
 
+// Strong decays (Δ·A down to −48 per token) over long chunks: the chunk's running sum S of Δ·A
+// reaches thousands, so exp(S_i − S_j) taken as a difference of two such sums lost most of its
+// digits (one ulp of |S| ≈ 3e-4 in the exponent). Chunk sizes that are not multiples of 64 (100,
+// 1000) once ran as chunks of their full length. The decays are now sums over each (j, i] segment
+// and chunks are at most 64 tokens, so the error stays at the recurrence's rounding; the state at
+// each multiple of Q is still reported, and a split there is still bitwise the unsplit call.
+TEST(SsdKernels, StrongDecaysAndLongChunkSizesStayAtRecurrencePrecision) {
+  std::mt19937 rng(29);
+  for (const SsdCase& c : {SsdCase{300, 4, 8, 16, 2, 1000, 0}, SsdCase{250, 4, 8, 16, 1, 100, 37},
+                           SsdCase{200, 2, 16, 32, 2, 256, 5}, SsdCase{150, 2, 4, 8, 1, 97, 90}}) {
+    SsdData d(c, rng);
+    d.dt = random_vec(c.L * d.lddt, rng, 0.01f, 3.0f);
+    d.A = random_vec(c.H, rng, -16.0f, -8.0f);
+    const std::int64_t S = c.H * c.P * c.N, n_chunks = ops::ssd_num_chunks(c.position, c.L, c.Q);
+    auto hr = d.h0;
+    std::vector<float> yr(c.L * d.ldy), csr(n_chunks * S);
+    ops::ref::ssd(d.args(hr.data(), yr.data(), csr.data()));
+    for_each_target([&] {
+      auto h = d.h0;
+      std::vector<float> y(c.L * d.ldy), cs(n_chunks * S);
+      ops::ssd(d.args(h.data(), y.data(), cs.data()));
+      const std::string where = fmt::format("L{} Q{} pos{}", c.L, c.Q, c.position);
+      double worst = 0;
+      for (std::int64_t t = 0; t < c.L; ++t)
+        worst = std::max(worst, double(max_abs_diff(y.data() + t * d.ldy, yr.data() + t * d.ldy, c.H * c.P)));
+      EXPECT_LE(worst, 2e-5) << where;
+      EXPECT_LE(max_abs_diff(cs.data(), csr.data(), n_chunks * S), 2e-5) << where;
+      // Split at the first absolute multiple of Q inside the call: bitwise the unsplit call.
+      const std::int64_t cut = (c.position / c.Q + 1) * c.Q - c.position;
+      if (cut < c.L) {
+        auto hs = d.h0;
+        std::vector<float> ys(c.L * d.ldy);
+        ops::SsdArgs a1 = d.args(hs.data(), ys.data());
+        a1.L = cut;
+        ops::ssd(a1);
+        ops::SsdArgs a2 = d.args(hs.data(), ys.data() + cut * d.ldy);
+        a2.L = c.L - cut; a2.position = c.position + cut;
+        a2.x += cut * d.ldx; a2.dt += cut * d.lddt; a2.B += cut * d.ldbc; a2.C += cut * d.ldbc;
+        ops::ssd(a2);
+        EXPECT_TRUE(bitwise_equal(hs, h)) << where;
+        EXPECT_TRUE(bitwise_equal(ys, y)) << where;
+      }
+    });
+  }
+}
+
 TEST(SsdKernels, DecodeBatchMatchesRecurrenceAndIsBitwisePerSequence) {
   std::mt19937 rng(17);
   for (std::int64_t G : {1, 2, 4}) {

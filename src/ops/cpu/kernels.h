@@ -36,9 +36,13 @@ struct Kernels {
   void (*gemm_at)(std::int64_t M, std::int64_t n, std::int64_t K, const float* At, std::int64_t lda, const float* B,
                   std::int64_t ldb, float* C, std::int64_t ldc, bool accumulate);
 
-  /// w[j] = cb[j] · exp(s_i − S[j]) · dt[j] for j < n (SSD's decayed, Δ-weighted C·B row), then
-  /// w[j] = 0 for n ≤ j < m (m ≤ n: none).
-  void (*ssd_decay_row)(float* w, const float* cb, float s_i, const float* S, const float* dt, std::int64_t n,
+  /// Row i of SSD's decayed, Δ-weighted C·B (n = i + 1): seg[j] += a_i, then
+  /// w[j] = cb[j] · exp(seg[j]) · dt[j] for j < n; then w[j] = 0 for n ≤ j < m (m ≤ n: none).
+  /// seg (in/out, n floats) carries the segment sums Σ_{k=j+1..i} a_k of a_k = Δ_k·A from row to
+  /// row (the caller sets seg[i] = −a_i first, so the diagonal's sum is exactly 0): each decay is a
+  /// sum over its own segment, never a difference of two long running sums (which loses the
+  /// exponent's digits once the chunk's Σ a_k reaches hundreds).
+  void (*ssd_decay_row)(float* w, float* seg, const float* cb, float a_i, const float* dt, std::int64_t n,
                         std::int64_t m);
 
   /// SSD recurrence for one token of one head (the decode step: ssd_batch with every L = 1):
