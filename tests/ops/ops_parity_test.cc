@@ -141,6 +141,30 @@ TEST(GatedRmsNorm, MatchesReferencePerGroup) {
   EXPECT_GT(std::fabs(y1[0] - y2[0]), 0.1);
 }
 
+// A row whose mean square overflows fp32 (|x| ~ 1e21: x² ~ 1e42) is normalised to its RMS, as
+// the float64 reference does; fp32's rsqrt(inf) = 0 had made it all zeros (constant logits, no
+// error). Rows near fp32's largest values (3e38) too.
+TEST(RmsNorm, HugeRowsNormaliseInsteadOfVanishing) {
+  for (float scale : {1e21f, 1e30f, 3e38f}) {
+    const std::int64_t D = 37;
+    std::vector<float> x(D), w(D, 1.5f), y(D), yr(D);
+    for (std::int64_t i = 0; i < D; ++i) x[i] = scale * (i % 3 == 0 ? -1.0f : 0.5f + 0.01f * float(i)) / (scale > 1e38f ? 2.0f : 1.0f);
+    ops::rms_norm(x.data(), D, 1, D, w.data(), 1e-5f, y.data(), D);
+    ops::ref::rms_norm(x.data(), D, 1, D, w.data(), 1e-5f, yr.data(), D);
+    EXPECT_LE(max_abs_diff(y.data(), yr.data(), D), 2e-6) << scale;
+    EXPECT_GT(std::fabs(y[0]), 0.5f) << scale;
+    if (scale > 1e38f) continue;  // the gate's y·silu(z) itself overflows fp32 there
+    const std::int64_t G = 2, E = 2 * D;
+    std::vector<float> g(E), z(E, 4.0f), wg(E, 1.0f);
+    for (std::int64_t i = 0; i < E; ++i) g[i] = x[i % D];
+    auto gr = g;
+    ops::gated_rms_norm(g.data(), E, z.data(), E, 1, E, G, wg.data(), 1e-5f);
+    ops::ref::gated_rms_norm(gr.data(), E, z.data(), E, 1, E, G, wg.data(), 1e-5f);
+    EXPECT_LE(max_abs_diff(g.data(), gr.data(), E), 3e-6) << scale;
+    EXPECT_GT(std::fabs(g[0]), 0.5f) << scale;
+  }
+}
+
 TEST(Conv1d, MatchesReferenceAndContinuesFromState) {
   std::mt19937 rng(11);
   for (std::int64_t K : {2, 3, 4}) {

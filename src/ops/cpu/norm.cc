@@ -10,6 +10,17 @@
 
 namespace mamba::ops {
 
+namespace {
+/// 1 / sqrt(ss / n + eps) as HF computes it (torch.rsqrt(variance + eps) in fp32), except where the
+/// mean square overflows fp32 (|x| ≳ 1.8e19): then in double, so the row is scaled to its RMS
+/// instead of to 0 (fp32 gave rsqrt(inf) = 0 and an all-zero row, i.e. silently constant logits).
+float inv_rms(double ss, std::int64_t n, float eps) {
+  const float mean_sq = float(ss / double(n));
+  if (std::isfinite(mean_sq)) return 1.0f / std::sqrt(mean_sq + eps);
+  return float(1.0 / std::sqrt(ss / double(n) + double(eps)));
+}
+}  // namespace
+
 void rms_norm(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t D, const float* w, float eps,
               float* y, std::int64_t ldy) {
   const ProfileScope profile(OpKind::kNorm);
@@ -18,9 +29,8 @@ void rms_norm(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t D, 
     for (std::int64_t m = m0; m < m1; ++m) {
       const float* xm = x + m * ldx;
       float* ym = y + m * ldy;
-      const double ss = k.sumsq_row(xm, D);
       // HF: hidden * torch.rsqrt(variance + eps), in fp32.
-      const float r = 1.0f / std::sqrt(float(ss / double(D)) + eps);
+      const float r = inv_rms(k.sumsq_row(xm, D), D, eps);
       k.scale_row(xm, r, w, ym, D);
     }
   });
@@ -38,8 +48,7 @@ void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz
       k.silu_mul_row(zm, ym, ym, E);  // v = y · silu(z)
       for (std::int64_t g = 0; g < G; ++g) {
         float* v = ym + g * gs;
-        const double ss = k.sumsq_row(v, gs);
-        const float r = 1.0f / std::sqrt(float(ss / double(gs)) + eps);
+        const float r = inv_rms(k.sumsq_row(v, gs), gs, eps);
         k.scale_row(v, r, w + g * gs, v, gs);
       }
     }
