@@ -184,10 +184,11 @@ struct SsdArgs {
   float* chunk_states = nullptr;
 };
 /// Runs the SSD above for one sequence: advances ssm_state in place, writes y (not aliasing the
-/// inputs) and, when chunk_states is set, the per-chunk states. The CPU backend processes each Q
-/// chunk in sub-chunks of 64 tokens when Q is a larger multiple of 64 (same chunk boundaries, same
-/// results within rounding); parallel over heads / chunk strips on the CPU pool, results independent
-/// of the thread count. No errors (shapes are the caller's).
+/// inputs) and, when chunk_states is set, the per-chunk states. The CPU backend also cuts at every
+/// absolute multiple of 64 (sub-chunks of ≤ 64 tokens whatever Q is; the same Q boundaries, results
+/// equal within rounding) and takes each decay as a sum over its own segment of Δ·A (accurate
+/// however large the chunk's total decay); parallel over heads / chunk strips on the CPU pool,
+/// results independent of the thread count. No errors (shapes are the caller's).
 void ssd(const SsdArgs& a);
 /// ssd for several sequences with the same H, P, N, G, Q. When every sequence has L = 1 (a decode
 /// step) it runs the recurrence directly (one pass over each state, no chunk machinery) in one
