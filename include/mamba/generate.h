@@ -30,7 +30,10 @@ std::int64_t vocab_limit(const Tokenizer* tok, const Model& model);
 struct GenerateOptions {
   int max_new_tokens = 64;             ///< tokens to generate at most (0: finish at once, kLength; < 0: error)
   SamplingParams sampling;
-  std::vector<std::string> stop;       ///< stop strings: text before kept, stop text not emitted
+  std::vector<std::string> stop;       ///< stop strings: text before kept, the rest not emitted
+  /// true: the matched stop string ends the text (TGI's /generate keeps it); false: the text ends
+  /// before it (OpenAI, mamba-cli). Either way nothing after the stop string is emitted.
+  bool include_stop_text = false;
   std::vector<std::int32_t> eos_ids;   ///< empty = from generation_config.json / config.json
   bool ignore_eos = false;
   int top_logprobs = 0;                ///< K best (id, logprob) per generated step

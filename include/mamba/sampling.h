@@ -25,8 +25,12 @@ struct SamplingParams {
   float min_p = 0.0f;               ///< [0, 1)
   float typical_p = 1.0f;           ///< (0, 1]
   float repetition_penalty = 1.0f;  ///< > 0; HF: positive logits divided, negative multiplied
-  float frequency_penalty = 0.0f;   ///< [-2, 2]; OpenAI: logit −= f · count(token) (count over prompt + generated)
+  float frequency_penalty = 0.0f;   ///< [-2, 2]; OpenAI: logit −= f · count(token)
   float presence_penalty = 0.0f;    ///< [-2, 2]; OpenAI: logit −= p · [count(token) > 0]
+  /// What frequency/presence penalties count: true = prompt + generated tokens (TGI, whose
+  /// frequency penalty runs over all input ids; mamba-cli); false = generated tokens only (OpenAI's
+  /// definition, vLLM). The repetition penalty always covers prompt + generated (HF, TGI, vLLM).
+  bool penalties_count_prompt = true;
   std::uint64_t seed = 0;           ///< same seed + same input → same output
   bool has_seed = false;            ///< false: seed drawn from std::random_device (then reported)
 
@@ -41,8 +45,12 @@ class Sampler {
  public:
   /// `vocab_limit`: ids ≥ this are masked (tokenizer size; or logits width without a tokenizer).
   Sampler(const SamplingParams& params, std::int64_t vocab_limit);
-  /// Records a token that is part of the context (prompt or generated) for the penalties.
+  /// Records a generated token (or any context token when the prompt's are not told apart) for
+  /// the penalties.
   void observe(std::int32_t id);
+  /// Records a prompt token: the repetition penalty sees it; frequency/presence penalties only when
+  /// params.penalties_count_prompt.
+  void observe_prompt(std::int32_t id);
   /// Picks the next id from raw `logits` [width] (modified in place as scratch).
   /// Errors: kNumerical if any logit < vocab_limit is NaN / +Inf.
   Result<std::int32_t> sample(std::span<float> logits);
@@ -53,7 +61,8 @@ class Sampler {
   std::int64_t vocab_limit_;
   std::uint64_t seed_;
   std::mt19937_64 rng_;
-  std::vector<std::int32_t> counts_;
+  std::vector<std::int32_t> counts_;            ///< [vocab_limit] occurrences in prompt + generated
+  std::vector<std::int32_t> generated_counts_;  ///< [vocab_limit] in generated tokens (empty when unused)
   std::vector<std::int32_t> scratch_idx_;
   std::vector<std::uint64_t> scratch_keys_[2];  ///< radix-sort buffers (sampler.cc sort_by_score)
 };

@@ -31,7 +31,7 @@ const char* finish_reason_name(FinishReason r) {
 struct SequenceGenerator::Impl {
   Impl(const Tokenizer* t, std::int64_t limit, const GenerateOptions& o, std::vector<std::int32_t> eos)
       : tok(t), vocab_limit(limit), opts(o), eos_ids(eos.begin(), eos.end()), sampler(o.sampling, limit),
-        stop(o.stop), logprobs(static_cast<std::size_t>(limit)) {
+        stop(o.stop, o.include_stop_text), logprobs(static_cast<std::size_t>(limit)) {
     if (tok) decoder.emplace(*tok, o.skip_special_tokens);
   }
   const Tokenizer* tok;
@@ -59,7 +59,7 @@ SequenceGenerator::SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_li
 }
 
 void SequenceGenerator::observe_prompt(std::span<const std::int32_t> prompt) {
-  for (auto id : prompt) impl_->sampler.observe(id);
+  for (auto id : prompt) impl_->sampler.observe_prompt(id);
 }
 
 std::uint64_t SequenceGenerator::seed() const { return impl_->sampler.seed(); }

@@ -5,7 +5,7 @@
 
 namespace mamba {
 
-StopMatcher::StopMatcher(std::vector<std::string> stops) {
+StopMatcher::StopMatcher(std::vector<std::string> stops, bool include_stop) : include_stop_(include_stop) {
   for (auto& s : stops)
     if (!s.empty()) stops_.push_back(std::move(s));
 }
@@ -27,7 +27,7 @@ std::string StopMatcher::push(std::string_view piece) {
   }
   if (best != std::string::npos) {
     stopped_ = true;
-    std::string out = pending_.substr(0, best);
+    std::string out = pending_.substr(0, include_stop_ ? best + matched_.size() : best);
     pending_.clear();
     return out;
   }

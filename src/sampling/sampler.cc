@@ -93,9 +93,17 @@ Sampler::Sampler(const SamplingParams& params, std::int64_t vocab_limit)
   seed_ = p_.has_seed ? p_.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   rng_.seed(seed_);
   counts_.assign(static_cast<std::size_t>(vocab_limit_), 0);
+  if (!p_.penalties_count_prompt && (p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f))
+    generated_counts_.assign(static_cast<std::size_t>(vocab_limit_), 0);
 }
 
 void Sampler::observe(std::int32_t id) {
+  if (id < 0 || id >= vocab_limit_) return;
+  ++counts_[static_cast<std::size_t>(id)];
+  if (!generated_counts_.empty()) ++generated_counts_[static_cast<std::size_t>(id)];
+}
+
+void Sampler::observe_prompt(std::int32_t id) {
   if (id >= 0 && id < vocab_limit_) ++counts_[static_cast<std::size_t>(id)];
 }
 
@@ -115,16 +123,19 @@ Result<std::int32_t> Sampler::sample(std::span<float> logits) {
   for (std::size_t i = static_cast<std::size_t>(n); i < logits.size(); ++i) logits[i] = kNegInf;  // padded rows
 
   // RepetitionPenaltyLogitsProcessor: tokens seen in the context (prompt + generated).
-  // OpenAI-style frequency / presence penalties over the same counts.
+  // OpenAI-style frequency / presence penalties over the same counts, or over the generated
+  // tokens' alone (penalties_count_prompt false).
   const bool rep = p_.repetition_penalty != 1.0f;
   const bool freq = p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f;
+  const std::vector<std::int32_t>& fc = generated_counts_.empty() ? counts_ : generated_counts_;
   if (rep || freq) {
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int32_t c = counts_[static_cast<std::size_t>(i)];
       if (c == 0) continue;
       float& v = logits[i];
       if (rep) v = v < 0.0f ? v * p_.repetition_penalty : v / p_.repetition_penalty;
-      if (freq) v -= p_.frequency_penalty * static_cast<float>(c) + p_.presence_penalty;
+      const std::int32_t f = fc[static_cast<std::size_t>(i)];
+      if (freq && f > 0) v -= p_.frequency_penalty * static_cast<float>(f) + p_.presence_penalty;
     }
   }
 

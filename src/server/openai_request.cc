@@ -41,14 +41,17 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
   RETURN_IF_API_ERROR(get_float(b, "top_p", s.top_p));
   if (!(s.top_p > 0.0f && s.top_p <= 1.0f)) return ApiError::validation("`top_p` must be > 0 and <= 1");
   std::int64_t top_k = 0;
-  RETURN_IF_API_ERROR(get_int(b, "top_k", 0, 1 << 30, top_k));
-  s.top_k = static_cast<int>(top_k);
+  RETURN_IF_API_ERROR(get_int(b, "top_k", -1, 1 << 30, top_k));  // −1 = off, as vLLM
+  s.top_k = top_k < 0 ? 0 : static_cast<int>(top_k);
+  RETURN_IF_API_ERROR(get_float(b, "typical_p", s.typical_p));  // an extension, as TGI's
+  if (!(s.typical_p > 0.0f && s.typical_p <= 1.0f)) return ApiError::validation("`typical_p` must be > 0 and <= 1");
   RETURN_IF_API_ERROR(get_float(b, "min_p", s.min_p));
   if (!(s.min_p >= 0.0f && s.min_p < 1.0f)) return ApiError::validation("`min_p` must be >= 0 and < 1");
   RETURN_IF_API_ERROR(get_float(b, "frequency_penalty", s.frequency_penalty));
   if (!(s.frequency_penalty >= -2.0f && s.frequency_penalty <= 2.0f)) return ApiError::validation("`frequency_penalty` must be between -2 and 2");
   RETURN_IF_API_ERROR(get_float(b, "presence_penalty", s.presence_penalty));
   if (!(s.presence_penalty >= -2.0f && s.presence_penalty <= 2.0f)) return ApiError::validation("`presence_penalty` must be between -2 and 2");
+  s.penalties_count_prompt = false;  // OpenAI: counts of the tokens sampled so far (vLLM: the same)
   RETURN_IF_API_ERROR(get_float(b, "repetition_penalty", s.repetition_penalty));
   if (!(s.repetition_penalty > 0.0f)) return ApiError::validation("`repetition_penalty` must be strictly positive");
   bool has_seed = false;

@@ -60,6 +60,12 @@ std::optional<ApiError> parse_tgi_request(const json& body, const RequestLimits&
       return ApiError::validation("`frequency_penalty` must be >= -2.0 and <= 2.0");
     }
   }
+  if (p.contains("presence_penalty") && !p["presence_penalty"].is_null()) {  // an extension (OpenAI's)
+    RETURN_IF_API_ERROR(get_float(p, "presence_penalty", s.presence_penalty));
+    if (!(s.presence_penalty >= -2.0f && s.presence_penalty <= 2.0f)) {
+      return ApiError::validation("`presence_penalty` must be >= -2.0 and <= 2.0");
+    }
+  }
   bool has_seed = false;
   RETURN_IF_API_ERROR(get_u64(p, "seed", s.seed, has_seed));
   s.has_seed = has_seed;
@@ -69,6 +75,7 @@ std::optional<ApiError> parse_tgi_request(const json& body, const RequestLimits&
   RETURN_IF_API_ERROR(get_int(p, "max_new_tokens", 1, limits.max_total_tokens, max_new));
   o.max_new_tokens = static_cast<int>(max_new);
   RETURN_IF_API_ERROR(get_stop(p, "stop", static_cast<std::size_t>(limits.max_stop_sequences), o.stop));
+  o.include_stop_text = true;  // TGI: generated_text ends with the stop sequence that ended it
   RETURN_IF_API_ERROR(get_bool(p, "details", out.details));
   RETURN_IF_API_ERROR(get_bool(p, "decoder_input_details", out.decoder_input_details));
   RETURN_IF_API_ERROR(get_bool(p, "return_full_text", out.return_full_text));
@@ -83,6 +90,12 @@ std::optional<ApiError> parse_tgi_request(const json& body, const RequestLimits&
   RETURN_IF_API_ERROR(reject_if_set(p, "watermark", "watermarking is not implemented"));
   RETURN_IF_API_ERROR(reject_if_set(p, "grammar", "grammar-constrained decoding is not implemented"));
   RETURN_IF_API_ERROR(reject_if_set(p, "adapter_id", "adapters are not implemented"));
+  // OpenAI fields TGI does not have: refused here as on the OpenAI routes (TGI would drop them
+  // silently, and a user moving a request between the APIs would get an answer without them).
+  RETURN_IF_API_ERROR(reject_if_set(p, "logit_bias", "logit_bias is not implemented"));
+  std::int64_t n = 1;
+  RETURN_IF_API_ERROR(get_int(p, "n", 1, 1 << 20, n));
+  if (n != 1) return ApiError::validation(fmt::format("`n` must be 1 (several answers are not supported), got {}", n));
   Status st = s.validate();
   if (!st.ok()) return ApiError::validation(st.message());
   return std::nullopt;

@@ -333,6 +333,35 @@ TEST(Sampler, FrequencyAndPresencePenalties) {
   EXPECT_EQ(draw(b, {1.2f, 0.5f}), 0);   // 1.2 − 0.6 = 0.6 > 0.5
 }
 
+// OpenAI's (and vLLM's) frequency/presence penalties count generated tokens only; TGI's and the
+// CLI's count the prompt too. The repetition penalty covers the prompt either way.
+TEST(Sampler, PenaltiesCountThePromptOnlyWhenAsked) {
+  for (bool count_prompt : {true, false}) {
+    SamplingParams f;
+    f.frequency_penalty = 0.3f;
+    f.penalties_count_prompt = count_prompt;
+    Sampler a(f, 2);
+    a.observe_prompt(0);
+    a.observe_prompt(0);
+    // with the prompt counted: 1.0 − 0.6 = 0.4 < 0.5; without it 1.0 stays
+    EXPECT_EQ(draw(a, {1.0f, 0.5f}), count_prompt ? 1 : 0) << count_prompt;
+    a.observe(0);  // generated: counted either way
+    EXPECT_EQ(draw(a, {1.0f, 0.5f}), count_prompt ? 1 : 0) << count_prompt;  // 1.0 − 0.9 = 0.1, or 1.0 − 0.3 = 0.7
+    SamplingParams pr;
+    pr.presence_penalty = 0.6f;
+    pr.penalties_count_prompt = count_prompt;
+    Sampler b(pr, 2);
+    b.observe_prompt(0);
+    EXPECT_EQ(draw(b, {1.0f, 0.5f}), count_prompt ? 1 : 0) << count_prompt;
+    SamplingParams r;
+    r.repetition_penalty = 2.0f;
+    r.penalties_count_prompt = count_prompt;
+    Sampler c(r, 3);
+    c.observe_prompt(0);
+    EXPECT_EQ(draw(c, {2.0f, 1.5f, -1.0f}), 1) << count_prompt;  // 2.0 / 2 = 1.0 < 1.5 either way
+  }
+}
+
 TEST(Sampler, MinPDropsUnlikelyTokens) {
   // probs 0.5, 0.3, 0.2 → min_p 0.5 keeps prob ≥ 0.25: ids 0 and 1.
   const std::vector<float> l{std::log(0.5f), std::log(0.3f), std::log(0.2f)};

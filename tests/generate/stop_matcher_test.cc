@@ -1,5 +1,5 @@
 // StopMatcher: text before a stop string kept, the stop never emitted (also across pieces), and
-// only a possible stop prefix held back.
+// only a possible stop prefix held back; with include_stop (TGI) the stop string ends the text.
 #include <gtest/gtest.h>
 
 #include "generate/stop_matcher.h"
@@ -78,6 +78,20 @@ TEST(StopMatcher, NewlineStopAtStart) {
   StopMatcher m({"\n"});
   EXPECT_EQ(m.push("\nabc"), "");
   EXPECT_TRUE(m.stopped());
+}
+
+TEST(StopMatcher, IncludeStopEndsTheTextWithIt) {
+  StopMatcher m({"STOP", "ST"}, /*include_stop=*/true);
+  std::string out;
+  out += m.push("hello S");
+  EXPECT_EQ(out, "hello ");
+  out += m.push("TOP and more");  // the longest stop at the earliest position; what follows dropped
+  EXPECT_EQ(out, "hello STOP");
+  EXPECT_TRUE(m.stopped());
+  EXPECT_EQ(m.matched(), "STOP");
+  EXPECT_EQ(m.flush(), "");
+  StopMatcher n({"\n"}, true);
+  EXPECT_EQ(n.push("\nabc"), "\n");
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ std::optional<ApiError> chat(const std::string& body, OpenAiRequest& out) {
 TEST(TgiRequest, FullParameters) {
   TgiRequest r;
   auto e = tgi(R"({"inputs":"Hello","parameters":{"max_new_tokens":7,"temperature":0.5,"top_k":3,"top_p":0.9,
-      "typical_p":0.95,"min_p":0.05,"repetition_penalty":1.2,"frequency_penalty":0.5,"seed":42,"do_sample":true,
+      "typical_p":0.95,"min_p":0.05,"repetition_penalty":1.2,"frequency_penalty":0.5,"presence_penalty":-0.25,"seed":42,"do_sample":true,
       "stop":["\n","end"],"details":true,"decoder_input_details":true,"return_full_text":true,"truncate":10,
       "top_n_tokens":2,"best_of":1,"watermark":false}})", r);
   ASSERT_FALSE(e) << e->message;
@@ -50,6 +50,9 @@ TEST(TgiRequest, FullParameters) {
   EXPECT_FLOAT_EQ(r.opts.sampling.min_p, 0.05f);
   EXPECT_FLOAT_EQ(r.opts.sampling.repetition_penalty, 1.2f);
   EXPECT_FLOAT_EQ(r.opts.sampling.frequency_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r.opts.sampling.presence_penalty, -0.25f);
+  EXPECT_TRUE(r.opts.sampling.penalties_count_prompt);  // TGI's frequency penalty runs over all input ids
+  EXPECT_TRUE(r.opts.include_stop_text);                // TGI's generated_text ends with the stop sequence
   EXPECT_EQ(r.opts.sampling.seed, 42u);
   EXPECT_TRUE(r.opts.sampling.has_seed);
   EXPECT_TRUE(r.opts.sampling.do_sample);
@@ -108,6 +111,10 @@ TEST(TgiRequest, BadInputsGive4xxNamingTheField) {
       {R"({"inputs":"x","parameters":{"best_of":2}})", 422, "best_of"},
       {R"({"inputs":"x","parameters":{"top_n_tokens":50}})", 422, "top_n_tokens"},
       {R"({"inputs":"x","parameters":{"watermark":true}})", 422, "watermark"},
+      {R"({"inputs":"x","parameters":{"presence_penalty":5}})", 422, "presence_penalty"},
+      {R"({"inputs":"x","parameters":{"presence_penalty":"x"}})", 422, "presence_penalty"},
+      {R"({"inputs":"x","parameters":{"logit_bias":{"15":100}}})", 422, "logit_bias"},
+      {R"({"inputs":"x","parameters":{"n":2}})", 422, "n"},
       {R"({"inputs":"x","parameters":{"details":"yes"}})", 422, "details"},
       {R"({"inputs":"x","parameters":[]})", 422, "parameters"},
       {"{\"inputs\":\"\xff\xfe\"}", 400, "JSON"},
@@ -153,6 +160,14 @@ TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {
   OpenAiRequest c0;
   ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":"hi"}],"temperature":0,"top_p":0.9})", c0));
   EXPECT_FALSE(c0.opts.sampling.sampling());
+  // OpenAI's penalties count the sampled tokens only; the stop string is not part of the text;
+  // extensions: typical_p, and vLLM's top_k −1 = off.
+  OpenAiRequest ext;
+  ASSERT_FALSE(completion(R"({"prompt":"a","frequency_penalty":1,"typical_p":0.5,"top_k":-1,"stop":["x"]})", ext));
+  EXPECT_FALSE(ext.opts.sampling.penalties_count_prompt);
+  EXPECT_FALSE(ext.opts.include_stop_text);
+  EXPECT_FLOAT_EQ(ext.opts.sampling.typical_p, 0.5f);
+  EXPECT_EQ(ext.opts.sampling.top_k, 0);
   OpenAiRequest ids;
   ASSERT_FALSE(completion(R"({"prompt":[5,6,7]})", ids));
   EXPECT_EQ(ids.prompt_ids, (std::vector<std::int32_t>{5, 6, 7}));
@@ -171,6 +186,8 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"prompt":"x","logprobs":9})", 422, "logprobs"},
       {R"({"prompt":"x","logit_bias":{"5":1}})", 422, "logit_bias"},
       {R"({"prompt":"x","stream":"yes"})", 422, "stream"},
+      {R"({"prompt":"x","top_k":-2})", 422, "top_k"},
+      {R"({"prompt":"x","typical_p":0})", 422, "typical_p"},
   };
   for (const auto& c : cases) {
     OpenAiRequest r;

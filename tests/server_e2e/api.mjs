@@ -93,11 +93,15 @@ await check('POST /generate_stream: concatenated tokens == generated_text == /ge
   assert.equal(last.details.generated_tokens, greedy.details.generated_tokens);
 });
 
-await check('stop sequence spanning tokens: never emitted, stream == non-stream', async () => {
+await check('stop sequence spanning tokens: TGI ends the text with it, OpenAI leaves it out; stream == non-stream', async () => {
   const full = (await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 24 } })).json.generated_text;
   assert.ok(full.length > 12, full);
   const stop = full.slice(5, 11);  // a piece from the middle of the text, likely spanning tokens
-  const cut = full.slice(0, full.indexOf(stop));
+  const before = full.slice(0, full.indexOf(stop));
+  const o = await postJson(base, '/v1/completions', { prompt: PROMPT, max_tokens: 24, temperature: 0, stop: [stop] });
+  assert.equal(o.json.choices[0].text, before);
+  assert.equal(o.json.choices[0].finish_reason, 'stop');
+  const cut = before + stop;  // TGI: generated_text includes the stop sequence
   const r = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 24, stop: [stop], details: true } });
   assert.equal(r.json.generated_text, cut);
   assert.equal(r.json.details.finish_reason, 'stop_sequence');
@@ -105,7 +109,7 @@ await check('stop sequence spanning tokens: never emitted, stream == non-stream'
   const text = s.events.map((e) => e.token.text).join('');
   assert.equal(text, cut);
   assert.equal(s.events.at(-1).generated_text, cut);
-  // no event ever carried text of the stop
+  // no event ever carried text past the stop
   let acc = '';
   for (const e of s.events) {
     acc += e.token.text;
