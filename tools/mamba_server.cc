@@ -126,7 +126,10 @@ int main(int argc, char** argv) {
 
   // The server reads prompts as text: a checkpoint without tokenizer.json is refused before the
   // (slower) model load, saying where one comes from.
-  if (std::error_code ec; !std::filesystem::exists(std::filesystem::path(dir.value()) / "tokenizer.json", ec)) {
+  if (auto has_tok = mamba::has_model_file(dir.value(), "tokenizer.json"); !has_tok.ok()) {
+    std::fprintf(stderr, "error: %s\n", has_tok.error().message.c_str());
+    return 2;
+  } else if (!*has_tok) {
     std::fprintf(stderr,
                  "error: %s has no tokenizer.json, which the server needs to read prompts (state-spaces checkpoints "
                  "ship without one: they use GPT-NeoX-20B's; copy tokenizer.json from EleutherAI/gpt-neox-20b into "

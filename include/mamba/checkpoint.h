@@ -36,6 +36,14 @@ std::string default_model_path();
 /// explicit setting is never silently replaced by the embedded model), or when no default exists.
 Result<std::string> resolve_default_model();
 
+/// Whether model directory `dir` holds the optional file `name` (tokenizer.json,
+/// generation_config.json): true for a regular file or a symbolic link to one, false when no entry
+/// of that name exists. Errors name the path when an entry exists but is not a readable file: a
+/// dangling symbolic link (kNotFound: an interrupted Hugging Face download leaves one), a directory
+/// or another kind of file (kInvalidArgument), or no permission to read it (kIo). Never treats
+/// such an entry as absent.
+Result<bool> has_model_file(const std::string& dir, const std::string& name);
+
 /// One named tensor of a checkpoint.
 struct TensorEntry {
   std::string name;  ///< as stored (e.g. "backbone.layers.0.mixer.in_proj.weight")

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/json_lenient.h"
+#include "mamba/checkpoint.h"
 #include "mamba/generate.h"
 
 namespace mamba {
@@ -39,8 +40,11 @@ Status append_eos(const nlohmann::json& v, const std::string& path, std::vector<
 Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config) {
   namespace fs = std::filesystem;
   const fs::path path = fs::path(model_dir) / "generation_config.json";
-  std::error_code ec;
-  if (!model_dir.empty() && fs::is_regular_file(path, ec)) {
+  bool has_file = false;
+  if (!model_dir.empty()) {
+    MAMBA_ASSIGN_OR_RETURN(has_file, has_model_file(model_dir, "generation_config.json"));
+  }
+  if (has_file) {
     std::ifstream in(path);
     std::stringstream ss;
     ss << in.rdbuf();

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
@@ -131,6 +132,24 @@ void Checkpoint::release_pages(const void* p, std::size_t n) const {
 const TensorEntry* Checkpoint::find(const std::string& name) const {
   auto it = impl_->contents.index.find(name);
   return it == impl_->contents.index.end() ? nullptr : &impl_->contents.tensors[it->second];
+}
+
+Result<bool> has_model_file(const std::string& dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path p = fs::path(dir) / name;
+  std::error_code ec;
+  const fs::file_status link = fs::symlink_status(p, ec);
+  if (link.type() == fs::file_type::not_found || link.type() == fs::file_type::none) return false;
+  const fs::file_status st = fs::status(p, ec);
+  if (st.type() == fs::file_type::not_found)
+    return make_error(ErrorCode::kNotFound, fmt::format("{}: a symbolic link to {}, which does not exist (an interrupted "
+                                                        "download? fetch the file again)", p.string(), fs::read_symlink(p, ec).string()));
+  if (st.type() != fs::file_type::regular)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: {}", p.string(), st.type() == fs::file_type::directory ? "is a directory, not a file" : "is not a regular file"));
+  if (::access(p.c_str(), R_OK) != 0)
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
+  return true;
 }
 
 Result<Checkpoint> Checkpoint::open(const std::string& dir) {

@@ -1,5 +1,7 @@
 // Loading tokenizer.json into a Tokenizer::Impl, component by component. Every error names the
 // file and the JSON path of the offending field; unknown component types are kUnsupported.
+#include <cstring>
+#include <cerrno>
 #include <fmt/format.h>
 
 #include <fstream>
@@ -434,7 +436,7 @@ Result<Tokenizer> Tokenizer::from_json_text(const std::string& json_text, const 
 
 Result<Tokenizer> Tokenizer::from_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open tokenizer file", path));
+  if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open tokenizer file: {}", path, std::strerror(errno)));
   std::ostringstream ss;
   ss << f.rdbuf();
   if (f.bad()) return make_error(ErrorCode::kIo, fmt::format("{}: read error", path));

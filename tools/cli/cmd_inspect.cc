@@ -52,10 +52,10 @@ void run_inspect(const std::string& model_arg) {
   // What `run` would load next: the tokenizer when there is a tokenizer.json, and the EOS ids
   // (generation_config.json first). A file `run` would refuse fails here too, before any output.
   const std::string tok_path = (std::filesystem::path(*dir) / "tokenizer.json").string();
-  std::error_code ec;
-  const bool has_tok = std::filesystem::exists(tok_path, ec);
+  auto has_tok = has_model_file(*dir, "tokenizer.json");
+  if (!has_tok.ok()) die(has_tok.error().message);
   std::optional<Tokenizer> tok;
-  if (has_tok) {
+  if (*has_tok) {
     auto t = Tokenizer::from_file(tok_path);
     if (!t.ok()) die(t.error().message);
     tok = std::move(*t);

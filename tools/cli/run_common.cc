@@ -41,10 +41,9 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
   LoadedModel out;
   MAMBA_ASSIGN_OR_RETURN(out.model, Model::load(dir, lo));
   out.dir = out.model->checkpoint().dir();
-  const auto tok_path = std::filesystem::path(out.dir) / "tokenizer.json";
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(tok_path, ec)) {
-    MAMBA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_file(tok_path.string()));
+  MAMBA_ASSIGN_OR_RETURN(const bool has_tok, has_model_file(out.dir, "tokenizer.json"));
+  if (has_tok) {
+    MAMBA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_file((std::filesystem::path(out.dir) / "tokenizer.json").string()));
     out.tokenizer.emplace(std::move(tok));
   }
   return out;
