@@ -30,10 +30,13 @@ const char* precision_name(Precision p);
 Result<Precision> parse_precision(const std::string& s);
 
 struct LoadOptions {
-  int threads = 0;  ///< CPU threads for compute; 0 = the CPUs this process may run on (or OMP_NUM_THREADS) (process-wide setting of the
-                    ///< CPU ops; results are bitwise the same for any thread count). At most
-                    ///< kMaxThreads (mamba/thread_limit.h), else load fails with kInvalidArgument.
-  /// kBF16 on a CPU without AVX-512 BF16 fails with kInvalidArgument.
+  int threads = 0;  ///< CPU threads for compute; 0 = the CPUs this process may run on (or OMP_NUM_THREADS). A
+                    ///< process-wide setting of the CPU ops, not per model: each load sets it, the
+                    ///< last one counts for every model (results are bitwise the same for any thread
+                    ///< count). At most kMaxThreads (mamba/thread_limit.h), else load fails with
+                    ///< kInvalidArgument.
+  /// Default exact. kBF16 on a CPU without AVX-512 BF16 fails with kInvalidArgument (so does a
+  /// value that is neither enumerator).
   Precision precision = Precision::kExact;
 };
 
@@ -44,8 +47,12 @@ enum class LogitsMode : std::uint8_t {
   kAll,   ///< logits of every token: [L, logits_width]
 };
 
-/// A loaded model. Thread-compatible: one thread calls prefill/step at a time (the server's
-/// scheduler thread); different States may be passed in any order.
+/// A loaded model. Thread-safe: prefill/step may be called from several threads, each with its own
+/// States; the calls run one at a time (they share the model's scratch buffers and the process's
+/// compute threads: concurrent callers gain nothing over one thread batching its sequences through
+/// step(), as the server's scheduler does). Different States may be passed in any order. A State
+/// does not refer to its Model: it stays valid (and usable with another Model of the same config)
+/// after the Model is destroyed.
 class Model {
  public:
   /// Resolves `model_ref` (dir or HF repo id, see resolve_model_path), opens the checkpoint,
@@ -76,7 +83,8 @@ class Model {
   /// Long prompts are processed internally in pieces of ≤ max(512, chunk_size) tokens cut at
   /// absolute positions (identical results), so scratch memory stays bounded.
   /// Errors: kInvalidArgument (bad id, empty input, null logits with mode ≠ kNone, a state not made
-  /// by this model's new_state()) — checked before anything is computed, the state is untouched;
+  /// by this model's new_state() — tensor shapes and dtypes compared — or whose position is
+  /// negative or would overflow) — checked before anything is computed, the state is untouched;
   /// kNumerical (non-finite logits, naming row and id) — the state has already advanced.
   virtual Status prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode,
                          float* logits) = 0;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -106,7 +107,7 @@ class MambaModel final : public Model {
   Status forward(std::span<const std::int32_t> tokens, std::span<const SeqSlice> seqs,
                  std::int64_t logits_row0, float* logits, bool decode = false, std::int64_t first_row = 0);
   Status check_tokens(std::span<const std::int32_t> tokens, const char* call) const;  // call: "prefill" / "step", named in errors
-  Status check_state(const State& s) const;
+  Status check_state(const State& s, std::int64_t L, const char* call) const;  // L: tokens the call adds to position
 
   Checkpoint ckpt_;
   ModelWeights weights_;
@@ -114,8 +115,9 @@ class MambaModel final : public Model {
   std::vector<float> norm_f_;  ///< [d] final RMSNorm weight, fp32
   Tensor packed_;  ///< the repacked projection weights (pack_projections), viewed by weights_
   Precision precision_ = Precision::kExact;
-  Scratch scratch_;
+  Scratch scratch_;                  ///< per-call buffers: one prefill/step at a time (forward_mutex_)
   std::vector<SeqSlice> step_seqs_;  ///< reused by step() (no per-token allocation)
+  std::mutex forward_mutex_;         ///< serialises prefill/step calls from several threads
 };
 
 }  // namespace mamba::models

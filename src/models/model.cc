@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <mutex>
 #include <new>
 
 #include "mamba/thread_limit.h"
@@ -113,6 +115,9 @@ Tensor pack_projections(ModelWeights& w, Precision precision, const Checkpoint* 
 
 Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOptions& opts) {
   MAMBA_RETURN_IF_ERROR(check_config(ckpt.config()));
+  if (opts.precision != Precision::kExact && opts.precision != Precision::kBF16)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("LoadOptions::precision {} is not a Precision (exact or bf16)",
+                                                               static_cast<int>(opts.precision)));
   if (opts.precision == Precision::kBF16 && !ops::bf16_tier_available())
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps) and the avx512 dispatch target; "
@@ -191,22 +196,30 @@ Status MambaModel::check_tokens(std::span<const std::int32_t> tokens, const char
   return {};
 }
 
-Status MambaModel::check_state(const State& s) const {
+Status MambaModel::check_state(const State& s, std::int64_t L, const char* call) const {
   const ModelConfig& c = config();
   const auto n = static_cast<std::size_t>(c.n_layer);
-  bool ok = s.conv_state.size() == n && s.ssm_state.size() == n && s.position >= 0;
+  const Shape conv{c.conv_channels(), c.d_conv - 1};
+  const Shape ssm = c.arch == Arch::kMamba2 ? Shape{c.n_heads, c.head_dim, c.d_state} : Shape{c.d_inner, c.d_state};
+  bool ok = s.conv_state.size() == n && s.ssm_state.size() == n;
   for (std::size_t l = 0; ok && l < n; ++l)
-    ok = s.conv_state[l].numel() == c.conv_state_elems() && s.ssm_state[l].numel() == c.ssm_state_elems() &&
-         s.conv_state[l].dtype() == DType::kF32 && s.ssm_state[l].dtype() == DType::kF32;
+    ok = s.conv_state[l].shape() == conv && s.ssm_state[l].shape() == ssm &&
+         s.conv_state[l].dtype() == DType::kF32 && s.ssm_state[l].dtype() == DType::kF32 &&
+         s.conv_state[l].data<float>() != nullptr && s.ssm_state[l].data<float>() != nullptr;
   if (!ok)
     return make_error(ErrorCode::kInvalidArgument,
-                      "state does not match this model (use Model::new_state() of the same model)");
+                      fmt::format("{}: state does not match this model (use Model::new_state() of the same model)", call));
+  if (s.position < 0 || s.position > std::numeric_limits<std::int64_t>::max() - L)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: state.position is {}: expected tokens consumed so far, from 0 to 2^63 − 1 − {} (the input's length)",
+                                  call, s.position, L));
   return {};
 }
 
 Status MambaModel::prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode, float* logits) {
+  const std::lock_guard<std::mutex> lock(forward_mutex_);  // the scratch buffers are the model's
   MAMBA_RETURN_IF_ERROR(check_tokens(tokens, "prefill"));
-  MAMBA_RETURN_IF_ERROR(check_state(state));
+  MAMBA_RETURN_IF_ERROR(check_state(state, static_cast<std::int64_t>(tokens.size()), "prefill"));
   if (mode != LogitsMode::kNone && logits == nullptr)
     return make_error(ErrorCode::kInvalidArgument, "prefill: logits buffer is null");
   const std::int64_t L = static_cast<std::int64_t>(tokens.size()), V = logits_width();
@@ -234,6 +247,7 @@ Status MambaModel::prefill(std::span<const std::int32_t> tokens, State& state, L
 }
 
 Status MambaModel::step(std::span<const std::int32_t> tokens, std::span<State* const> states, float* logits) {
+  const std::lock_guard<std::mutex> lock(forward_mutex_);
   MAMBA_RETURN_IF_ERROR(check_tokens(tokens, "step"));
   if (states.size() != tokens.size())
     return make_error(ErrorCode::kInvalidArgument,
@@ -242,7 +256,7 @@ Status MambaModel::step(std::span<const std::int32_t> tokens, std::span<State* c
   step_seqs_.clear();
   for (std::size_t b = 0; b < states.size(); ++b) {
     if (states[b] == nullptr) return make_error(ErrorCode::kInvalidArgument, fmt::format("step: state {} is null", b));
-    MAMBA_RETURN_IF_ERROR(check_state(*states[b]));
+    MAMBA_RETURN_IF_ERROR(check_state(*states[b], 1, "step"));
     for (std::size_t o = 0; o < b; ++o)
       if (states[o] == states[b])
         return make_error(ErrorCode::kInvalidArgument, fmt::format("step: states {} and {} are the same", o, b));

@@ -9,7 +9,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/test_util.h"
@@ -101,6 +103,24 @@ TEST(ModelApi, RejectsBadArguments) {
   const std::vector<std::int32_t> one = {1};
   EXPECT_EQ(model.prefill(one, wrong, LogitsMode::kLast, logits.data()).error().code, ErrorCode::kInvalidArgument);
 
+  // position: negative, or so large that the call would overflow it, is named (it overflowed to a
+  // negative position and the next call blamed the state); a tensor of the right element count but
+  // another shape is not this model's state.
+  State far = model.new_state();
+  far.position = -5;
+  const Status neg_pos = model.prefill(one, far, LogitsMode::kLast, logits.data());
+  EXPECT_NE(neg_pos.message().find("prefill: state.position is -5"), std::string::npos) << neg_pos.message();
+  far.position = std::numeric_limits<std::int64_t>::max() - 1;
+  const std::vector<std::int32_t> three = {1, 2, 3};
+  const Status big_pos = model.prefill(three, far, LogitsMode::kLast, logits.data());
+  EXPECT_NE(big_pos.message().find("state.position is 9223372036854775806"), std::string::npos) << big_pos.message();
+  EXPECT_EQ(far.position, std::numeric_limits<std::int64_t>::max() - 1);
+  State reshaped = model.new_state();
+  const Shape s0 = reshaped.ssm_state[0].shape();
+  reshaped.ssm_state[0] = Tensor(DType::kF32, Shape{s0.numel()});
+  const Status shape_err = model.prefill(one, reshaped, LogitsMode::kLast, logits.data());
+  EXPECT_NE(shape_err.message().find("prefill: state does not match this model"), std::string::npos) << shape_err.message();
+
   State* twice[] = {&st, &st};
   const std::vector<std::int32_t> two = {1, 2};
   EXPECT_FALSE(model.step(two, twice, logits.data()).ok()) << "same state twice in one batch";
@@ -174,6 +194,40 @@ TEST(ModelApi, NonFiniteALogIsRefusedAtLoad) {
   EXPECT_EQ(m.error().code, ErrorCode::kNumerical) << m.error().message;
   EXPECT_NE(m.error().message.find("layer 0 mixer.A_log: element 3"), std::string::npos) << m.error().message;
   std::filesystem::remove_all(dir);
+}
+
+// One Model shared by 4 threads, each with its own State (prefill then steps): the calls are
+// serialised inside the Model, so each thread gets bitwise what it gets alone (it crashed: the
+// threads wrote the model's scratch buffers at once).
+TEST(ModelApi, OneModelSharedByThreadsGivesEachThreadItsOwnResults) {
+  MAMBA_REQUIRE_SHARED(shared);
+  auto m = Model::load(shared + "/fixtures/mamba2-odd/model");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  Model& model = *m.value();
+  const std::int64_t V = model.logits_width();
+  auto run = [&](int seed, std::vector<float>& out) {
+    std::vector<std::int32_t> ids(150);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int32_t((i * 7 + std::size_t(seed) * 13) % std::size_t(V));
+    State st = model.new_state();
+    std::vector<float> row(static_cast<std::size_t>(V));
+    if (!model.prefill(ids, st, LogitsMode::kLast, row.data()).ok()) return;
+    out = row;
+    for (int k = 0; k < 20; ++k) {
+      const std::int32_t next[] = {test::argmax(row.data(), V)};
+      State* sp[] = {&st};
+      if (!model.step(next, sp, row.data()).ok()) return;
+      out.insert(out.end(), row.begin(), row.end());
+    }
+  };
+  std::vector<std::vector<float>> alone(4), shared_run(4);
+  for (int t = 0; t < 4; ++t) run(t, alone[std::size_t(t)]);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { run(t, shared_run[std::size_t(t)]); });
+  for (auto& th : threads) th.join();
+  for (std::size_t t = 0; t < 4; ++t) {
+    ASSERT_EQ(alone[t].size(), std::size_t(21 * V)) << t;
+    EXPECT_EQ(shared_run[t], alone[t]) << "thread " << t;
+  }
 }
 
 TEST(ModelApi, StateResetCloneAndSize) {

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "mamba/thread_limit.h"
 
@@ -13,11 +14,14 @@
 namespace mamba::ops {
 
 namespace {
-int g_threads = 0;
+std::atomic<int> g_threads{0};  // process-wide; a Model::load on one thread may set it while another computes
 }
 
-void set_num_threads(int n) { g_threads = n > 0 ? n : 0; }
+void set_num_threads(int n) { g_threads.store(n > 0 ? n : 0, std::memory_order_relaxed); }
 
-int num_threads() { return g_threads > 0 ? g_threads : std::clamp(omp_get_max_threads(), 1, kMaxThreads); }
+int num_threads() {
+  const int n = g_threads.load(std::memory_order_relaxed);
+  return n > 0 ? n : std::clamp(omp_get_max_threads(), 1, kMaxThreads);
+}
 
 }  // namespace mamba::ops
