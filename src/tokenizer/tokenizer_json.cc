@@ -373,7 +373,9 @@ struct Loader {
     return {};
   }
 
-  static constexpr std::int64_t kMaxId = (std::int64_t{1} << 31) - 2;
+  /// Largest token id accepted: 2^24 − 1, 64× the largest vocabularies in use (~256K). Id tables
+  /// are dense (size = largest id + 1), so a tiny file naming id 10^8 once allocated 3 GB.
+  static constexpr std::int64_t kMaxId = (std::int64_t{1} << 24) - 1;
 };
 
 // True when `p` is ByteLevel or a Sequence ending in ByteLevel; switches that ByteLevel to leave
@@ -427,6 +429,7 @@ Result<Tokenizer> Tokenizer::from_json_text(const std::string& json_text, const 
     impl.normalized_matcher = tok::AddedTokenMatcher(impl.added_tokens, true, impl.normalizer.get());
     impl.size = impl.model->id_limit();
     for (const auto& a : impl.added_tokens) impl.size = std::max<std::int64_t>(impl.size, std::int64_t{a.id} + 1);
+    if (impl.size == 0) return make_error(ErrorCode::kFormat, fmt::format("{}: no tokens (empty model.vocab and no added_tokens)", source));
     return t;
   } catch (const std::exception& e) {
     // Defensive: a JSON accessor threw (e.g. a type mismatch this loader did not anticipate).

@@ -57,6 +57,17 @@ TEST(TokenizerBadInput, Errors) {
   j["model"]["vocab"]["x"] = -5;
   expect_error(j.dump(), ErrorCode::kFormat, "model.vocab['x']");
   j = base();
+  j["model"]["vocab"]["x"] = 100000000;  // one huge id: dense id tables of 3 GB (now refused)
+  expect_error(j.dump(), ErrorCode::kFormat, "model.vocab['x']");
+  j = base();
+  j["added_tokens"][0]["id"] = 20000000;
+  expect_error(j.dump(), ErrorCode::kFormat, "added_tokens[0]");
+  j = base();
+  j["model"]["vocab"] = json::object();
+  j["model"]["merges"] = json::array();
+  j.erase("added_tokens");
+  expect_error(j.dump(), ErrorCode::kFormat, "no tokens");
+  j = base();
   j["model"]["dropout"] = 0.1;
   expect_error(j.dump(), ErrorCode::kUnsupported, "dropout");
   j = base();
