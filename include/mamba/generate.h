@@ -34,8 +34,8 @@ struct GenerateOptions {
   /// true: the matched stop string ends the text (TGI's /generate keeps it); false: the text ends
   /// before it (OpenAI, mamba-cli). Either way nothing after the stop string is emitted.
   bool include_stop_text = false;
-  std::vector<std::int32_t> eos_ids;   ///< empty = from generation_config.json / config.json
-  bool ignore_eos = false;
+  std::vector<std::int32_t> eos_ids;   ///< empty = from generation_config.json / config.json; each in [0, logits_width)
+  bool ignore_eos = false;             ///< generate past EOS (the EOS files are then not read)
   int top_logprobs = 0;                ///< K best (id, logprob) per generated step
   bool prompt_logprobs = false;        ///< logprob of each prompt token given the ones before
   bool skip_special_tokens = true;     ///< special tokens left out of the text (TGI)

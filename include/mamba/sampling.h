@@ -43,7 +43,9 @@ struct SamplingParams {
 /// Per-sequence sampler: owns its RNG and token counts (for penalties).
 class Sampler {
  public:
-  /// `vocab_limit`: ids ≥ this are masked (tokenizer size; or logits width without a tokenizer).
+  /// `vocab_limit`: ids ≥ this are masked (tokenizer size; or logits width without a tokenizer),
+  /// ≥ 1. Invalid params (SamplingParams::validate) or vocab_limit < 1 make every sample() return
+  /// that error (kInvalidArgument).
   Sampler(const SamplingParams& params, std::int64_t vocab_limit);
   /// Records a generated token (or any context token when the prompt's are not told apart) for
   /// the penalties.
@@ -52,12 +54,14 @@ class Sampler {
   /// params.penalties_count_prompt.
   void observe_prompt(std::int32_t id);
   /// Picks the next id from raw `logits` [width] (modified in place as scratch).
-  /// Errors: kNumerical if any logit < vocab_limit is NaN / +Inf.
+  /// Errors: kNumerical if any logit < vocab_limit is NaN / +Inf; kInvalidArgument for the
+  /// constructor's invalid arguments or an empty row.
   Result<std::int32_t> sample(std::span<float> logits);
   std::uint64_t seed() const { return seed_; }
 
  private:
   SamplingParams p_;
+  Status params_status_;  ///< validate() of the constructor's arguments
   std::int64_t vocab_limit_;
   std::uint64_t seed_;
   std::mt19937_64 rng_;

@@ -4,7 +4,9 @@
 // category and a human-readable message that names the file / tensor / field involved and the
 // expected vs actual value, e.g.
 //   "model.safetensors: tensor 'backbone.layers.0.mixer.in_proj.weight': expected shape [128, 32], got [64, 32]".
-// Library code never throws across the public API and never calls exit().
+// Library code never throws across the public API and never calls exit(); the exceptions are
+// std::bad_alloc from Tensor's constructors and Model::new_state(), and a broken precondition:
+// Result::value() on an error throws std::bad_variant_access (check ok() first).
 #pragma once
 
 #include <cstdint>

@@ -85,8 +85,12 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
   if (opts.top_logprobs < 0)
     return make_error(ErrorCode::kInvalidArgument, fmt::format("top_logprobs = {} must be >= 0", opts.top_logprobs));
 
+  for (std::int32_t id : opts.eos_ids)
+    if (id < 0 || id >= width)
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("generate: eos_ids holds {}, outside the logits' ids [0, {}) (it could never end a sequence)", id, width));
   std::vector<std::int32_t> eos = opts.eos_ids;
-  if (eos.empty()) {
+  if (eos.empty() && !opts.ignore_eos) {
     MAMBA_ASSIGN_OR_RETURN(eos, model_eos_ids(model.checkpoint().dir(), model.config()));
   }
   SequenceGenerator gen(tok, vocab, opts, std::move(eos));

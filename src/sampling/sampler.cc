@@ -90,6 +90,9 @@ bool SamplingParams::sampling() const {
 
 Sampler::Sampler(const SamplingParams& params, std::int64_t vocab_limit)
     : p_(params), vocab_limit_(std::max<std::int64_t>(vocab_limit, 1)) {
+  params_status_ = p_.validate();
+  if (params_status_.ok() && vocab_limit < 1)
+    params_status_ = make_error(ErrorCode::kInvalidArgument, fmt::format("sampler: vocab_limit {} (expected >= 1)", vocab_limit));
   seed_ = p_.has_seed ? p_.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   rng_.seed(seed_);
   counts_.assign(static_cast<std::size_t>(vocab_limit_), 0);
@@ -108,6 +111,7 @@ void Sampler::observe_prompt(std::int32_t id) {
 }
 
 Result<std::int32_t> Sampler::sample(std::span<float> logits) {
+  if (!params_status_.ok()) return params_status_.error();
   const std::int64_t n = std::min<std::int64_t>(vocab_limit_, static_cast<std::int64_t>(logits.size()));
   if (n <= 0) return make_error(ErrorCode::kInvalidArgument, "sampler: empty logits row");
   if (ops::find_non_finite(logits.data(), n) >= 0) {  // rare: tell −inf (allowed) from NaN / +inf

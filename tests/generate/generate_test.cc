@@ -271,6 +271,11 @@ TEST_F(GenerateTest, CancelAndErrors) {
   EXPECT_NE(pad_no_tok.error().message.find(fmt::format("outside the vocabulary [0, {})", cfg_vocab)), std::string::npos)
       << pad_no_tok.error().message;
   EXPECT_TRUE(generate(*model, nullptr, std::vector<std::int32_t>{1, static_cast<std::int32_t>(cfg_vocab - 1)}, o).ok());
+  GenerateOptions bad_eos = o;  // an EOS id no logits row has could never end a sequence
+  bad_eos.eos_ids = {-5};
+  auto be = generate(*model, &*tok_, prompt, bad_eos);
+  ASSERT_FALSE(be.ok());
+  EXPECT_NE(be.error().message.find("eos_ids holds -5"), std::string::npos) << be.error().message;
   GenerateOptions badp = o;
   badp.sampling.top_p = 0.0f;
   auto bp = generate(*model, &*tok_, prompt, badp);

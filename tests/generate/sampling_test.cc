@@ -72,6 +72,23 @@ TEST(SamplingParams, WhenSamplingIsOn) {
   SamplingParams y; y.typical_p = 0.9f; EXPECT_TRUE(y.sampling());
 }
 
+// Invalid parameters given to the constructor (which cannot fail) make sample() fail, naming the
+// parameter, instead of drawing id 0.
+TEST(Sampler, InvalidConstructorArgumentsFailEverySample) {
+  SamplingParams p;
+  p.top_p = 5.0f;
+  Sampler s(p, 3);
+  std::vector<float> row = {0.0f, 1.0f, 2.0f};
+  auto r = s.sample(row);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("top_p"), std::string::npos) << r.error().message;
+  Sampler z(SamplingParams{}, 0);
+  auto rz = z.sample(row);
+  ASSERT_FALSE(rz.ok());
+  EXPECT_NE(rz.error().message.find("vocab_limit 0"), std::string::npos) << rz.error().message;
+}
+
 TEST(Sampler, GreedyIsFirstArgmax) {
   Sampler s(SamplingParams{}, 5);
   EXPECT_EQ(draw(s, {0.1f, 3.0f, -1.0f, 3.0f, 2.0f}), 1);

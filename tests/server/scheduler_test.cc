@@ -83,7 +83,7 @@ TEST(Scheduler, AloneMatchesGenerateLoop) {
   test::FakeModel model;
   SequenceRequest req{make_prompt(21, 3), make_opts(4)};
   req.opts.prompt_logprobs = true;
-  req.opts.eos_ids = {9999};  // never sampled (vocab 64); keeps generate() off the checkpoint
+  req.opts.ignore_eos = true;  // keeps generate() off the checkpoint's EOS files (the fake has none)
   auto ref = generate(model, nullptr, req.prompt, req.opts);
   ASSERT_TRUE(ref.ok()) << ref.error().message;
   Outcome o = run_alone(req);
