@@ -26,6 +26,7 @@ constexpr int kMaxComputeThreads = 1024;
 
 int main(int argc, char** argv) {
   CLI::App app{"mamba-server: TGI- and OpenAI-compatible HTTP server for Mamba models (continuous batching)", "mamba-server"};
+  app.set_version_flag("--version", std::string("mamba-server ") + MAMBA_VERSION);
   mamba::ServerOptions o;
   // A repeated option takes its last value (llama.cpp, TGI's launcher), so a wrapper script's
   // defaults can be overridden by appending; list options (--stop) say TakeAll themselves.

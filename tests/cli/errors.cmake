@@ -64,3 +64,18 @@ expect_error("error: --prompt-ids: '99999999999' \\(item 1\\) is too large for a
 execute_process(COMMAND printf "ab\\377cd" OUTPUT_FILE ${WORK}/bad-utf8.txt)
 expect_error("error: .*bad-utf8.txt: not valid UTF-8 text \\(invalid byte 0xFF at offset 2\\)" run -m ${model} -f ${WORK}/bad-utf8.txt)
 expect_error("error: .*bad-utf8.txt: not valid UTF-8 text \\(invalid byte 0xFF at offset 2\\)" perplexity -m ${model} -f ${WORK}/bad-utf8.txt)
+
+# Output that cannot be written fails the command (exit 1, named), as in coreutils: a full disk
+# gave exit 0 and a truncated --json file.
+if(EXISTS /dev/full)
+  foreach(cmd "run;-m;${model};-t;1;-p;It was;-n;5;--json" "tokenize;hello")
+    execute_process(COMMAND ${CLI} ${cmd} OUTPUT_FILE /dev/full ERROR_VARIABLE err RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 1 OR NOT err MATCHES "error: write error on standard output")
+      message(FATAL_ERROR "mamba-cli ${cmd} > /dev/full: expected exit 1 and a write error, got ${rc}:\n${err}")
+    endif()
+  endforeach()
+endif()
+cli_run_ok(version --version)
+if(NOT version_OUT MATCHES "^mamba-cli [0-9]+\\.[0-9]+\\.[0-9]+")
+  message(FATAL_ERROR "mamba-cli --version printed [${version_OUT}]")
+endif()

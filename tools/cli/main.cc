@@ -1,9 +1,12 @@
 // mamba-cli: run, inspect, tokenize, perplexity, ... (one file per subcommand in tools/cli/).
-#include <algorithm>
-#include <string>
-#include <cstdio>
-#include <filesystem>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
 
 #include "cli/command.h"
 #include "cli/option_rules.h"
@@ -20,6 +23,7 @@ std::vector<CommandInfo>& command_registry() {
 int main(int argc, char** argv) {
   CLI::App app{"mamba.cpp: run Mamba-family language models (Mamba-1, Falcon-Mamba, Mamba-2)", "mamba-cli"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("mamba-cli ") + MAMBA_VERSION);
   // A repeated option takes its last value (llama.cpp, TGI's launcher), so a wrapper script's
   // defaults can be overridden by appending; list options (--stop) say TakeAll themselves.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -46,11 +50,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: a subcommand is required: one of %s\nRun with --help for more information.\n", names.c_str());
     return 2;
   }
+  int rc = 0;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;  // --help / --version exit 0
+    rc = app.exit(e);
+    rc = rc == 0 ? 0 : 2;  // --help / --version exit 0
   }
-  return 0;
+  // Output that could not be written (a full disk, a closed stdout) fails the command, as in
+  // coreutils: a script capturing --json must not get a truncated file and exit 0.
+  const bool earlier = std::ferror(stdout) != 0;  // errno of that failed write is gone by now
+  errno = 0;
+  if (std::fflush(stdout) != 0 || earlier) {
+    std::fprintf(stderr, "error: write error on standard output%s%s (the output is incomplete)\n", errno ? ": " : "",
+                 errno ? std::strerror(errno) : "");
+    return rc != 0 ? rc : 1;
+  }
+  return rc;
 }
