@@ -79,3 +79,13 @@ cli_run_ok(version --version)
 if(NOT version_OUT MATCHES "^mamba-cli [0-9]+\\.[0-9]+\\.[0-9]+")
   message(FATAL_ERROR "mamba-cli --version printed [${version_OUT}]")
 endif()
+
+# Text that starts with '-' is not read as bundled short flags: "-hello" printed the help (-h) and
+# exited 0; an unknown option is named with the "--" way to pass such text.
+expect_error("error: unknown option '-hello' of tokenize .*mamba-cli tokenize -- -hello" tokenize -hello)
+expect_error("error: unknown option '-x' of run" run -m ${model} -x -p hi)
+expect_error("error: unknown option '--no-such' of run" run -m ${model} --no-such -p hi)
+cli_run_ok(dash tokenize -m ${model} -- -hello)
+if(NOT dash_OUT MATCHES "^[0-9]+( [0-9]+)*\n$")
+  message(FATAL_ERROR "tokenize -- -hello printed [${dash_OUT}]")
+endif()

@@ -28,11 +28,9 @@ struct TokenizeOptions {
 Result<std::string> tokenizer_path(const TokenizeOptions& o) {
   if (!o.tokenizer.empty()) return o.tokenizer;
   MAMBA_ASSIGN_OR_RETURN(std::string dir, o.model.empty() ? resolve_default_model() : resolve_model_path(o.model));
-  const std::string path = (std::filesystem::path(dir) / "tokenizer.json").string();
-  if (!std::filesystem::is_regular_file(path)) {
-    return make_error(ErrorCode::kNotFound, fmt::format("{}: the model has no tokenizer.json", dir));
-  }
-  return path;
+  MAMBA_ASSIGN_OR_RETURN(const bool has_tok, has_model_file(dir, "tokenizer.json"));
+  if (!has_tok) return make_error(ErrorCode::kNotFound, fmt::format("{}: the model has no tokenizer.json", dir));
+  return (std::filesystem::path(dir) / "tokenizer.json").string();
 }
 
 void run(const TokenizeOptions& o) {

@@ -18,6 +18,38 @@ std::vector<CommandInfo>& command_registry() {
   return registry;
 }
 
+namespace {
+
+/// The first argument after the subcommand that starts with '-' but names none of its options
+/// (CLI11 reads "-hello" as the flags -h -e -l -l -o: `tokenize "-hello"` printed the help and
+/// exited 0, `tokenize -time` took "ime" for --tokenizer). Values of options are skipped; "--"
+/// ends the options; "-5" is a number. Empty when every option is known.
+std::string unknown_option(const CLI::App& cmd, int argc, char** argv, int first) {
+  auto takes_value = [](const CLI::Option* o) { return o->get_items_expected_max() > 0; };  // flags: 0
+  for (int i = first; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") return {};
+    if (a.size() < 2 || a[0] != '-' || (a[1] >= '0' && a[1] <= '9') || a[1] == '.') continue;
+    if (a[1] == '-') {  // --name or --name=value
+      const CLI::Option* o = cmd.get_option_no_throw(a.substr(0, a.find('=')));
+      if (o == nullptr) return a;
+      if (takes_value(o) && a.find('=') == std::string::npos) ++i;
+      continue;
+    }
+    for (std::size_t k = 1; k < a.size(); ++k) {  // -x, -xVALUE, or bundled flags -xyz
+      const CLI::Option* o = cmd.get_option_no_throw(std::string{'-', a[k]});
+      if (o == nullptr) return a;
+      if (takes_value(o)) {
+        if (k + 1 == a.size()) ++i;  // the value is the next argument
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 }  // namespace mamba::cli
 
 int main(int argc, char** argv) {
@@ -48,6 +80,14 @@ int main(int argc, char** argv) {
   }
   if (argc == 1) {
     std::fprintf(stderr, "error: a subcommand is required: one of %s\nRun with --help for more information.\n", names.c_str());
+    return 2;
+  }
+  const CLI::App* sub = nullptr;  // the subcommand (argv[1] is a registered name or an option here)
+  for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (c->get_name() == argv[1]) sub = c;
+  if (const std::string bad = sub ? mamba::cli::unknown_option(*sub, argc, argv, 2) : ""; !bad.empty()) {
+    std::fprintf(stderr, "error: unknown option '%s' of %s (an argument that starts with '-' and is not an option goes "
+                 "after --, e.g. mamba-cli %s -- %s)\nRun with --help for more information.\n", bad.c_str(), argv[1], argv[1], bad.c_str());
     return 2;
   }
   int rc = 0;
