@@ -166,16 +166,17 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
   const fs::path index = d / "model.safetensors.index.json";
   const fs::path single = d / "model.safetensors";
   const fs::path torch_bin = d / "pytorch_model.bin";
-  if (fs::is_regular_file(index, ec)) {
-    MAMBA_RETURN_IF_ERROR(io::add_sharded(dir, index.string(), io::add_safetensors_file, contents));
-  } else if (fs::is_regular_file(single, ec)) {
+  // transformers' order (modeling_utils: model.safetensors, its index, pytorch_model.bin, its index).
+  if (fs::is_regular_file(single, ec)) {
     MAMBA_RETURN_IF_ERROR(io::add_safetensors_file(single.string(), contents));
+  } else if (fs::is_regular_file(index, ec)) {
+    MAMBA_RETURN_IF_ERROR(io::add_sharded(dir, index.string(), io::add_safetensors_file, contents));
   } else if (fs::is_regular_file(torch_bin, ec)) {
     MAMBA_RETURN_IF_ERROR(io::add_torch_zip_file(torch_bin.string(), contents));
   } else if (fs::is_regular_file(d / "pytorch_model.bin.index.json", ec)) {
     MAMBA_RETURN_IF_ERROR(io::add_sharded(dir, (d / "pytorch_model.bin.index.json").string(), io::add_torch_zip_file, contents));
   } else {
-    for (const fs::path& p : {index, single, torch_bin, d / "pytorch_model.bin.index.json"}) {
+    for (const fs::path& p : {single, index, torch_bin, d / "pytorch_model.bin.index.json"}) {
       if (fs::is_symlink(fs::symlink_status(p, ec)) && !fs::exists(p, ec))
         return make_error(ErrorCode::kNotFound, fmt::format("{}: a symbolic link to {}, which does not exist", p.string(),
                                                             fs::read_symlink(p, ec).string()));
@@ -185,7 +186,7 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
                                                                                     : "is not a regular file"));
     }
     return make_error(ErrorCode::kNotFound,
-                      fmt::format("{}: no weights found (looked for model.safetensors.index.json, model.safetensors, pytorch_model.bin, "
+                      fmt::format("{}: no weights found (looked for model.safetensors, model.safetensors.index.json, pytorch_model.bin, "
                                   "pytorch_model.bin.index.json)", dir));
   }
   MAMBA_RETURN_IF_ERROR(io::fuse_quantized(contents, ck.impl_->config, dir));
