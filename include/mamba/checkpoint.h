@@ -17,9 +17,11 @@
 namespace mamba {
 
 /// Resolves a model reference to a local directory: an existing directory is returned as is;
-/// otherwise `ORG/NAME[@REVISION]` is looked up in the Hugging Face hub cache exactly as
-/// huggingface_hub lays it out ($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub;
-/// models--ORG--NAME/refs/<rev> → snapshots/<commit>/; a 40-hex revision names a snapshot directly).
+/// otherwise `ORG/NAME[@REVISION]` (or a legacy `NAME` without an org) is looked up in the Hugging
+/// Face hub cache exactly as huggingface_hub lays it out ($HF_HUB_CACHE, else the legacy
+/// $HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
+/// ~/.cache/huggingface/hub, with ~ and $VAR in those values expanded; models--ORG--NAME/refs/<rev>
+/// → snapshots/<commit>/; a revision that is no ref names a snapshot directly).
 /// Errors: kNotFound naming every place looked and how to download (`huggingface-cli download ORG/NAME`).
 Result<std::string> resolve_model_path(const std::string& model_ref);
 

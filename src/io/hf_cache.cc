@@ -1,9 +1,12 @@
 // resolve_model_path: a local directory, or an HF repo id looked up in the Hugging Face hub cache.
 //
-// Layout (huggingface_hub file_download / constants): cache root = $HF_HUB_CACHE, else
-// $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub;
-// repo dir models--ORG--NAME; refs/<revision> holds the commit hash; snapshots/<commit>/ holds the
-// files (symlinks into blobs/).
+// Layout (huggingface_hub file_download / constants): cache root = $HF_HUB_CACHE, else the legacy
+// $HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
+// ~/.cache/huggingface/hub (each value with ~ and $VAR expanded, as huggingface_hub's
+// expanduser/expandvars); repo dir models--ORG--NAME (models--NAME for a legacy id without an
+// org, e.g. gpt2); refs/<revision> holds the commit hash; snapshots/<commit>/ holds the files
+// (symlinks into blobs/).
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -24,21 +27,50 @@ std::string env(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
+/// Python's os.path.expandvars then expanduser, as huggingface_hub applies them to its cache
+/// variables ("~/hf" and "$HOME/hf" in a .env file or a systemd unit are not expanded by a shell):
+/// $NAME and ${NAME} are replaced when NAME is set (left as written otherwise); a leading "~" or
+/// "~/" becomes $HOME.
+std::string expand(const std::string& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    if (v[i] != '$') {
+      out += v[i++];
+      continue;
+    }
+    const bool brace = i + 1 < v.size() && v[i + 1] == '{';
+    std::size_t j = i + (brace ? 2 : 1), k = j;
+    while (k < v.size() && (std::isalnum(static_cast<unsigned char>(v[k])) || v[k] == '_')) ++k;
+    const bool closed = !brace || (k < v.size() && v[k] == '}');
+    const char* val = k > j && closed ? std::getenv(v.substr(j, k - j).c_str()) : nullptr;
+    const std::size_t end = brace && closed ? k + 1 : k;
+    if (val != nullptr) out += val;
+    else out += v.substr(i, std::max<std::size_t>(end - i, 1));
+    i = std::max(end, i + 1);
+  }
+  if (!out.empty() && out[0] == '~' && (out.size() == 1 || out[1] == '/')) {
+    if (const std::string home = env("HOME"); !home.empty()) out = home + out.substr(1);
+  }
+  return out;
+}
+
 fs::path hub_cache_root() {
-  if (auto v = env("HF_HUB_CACHE"); !v.empty()) return v;
-  if (auto v = env("HF_HOME"); !v.empty()) return fs::path(v) / "hub";
-  if (auto v = env("XDG_CACHE_HOME"); !v.empty()) return fs::path(v) / "huggingface" / "hub";
+  if (auto v = env("HF_HUB_CACHE"); !v.empty()) return expand(v);
+  if (auto v = env("HUGGINGFACE_HUB_CACHE"); !v.empty()) return expand(v);
+  if (auto v = env("HF_HOME"); !v.empty()) return fs::path(expand(v)) / "hub";
+  if (auto v = env("XDG_CACHE_HOME"); !v.empty()) return fs::path(expand(v)) / "huggingface" / "hub";
   if (auto v = env("HOME"); !v.empty()) return fs::path(v) / ".cache" / "huggingface" / "hub";
   return fs::path(".cache") / "huggingface" / "hub";
 }
 
-// ORG/NAME: two non-empty parts of [A-Za-z0-9._-], neither "." nor "..".
+// ORG/NAME, or a legacy NAME without an org (gpt2): non-empty parts of [A-Za-z0-9._-], none
+// "." or "..".
 bool is_repo_id(const std::string& s) {
-  auto slash = s.find('/');
-  if (slash == std::string::npos || slash == 0 || slash + 1 >= s.size() || s.find('/', slash + 1) != std::string::npos) return false;
+  if (s.empty() || s.front() == '/' || s.back() == '/' || std::count(s.begin(), s.end(), '/') > 1) return false;
   for (char c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '/')) return false;
-  const std::string org = s.substr(0, slash), name = s.substr(slash + 1);
+  const auto slash = s.find('/');
+  const std::string org = slash == std::string::npos ? "" : s.substr(0, slash), name = s.substr(slash + 1);
   return org != "." && org != ".." && name != "." && name != "..";
 }
 
@@ -67,11 +99,12 @@ Result<std::string> resolve_model_path(const std::string& model_ref) {
   }
   if (!is_repo_id(repo) || rev.empty() || rev == "." || rev.find("..") != std::string::npos) {
     return make_error(ErrorCode::kNotFound,
-                      fmt::format("{}: no such model directory (and not a Hugging Face repo id of the form ORG/NAME[@REVISION])", model_ref));
+                      fmt::format("{}: no such model directory (and not a Hugging Face repo id of the form [ORG/]NAME[@REVISION])", model_ref));
   }
-  const std::string org = repo.substr(0, repo.find('/')), name = repo.substr(repo.find('/') + 1);
+  std::string flat = repo;  // models--ORG--NAME, or models--NAME
+  if (const auto slash = flat.find('/'); slash != std::string::npos) flat.replace(slash, 1, "--");
   const fs::path root = hub_cache_root();
-  const fs::path repo_dir = root / fmt::format("models--{}--{}", org, name);
+  const fs::path repo_dir = root / ("models--" + flat);
   std::vector<std::string> looked;
   looked.push_back(fmt::format("directory '{}'", model_ref));
 

@@ -87,6 +87,42 @@ TEST(HfCache, HfHomeAndHomeFallbacks) {
   }
 }
 
+// As huggingface_hub: "~" and $VAR in the cache variables are expanded (a .env file or a systemd
+// unit passes them unexpanded), the legacy HUGGINGFACE_HUB_CACHE is read after HF_HUB_CACHE, and a
+// legacy repo id without an org (gpt2) is models--gpt2.
+TEST(HfCache, ExpandedVariablesLegacyCacheVariableAndOrglessIds) {
+  test::TempDir d;
+  make_cache(d, "user/hfhome/hub");
+  {
+    ScopedEnv cache("HF_HUB_CACHE", std::nullopt), legacy("HUGGINGFACE_HUB_CACHE", std::nullopt), home("HF_HOME", "~/hfhome"),
+        user("HOME", d.path() + "/user");
+    auto r = resolve_model_path("state-spaces/mamba-130m-hf");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(*r, d.path() + "/user/hfhome/hub/models--state-spaces--mamba-130m-hf/snapshots/" + kMain);
+  }
+  {
+    ScopedEnv cache("HF_HUB_CACHE", "${MAMBA_TEST_ROOT}/hfhome/$NO_SUCH_VAR_X/../hub"), legacy("HUGGINGFACE_HUB_CACHE", std::nullopt),
+        root("MAMBA_TEST_ROOT", d.path() + "/user"), unset("NO_SUCH_VAR_X", std::nullopt);
+    auto r = resolve_model_path("state-spaces/mamba-130m-hf");
+    EXPECT_FALSE(r.ok()) << "an unset $VAR stays as written (Python's expandvars), so that path does not exist";
+    d.write("user/hfhome/$NO_SUCH_VAR_X/.keep", "");
+    r = resolve_model_path("state-spaces/mamba-130m-hf");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  }
+  {
+    ScopedEnv cache("HF_HUB_CACHE", std::nullopt), legacy("HUGGINGFACE_HUB_CACHE", d.path() + "/user/hfhome/hub"),
+        home("HF_HOME", "/nonexistent");
+    auto r = resolve_model_path("state-spaces/mamba-130m-hf");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  }
+  d.write("hub/models--gpt2books/refs/main", kMain);
+  d.write("hub/models--gpt2books/snapshots/" + kMain + "/config.json", "{}");
+  ScopedEnv cache("HF_HUB_CACHE", d.path() + "/hub");
+  auto r = resolve_model_path("gpt2books");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, d.path() + "/hub/models--gpt2books/snapshots/" + kMain);
+}
+
 TEST(HfCache, MissingRepoSaysWhereItLookedAndHowToDownload) {
   test::TempDir d;
   make_cache(d, "hub");
