@@ -89,3 +89,36 @@ cli_run_ok(dash tokenize -m ${model} -- -hello)
 if(NOT dash_OUT MATCHES "^[0-9]+( [0-9]+)*\n$")
   message(FATAL_ERROR "tokenize -- -hello printed [${dash_OUT}]")
 endif()
+
+# A prompt file's (or stdin's) one trailing newline is not a prompt token, as in llama.cpp's -f:
+# -f with "It was a dark\n" gives the prompt ids of -p "It was a dark".
+file(WRITE ${WORK}/nl.txt "It was a dark\n")
+file(WRITE ${WORK}/crlf.txt "It was a dark\r\n")
+cli_run_ok(p_ids run -m ${model} -p "It was a dark" -n 1 --json)
+string(REGEX MATCH "\"prompt_ids\":\\[[0-9,]*\\]" want "${p_ids_OUT}")
+foreach(f nl.txt crlf.txt)
+  cli_run_ok(f_ids run -m ${model} -f ${WORK}/${f} -n 1 --json)
+  string(REGEX MATCH "\"prompt_ids\":\\[[0-9,]*\\]" got "${f_ids_OUT}")
+  if(want STREQUAL "" OR NOT got STREQUAL want)
+    message(FATAL_ERROR "-f ${f}: ${got}, expected ${want} (the trailing newline dropped)")
+  endif()
+endforeach()
+execute_process(COMMAND ${CLI} run -t 1 -m ${model} -n 1 --json INPUT_FILE ${WORK}/nl.txt OUTPUT_VARIABLE s_out ERROR_VARIABLE s_err RESULT_VARIABLE rc)
+string(REGEX MATCH "\"prompt_ids\":\\[[0-9,]*\\]" got "${s_out}")
+if(NOT rc EQUAL 0 OR NOT got STREQUAL want)
+  message(FATAL_ERROR "stdin: ${got}, expected ${want}\n${s_err}")
+endif()
+
+# Ctrl-C during generation keeps what was generated: the --json object is printed complete, with
+# finish_reason "cancelled" (it was lost: SIGINT killed the process before any output); -n -1 is
+# "no limit", as llama.cpp's.
+find_program(TIMEOUT timeout)
+if(TIMEOUT)
+  execute_process(COMMAND ${TIMEOUT} -s INT 2 ${CLI} run -t 1 -m ${model} -p "It was" -n -1 --ignore-eos --json
+                  OUTPUT_VARIABLE int_out ERROR_VARIABLE int_err RESULT_VARIABLE rc)
+  string(JSON fin ERROR_VARIABLE jerr GET "${int_out}" finish_reason)
+  string(JSON nids ERROR_VARIABLE jerr2 LENGTH "${int_out}" ids)
+  if(NOT fin STREQUAL "cancelled" OR NOT int_err MATCHES "finish: interrupted" OR nids LESS 1)
+    message(FATAL_ERROR "run interrupted by SIGINT: exit ${rc}, finish [${fin}] ${jerr}, ids ${nids}\n${int_err}")
+  endif()
+endif()

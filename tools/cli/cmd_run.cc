@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -43,9 +45,39 @@ bool same_destination(int fd1, int fd2) {
   return ::fstat(fd1, &s1) == 0 && ::fstat(fd2, &s2) == 0 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino;
 }
 
+/// Ctrl-C during `run`: the first SIGINT asks the generation to stop after the current token, so
+/// the text so far, the --json object (finish_reason "cancelled") and the stats are still printed;
+/// then the process ends by SIGINT as before (exit status 130 in a shell). A second Ctrl-C kills at
+/// once (SA_RESETHAND restores the default action).
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+
+/// Installs on_sigint while alive (unless SIGINT was ignored when mamba-cli started, e.g. under
+/// nohup or in a background job); restores the previous action.
+class InterruptStopsGeneration {
+ public:
+  InterruptStopsGeneration() {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    if (::sigaction(SIGINT, nullptr, &old_) == 0 && old_.sa_handler != SIG_IGN) installed_ = ::sigaction(SIGINT, &sa, nullptr) == 0;
+  }
+  ~InterruptStopsGeneration() {
+    if (installed_) ::sigaction(SIGINT, &old_, nullptr);
+  }
+  InterruptStopsGeneration(const InterruptStopsGeneration&) = delete;
+  InterruptStopsGeneration& operator=(const InterruptStopsGeneration&) = delete;
+
+ private:
+  struct sigaction old_ {};
+  bool installed_ = false;
+};
+
 void run(const RunArgs& a, CLI::App& cmd) {
   GenerateOptions opts = a.gen;
-  opts.max_new_tokens = a.n_predict;
+  // -1: no limit (until EOS, or Ctrl-C), as llama.cpp's -n -1.
+  opts.max_new_tokens = a.n_predict == -1 ? std::numeric_limits<int>::max() : a.n_predict;
   if (cmd.count("--temp")) {
     opts.sampling.temperature = a.temp;
     opts.sampling.do_sample = true;
@@ -54,7 +86,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
     opts.sampling.seed = a.seed;
     opts.sampling.has_seed = true;
   }
-  if (a.n_predict < 0) fail(fmt::format("-n/--n-predict = {} must be >= 0", a.n_predict));
+  if (a.n_predict < -1) fail(fmt::format("-n/--n-predict = {} must be >= 0, or -1 for no limit", a.n_predict));
   if (Status st = opts.sampling.validate(); !st.ok()) fail(st.message());
   if (opts.sampling.has_seed && !opts.sampling.sampling())
     std::fprintf(stderr, "note: --seed has no effect: decoding is greedy (give --temp, or a --top-k/--top-p/--min-p/--typical-p that restricts)\n");
@@ -65,6 +97,12 @@ void run(const RunArgs& a, CLI::App& cmd) {
   for (const std::string& s : opts.stop)
     if (s.empty()) fail("--stop: an empty stop string would stop before the first token");
 
+  // A file's or stdin's one trailing newline (what editors and `echo` add) is not part of the
+  // prompt, as in llama.cpp's -f: it would become a "\n" token and change the continuation.
+  auto drop_final_newline = [](std::string& t) {
+    if (!t.empty() && t.back() == '\n') t.pop_back();
+    if (!t.empty() && t.back() == '\r') t.pop_back();
+  };
   // A bad -f or --prompt-ids is reported before the (slow) model load.
   std::string prompt_text;
   if (cmd.count("--file")) {
@@ -72,6 +110,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
     if (!text.ok()) fail(text.error().message);
     if (Status st = require_utf8(*text, a.prompt_file); !st.ok()) fail(st.message());
     prompt_text = std::move(*text);
+    drop_final_newline(prompt_text);
   }
   std::vector<std::int32_t> prompt;
   if (cmd.count("--prompt-ids")) {
@@ -97,6 +136,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
       if (!text.ok()) fail(text.error().message);
       if (Status st = require_utf8(*text, "stdin"); !st.ok()) fail(st.message());
       prompt_text = std::move(*text);
+      drop_final_newline(prompt_text);
     }
     if (!tok)
       fail(fmt::format("{} has no tokenizer.json: give the prompt as token ids with --prompt-ids 12,7,99", loaded->dir));
@@ -138,7 +178,12 @@ void run(const RunArgs& a, CLI::App& cmd) {
       return true;
     };
   }
-  auto res = generate(model, tok, prompt, opts, on_token);
+  std::optional<InterruptStopsGeneration> interrupt;
+  interrupt.emplace();
+  auto res = generate(model, tok, prompt, opts, [&on_token](const TokenEvent& ev) {
+    return (!on_token || on_token(ev)) && g_interrupted == 0;
+  });
+  interrupt.reset();
   if (!res.ok()) fail(res.error().message);
 
   if (a.json) {
@@ -182,7 +227,12 @@ void run(const RunArgs& a, CLI::App& cmd) {
   if (opts.sampling.sampling() && !opts.sampling.has_seed)
     std::fprintf(stderr, "seed: %llu (repeat with --seed)\n", static_cast<unsigned long long>(res->seed));
   std::fprintf(stderr, "finish: %s | prompt: %zu tokens, %.1f tokens/s | generated: %zu tokens, %.1f tokens/s\n",
-               finish_reason_name(res->finish), prompt.size(), pre_tps, res->tokens.size(), gen_tps);
+               g_interrupted ? "interrupted" : finish_reason_name(res->finish), prompt.size(), pre_tps, res->tokens.size(), gen_tps);
+  if (g_interrupted) {  // end as the signal would have, now that the output is complete
+    std::fflush(stdout);
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+  }
 }
 
 const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
@@ -193,7 +243,7 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text");
   cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file, pipe or - (stdin)")->check(non_empty("a file path, or - for stdin"));
   cmd->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 12,7,99 (for checkpoints without tokenizer)");
-  cmd->add_option("-n,--n-predict", a->n_predict, "Maximum number of tokens to generate")->capture_default_str();
+  cmd->add_option("-n,--n-predict", a->n_predict, "Maximum number of tokens to generate (-1: no limit, until EOS)")->capture_default_str();
   cmd->add_option("--temp", a->temp, "Sample at this temperature (default: greedy; 0 = greedy)");
   cmd->add_option("--top-k", a->gen.sampling.top_k, "Keep the K most likely tokens (0 = off)");
   cmd->add_option("--top-p", a->gen.sampling.top_p, "Nucleus sampling mass in (0, 1] (1 = off)");
