@@ -12,6 +12,10 @@
 
 namespace mamba {
 
+/// Owned by the caller (Model::new_state()); move-only (its Tensors are): copy it with clone().
+/// It does not refer to the Model that made it. Fields: change only through prefill/step, reset()
+/// and clone() — a hand-edited position or tensor is checked by prefill/step (kInvalidArgument),
+/// not repaired.
 struct State {
   std::vector<Tensor> conv_state;  ///< [n_layer] of [conv_channels, d_conv-1]
   std::vector<Tensor> ssm_state;   ///< [n_layer] of Mamba-1 [d_inner, d_state] / Mamba-2 [n_heads, head_dim, d_state]

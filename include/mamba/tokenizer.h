@@ -68,6 +68,8 @@ class Tokenizer {
   /// tokenizer.json's added_tokens, in file order; valid while the Tokenizer lives.
   const std::vector<AddedToken>& added_tokens() const;
 
+  /// The loaded pipeline (src/tokenizer/impl.h, not installed): for this project's own code and
+  /// tests; library users have no use for it.
   struct Impl;
   const Impl& impl() const { return *impl_; }
 
