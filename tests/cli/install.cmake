@@ -40,14 +40,19 @@ if(NOT rc EQUAL 0 OR NOT err MATCHES "model: ${other_real} ")
   message(FATAL_ERROR "MAMBA_MODEL=${other} should be used:\n${err}")
 endif()
 
+# fresh_project(<dir> <CMakeLists.txt text>): an empty directory holding only that CMakeLists.txt.
+function(fresh_project dir text)
+  file(REMOVE_RECURSE ${dir})
+  file(MAKE_DIRECTORY ${dir})
+  file(WRITE ${dir}/CMakeLists.txt "${text}")
+endfunction()
+
 # The installed library: find_package(mamba_cpp) + mamba::mamba builds examples/greedy.cc, which
 # prints what the installed mamba-cli prints (the sanitizer build's static libraries would need
 # the consumer built with the same flags: checked in the Release build only).
 if(NOT SANITIZE)
   set(consumer ${WORK}/consumer)
-  file(REMOVE_RECURSE ${consumer})
-  file(MAKE_DIRECTORY ${consumer})
-  file(WRITE ${consumer}/CMakeLists.txt "cmake_minimum_required(VERSION 3.25)
+  fresh_project(${consumer} "cmake_minimum_required(VERSION 3.25)
 project(consumer CXX)
 find_package(mamba_cpp 0.1 REQUIRED)
 add_executable(app ${SRC}/examples/greedy.cc)
@@ -100,9 +105,7 @@ endif()
 # rules of ours, and the parent's build type left alone.
 if(NOT SANITIZE)
   set(parent ${WORK}/parent)
-  file(REMOVE_RECURSE ${parent})
-  file(MAKE_DIRECTORY ${parent})
-  file(WRITE ${parent}/CMakeLists.txt "cmake_minimum_required(VERSION 3.25)
+  fresh_project(${parent} "cmake_minimum_required(VERSION 3.25)
 project(parent CXX)
 add_subdirectory(${SRC} mamba)
 add_executable(app ${SRC}/examples/greedy.cc)

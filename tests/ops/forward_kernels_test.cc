@@ -407,26 +407,37 @@ struct SsdData {
   }
 };
 
+/// One SSD call on d from its initial state: the chunked op on the current target, or (reference)
+/// the float64 recurrence. Outputs y, the state after each chunk (cs) and the final state (h).
+struct SsdOutputs {
+  std::vector<float> h, y, cs;
+};
+SsdOutputs run_ssd(const SsdData& d, bool reference) {
+  const SsdCase& c = d.c;
+  const std::int64_t S = c.H * c.P * c.N, n_chunks = ops::ssd_num_chunks(c.position, c.L, c.Q);
+  SsdOutputs o{d.h0, std::vector<float>(c.L * d.ldy), std::vector<float>(n_chunks * S)};
+  const ops::SsdArgs a = d.args(o.h.data(), o.y.data(), o.cs.data());
+  if (reference) ops::ref::ssd(a);
+  else ops::ssd(a);
+  return o;
+}
+
 TEST(SsdKernels, ChunkedMatchesRecurrenceOnEveryTarget) {
   std::mt19937 rng(13);
   for (const SsdCase& c : {SsdCase{1, 2, 3, 4, 1, 4, 0}, SsdCase{19, 4, 5, 9, 2, 4, 1}, SsdCase{23, 8, 3, 6, 4, 8, 5},
                            SsdCase{70, 4, 17, 33, 1, 32, 7}, SsdCase{40, 6, 64, 20, 2, 64, 63},
                            SsdCase{37, 3, 5, 128, 1, 256, 0}}) {
     const SsdData d(c, rng);
-    const std::int64_t S = c.H * c.P * c.N, n_chunks = ops::ssd_num_chunks(c.position, c.L, c.Q);
-    auto hr = d.h0;
-    std::vector<float> yr(c.L * d.ldy), csr(n_chunks * S);
-    ops::ref::ssd(d.args(hr.data(), yr.data(), csr.data()));
+    const SsdOutputs ref = run_ssd(d, /*reference=*/true);
     for_each_target([&] {
-      auto h = d.h0;
-      std::vector<float> y(c.L * d.ldy), cs(n_chunks * S);
-      ops::ssd(d.args(h.data(), y.data(), cs.data()));
+      const SsdOutputs got = run_ssd(d, false);
+      const std::vector<float>& y = got.y;
       // fmt, not std::string operator+: GCC 12 warns falsely (-Wrestrict) on that chain once inlined.
       const std::string where = fmt::format("L{} N{} G{}", c.L, c.N, c.G);
       for (std::int64_t t = 0; t < c.L; ++t)
-        EXPECT_LE(max_abs_diff(y.data() + t * d.ldy, yr.data() + t * d.ldy, c.H * c.P), 3e-5) << where << " t" << t;
-      EXPECT_LE(max_abs_diff(cs.data(), csr.data(), n_chunks * S), 3e-5) << where;
-      EXPECT_LE(max_abs_diff(h.data(), hr.data(), S), 3e-5) << where;
+        EXPECT_LE(max_abs_diff(y.data() + t * d.ldy, ref.y.data() + t * d.ldy, c.H * c.P), 3e-5) << where << " t" << t;
+      EXPECT_LE(max_abs_diff(got.cs.data(), ref.cs.data(), std::int64_t(ref.cs.size())), 3e-5) << where;
+      EXPECT_LE(max_abs_diff(got.h.data(), ref.h.data(), std::int64_t(ref.h.size())), 3e-5) << where;
       // Row i of a chunk does not depend on the chunk's length: a prefix gives bitwise its rows.
       const std::int64_t Lp = c.L / 2 + 1;
       auto hp = d.h0;
@@ -453,20 +464,16 @@ TEST(SsdKernels, StrongDecaysAndLongChunkSizesStayAtRecurrencePrecision) {
     SsdData d(c, rng);
     d.dt = random_vec(c.L * d.lddt, rng, 0.01f, 3.0f);
     d.A = random_vec(c.H, rng, -16.0f, -8.0f);
-    const std::int64_t S = c.H * c.P * c.N, n_chunks = ops::ssd_num_chunks(c.position, c.L, c.Q);
-    auto hr = d.h0;
-    std::vector<float> yr(c.L * d.ldy), csr(n_chunks * S);
-    ops::ref::ssd(d.args(hr.data(), yr.data(), csr.data()));
+    const SsdOutputs ref = run_ssd(d, /*reference=*/true);
     for_each_target([&] {
-      auto h = d.h0;
-      std::vector<float> y(c.L * d.ldy), cs(n_chunks * S);
-      ops::ssd(d.args(h.data(), y.data(), cs.data()));
+      const SsdOutputs got = run_ssd(d, false);
+      const std::vector<float>&h = got.h, &y = got.y;
       const std::string where = fmt::format("L{} Q{} pos{}", c.L, c.Q, c.position);
       double worst = 0;
       for (std::int64_t t = 0; t < c.L; ++t)
-        worst = std::max(worst, double(max_abs_diff(y.data() + t * d.ldy, yr.data() + t * d.ldy, c.H * c.P)));
+        worst = std::max(worst, double(max_abs_diff(y.data() + t * d.ldy, ref.y.data() + t * d.ldy, c.H * c.P)));
       EXPECT_LE(worst, 2e-5) << where;
-      EXPECT_LE(max_abs_diff(cs.data(), csr.data(), n_chunks * S), 2e-5) << where;
+      EXPECT_LE(max_abs_diff(got.cs.data(), ref.cs.data(), std::int64_t(ref.cs.size())), 2e-5) << where;
       // Split at the first absolute multiple of Q inside the call: bitwise the unsplit call.
       const std::int64_t cut = (c.position / c.Q + 1) * c.Q - c.position;
       if (cut < c.L) {
