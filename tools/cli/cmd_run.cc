@@ -227,7 +227,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
   if (opts.sampling.sampling() && !opts.sampling.has_seed)
     std::fprintf(stderr, "seed: %llu (repeat with --seed)\n", static_cast<unsigned long long>(res->seed));
   std::fprintf(stderr, "finish: %s | prompt: %zu tokens, %.1f tokens/s | generated: %zu tokens, %.1f tokens/s\n",
-               g_interrupted ? "interrupted" : finish_reason_name(res->finish), prompt.size(), pre_tps, res->tokens.size(), gen_tps);
+               g_interrupted ? "cancelled (Ctrl-C)" : finish_reason_name(res->finish), prompt.size(), pre_tps, res->tokens.size(), gen_tps);
   if (g_interrupted) {  // end as the signal would have, now that the output is complete
     std::fflush(stdout);
     std::signal(SIGINT, SIG_DFL);

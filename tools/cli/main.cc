@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "cli/command.h"
 #include "cli/option_rules.h"
 
@@ -86,8 +88,11 @@ int main(int argc, char** argv) {
   for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; }))
     if (c->get_name() == argv[1]) sub = c;
   if (const std::string bad = sub ? mamba::cli::unknown_option(*sub, argc, argv, 2) : ""; !bad.empty()) {
-    std::fprintf(stderr, "error: unknown option '%s' of %s (an argument that starts with '-' and is not an option goes "
-                 "after --, e.g. mamba-cli %s -- %s)\nRun with --help for more information.\n", bad.c_str(), argv[1], argv[1], bad.c_str());
+    // The "--" hint only where positional arguments exist (tokenize's text, inspect's model).
+    const bool positionals = !sub->get_options([](const CLI::Option* o) { return !o->nonpositional(); }).empty();
+    const std::string hint = positionals ? fmt::format(" (an argument that starts with '-' and is not an option goes after --, "
+                                                       "e.g. mamba-cli {} -- {})", argv[1], bad) : "";
+    std::fprintf(stderr, "error: unknown option '%s' of %s%s\nRun with --help for more information.\n", bad.c_str(), argv[1], hint.c_str());
     return 2;
   }
   int rc = 0;
@@ -104,7 +109,7 @@ int main(int argc, char** argv) {
   if (std::fflush(stdout) != 0 || earlier) {
     std::fprintf(stderr, "error: write error on standard output%s%s (the output is incomplete)\n", errno ? ": " : "",
                  errno ? std::strerror(errno) : "");
-    return rc != 0 ? rc : 1;
+    return 2;  // as every other error of mamba-cli (docs/USAGE.md)
   }
   return rc;
 }
