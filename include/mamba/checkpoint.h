@@ -56,7 +56,10 @@ struct TensorEntry {
 /// An opened checkpoint. Owns the file mappings; views stay valid while it lives. Move-only.
 class Checkpoint {
  public:
-  /// Opens `dir` (already resolved): reads config.json (format auto-detected), then the weights.
+  /// Opens `dir` (already resolved): reads config.json (format auto-detected), then the weights:
+  /// the first of model.safetensors, model.safetensors.index.json, pytorch_model.bin,
+  /// pytorch_model.bin.index.json that exists (transformers' order; one that exists but is not a
+  /// readable file, e.g. a dangling link, is an error, as in has_model_file).
   /// Errors name the file and the problem (truncated header, offsets out of range, unknown dtype,
   /// shape×dtype ≠ byte span, forbidden pickle global/opcode, ...).
   static Result<Checkpoint> open(const std::string& dir);

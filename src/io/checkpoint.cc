@@ -134,7 +134,9 @@ const TensorEntry* Checkpoint::find(const std::string& name) const {
   return it == impl_->contents.index.end() ? nullptr : &impl_->contents.tensors[it->second];
 }
 
-Result<bool> has_model_file(const std::string& dir, const std::string& name) {
+namespace {
+/// has_model_file; `role` names what the entry should be in the directory error ("weights file").
+Result<bool> probe_model_file(const std::string& dir, const std::string& name, const char* role) {
   namespace fs = std::filesystem;
   const fs::path p = fs::path(dir) / name;
   std::error_code ec;
@@ -146,11 +148,14 @@ Result<bool> has_model_file(const std::string& dir, const std::string& name) {
                                                         "download? fetch the file again)", p.string(), fs::read_symlink(p, ec).string()));
   if (st.type() != fs::file_type::regular)
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("{}: {}", p.string(), st.type() == fs::file_type::directory ? "is a directory, not a file" : "is not a regular file"));
+                      fmt::format("{}: {}", p.string(), st.type() == fs::file_type::directory ? fmt::format("is a directory, not a {}", role) : std::string("is not a regular file")));
   if (::access(p.c_str(), R_OK) != 0)
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", p.string(), std::strerror(errno)));
   return true;
 }
+}  // namespace
+
+Result<bool> has_model_file(const std::string& dir, const std::string& name) { return probe_model_file(dir, name, "file"); }
 
 Result<Checkpoint> Checkpoint::open(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -163,32 +168,28 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
   const fs::path d(dir);
   MAMBA_ASSIGN_OR_RETURN(ck.impl_->config, ModelConfig::from_file((d / "config.json").string()));
   auto& contents = ck.impl_->contents;
-  const fs::path index = d / "model.safetensors.index.json";
-  const fs::path single = d / "model.safetensors";
-  const fs::path torch_bin = d / "pytorch_model.bin";
-  // transformers' order (modeling_utils: model.safetensors, its index, pytorch_model.bin, its index).
-  if (fs::is_regular_file(single, ec)) {
-    MAMBA_RETURN_IF_ERROR(io::add_safetensors_file(single.string(), contents));
-  } else if (fs::is_regular_file(index, ec)) {
-    MAMBA_RETURN_IF_ERROR(io::add_sharded(dir, index.string(), io::add_safetensors_file, contents));
-  } else if (fs::is_regular_file(torch_bin, ec)) {
-    MAMBA_RETURN_IF_ERROR(io::add_torch_zip_file(torch_bin.string(), contents));
-  } else if (fs::is_regular_file(d / "pytorch_model.bin.index.json", ec)) {
-    MAMBA_RETURN_IF_ERROR(io::add_sharded(dir, (d / "pytorch_model.bin.index.json").string(), io::add_torch_zip_file, contents));
-  } else {
-    for (const fs::path& p : {single, index, torch_bin, d / "pytorch_model.bin.index.json"}) {
-      if (fs::is_symlink(fs::symlink_status(p, ec)) && !fs::exists(p, ec))
-        return make_error(ErrorCode::kNotFound, fmt::format("{}: a symbolic link to {}, which does not exist", p.string(),
-                                                            fs::read_symlink(p, ec).string()));
-      if (fs::exists(p, ec))
-        return make_error(ErrorCode::kInvalidArgument,
-                          fmt::format("{}: {}", p.string(), fs::is_directory(p, ec) ? "is a directory, not a weights file"
-                                                                                    : "is not a regular file"));
-    }
+  // transformers' order (modeling_utils: model.safetensors, its index, pytorch_model.bin, its
+  // index). The first entry that exists is read; one that exists but is no readable file (a
+  // dangling link, a directory) is named, never skipped for the next format.
+  using AddFile = Status (*)(const std::string&, io::CheckpointContents&);
+  struct Candidate { const char* name; bool sharded; AddFile add; };
+  const Candidate candidates[] = {{"model.safetensors", false, io::add_safetensors_file},
+                                  {"model.safetensors.index.json", true, io::add_safetensors_file},
+                                  {"pytorch_model.bin", false, io::add_torch_zip_file},
+                                  {"pytorch_model.bin.index.json", true, io::add_torch_zip_file}};
+  bool found = false;
+  for (const Candidate& c : candidates) {
+    MAMBA_ASSIGN_OR_RETURN(found, probe_model_file(dir, c.name, "weights file"));
+    if (!found) continue;
+    const std::string path = (d / c.name).string();
+    if (c.sharded) MAMBA_RETURN_IF_ERROR(io::add_sharded(dir, path, c.add, contents));
+    else MAMBA_RETURN_IF_ERROR(c.add(path, contents));
+    break;
+  }
+  if (!found)
     return make_error(ErrorCode::kNotFound,
                       fmt::format("{}: no weights found (looked for model.safetensors, model.safetensors.index.json, pytorch_model.bin, "
                                   "pytorch_model.bin.index.json)", dir));
-  }
   MAMBA_RETURN_IF_ERROR(io::fuse_quantized(contents, ck.impl_->config, dir));
   return ck;
 }

@@ -238,3 +238,15 @@ cli_run_ok(both inspect ${xdir})
 if(NOT both_OUT MATCHES "weights file     model.safetensors\n" OR both_OUT MATCHES "unused tensors")
   message(FATAL_ERROR "with model.safetensors and an index, inspect should read model.safetensors:\n${both_OUT}")
 endif()
+
+# A dangling model.safetensors beside a good pytorch_model.bin is named, not skipped for the .bin
+# (an interrupted download of the format transformers reads first).
+set(ssm ${SHARED}/fixtures/mamba1-tiny-ssm/model)
+file(REMOVE_RECURSE ${WORK}/dangling-bin)
+file(MAKE_DIRECTORY ${WORK}/dangling-bin)
+foreach(f config.json pytorch_model.bin)
+  file(CREATE_LINK ${ssm}/${f} ${WORK}/dangling-bin/${f} SYMBOLIC)
+endforeach()
+cli_run_ok(bin_ok inspect ${WORK}/dangling-bin)
+file(CREATE_LINK ${WORK}/no-such-blob ${WORK}/dangling-bin/model.safetensors SYMBOLIC)
+expect_error("error: .*dangling-bin/model.safetensors: a symbolic link to .*no-such-blob, which does not exist" inspect ${WORK}/dangling-bin)
