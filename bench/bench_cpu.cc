@@ -497,7 +497,7 @@ int main(int argc, char** argv) {
 
   const std::size_t llc = mb::last_level_cache_bytes();
   fmt::print("bench_cpu: {}, {}, dispatch {}, LLC {:.0f} MiB, {}, core clock {:.2f} GHz now\n", cpu_model_name(),
-             n_threads(threads), mamba::ops::cpu::cpu_target_description(), static_cast<double>(llc) / (1 << 20), mb::onednn_version(),
+             n_threads(threads), mamba::ops::cpu::cpu_dispatch_description(), static_cast<double>(llc) / (1 << 20), mb::onednn_version(),
              mb::core_clock_ghz());
 
   // ---- ceilings ----

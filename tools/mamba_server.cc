@@ -147,8 +147,9 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  // Which SIMD path computes, and why; a bad MAMBA_CPU_TARGET warns here, not at the first request.
-  spdlog::info("cpu: {}", mamba::ops::cpu::cpu_target_description());
+  // Which SIMD path computes, and why; a bad MAMBA_CPU_TARGET / MAMBA_WEIGHT_PREFETCH warns here,
+  // not at the first request.
+  spdlog::info("cpu: {}", mamba::ops::cpu::cpu_dispatch_description());
   mamba::LoadOptions lo;
   lo.threads = threads;
   lo.precision = precision == "bf16" ? mamba::Precision::kBF16 : mamba::Precision::kExact;  // CLI checked the value

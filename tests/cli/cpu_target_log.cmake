@@ -1,6 +1,6 @@
 # `run` and `perplexity` name the CPU dispatch target and why on stderr, once, before the model
-# loads ("cpu: TARGET (why)"), and a bad MAMBA_CPU_TARGET is reported at that point (before the
-# "model:" line), not at the first matmul.
+# loads ("cpu: TARGET (why), weight prefetch on|off (why)"), and a bad MAMBA_CPU_TARGET or
+# MAMBA_WEIGHT_PREFETCH is reported at that point (before the "model:" line), not at the first matmul.
 include(${CMAKE_CURRENT_LIST_DIR}/cli_util.cmake)
 set(model ${SRC}/models/mamba2-books-7m-bpe8k)
 file(REMOVE_RECURSE ${WORK})
@@ -8,8 +8,9 @@ file(MAKE_DIRECTORY ${WORK})
 
 # Detected (no variable): exactly one cpu line, before the model line.
 unset(ENV{MAMBA_CPU_TARGET})
+unset(ENV{MAMBA_WEIGHT_PREFETCH})
 cli_run_ok(r run -m ${model} -p "Once" -n 2)
-if(NOT r_ERR MATCHES "^cpu: (baseline|avx2|avx512) \\(detected[;)][^\n]*\nmodel: ")
+if(NOT r_ERR MATCHES "^cpu: (baseline|avx2|avx512) \\(detected[;)][^\n]*, weight prefetch (on \\(detected\\)|off \\(detected: AMD family 19h with AVX-512\\))\nmodel: ")
   message(FATAL_ERROR "run: expected 'cpu: TARGET (detected...)' as the first stderr line, then 'model: ...':\n${r_ERR}")
 endif()
 string(REGEX MATCHALL "cpu: " lines "${r_ERR}")
@@ -21,12 +22,12 @@ endif()
 # Forced: baseline runs on every x86-64 CPU.
 set(ENV{MAMBA_CPU_TARGET} baseline)
 cli_run_ok(r run -m ${model} -p "Once" -n 2)
-if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\)\nmodel: ")
+if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\), weight prefetch (on|off) \\(detected[^\n]*\\)\nmodel: ")
   message(FATAL_ERROR "run with MAMBA_CPU_TARGET=baseline: expected 'cpu: baseline (forced by MAMBA_CPU_TARGET)':\n${r_ERR}")
 endif()
 file(WRITE ${WORK}/p.ids "1 2 3 4 5")
 cli_run_ok(r perplexity -m ${model} --ids-file ${WORK}/p.ids)
-if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\)\n")
+if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\), weight prefetch [^\n]*\n")
   message(FATAL_ERROR "perplexity with MAMBA_CPU_TARGET=baseline: expected the cpu line:\n${r_ERR}")
 endif()
 
@@ -41,7 +42,28 @@ endif()
 # Invalid: the warning and the reason come first, then the model loads and runs on the detected target.
 set(ENV{MAMBA_CPU_TARGET} avx3)
 cli_run_ok(r run -m ${model} -p "Once" -n 2)
-if(NOT r_ERR MATCHES "^warning: MAMBA_CPU_TARGET=avx3 is not one of baseline\\|avx2\\|avx512; using [a-z0-9]+\ncpu: (baseline|avx2|avx512) \\(detected[^\n]*; MAMBA_CPU_TARGET=avx3 ignored: not one of baseline\\|avx2\\|avx512\\)\nmodel: ")
+if(NOT r_ERR MATCHES "^warning: MAMBA_CPU_TARGET=avx3 is not one of baseline\\|avx2\\|avx512; using [a-z0-9]+\ncpu: (baseline|avx2|avx512) \\(detected[^\n]*; MAMBA_CPU_TARGET=avx3 ignored: not one of baseline\\|avx2\\|avx512\\), weight prefetch [^\n]*\nmodel: ")
   message(FATAL_ERROR "run with MAMBA_CPU_TARGET=avx3: expected the warning, then the cpu line, then the model line:\n${r_ERR}")
 endif()
 unset(ENV{MAMBA_CPU_TARGET})
+
+# MAMBA_WEIGHT_PREFETCH: forced either way (bitwise the same text), an invalid value warned about and ignored.
+set(ENV{MAMBA_WEIGHT_PREFETCH} off)
+cli_run_ok(off run -m ${model} -p "Once" -n 8 --temp 0)
+if(NOT off_ERR MATCHES "^cpu: [^\n]*, weight prefetch off \\(forced by MAMBA_WEIGHT_PREFETCH\\)\nmodel: ")
+  message(FATAL_ERROR "run with MAMBA_WEIGHT_PREFETCH=off: expected 'weight prefetch off (forced by MAMBA_WEIGHT_PREFETCH)':\n${off_ERR}")
+endif()
+set(ENV{MAMBA_WEIGHT_PREFETCH} on)
+cli_run_ok(on run -m ${model} -p "Once" -n 8 --temp 0)
+if(NOT on_ERR MATCHES "^cpu: [^\n]*, weight prefetch on \\(forced by MAMBA_WEIGHT_PREFETCH\\)\nmodel: ")
+  message(FATAL_ERROR "run with MAMBA_WEIGHT_PREFETCH=on: expected 'weight prefetch on (forced by MAMBA_WEIGHT_PREFETCH)':\n${on_ERR}")
+endif()
+if(NOT on_OUT STREQUAL off_OUT)
+  message(FATAL_ERROR "greedy text differs with and without the weight prefetch:\n${on_OUT}\n---\n${off_OUT}")
+endif()
+set(ENV{MAMBA_WEIGHT_PREFETCH} sometimes)
+cli_run_ok(r run -m ${model} -p "Once" -n 2)
+if(NOT r_ERR MATCHES "^warning: MAMBA_WEIGHT_PREFETCH=sometimes is not one of on\\|off; using (on|off)\ncpu: [^\n]*, weight prefetch (on|off) \\(detected[^\n]*; MAMBA_WEIGHT_PREFETCH=sometimes ignored: not one of on\\|off\\)\nmodel: ")
+  message(FATAL_ERROR "run with MAMBA_WEIGHT_PREFETCH=sometimes: expected the warning, then the cpu line, then the model line:\n${r_ERR}")
+endif()
+unset(ENV{MAMBA_WEIGHT_PREFETCH})

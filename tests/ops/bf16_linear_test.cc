@@ -62,9 +62,39 @@ float tier_dot(const float* x, const float* w, std::int64_t K) {
 
 class Bf16Linear : public ::testing::Test {
  protected:
-  void TearDown() override { ops::cpu::set_cpu_target_for_test(saved_); }
+  void TearDown() override {
+    ops::cpu::set_cpu_target_for_test(saved_);
+    ops::cpu::set_weight_prefetch_for_test(saved_prefetch_);
+  }
   CpuTarget saved_ = ops::cpu::cpu_target();
+  bool saved_prefetch_ = ops::cpu::weight_prefetch();
 };
+
+TEST_F(Bf16Linear, DecodeStreamsGiveTheSameBitsWithAndWithoutPrefetch) {
+  // Decode rows (1 and 8: the streaming tiles, prefetched or not as weight_prefetch() says) at a
+  // model shape, 2 threads: bitwise the definition either way.
+  if (!ops::bf16_tier_available()) GTEST_SKIP() << "this CPU has no AVX-512 BF16: the tier's kernel does not run here";
+  std::mt19937 rng(23);
+  const std::int64_t K = 770, N = 301;
+  FWeight W(N, K, DType::kBF16, rng);
+  TensorView packed_view = W.view;
+  const Tensor packed = test::pack_for_test(packed_view, true);
+  const int saved_threads = ops::num_threads();
+  ops::set_num_threads(2);
+  for (const std::int64_t M : {1, 8}) {
+    const std::vector<float> x = test::random_vec(M * K, rng, -2.0f, 2.0f);
+    std::vector<float> want(std::size_t(M * N));
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t n = 0; n < N; ++n) want[std::size_t(m * N + n)] = tier_dot(x.data() + m * K, W.values.data() + n * K, K);
+    for (const bool prefetch : {true, false}) {
+      ops::cpu::set_weight_prefetch_for_test(prefetch);
+      std::vector<float> y(std::size_t(M * N), -7.0f);
+      ops::linear(x.data(), K, M, packed_view, TensorView(), y.data(), N);
+      ASSERT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0) << "M " << M << " prefetch " << prefetch;
+    }
+  }
+  ops::set_num_threads(saved_threads);
+}
 
 TEST_F(Bf16Linear, EveryTargetBitwiseEqualsTheDefinitionAndNearFp32) {
   std::mt19937 rng(21);

@@ -23,15 +23,17 @@ using ops::cpu::CpuTarget;
 /// Restores the dispatch target and thread count a test changed.
 class TargetGuard {
  public:
-  TargetGuard() : target_(ops::cpu::cpu_target()), threads_(ops::num_threads()) {}
+  TargetGuard() : target_(ops::cpu::cpu_target()), threads_(ops::num_threads()), prefetch_(ops::cpu::weight_prefetch()) {}
   ~TargetGuard() {
     ops::cpu::set_cpu_target_for_test(target_);
     ops::set_num_threads(threads_);
+    ops::cpu::set_weight_prefetch_for_test(prefetch_);
   }
 
  private:
   CpuTarget target_;
   int threads_;
+  bool prefetch_;
 };
 
 /// A random linear problem: W [N, K] stored as `dtype`, `wf` holds the stored values as fp32.
@@ -118,15 +120,22 @@ TEST(Linear, EveryTargetMatchesCanonicalOrderBitwise) {
 }
 
 TEST(Linear, ModelShapesMatchCanonicalOrder) {
-  // Shapes of the 130m models' projections (prefill-sized M, a decode batch), with 2 threads.
+  // Shapes of the 130m models' projections (prefill-sized M, decode batches; one row: the
+  // three-stream path, with and without its software prefetch), with 2 threads, in each dtype.
   const TargetGuard guard;
   ops::set_num_threads(2);
   struct Shape { std::int64_t M, K, N; };
   for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
     ops::cpu::set_cpu_target_for_test(t);
-    for (const Shape s : {Shape{37, 768, 300}, Shape{5, 1536, 80}, Shape{33, 48, 200}, Shape{8, 768, 130}}) {
-      check_against_canonical_and_ref(make_problem(s.M, s.K, s.N, DType::kBF16, s.K == 48, unsigned(s.K + s.N)));
-      if (HasFatalFailure()) return;
+    for (const bool prefetch : {true, false}) {
+      ops::cpu::set_weight_prefetch_for_test(prefetch);
+      for (const DType dt : {DType::kBF16, DType::kF32, DType::kF16})
+        for (const Shape s : {Shape{37, 768, 300}, Shape{5, 1536, 80}, Shape{33, 48, 200}, Shape{8, 768, 130},
+                              Shape{1, 768, 301}, Shape{1, 1536, 80}}) {
+          SCOPED_TRACE(::testing::Message() << "prefetch " << prefetch);
+          check_against_canonical_and_ref(make_problem(s.M, s.K, s.N, dt, s.K == 48, unsigned(s.K + s.N)));
+          if (HasFatalFailure()) return;
+        }
     }
   }
 }

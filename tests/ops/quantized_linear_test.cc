@@ -5,6 +5,7 @@
 // inputs propagate.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -69,9 +70,40 @@ std::vector<float> reference(const std::vector<float>& x, std::int64_t ldx, std:
 
 class QuantizedLinear : public ::testing::Test {
  protected:
-  void TearDown() override { ops::cpu::set_cpu_target_for_test(saved_); }
+  void TearDown() override {
+    ops::cpu::set_cpu_target_for_test(saved_);
+    ops::cpu::set_weight_prefetch_for_test(saved_prefetch_);
+  }
   CpuTarget saved_ = ops::cpu::cpu_target();
+  bool saved_prefetch_ = ops::cpu::weight_prefetch();
 };
+
+TEST_F(QuantizedLinear, DecodeStreamsGiveTheSameBitsWithAndWithoutPrefetch) {
+  // One input row (the decode kernels' weight streams, prefetched or not: weight_prefetch()) and a
+  // decode batch, at model shapes, on every target, with 2 threads: bitwise the reference.
+  std::mt19937 rng(8);
+  const int saved_threads = ops::num_threads();
+  ops::set_num_threads(2);
+  for (bool q4 : {false, true}) {
+    for (const auto [M, K, N] : {std::array<std::int64_t, 3>{1, 768, 301}, {1, 1536, 80}, {8, 768, 301}}) {
+      QWeight W(N, K, q4, rng);
+      Tensor packed = test::pack_for_test(W.view, false);  // the AVX-512 VNNI kernels read the blocked copy
+      const std::vector<float> x = test::random_vec(M * K, rng, -2.0f, 2.0f);
+      const auto want = reference(x, K, M, W, nullptr, N);
+      for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+        ops::cpu::set_cpu_target_for_test(t);
+        for (const bool prefetch : {true, false}) {
+          ops::cpu::set_weight_prefetch_for_test(prefetch);
+          std::vector<float> y(std::size_t(M * N), -7.0f);
+          ops::linear(x.data(), K, M, W.view, TensorView(), y.data(), N);
+          ASSERT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0)
+              << ops::cpu::cpu_target_name(t) << " q4 " << q4 << " M " << M << " K " << K << " N " << N << " prefetch " << prefetch;
+        }
+      }
+    }
+  }
+  ops::set_num_threads(saved_threads);
+}
 
 TEST_F(QuantizedLinear, EveryTargetBitwiseEqualsReferenceAndNearFp32) {
   std::mt19937 rng(5);

@@ -33,8 +33,8 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
     MAMBA_ASSIGN_OR_RETURN(dir, resolve_model_path(model_ref));
   }
   // Once per process, before any kernel runs: which SIMD path computes, and why (a bad
-  // MAMBA_CPU_TARGET is reported here, not at the first matmul).
-  std::fprintf(stderr, "cpu: %s\n", ops::cpu::cpu_target_description().c_str());
+  // MAMBA_CPU_TARGET / MAMBA_WEIGHT_PREFETCH is reported here, not at the first matmul).
+  std::fprintf(stderr, "cpu: %s\n", ops::cpu::cpu_dispatch_description().c_str());
   LoadOptions lo;
   lo.threads = threads;
   MAMBA_ASSIGN_OR_RETURN(lo.precision, parse_precision(precision));

@@ -1,6 +1,10 @@
 // Run-time detection of the dispatch target (see cpu_target.h).
 #include "ops/cpu/cpu_target.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -76,6 +80,43 @@ Choice& current() {
   return c;
 }
 
+/// AMD family 19h (Zen 3 and Zen 4; Zen 4 is the one with AVX-512).
+bool amd_family_19h() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  char vendor[13] = {};
+  std::memcpy(vendor, &ebx, 4);
+  std::memcpy(vendor + 4, &edx, 4);
+  std::memcpy(vendor + 8, &ecx, 4);
+  if (std::strcmp(vendor, "AuthenticAMD") != 0 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const unsigned base = (eax >> 8) & 0xF, ext = (eax >> 20) & 0xFF;
+  return (base == 0xF ? base + ext : base) == 0x19;
+#else
+  return false;
+#endif
+}
+
+struct Prefetch {
+  bool on;
+  std::string why;
+};
+
+Prefetch initial_prefetch() {
+  const bool zen4 = amd_family_19h() && best_supported() == CpuTarget::kAvx512;
+  Prefetch detected{!zen4, zen4 ? "detected: AMD family 19h with AVX-512" : "detected"};
+  const char* env = std::getenv("MAMBA_WEIGHT_PREFETCH");
+  if (env == nullptr || *env == '\0') return detected;
+  if (!std::strcmp(env, "on") || !std::strcmp(env, "off")) return {env[1] == 'n', "forced by MAMBA_WEIGHT_PREFETCH"};
+  std::fprintf(stderr, "warning: MAMBA_WEIGHT_PREFETCH=%s is not one of on|off; using %s\n", env, detected.on ? "on" : "off");
+  return {detected.on, fmt::format("{}; MAMBA_WEIGHT_PREFETCH={} ignored: not one of on|off", detected.why, env)};
+}
+
+Prefetch& prefetch_choice() {
+  static Prefetch p = initial_prefetch();
+  return p;
+}
+
 }  // namespace
 
 CpuTarget cpu_target() { return current().target; }
@@ -104,6 +145,20 @@ void set_cpu_target_for_test(CpuTarget t) { current() = {t, "set by set_cpu_targ
 
 bool cpu_has_avx512_bf16() { return cpu_target() == CpuTarget::kAvx512 && has("avx512bf16"); }
 bool cpu_has_avx512_vnni() { return cpu_target() == CpuTarget::kAvx512 && has("avx512vnni"); }
+
+bool weight_prefetch() { return prefetch_choice().on; }
+
+std::string weight_prefetch_description() {
+  const Prefetch& p = prefetch_choice();
+  return fmt::format("{} ({})", p.on ? "on" : "off", p.why);
+}
+
+void set_weight_prefetch_for_test(bool on) { prefetch_choice() = {on, "set by set_weight_prefetch_for_test"}; }
+
+std::string cpu_dispatch_description() {
+  std::string target = cpu_target_description();  // its warning (if any) first
+  return fmt::format("{}, weight prefetch {}", target, weight_prefetch_description());
+}
 
 std::int64_t cpu_l2_cache_bytes() {
   static const std::int64_t bytes = [] {

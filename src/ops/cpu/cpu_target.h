@@ -44,6 +44,26 @@ void set_cpu_target_for_test(CpuTarget t);
 /// AVX-512 extensions (false when the target is below kAvx512 or the CPU lacks them).
 bool cpu_has_avx512_bf16();
 bool cpu_has_avx512_vnni();
+/// Whether the decode kernels issue software prefetches ahead of the weight streams they read once
+/// per call (one input row, i.e. every projection of a batch-1 decode step: the fp32/bf16/f16, the
+/// bf16-tier and the quantized kernels; the bf16 tier's decode batches of ≤ 8 rows likewise).
+/// Chosen once from the CPU: off on AMD family 19h with AVX-512 (Zen 4), whose hardware prefetchers
+/// alone keep those streams nearer the bandwidth — measured on an EPYC 9004 (Genoa) VM, 2 threads,
+/// random mamba-130m, median step times of 60 interleaved rounds with / without: q8 7.6 / 5.9 ms,
+/// q4 4.3 / 3.7, bf16 12.2 / 10.6, bf16 tier 11.4 / 9.6; on elsewhere (Zen 3 and Zen 5, on which the
+/// kernels were tuned with them). The quantized kernels' prefetch of the next blocks during a decode
+/// batch's later passes stays on everywhere (it also pays on Zen 4). MAMBA_WEIGHT_PREFETCH=on|off overrides (read at the first call; any other value is
+/// warned about on stderr and ignored). Results are bitwise the same either way: only speed changes.
+bool weight_prefetch();
+/// "on (detected)", "off (detected: AMD family 19h with AVX-512)", "off (forced by
+/// MAMBA_WEIGHT_PREFETCH)", ...: for the log line at load and the bench header.
+std::string weight_prefetch_description();
+/// Forces weight_prefetch() (benches' A/B runs, tests). Not thread-safe with running kernels.
+void set_weight_prefetch_for_test(bool on);
+/// The log line's text: cpu_target_description() + ", weight prefetch " + weight_prefetch_description(),
+/// e.g. "avx512 (detected; VNNI yes, BF16 yes), weight prefetch off (detected: AMD family 19h with
+/// AVX-512)". Reads both environment variables (and prints their warnings) if not read yet.
+std::string cpu_dispatch_description();
 /// One core's L2 cache in bytes as the CPU reports it (sysconf(_SC_LEVEL2_CACHE_SIZE), i.e. cpuid;
 /// read once); 0 when unknown. For sizing the blocks the kernels keep in L2.
 std::int64_t cpu_l2_cache_bytes();

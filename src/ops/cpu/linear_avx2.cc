@@ -22,7 +22,9 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
+#include "ops/cpu/cpu_target.h"
 #include "ops/cpu/linear_kernels.h"
 
 namespace mamba::ops::cpu {
@@ -162,17 +164,17 @@ template <WT T> const float* stream_x(const float* x, std::int64_t K, float* buf
   }
 }
 
-/// One input row × kStreams weight rows rs rows apart, with prefetch of the row after each:
-/// micro<T, 1, kStreams, true>, except for BF16, where 16 weights are widened by two unpacks
+/// One input row × kStreams weight rows rs rows apart, with prefetch of the row after each when
+/// kPf: micro<T, 1, kStreams, kPf>, except for BF16, where 16 weights are widened by two unpacks
 /// with zero (1 op per 8 instead of vpmovzxwd + vpslld) against the permuted x of stream_x. The
 /// accumulator lanes then hold k-lanes [0..3, 8..11] and [4..7, 12..15]; two 128-bit permutes
 /// restore the canonical lo/hi accumulators (same FMAs, same order), then the canonical tree and
 /// scalar tail on the unpermuted x.
-template <WT T>
+template <WT T, bool kPf>
 void micro_stream(const float* xs, const void* w, std::int64_t K, std::int64_t rs, const float* x, const float* bias,
                   float* y) {
   if constexpr (T != WT::kBF16) {
-    micro<T, 1, kStreams, true>(x, 0, w, K, rs, bias, y, 0);
+    micro<T, 1, kStreams, kPf>(x, 0, w, K, rs, bias, y, 0);
   } else {
     const auto* wb = static_cast<const std::uint16_t*>(w);
     const __m256i zero = _mm256_setzero_si256();
@@ -181,8 +183,10 @@ void micro_stream(const float* xs, const void* w, std::int64_t K, std::int64_t r
     for (int n = 0; n < kStreams; ++n) acc[n][0] = acc[n][1] = _mm256_setzero_ps();
     const std::int64_t k16 = K - K % 16;
     for (std::int64_t k = 0; k < k16; k += 16) {
+      if constexpr (kPf) {
 #pragma GCC unroll 8
-      for (int n = 0; n < kStreams; ++n) _mm_prefetch(reinterpret_cast<const char*>(wb + (n * rs + 1) * K + k), _MM_HINT_T0);
+        for (int n = 0; n < kStreams; ++n) _mm_prefetch(reinterpret_cast<const char*>(wb + (n * rs + 1) * K + k), _MM_HINT_T0);
+      }
       const __m256 x0 = _mm256_loadu_ps(xs + k), x1 = _mm256_loadu_ps(xs + k + 8);
 #pragma GCC unroll 8
       for (int n = 0; n < kStreams; ++n) {

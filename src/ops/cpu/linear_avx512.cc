@@ -23,7 +23,9 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
+#include "ops/cpu/cpu_target.h"
 #include "ops/cpu/linear_kernels.h"
 
 namespace mamba::ops::cpu {
@@ -218,10 +220,10 @@ constexpr std::int64_t kStreamMinK = 256, kWideMinK = 256;
 
 /// The stream path of the shared driver reads x as it is (vpmovzxwd widens bf16 in k order).
 template <WT T> const float* stream_x(const float* x, std::int64_t, float*) { return x; }
-/// One input row × kStreams weight rows rs rows apart, prefetching the row after each.
-template <WT T>
+/// One input row × kStreams weight rows rs rows apart; kPf: prefetching the row after each.
+template <WT T, bool kPf>
 void micro_stream(const float*, const void* w, std::int64_t K, std::int64_t rs, const float* x, const float* bias, float* y) {
-  micro<T, 1, kStreams, true>(x, 0, w, K, rs, bias, y, 0);
+  micro<T, 1, kStreams, kPf>(x, 0, w, K, rs, bias, y, 0);
 }
 
 #include "ops/cpu/linear_tile.inc"  // sweep<T>() and tile<T>()

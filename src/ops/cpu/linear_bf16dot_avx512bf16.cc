@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/cpu/bf16_dot.h"
+#include "ops/cpu/cpu_target.h"
 
 namespace mamba::ops::cpu::bf16dot {
 
@@ -88,11 +90,17 @@ void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std:
     // 5 rows on, where 3 · R accumulators no longer fit the registers (a spilled accumulator made
     // the 8-row 3-stream tile 2× slower than the 2-stream one). The blocks left over (x_proj: N = 80
     // is 5 blocks for 2 threads) go together too: one chain per output is latency-bound alone.
+    // The prefetches as weight_prefetch() says (bitwise the same results either way).
     const int S = M <= 4 ? 3 : 2;
     const std::int64_t h = (b1 - b0) / S;
-    for (std::int64_t j = b0; j < b0 + h; ++j) tile_rows<true>(a, m0, static_cast<int>(M), j, h, S);
-    for (std::int64_t j = b0 + S * h; j < b1; j += S)
-      tile_rows<true>(a, m0, static_cast<int>(M), j, 1, static_cast<int>(std::min<std::int64_t>(S, b1 - j)));
+    auto run = [&](auto pf) {
+      constexpr bool kPf = decltype(pf)::value;
+      for (std::int64_t j = b0; j < b0 + h; ++j) tile_rows<kPf>(a, m0, static_cast<int>(M), j, h, S);
+      for (std::int64_t j = b0 + S * h; j < b1; j += S)
+        tile_rows<kPf>(a, m0, static_cast<int>(M), j, 1, static_cast<int>(std::min<std::int64_t>(S, b1 - j)));
+    };
+    if (weight_prefetch()) run(std::true_type{});
+    else run(std::false_type{});
     return;
   }
   // Prefill: two adjacent blocks (L1-resident) pass 8 rows at a time (16 chains in registers).

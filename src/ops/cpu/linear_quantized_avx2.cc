@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cstdint>
 
+#include "ops/cpu/cpu_target.h"
 #include "ops/cpu/quant_kernels.h"
 
 namespace mamba::ops::cpu::quant {
@@ -171,6 +172,7 @@ void dot_rows_avx2(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int6
     // One x row (decode): rows j, j + h, j + 2h together (three streams), the leftover rows below.
     const std::int64_t h = (n1 - n0) / 3, m = m0;
     const PackedX pm = row_of(a, m);
+    const bool pf = weight_prefetch();
     for (std::int64_t j = n0; j < n0 + h; ++j) {
       const void* w[3];
       const float* sw[3];
@@ -179,7 +181,8 @@ void dot_rows_avx2(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int6
         sw[r] = a.sw + (j + r * h) * G;
       }
       float out[3];
-      dot_rows<3, true>(pm, a.sx + m * G, w, sw, G, a.q4, out);
+      if (pf) dot_rows<3, true>(pm, a.sx + m * G, w, sw, G, a.q4, out);
+      else dot_rows<3, false>(pm, a.sx + m * G, w, sw, G, a.q4, out);
       for (int r = 0; r < 3; ++r) a.y[m * a.ldy + j + r * h] = out[r];
     }
     n0 += 3 * h;
