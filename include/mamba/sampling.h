@@ -72,7 +72,10 @@ class Sampler {
 };
 
 /// log-softmax of raw logits over ids [0, vocab_limit) (padded rows excluded), into `out`
-/// [vocab_limit]. Errors: kNumerical on NaN/Inf.
+/// [vocab_limit]: out[i] = logits[i] − (max + log Σ_j exp(logits[j] − max)), the normaliser from the
+/// vectorised ops::sum_exp (relative error ≤ ~4e-6, so each logprob is within ~4e-6 of the double
+/// computation), the subtraction in double. Errors: kNumerical on NaN/Inf (naming the first such id),
+/// kInvalidArgument on a vocab_limit outside [1, logits.size()] or a short `out`.
 Status log_softmax(std::span<const float> logits, std::int64_t vocab_limit, std::span<float> out);
 
 }  // namespace mamba

@@ -129,6 +129,14 @@ void add_inplace(float* h, const float* x, std::int64_t n);
 /// 1024 elements that holds the first such value.
 std::int64_t find_non_finite(const float* x, std::int64_t n);
 
+/// Σ_i exp(x[i] − shift) over x[0, n), n ≥ 0, as a double: the log-softmax normaliser (shift = the
+/// row's maximum, so every term is ≤ 1). x finite. One vectorised pass on the dispatch target: each
+/// term exp(fl(x[i] − shift)) within 2 ulp (kernels.h vexp), summed in fp32 lanes over blocks of 256
+/// elements whose lane sums add in double — relative error ≤ ~4e-6 on every target (≤ 1e-6 on
+/// AVX-512), vs std::exp in double summed in order (ops::ref::sum_exp). For the GPT-NeoX vocabulary
+/// (50 280 logits) ~25 µs instead of the scalar double loop's ~300 µs, once per generated token.
+double sum_exp(const float* x, float shift, std::int64_t n);
+
 /// Index of the first maximal element of x[0, n), n ≥ 1 (greedy decoding; ties → the lowest index,
 /// as torch.argmax). x must hold no NaN (−inf is fine: all −inf → 0). One vectorised pass over
 /// block maxima, then an element-wise search inside the first block that holds the maximum.

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "mamba/sampling.h"
+#include "ops/ops.h"
 
 namespace mamba {
 
@@ -15,17 +16,17 @@ Status log_softmax(std::span<const float> logits, std::int64_t vocab_limit, std:
   if (out.size() < static_cast<std::size_t>(vocab_limit))
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("log_softmax: output has {} elements, needs {}", out.size(), vocab_limit));
-  const std::size_t n = static_cast<std::size_t>(vocab_limit);
-  float mx = logits[0];
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(logits[i]))
-      return make_error(ErrorCode::kNumerical, fmt::format("log_softmax: logit of id {} is {} (not finite)", i, logits[i]));
-    mx = std::max(mx, logits[i]);
-  }
-  double sum = 0;
-  for (std::size_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
-  const double lse = static_cast<double>(mx) + std::log(sum);
-  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(logits[i]) - lse);
+  // Vectorised passes (ops/cpu/logits_scan.cc): this runs once per generated token over the whole
+  // vocabulary (50 280 logits for GPT-NeoX: ~350 µs as scalar double loops, 10% of a q4 decode step).
+  const std::int64_t n = vocab_limit;
+  const float* x = logits.data();
+  if (const std::int64_t bad = ops::find_non_finite(x, n); bad >= 0)
+    return make_error(ErrorCode::kNumerical, fmt::format("log_softmax: logit of id {} is {} (not finite)", bad, x[bad]));
+  const float mx = x[ops::argmax(x, n)];
+  const double lse = static_cast<double>(mx) + std::log(ops::sum_exp(x, mx, n));
+  float* o = out.data();
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(static_cast<double>(x[i]) - lse);
   return {};
 }
 

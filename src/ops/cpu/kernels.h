@@ -80,6 +80,10 @@ struct Kernels {
 
   /// out[i] = exp(x[i]), i < n (vexp, ≤ 2 ulp; the SSD's per-row decays, and the tests of the vector exp).
   void (*exp_row)(const float* x, float* out, std::int64_t n);
+
+  /// Σ_i exp(x[i] − shift), i < n (ops::sum_exp): vexp of the fp32 difference, summed in fp32 lanes
+  /// over blocks of 256 elements, each block's lanes added into a double in order.
+  double (*sum_exp_row)(const float* x, float shift, std::int64_t n);
   /// out[i] = the Mamba-1 scan's decay exp(dt[i]·A[i]), computed as scan_channels does:
   /// 2^(dt·fl(A·log2 e)) (simd.h vexp2_nonpos), i < n; dt ≥ 0, A ≤ 0 finite (for tests).
   void (*scan_decay_row)(const float* dt, const float* A, float* out, std::int64_t n);

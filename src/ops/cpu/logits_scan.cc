@@ -1,12 +1,14 @@
-// Whole-row scans of a logits vector (ops.h find_non_finite / argmax): the model's non-finite check
-// and greedy decoding read every logit of every decoded token (50 K floats for the GPT-NeoX vocab),
-// so both run as block-wise `omp simd` reductions (a plain early-exit loop does not vectorise: the
-// std::max_element of the bench took ~200 µs per token, these ~7 µs).
+// Whole-row scans of a logits vector (ops.h find_non_finite / argmax / sum_exp): the model's
+// non-finite check, greedy decoding and every logprob read every logit of every decoded token (50 K
+// floats for the GPT-NeoX vocab), so they run as block-wise `omp simd` reductions (a plain
+// early-exit loop does not vectorise: the std::max_element of the bench took ~200 µs per token,
+// these ~7 µs) or on the dispatched vector exp (sum_exp: the scalar double loop took ~350 µs).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 
+#include "ops/cpu/kernels.h"
 #include "ops/ops.h"
 
 namespace mamba::ops {
@@ -31,6 +33,8 @@ std::int64_t find_non_finite(const float* x, std::int64_t n) {
   }
   return -1;
 }
+
+double sum_exp(const float* x, float shift, std::int64_t n) { return cpu::cpu_kernels().sum_exp_row(x, shift, n); }
 
 std::int64_t argmax(const float* x, std::int64_t n) {
   float best = -std::numeric_limits<float>::infinity();

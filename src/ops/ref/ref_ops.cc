@@ -99,6 +99,12 @@ void add_inplace(float* h, const float* x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) h[i] += x[i];
 }
 
+double sum_exp(const float* x, float shift, std::int64_t n) {
+  double s = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) s += std::exp(double(x[i]) - double(shift));
+  return s;
+}
+
 void selective_scan(const SelectiveScanArgs& a) {
   for (std::int64_t e = 0; e < a.E; ++e) {
     std::vector<double> h(a.ssm_state + e * a.N, a.ssm_state + (e + 1) * a.N);

@@ -24,6 +24,8 @@ void softplus_clamp(float* dt, std::int64_t lddt, std::int64_t M, std::int64_t n
 void silu_mul(const float* z, std::int64_t ldz, const float* x, std::int64_t ldx, std::int64_t M, std::int64_t n,
               float* out, std::int64_t ldo);
 void add_inplace(float* h, const float* x, std::int64_t n);
+/// Σ_i exp(double(x[i]) − shift), in order, in double.
+double sum_exp(const float* x, float shift, std::int64_t n);
 void selective_scan(const SelectiveScanArgs& a);
 /// The sequential recurrence, token by token (chunk_states written at the same chunk ends as the
 /// chunked backends: after every token whose absolute position + 1 is a multiple of Q, and after
