@@ -69,6 +69,8 @@ class Sampler {
   std::vector<std::int32_t> generated_counts_;  ///< [vocab_limit] in generated tokens (empty when unused)
   std::vector<std::int32_t> scratch_idx_;
   std::vector<std::uint64_t> scratch_keys_[2];  ///< radix-sort buffers (sampler.cc sort_by_score)
+  std::vector<float> scratch_terms_;            ///< softmax terms exp(score − max) of the survivors
+  std::vector<double> scratch_prob_;            ///< their probabilities
 };
 
 /// log-softmax of raw logits over ids [0, vocab_limit) (padded rows excluded), into `out`

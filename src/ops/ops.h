@@ -137,6 +137,10 @@ std::int64_t find_non_finite(const float* x, std::int64_t n);
 /// (50 280 logits) ~25 µs instead of the scalar double loop's ~300 µs, once per generated token.
 double sum_exp(const float* x, float shift, std::int64_t n);
 
+/// out[i] = exp(fl(x[i] − shift)) for i < n (the sampler's softmax terms; out may alias x): the
+/// dispatched vector exp, each within 2 ulp of the fp32 rounding of the exact value.
+void exp_shifted(const float* x, float shift, float* out, std::int64_t n);
+
 /// Index of the first maximal element of x[0, n), n ≥ 1 (greedy decoding; ties → the lowest index,
 /// as torch.argmax). x must hold no NaN (−inf is fine: all −inf → 0). One vectorised pass over
 /// block maxima, then an element-wise search inside the first block that holds the maximum.

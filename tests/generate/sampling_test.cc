@@ -226,11 +226,12 @@ TEST(Sampler, TopPFollowsRenormalisedNucleusChiSquare) {
   EXPECT_EQ(counts.size(), 3u);
 }
 
-// The draw over a large vocabulary (the sampler sorts big candidate sets by radix, small ones by
-// comparison) is exactly the documented procedure, written out plainly: candidates sorted by
-// descending score then ascending id, softmax in double in that order, top_p by the mass above,
-// u = 53 bits of mt19937_64(seed), first id whose cumulative probability exceeds u. Ties, −0/+0
-// and −inf (never a candidate) included; 200 draws each, bitwise the same ids.
+// The draw over a large vocabulary (the sampler walks score buckets for big candidate sets, sorts
+// small ones) is exactly the documented procedure, written out plainly: candidates sorted by
+// descending score then ascending id, top_k keeping scores ≥ the k-th, softmax in double in that
+// order, top_p by the mass above, min_p against the largest probability, u = 53 bits of
+// mt19937_64(seed), first id whose cumulative probability exceeds u. Ties, −0/+0 and −inf (never a
+// candidate) included; 200 draws per configuration, the same ids.
 TEST(Sampler, LargeVocabularyDrawsEqualThePlainProcedure) {
   std::mt19937 g(17);
   std::vector<float> logits = random_logits(g, 50280);
@@ -238,10 +239,19 @@ TEST(Sampler, LargeVocabularyDrawsEqualThePlainProcedure) {
   logits[5] = -0.0f;
   logits[6] = 0.0f;
   logits[7] = -std::numeric_limits<float>::infinity();
-  for (float top_p : {1.0f, 0.9f}) {
+  struct Cfg {
+    float top_p, min_p;
+    int top_k;
+  };
+  for (const Cfg c : {Cfg{1.0f, 0.0f, 0}, Cfg{0.9f, 0.0f, 0}, Cfg{1.0f, 0.05f, 0}, Cfg{0.9999f, 1e-4f, 0}, Cfg{1.0f, 0.0f, 40},
+                      Cfg{0.95f, 0.0f, 40}, Cfg{1.0f, 0.0f, 3000}}) {
+    const float top_p = c.top_p;
+    SCOPED_TRACE(::testing::Message() << "top_p " << c.top_p << " min_p " << c.min_p << " top_k " << c.top_k);
     SamplingParams p = seeded(77);
     p.temperature = 0.7f;
     p.top_p = top_p;
+    p.min_p = c.min_p;
+    p.top_k = c.top_k;
     Sampler s(p, static_cast<std::int64_t>(logits.size()));
     std::mt19937_64 rng(77);
     std::vector<float> scaled(logits);
@@ -260,11 +270,21 @@ TEST(Sampler, LargeVocabularyDrawsEqualThePlainProcedure) {
       return q;
     };
     std::size_t m = idx.size();
+    if (c.top_k > 0 && std::size_t(c.top_k) < m) {
+      const float kth = scaled[idx[std::size_t(c.top_k) - 1]];
+      while (scaled[idx[m - 1]] < kth) --m;
+    }
     if (top_p < 1.0f) {
       const auto q = softmax_of(m);
       double above = 0;
       std::size_t keep = 0;
       while (keep < m && above < double(top_p)) above += q[keep++];
+      m = keep;
+    }
+    if (c.min_p > 0.0f) {
+      const auto q = softmax_of(m);
+      std::size_t keep = 1;
+      while (keep < m && q[keep] >= double(c.min_p) * q[0]) ++keep;
       m = keep;
     }
     const auto q = softmax_of(m);
@@ -274,7 +294,7 @@ TEST(Sampler, LargeVocabularyDrawsEqualThePlainProcedure) {
       std::int32_t want = idx[m - 1];
       for (std::size_t j = 0; j < m; ++j)
         if (u < (cum += q[j])) { want = idx[j]; break; }
-      ASSERT_EQ(draw(s, logits), want) << "top_p " << top_p << " draw " << d;
+      ASSERT_EQ(draw(s, logits), want) << "draw " << d << " of the " << m << " survivors";
     }
   }
 }

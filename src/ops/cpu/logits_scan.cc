@@ -36,6 +36,12 @@ std::int64_t find_non_finite(const float* x, std::int64_t n) {
 
 double sum_exp(const float* x, float shift, std::int64_t n) { return cpu::cpu_kernels().sum_exp_row(x, shift, n); }
 
+void exp_shifted(const float* x, float shift, float* out, std::int64_t n) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) out[i] = x[i] - shift;
+  cpu::cpu_kernels().exp_row(out, out, n);  // element-wise: in place is fine
+}
+
 std::int64_t argmax(const float* x, std::int64_t n) {
   float best = -std::numeric_limits<float>::infinity();
   std::int64_t best_block = 0;

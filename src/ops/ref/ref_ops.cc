@@ -105,6 +105,10 @@ double sum_exp(const float* x, float shift, std::int64_t n) {
   return s;
 }
 
+void exp_shifted(const float* x, float shift, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(std::exp(static_cast<double>(x[i] - shift)));
+}
+
 void selective_scan(const SelectiveScanArgs& a) {
   for (std::int64_t e = 0; e < a.E; ++e) {
     std::vector<double> h(a.ssm_state + e * a.N, a.ssm_state + (e + 1) * a.N);

@@ -26,6 +26,8 @@ void silu_mul(const float* z, std::int64_t ldz, const float* x, std::int64_t ldx
 void add_inplace(float* h, const float* x, std::int64_t n);
 /// Σ_i exp(double(x[i]) − shift), in order, in double.
 double sum_exp(const float* x, float shift, std::int64_t n);
+/// out[i] = float(exp(double(fl(x[i] − shift)))).
+void exp_shifted(const float* x, float shift, float* out, std::int64_t n);
 void selective_scan(const SelectiveScanArgs& a);
 /// The sequential recurrence, token by token (chunk_states written at the same chunk ends as the
 /// chunked backends: after every token whose absolute position + 1 is a multiple of Q, and after
