@@ -1,7 +1,8 @@
 // Sampler: HF transformers logits processors/warpers + OpenAI frequency/presence penalties.
 //
 // Each step mirrors the HF class named in its comment (transformers/generation/logits_process.py),
-// applied to the row restricted to ids < vocab_limit. Probabilities are computed in double.
+// applied to the row restricted to ids < vocab_limit. Probabilities: the terms exp(score − max) in
+// fp32 on the vectorised exp (≤ 2 ulp), their sums and the normalisation in double.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
