@@ -1,15 +1,23 @@
 // The compute thread pool (thread_pool.h).
 //
-// Each worker has its own cache line, `Slot`: `go` counts the regions it was given, `nt` the thread
-// count of the last. The caller bumps `go` of workers 1 .. nt−1 only (the others never wake), runs
-// t = 0, then waits until `remaining_` is 0, so the body and its captures outlive every use.
-// Waiting, on either side, is a spin of up to kSpinMicroseconds and then a futex wait, after the
-// waiter marks itself sleeping; the other side issues a futex wake only when it sees the mark (a
-// wake is a system call). Mark and check are sequentially consistent, so no wake-up is lost: either
-// the waker sees the mark, or the futex wait sees the new value and does not block. With
-// OMP_WAIT_POLICY=passive nobody spins. When the OS refuses a thread, the caller runs that share
-// itself. Regions of more threads than CPUs (nt > the CPUs this process may run on) are OpenMP
-// regions instead (parallel_region).
+// A region's nt shares (body(t, nt), t < nt) are claimed, one at a time, from one atomic word that
+// holds the region's generation, nt and the next unclaimed share: the caller publishes the region
+// (body_, then the word), bumps `go` of workers 1 .. nt−1 (each worker's own cache line, `Slot`; the
+// others never wake), and then claims shares itself like any worker, starting with share 0. A share
+// runs exactly once, on whichever thread claimed it (the bodies' results depend on t, never on the
+// thread: bitwise the same either way). So when a worker is late — asleep, or its core taken by
+// another process — the caller runs that worker's share instead of waiting for it: on a machine
+// whose cores are busy a decode step degrades to one thread's speed rather than stalling on every
+// one of its ~145 regions (2 threads beside one busy process: ~10 tok/s against ~250 idle, before).
+// The caller then waits until `done_` counts nt finished shares, so the body and its captures
+// outlive every use; a worker that wakes after the last share was claimed finds none and goes back
+// to waiting without touching the body. Waiting, on either side, is a spin of up to
+// kSpinMicroseconds and then a futex wait, after the waiter marks itself sleeping; the other side
+// issues a futex wake only when it sees the mark (a wake is a system call). Mark and check are
+// sequentially consistent, so no wake-up is lost: either the waker sees the mark, or the futex wait
+// sees the new value and does not block. With OMP_WAIT_POLICY=passive nobody spins. When the OS
+// refuses a thread, the caller runs that share itself. Regions of more threads than CPUs (nt > the
+// CPUs this process may run on) are OpenMP regions instead (parallel_region).
 #include "ops/cpu/thread_pool.h"
 
 #include <omp.h>
@@ -79,38 +87,55 @@ class Pool {
 
   void run(int nt, RegionBody body) {
     const std::lock_guard<std::mutex> lock(run_mu_);
-    const int workers = grow(nt - 1);  // fewer when the OS refuses threads: the caller runs the rest
+    const int workers = grow(nt - 1);  // fewer when the OS refuses threads: the caller claims the rest
     body_ = &body;
-    remaining_.store(static_cast<std::uint32_t>(workers), std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    generation_ = (generation_ + 1) & 0xFFFFFFFFu;
+    // Publishes body_ and done_ to whoever claims a share of this region (acquire in claim()).
+    claim_.store(generation_ << 32 | static_cast<std::uint64_t>(nt) << 16, std::memory_order_seq_cst);
     for (int w = 1; w <= workers; ++w) {
       Slot& s = *slots_[static_cast<std::size_t>(w - 1)];
-      s.nt = nt;
       s.go.fetch_add(1, std::memory_order_seq_cst);
       if (s.sleeping.load(std::memory_order_seq_cst)) futex_wake_one(s.go);
     }
     t_in_region = true;
-    body(0, nt);
-    for (int t = workers + 1; t < nt; ++t) body(t, nt);
+    for (int t, k; (t = claim(k)) >= 0;) {
+      body(t, nt);
+      done_.fetch_add(1, std::memory_order_acq_rel);
+    }
     t_in_region = false;
-    wait_for_workers(!passive_wait());  // nt ≤ the CPUs here (parallel_region)
+    wait_for_shares(static_cast<std::uint32_t>(nt), !passive_wait());  // nt ≤ the CPUs here (parallel_region)
   }
 
-  /// Returns once every worker of the region has finished: spinning for up to kSpinMicroseconds when
-  /// `spin`, then blocked in a futex wait on remaining_ (the last worker wakes a sleeping caller), so
-  /// a caller never holds a CPU that a worker of its region is waiting for.
-  void wait_for_workers(bool spin) {
+  /// Returns once all nt shares of the region have finished: spinning for up to kSpinMicroseconds
+  /// when `spin`, then blocked in a futex wait on done_ (the worker that finishes the last share wakes
+  /// a sleeping caller), so a caller never holds a CPU that a worker of its region is waiting for.
+  void wait_for_shares(std::uint32_t nt, bool spin) {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
-    for (int i = 1; remaining_.load(std::memory_order_acquire) != 0; ++i) {
+    for (int i = 1; done_.load(std::memory_order_acquire) != nt; ++i) {
       _mm_pause();
       if (i % 256 == 0 && (!spin || Clock::now() - t0 > std::chrono::microseconds(kSpinMicroseconds))) break;
     }
-    for (std::uint32_t r; (r = remaining_.load(std::memory_order_seq_cst)) != 0;) {
+    for (std::uint32_t d; (d = done_.load(std::memory_order_seq_cst)) != nt;) {
       caller_sleeping_.store(true, std::memory_order_seq_cst);
-      if ((r = remaining_.load(std::memory_order_seq_cst)) != 0) futex_wait(remaining_, r);
+      if ((d = done_.load(std::memory_order_seq_cst)) != nt) futex_wait(done_, d);
       caller_sleeping_.store(false, std::memory_order_seq_cst);
     }
     std::atomic_thread_fence(std::memory_order_acquire);
+  }
+
+  /// The next unclaimed share of the current region (its nt in `nt`), or −1 when every share has
+  /// been claimed (or the region is over). The word: generation (32 bits) | nt (16: regions here
+  /// have at most as many threads as CPUs) | next share (16).
+  int claim(int& nt) {
+    std::uint64_t c = claim_.load(std::memory_order_acquire);
+    for (;;) {
+      const auto next = static_cast<int>(c & 0xFFFF);
+      nt = static_cast<int>((c >> 16) & 0xFFFF);
+      if (next >= nt) return -1;
+      if (claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return next;
+    }
   }
 
   /// After fork(): the child has none of the parent's workers.
@@ -122,16 +147,15 @@ class Pool {
     workers_.clear();
     slots_.clear();
     new (&run_mu_) std::mutex;  // in case the fork happened while another thread held it
-    remaining_.store(0);
+    claim_.store(generation_ << 32);  // no share left to claim
   }
 
  private:
-  /// One worker's mailbox: `go` counts the regions given to it (32 bits: a futex of its own, and
-  /// each new value differs from the one the worker last saw); `nt` is that region's thread count.
+  /// One worker's mailbox: `go` counts the regions it was woken for (32 bits: a futex of its own,
+  /// and each new value differs from the one the worker last saw).
   struct alignas(64) Slot {
     std::atomic<std::uint32_t> go{0};
     std::atomic<bool> sleeping{false};
-    int nt = 0;  ///< written before go's increment, read after it
   };
 
   Pool() { pthread_atfork(nullptr, nullptr, [] { get().forget_workers(); }); }
@@ -139,11 +163,10 @@ class Pool {
   /// Starts workers up to n_workers; returns how many there are, at most n_workers.
   int grow(int n_workers) {
     while (static_cast<int>(workers_.size()) < n_workers) {
-      const int id = static_cast<int>(workers_.size()) + 1;
       try {
         if (slots_.size() == workers_.size()) slots_.push_back(std::make_unique<Slot>());
         Slot* slot = slots_.back().get();
-        workers_.emplace_back([this, id, slot] { work(id, *slot); });
+        workers_.emplace_back([this, slot] { work(*slot); });
       } catch (const std::exception&) {  // EAGAIN (the process's thread limit) or out of memory
         break;
       }
@@ -151,7 +174,7 @@ class Pool {
     return std::min(n_workers, static_cast<int>(workers_.size()));
   }
 
-  void work(int id, Slot& slot) {
+  void work(Slot& slot) {
     using Clock = std::chrono::steady_clock;
     std::uint32_t seen = 0;  // slots start at 0
     const bool spin = !passive_wait();  // regions here never have more threads than CPUs
@@ -169,12 +192,16 @@ class Pool {
         }
       }
       seen = w;
-      const int nt = slot.nt;
+      // Shares of the current region while any are left (none: the caller or another worker took
+      // them all, and the region may be over; body_ is then not touched).
       t_in_region = true;
-      (*body_)(id, nt);
+      for (int t, nt; (t = claim(nt)) >= 0;) {
+        (*body_)(t, nt);
+        const std::uint32_t finished = done_.fetch_add(1, std::memory_order_seq_cst) + 1;
+        if (finished == static_cast<std::uint32_t>(nt) && caller_sleeping_.load(std::memory_order_seq_cst))
+          futex_wake_one(done_);
+      }
       t_in_region = false;
-      const bool last = remaining_.fetch_sub(1, std::memory_order_seq_cst) == 1;
-      if (last && caller_sleeping_.load(std::memory_order_seq_cst)) futex_wake_one(remaining_);
     }
   }
 
@@ -182,7 +209,9 @@ class Pool {
   std::vector<std::thread> workers_;
   std::vector<std::unique_ptr<Slot>> slots_;  // slots_[id − 1]: worker id's
   const RegionBody* body_ = nullptr;
-  alignas(64) std::atomic<std::uint32_t> remaining_{0};
+  std::uint64_t generation_ = 0;  ///< the current region's number (32 bits), written under run_mu_
+  alignas(64) std::atomic<std::uint64_t> claim_{0};  ///< generation | nt | next share (claim())
+  alignas(64) std::atomic<std::uint32_t> done_{0};   ///< shares of the current region finished
   std::atomic<bool> caller_sleeping_{false};
 };
 

@@ -4,9 +4,13 @@
 // `parallel` region, 1.5 µs per barrier; a core-to-core round trip 0.45–0.53 µs; a decode step of
 // the 130m models runs ~145 regions).
 //
-// Semantics: parallel_region(nt, body) runs body(t, nt) for every t in [0, nt), t = 0 on the calling
-// thread, and returns when all have returned (their writes are then visible to the caller). Calls
-// from several threads are serialised; a call from inside a region runs body(0, 1) on that thread.
+// Semantics: parallel_region(nt, body) runs body(t, nt) exactly once for every t in [0, nt) and
+// returns when all have returned (their writes are then visible to the caller). Each t runs on
+// whichever thread claims it first: the calling thread starts with t = 0 and then takes any t that
+// no worker has claimed yet (a late or descheduled worker's share), so bodies must not depend on
+// which thread runs them (per-thread scratch as thread_local, not by t's thread) nor wait for one
+// another (no barriers inside a region). Calls from several threads are serialised; a call from
+// inside a region runs body(0, 1) on that thread.
 // Workers (and the caller, waiting for them) spin for 0.5 ms, then sleep (futex); with
 // OMP_WAIT_POLICY=passive nobody spins. A region of more threads than CPUs runs as an OpenMP region
 // (libgomp time-slices an oversubscribed team far better than per-region wake-ups).
