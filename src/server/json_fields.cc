@@ -1,6 +1,7 @@
 #include "server/json_fields.h"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -95,8 +96,10 @@ std::optional<ApiError> get_float(const json& obj, const char* key, float& out) 
   if (!v) return std::nullopt;
   if (!v->is_number()) return ApiError::validation(fmt::format("`{}` must be a number, got {}", key, v->type_name()));
   double d = v->get<double>();
-  if (!std::isfinite(d) || std::fabs(d) > 1e30) {
-    return ApiError::validation(fmt::format("`{}` must be a finite number, got {}", key, v->dump()));
+  // Any value a 32-bit float holds (as mamba-cli takes): beyond ±FLT_MAX it would become ±inf.
+  if (!std::isfinite(d) || std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
+    return ApiError::validation(
+        fmt::format("`{}` must be a finite number of magnitude at most 3.4e38 (a 32-bit float), got {}", key, v->dump()));
   }
   out = static_cast<float>(d);
   return std::nullopt;

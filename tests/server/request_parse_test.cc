@@ -77,6 +77,14 @@ TEST(TgiRequest, DefaultsAndNulls) {
   EXPECT_TRUE(s.stream);
 }
 
+TEST(TgiRequest, LargeFiniteFloatsAreTakenAsTheCliTakesThem) {
+  // Any finite 32-bit float value (mamba-cli accepts --temp 1e38); beyond FLT_MAX: 422 (BadInputs).
+  TgiRequest r;
+  ASSERT_FALSE(tgi(R"({"inputs":"x","parameters":{"temperature":2e30,"repetition_penalty":3e38}})", r));
+  EXPECT_FLOAT_EQ(r.opts.sampling.temperature, 2e30f);
+  EXPECT_FLOAT_EQ(r.opts.sampling.repetition_penalty, 3e38f);
+}
+
 struct BadCase {
   const char* body;
   int status;
@@ -100,6 +108,7 @@ TEST(TgiRequest, BadInputsGive4xxNamingTheField) {
       {R"({"inputs":"x","parameters":{"temperature":0}})", 422, "temperature"},
       {R"({"inputs":"x","parameters":{"temperature":-1}})", 422, "temperature"},
       {R"({"inputs":"x","parameters":{"temperature":"hot"}})", 422, "temperature"},
+      {R"({"inputs":"x","parameters":{"temperature":3.5e38}})", 422, "temperature"},  // beyond FLT_MAX
       {R"({"inputs":"x","parameters":{"top_p":1.0}})", 422, "top_p"},
       {R"({"inputs":"x","parameters":{"top_p":0}})", 422, "top_p"},
       {R"({"inputs":"x","parameters":{"top_k":0}})", 422, "top_k"},

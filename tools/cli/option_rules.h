@@ -10,6 +10,9 @@
 #include <CLI/CLI.hpp>
 
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <string>
 #include <system_error>
 
@@ -37,7 +40,9 @@ inline std::string decimal_integer(std::string& v) {
 }
 
 /// The decimal-number rule for floating-point options: all of `v` one decimal number as
-/// std::from_chars reads it (an optional leading '+' allowed; no hexadecimal "0x1p3", not empty).
+/// std::from_chars reads it (an optional leading '+' allowed; no hexadecimal "0x1p3", not empty),
+/// of magnitude at most 3.4e38: the sampling options are 32-bit floats, where `--temp 1e300` became
+/// inf and was then reported as "temperature = inf" (tiny values that underflow are fine).
 inline std::string decimal_float(std::string& v) {
   const char* b = v.data() + (!v.empty() && v[0] == '+' ? 1 : 0);
   const char* e = v.data() + v.size();
@@ -45,6 +50,9 @@ inline std::string decimal_float(std::string& v) {
   const auto [p, ec] = std::from_chars(b, e, x, std::chars_format::general);
   if (b == e || p != e || (ec != std::errc() && ec != std::errc::result_out_of_range))
     return "expected a decimal number, got '" + v + "'";
+  const bool overflow = ec == std::errc::result_out_of_range ? std::isinf(std::strtod(v.c_str(), nullptr))
+                                                             : std::fabs(x) > std::numeric_limits<float>::max();
+  if (overflow) return "expected a number of magnitude at most 3.4e38 (a 32-bit float), got '" + v + "'";
   return {};
 }
 
