@@ -40,9 +40,7 @@ inline std::string decimal_integer(std::string& v) {
 }
 
 /// The decimal-number rule for floating-point options: all of `v` one decimal number as
-/// std::from_chars reads it (an optional leading '+' allowed; no hexadecimal "0x1p3", not empty),
-/// of magnitude at most 3.4e38: the sampling options are 32-bit floats, where `--temp 1e300` became
-/// inf and was then reported as "temperature = inf" (tiny values that underflow are fine).
+/// std::from_chars reads it (an optional leading '+' allowed; no hexadecimal "0x1p3", not empty).
 inline std::string decimal_float(std::string& v) {
   const char* b = v.data() + (!v.empty() && v[0] == '+' ? 1 : 0);
   const char* e = v.data() + v.size();
@@ -50,10 +48,22 @@ inline std::string decimal_float(std::string& v) {
   const auto [p, ec] = std::from_chars(b, e, x, std::chars_format::general);
   if (b == e || p != e || (ec != std::errc() && ec != std::errc::result_out_of_range))
     return "expected a decimal number, got '" + v + "'";
-  const bool overflow = ec == std::errc::result_out_of_range ? std::isinf(std::strtod(v.c_str(), nullptr))
-                                                             : std::fabs(x) > std::numeric_limits<float>::max();
-  if (overflow) return "expected a number of magnitude at most 3.4e38 (a 32-bit float), got '" + v + "'";
   return {};
+}
+
+/// CLI11 validator of a 32-bit float option (the sampling parameters): a decimal number beyond
+/// ±3.4e38 is refused as typed — it would become ±inf and be reported as "temperature = inf".
+/// "inf" and "nan" themselves pass (the option's own range check names them).
+inline CLI::Validator float32_range() {
+  return CLI::Validator(
+      [](std::string& v) {
+        const double x = std::strtod(v.c_str(), nullptr);
+        const bool typed_inf = v.find_first_of("iInN") != std::string::npos;
+        if (!typed_inf && std::fabs(x) > static_cast<double>(std::numeric_limits<float>::max()))
+          return "expected a number of magnitude at most 3.4e38 (a 32-bit float), got '" + v + "'";
+        return std::string();
+      },
+      "FLOAT");
 }
 
 /// Applies decimal_integer / decimal_float to every option of `app` and of its subcommands whose
