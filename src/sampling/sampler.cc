@@ -356,6 +356,7 @@ Result<std::int32_t> Sampler::sample(std::span<float> logits) {
   // Softmax over the survivors in their (descending) order: the terms exp(score − max) on the
   // vectorised exp (ops::exp_shifted, ≤ 2 ulp in fp32), summed and normalised in double.
   std::vector<double>& prob = scratch_prob_;
+  double softmax_sum = 0;  // Σ of the last softmax()'s terms
   auto softmax = [&] {
     const std::size_t m = idx.size();
     scratch_terms_.resize(m);
@@ -366,6 +367,7 @@ Result<std::int32_t> Sampler::sample(std::span<float> logits) {
     double sum = 0;
     for (std::size_t j = 0; j < m; ++j) sum += prob[j] = t[j];
     for (auto& q : prob) q /= sum;
+    softmax_sum = sum;
   };
 
   // TopPLogitsWarper: HF removes (ascending order) tokens whose cumulative mass <= 1 - top_p; in
@@ -387,29 +389,35 @@ Result<std::int32_t> Sampler::sample(std::span<float> logits) {
     idx.resize(keep);
   }
 
-  // TypicalLogitsWarper: sort by |−log p − H|, keep the smallest set whose mass reaches typical_p
-  // (plus ties of the boundary score).
+  // TypicalLogitsWarper: order by |−log p − H|, keep the smallest set whose mass reaches typical_p
+  // (plus ties of the boundary distance). −log p_j = log Σ − (s_j − max) comes from the scores (no
+  // log per token); it grows along idx (descending scores), so the distance falls to a minimum and
+  // rises again, and the order by distance is a merge of the two runs on either side of that
+  // minimum: no sort (a stable sort of the whole vocabulary with two logs per token had made
+  // typical_p sampling ~2× slower than greedy decoding, 5 ms per token over 50K ids).
   if (p_.typical_p < 1.0f) {
     softmax();
+    const std::size_t m = idx.size();
+    const double mx = logits[idx[0]], log_sum = std::log(softmax_sum);
+    auto nlp = [&](std::size_t j) { return log_sum - (static_cast<double>(logits[idx[j]]) - mx); };
     double ent = 0;
-    for (double q : prob) if (q > 0) ent -= q * std::log(q);
-    std::vector<std::pair<double, std::size_t>> shifted(idx.size());
-    for (std::size_t j = 0; j < idx.size(); ++j)
-      shifted[j] = {prob[j] > 0 ? std::abs(-std::log(prob[j]) - ent) : std::numeric_limits<double>::infinity(), j};
-    std::stable_sort(shifted.begin(), shifted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    double cum = 0;
-    std::size_t last = 0;
-    for (std::size_t j = 0; j < shifted.size(); ++j) {
-      cum += prob[shifted[j].second];
-      if (cum < static_cast<double>(p_.typical_p)) last = j + 1; else break;
+    for (std::size_t j = 0; j < m; ++j)
+      if (prob[j] > 0) ent += prob[j] * nlp(j);
+    auto dist = [&](std::size_t j) { return prob[j] > 0 ? std::abs(nlp(j) - ent) : std::numeric_limits<double>::infinity(); };
+    std::size_t lo = 0;  // the candidates [lo, hi) are taken, nearest first
+    while (lo < m && nlp(lo) <= ent) ++lo;
+    std::size_t hi = lo;
+    double cum = 0, bound = std::numeric_limits<double>::infinity();
+    while (lo > 0 || hi < m) {
+      const std::size_t j = (hi >= m || (lo > 0 && dist(lo - 1) <= dist(hi))) ? --lo : hi++;
+      bound = dist(j);  // the distance of the one that brings the mass to typical_p (or the last)
+      cum += prob[j];
+      if (!(cum < static_cast<double>(p_.typical_p))) break;
     }
-    last = std::min(last, shifted.size() - 1);
-    const double bound = shifted[last].first;
-    std::vector<std::int32_t> kept;
-    for (std::size_t j = 0; j < idx.size(); ++j)
-      if (j == shifted[0].second || !(std::abs(-std::log(prob[j]) - ent) > bound)) kept.push_back(idx[j]);
-    std::sort(kept.begin(), kept.end(), by_score);
-    idx = std::move(kept);
+    std::size_t w = 0;
+    for (std::size_t j = 0; j < m; ++j)
+      if (!(dist(j) > bound)) idx[w++] = idx[j];  // still in descending score order
+    idx.resize(w);
   }
 
   // Draw from softmax over the survivors (multinomial).

@@ -242,16 +242,20 @@ TEST(Sampler, LargeVocabularyDrawsEqualThePlainProcedure) {
   struct Cfg {
     float top_p, min_p;
     int top_k;
+    float typical_p = 1.0f;
   };
   for (const Cfg c : {Cfg{1.0f, 0.0f, 0}, Cfg{0.9f, 0.0f, 0}, Cfg{1.0f, 0.05f, 0}, Cfg{0.9999f, 1e-4f, 0}, Cfg{1.0f, 0.0f, 40},
-                      Cfg{0.95f, 0.0f, 40}, Cfg{1.0f, 0.0f, 3000}}) {
+                      Cfg{0.95f, 0.0f, 40}, Cfg{1.0f, 0.0f, 3000}, Cfg{1.0f, 0.0f, 0, 0.9f}, Cfg{1.0f, 0.0f, 0, 0.2f},
+                      Cfg{0.98f, 0.0f, 3000, 0.95f}}) {
     const float top_p = c.top_p;
-    SCOPED_TRACE(::testing::Message() << "top_p " << c.top_p << " min_p " << c.min_p << " top_k " << c.top_k);
+    SCOPED_TRACE(::testing::Message() << "top_p " << c.top_p << " min_p " << c.min_p << " top_k " << c.top_k << " typical_p "
+                                      << c.typical_p);
     SamplingParams p = seeded(77);
     p.temperature = 0.7f;
     p.top_p = top_p;
     p.min_p = c.min_p;
     p.top_k = c.top_k;
+    p.typical_p = c.typical_p;
     Sampler s(p, static_cast<std::int64_t>(logits.size()));
     std::mt19937_64 rng(77);
     std::vector<float> scaled(logits);
@@ -286,6 +290,27 @@ TEST(Sampler, LargeVocabularyDrawsEqualThePlainProcedure) {
       std::size_t keep = 1;
       while (keep < m && q[keep] >= double(c.min_p) * q[0]) ++keep;
       m = keep;
+    }
+    if (c.typical_p < 1.0f) {  // HF's TypicalLogitsWarper: |−log q − H| ascending (stable), mass ≥ typical_p
+      const auto q = softmax_of(m);
+      double ent = 0;
+      for (std::size_t j = 0; j < m; ++j) ent -= q[j] > 0 ? q[j] * std::log(q[j]) : 0.0;
+      std::vector<std::pair<double, std::size_t>> by_dist(m);
+      for (std::size_t j = 0; j < m; ++j)
+        by_dist[j] = {q[j] > 0 ? std::abs(-std::log(q[j]) - ent) : std::numeric_limits<double>::infinity(), j};
+      std::stable_sort(by_dist.begin(), by_dist.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      double cum = 0;
+      std::size_t last = 0;
+      for (std::size_t j = 0; j < m; ++j) {
+        cum += q[by_dist[j].second];
+        if (cum < double(c.typical_p)) last = j + 1; else break;
+      }
+      const double bound = by_dist[std::min(last, m - 1)].first;
+      std::vector<std::int32_t> kept;
+      for (std::size_t j = 0; j < m; ++j)
+        if (!(by_dist[0].second != j && std::abs(-std::log(q[j]) - ent) > bound)) kept.push_back(idx[j]);
+      std::copy(kept.begin(), kept.end(), idx.begin());
+      m = kept.size();
     }
     const auto q = softmax_of(m);
     for (int d = 0; d < 200; ++d) {
