@@ -143,16 +143,18 @@ class ScoreBuckets {
     int b = 0;
     while (b < kBuckets && cum + mass_[std::size_t(b)] < bound) cum += mass_[std::size_t(b++)];
     if (b == kBuckets) return;  // (rounding) every candidate's mass above it is < the bound
-    // Buckets above b: kept; below: dropped; in b: a sorted prefix.
-    std::int32_t last_kept = -1;  // position in sorted order within b
+    // Buckets above b: kept; below: dropped; in b: a sorted prefix, up to and including `last`.
     const std::vector<std::size_t> in_b = sorted_bucket(b);
+    std::size_t last = in_b.front();  // cum < bound here, so the first one is kept
     for (std::size_t r = 0; r < in_b.size() && cum < bound; ++r) {
       cum += double(term_[in_b[r]]);
-      last_kept = static_cast<std::int32_t>(r);
+      last = in_b[r];
     }
-    std::vector<std::uint8_t> keep_b(size(), 0);
-    for (std::int32_t r = 0; r <= last_kept; ++r) keep_b[in_b[std::size_t(r)]] = 1;
-    filter([&](std::size_t j) { return bucket_[j] < b || (bucket_[j] == b && keep_b[j]); });
+    const float s_last = score_[last];
+    const std::int32_t id_last = ids_[last];
+    filter([&](std::size_t j) {
+      return bucket_[j] < b || (bucket_[j] == b && (score_[j] > s_last || (score_[j] == s_last && ids_[j] <= id_last)));
+    });
   }
 
   /// MinPLogitsWarper: keeps candidates whose probability is ≥ min_p · the largest.

@@ -45,8 +45,10 @@ void set_cpu_target_for_test(CpuTarget t);
 bool cpu_has_avx512_bf16();
 bool cpu_has_avx512_vnni();
 /// Whether the decode kernels issue software prefetches ahead of the weight streams they read once
-/// per call (one input row, i.e. every projection of a batch-1 decode step: the fp32/bf16/f16, the
-/// bf16-tier and the quantized kernels; the bf16 tier's decode batches of ≤ 8 rows likewise).
+/// per call: one input row against long weight rows (K ≥ 256: in_proj, x_proj, out_proj, lm_head of
+/// a batch-1 decode step) in the fp32/bf16/f16, bf16-tier and quantized kernels, and the bf16 tier's
+/// decode batches of ≤ 8 rows. (The fp32/bf16/f16 tiles of short rows — dt_proj, K = dt_rank — and
+/// of small batches keep their prefetch of the next row group: not measured apart.)
 /// Chosen once from the CPU: off on AMD family 19h with AVX-512 (Zen 4), whose hardware prefetchers
 /// alone keep those streams nearer the bandwidth — measured on an EPYC 9004 (Genoa) VM, 2 threads,
 /// random mamba-130m, median step times of 60 interleaved rounds with / without: q8 7.6 / 5.9 ms,
