@@ -114,10 +114,12 @@ endif()
 
 # Ctrl-C during generation keeps what was generated: the --json object is printed complete, with
 # finish_reason "cancelled" (it was lost: SIGINT killed the process before any output); -n -1 is
-# "no limit", as llama.cpp's.
+# "no limit", as llama.cpp's. --foreground: without it coreutils' timeout sends the signal twice (to
+# the command, then to its own process group), and the second is the "Ctrl-C twice" that kills at
+# once (seen in CI as a run killed before its --json object was printed).
 find_program(TIMEOUT timeout)
 if(TIMEOUT)
-  execute_process(COMMAND ${TIMEOUT} -s INT 2 ${CLI} run -t 1 -m ${model} -p "It was" -n -1 --ignore-eos --json
+  execute_process(COMMAND ${TIMEOUT} --foreground -s INT 2 ${CLI} run -t 1 -m ${model} -p "It was" -n -1 --ignore-eos --json
                   OUTPUT_VARIABLE int_out ERROR_VARIABLE int_err RESULT_VARIABLE rc)
   string(JSON fin ERROR_VARIABLE jerr GET "${int_out}" finish_reason)
   string(JSON nids ERROR_VARIABLE jerr2 LENGTH "${int_out}" ids)
