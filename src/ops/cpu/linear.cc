@@ -80,7 +80,10 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
                                                         : cpu::LinearWeight::kF32;
   const cpu::LinearProblem p{x, ldx, W.data, wt, K, bias_f32(bias), y, ldy};
   const int T = num_threads();
-  if (T <= 1 || M * N * K < cpu::kParallelMinWork) return run_tile(p, 0, M, 0, N);
+  // One input row (decode) streams its weights from memory: two threads read even a small weight
+  // (x_proj, dt_proj: 120–150 K elements) sooner than one, so the threshold is lower there.
+  const std::int64_t min_work = M == 1 ? cpu::kParallelMinWork / 4 : cpu::kParallelMinWork;
+  if (T <= 1 || M * N * K < min_work) return run_tile(p, 0, M, 0, N);
   // One parallel region; each thread takes one contiguous rectangle. Split the output features
   // (each weight row is then read by one thread only) unless there are too few of them (x_proj,
   // N = 80, in prefill): then split the input rows.

@@ -6,7 +6,7 @@
 // by scalar FMAs in order, then + bias: the canonical order, whatever the tile.
 //
 // Tiles: a micro-kernel computes MR input rows × NR weight rows (4 × 4 → 16 accumulators; for a
-// single row 1 × 3 rows far apart, or 1 × 8 short rows), loading each x and w vector once per
+// single row 1 × 3 rows far apart, or 1 × 16 short rows), loading each x and w vector once per
 // 16-element step.
 //  - Few rows (decode, M ≤ kDirectMaxRows): the weights are read straight from memory in their
 //    dtype (bf16 widened by vpmovzxwd + vpslld, f16 by vcvtph2ps) one NR-row group at a time, and
@@ -109,30 +109,30 @@ template <WT T, int MR, int NR, bool kPf>
 void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std::int64_t rs, const float* bias, float* y,
            std::int64_t ldy) {
   __m512 acc[MR][NR];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
   const std::int64_t k16 = K - K % 16;
   for (std::int64_t k = 0; k < k16; k += 16) {
     if constexpr (kPf) {
       constexpr std::int64_t esz = T == WT::kF32 ? 4 : 2;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
       for (int n = 0; n < NR; ++n)
         _mm_prefetch(static_cast<const char*>(w) + ((n * rs + (rs == 1 ? NR : 1)) * K + k) * esz, _MM_HINT_T0);
     }
     __m512 xv[MR];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       xv[m] = _mm512_loadu_ps(x + m * ldx + k);
       __asm__("" : "+v"(xv[m]));  // likewise: one load per x vector
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int n = 0; n < NR; ++n) {
       __m512 wv = load16<T>(w, n * rs * K + k);
       // Keep wv in a register: GCC would otherwise fold the load into each of the MR FMAs.
       __asm__("" : "+v"(wv));
-#pragma GCC unroll 8
+#pragma GCC unroll 16
       for (int m = 0; m < MR; ++m) acc[m][n] = _mm512_fmadd_ps(xv[m], wv, acc[m][n]);
     }
   }
@@ -174,6 +174,19 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
       return;
     }
   }
+  if constexpr (MR == 1 && NR == 16) {
+    if (K % 16 == 0 && rs == 1) {  // one input row, 16 short rows (dt_proj): 16 trees at once
+      // tree16x16 puts the tree of v[4t + q] in lane 4q + t: v[4t + q] = output 4q + t's
+      // accumulator, so lane L holds output L.
+      __m512 v[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) v[i] = acc[0][4 * (i % 4) + i / 4];
+      __m512 r = tree16x16(v);
+      if (bias != nullptr) r = _mm512_add_ps(r, _mm512_loadu_ps(bias));
+      _mm512_storeu_ps(y, r);
+      return;
+    }
+  }
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 8
@@ -184,15 +197,22 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
     }
 }
 
-/// micro<T, mr, nr> for run-time mr ∈ [1, 4], nr ∈ [1, 6] (and nr ≤ 8 when mr = 1).
+/// micro<T, mr, nr> for run-time mr ∈ [1, 4], nr ∈ [1, 6] (and nr ≤ 16 when mr = 1: 9–15 rows run as
+/// 8 + the rest; results are per output, so the split changes nothing).
 template <WT T>
 void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const void* w, std::int64_t K,
                std::int64_t rs, const float* bias, float* y, std::int64_t ldy) {
+  if (mr == 1 && nr > 8 && nr < 16) {
+    constexpr std::int64_t esz = T == WT::kF32 ? 4 : 2;
+    micro_any<T>(1, 8, pf, x, ldx, w, K, rs, bias, y, ldy);
+    return micro_any<T>(1, nr - 8, pf, x, ldx, static_cast<const std::uint8_t*>(w) + 8 * rs * K * esz, K, rs,
+                        bias != nullptr ? bias + 8 * rs : nullptr, y + 8 * rs, ldy);
+  }
 #define MAMBA_MICRO(MR, NR)                                                         \
   if (mr == MR && nr == NR)                                                         \
     return pf ? micro<T, MR, NR, true>(x, ldx, w, K, rs, bias, y, ldy)              \
               : micro<T, MR, NR, false>(x, ldx, w, K, rs, bias, y, ldy);
-  MAMBA_MICRO(4, 6) MAMBA_MICRO(4, 4) MAMBA_MICRO(1, 8)
+  MAMBA_MICRO(4, 6) MAMBA_MICRO(4, 4) MAMBA_MICRO(1, 16) MAMBA_MICRO(1, 8)
   MAMBA_MICRO(4, 5) MAMBA_MICRO(4, 3) MAMBA_MICRO(4, 2) MAMBA_MICRO(4, 1)
   MAMBA_MICRO(3, 6) MAMBA_MICRO(3, 5) MAMBA_MICRO(3, 4) MAMBA_MICRO(3, 3) MAMBA_MICRO(3, 2) MAMBA_MICRO(3, 1)
   MAMBA_MICRO(2, 6) MAMBA_MICRO(2, 5) MAMBA_MICRO(2, 4) MAMBA_MICRO(2, 3) MAMBA_MICRO(2, 2) MAMBA_MICRO(2, 1)
@@ -211,11 +231,13 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 // Tile shapes of the shared driver (linear_tile.inc): M = 1, K ≥ 256 → 1 × 3 weight rows a third
 // of the thread's rows apart (three sequential streams, as the AVX2 target: on Zen 5 the 8 adjacent
 // rows of the 1 × 8 tile read 130m models' decode weights at 158–164 tok/s, three far streams at
-// 209–228), 1 × 1 for the < 3 leftover rows; 1 × 8 for short rows; else 4 × 6 for rows of
+// 209–228), 1 × 1 for the < 3 leftover rows; 1 × 16 for short rows (dt_proj: 16 outputs reduced
+// by one tree16x16 pass instead of a tree16 each; K = 48, N = 1536 from L2 on Zen 5, one thread:
+// 1 × 8 6.2 µs → 1 × 16 3.4 µs per call); else 4 × 6 for rows of
 // K ≥ kWideMinK (24 accumulators: each x vector loaded from L2 serves 6 weight rows held in L1, not
 // 4; prefill in_proj +11–14%, out_proj +6–11% on Zen 5) and 4 × 4 for shorter rows (dt_proj,
 // K = 48: there the epilogue dominates and the 4 × 4 tile's single 16-tree pass wins).
-constexpr int kNrOneRow = 8, kNrStream = 1, kStreams = 3, kNr = 4, kNrWide = 6, kMr = 4;
+constexpr int kNrOneRow = 16, kNrStream = 1, kStreams = 3, kNr = 4, kNrWide = 6, kMr = 4;
 constexpr std::int64_t kStreamMinK = 256, kWideMinK = 256;
 
 /// The stream path of the shared driver reads x as it is (vpmovzxwd widens bf16 in k order).

@@ -213,8 +213,9 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
   const quant::BlockedArgs args{xq, xl, sx, corr, M, K, N, wp, q4, bias32, y, ldy};
   const std::int64_t n_blocks = (N + quant::kBlockRows - 1) / quant::kBlockRows;
   if (M == 1) {
-    // Decode: one contiguous range of blocks per thread (the kernel reads it as two streams).
-    const bool par = N * K >= kParallelMinWork && n_blocks >= 4;
+    // Decode: one contiguous range of blocks per thread (the kernel reads it as two streams); a
+    // lower threshold than compute-bound ops (ops::linear's reason: x_proj streams from memory too).
+    const bool par = N * K >= kParallelMinWork / 4 && n_blocks >= 4;
     cpu::parallel_for(n_blocks, par, [&](std::int64_t b0, std::int64_t b1) { quant::dot_blocked_avx512vnni(args, 0, 1, b0, b1); });
     return;
   }
