@@ -68,7 +68,8 @@ struct TokenEvent {
 /// StreamDecoder and stop-string buffer (src/generate/stop_matcher.h). Tokenizer may be null (ids
 /// only). Sampling and logprobs are over ids < vocab_limit (the model's vocab_limit(tok, model)).
 /// Finish: an id in `eos_ids` (unless opts.ignore_eos; its text is not emitted) → kEosToken; a stop
-/// string → kStopSequence; max_new_tokens ids generated → kLength; a sampling error → kError.
+/// string → kStopSequence; max_new_tokens ids generated → kLength (max_new_tokens 0: finished with
+/// kLength from the start, next() is never called); a sampling error → kError.
 class SequenceGenerator {
  public:
   /// `tok` (may be null) must outlive this object. `opts.sampling` must be valid (validate()).

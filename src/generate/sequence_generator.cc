@@ -56,6 +56,7 @@ struct SequenceGenerator::Impl {
 SequenceGenerator::SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_limit, const GenerateOptions& opts,
                                      std::vector<std::int32_t> eos_ids) {
   impl_ = std::make_shared<Impl>(tok, std::max<std::int64_t>(vocab_limit, 1), opts, std::move(eos_ids));
+  if (opts.max_new_tokens <= 0) finish_ = FinishReason::kLength;  // nothing to generate (prompt scoring)
 }
 
 void SequenceGenerator::observe_prompt(std::span<const std::int32_t> prompt) {

@@ -33,7 +33,8 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
   SamplingParams& s = o.sampling;
   std::int64_t max_tokens = default_max_tokens;
   out.max_tokens_given = b.contains("max_tokens") && !b["max_tokens"].is_null();
-  RETURN_IF_API_ERROR(get_int(b, "max_tokens", 1, limits.max_total_tokens, max_tokens));
+  // 0 only with `echo` on /v1/completions (checked there): the prompt scored, nothing generated.
+  RETURN_IF_API_ERROR(get_int(b, "max_tokens", 0, limits.max_total_tokens, max_tokens));
   o.max_new_tokens = static_cast<int>(max_tokens);
   s.temperature = 1.0f;
   RETURN_IF_API_ERROR(get_float(b, "temperature", s.temperature));
@@ -114,6 +115,8 @@ std::optional<ApiError> parse_completion_request(const json& b, const RequestLim
   out.logprobs = lp >= 0;
   out.top_logprobs = lp > 0 ? static_cast<int>(lp) : 0;
   RETURN_IF_API_ERROR(get_bool(b, "echo", out.echo));
+  if (out.opts.max_new_tokens == 0 && !out.echo)
+    return ApiError::validation("`max_tokens` must be at least 1 (0 only with `echo`: the prompt is scored, nothing generated)");
   std::int64_t best_of = 1;
   RETURN_IF_API_ERROR(get_int(b, "best_of", 1, 1 << 20, best_of));
   if (best_of != 1) return ApiError::validation("`best_of` must be 1");
@@ -166,6 +169,7 @@ std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& l
     out.max_tokens_given = true;
     out.max_tokens_field = "`max_completion_tokens`";
   }
+  if (out.opts.max_new_tokens == 0) return ApiError::validation("`max_tokens` must be at least 1 for chat completions");
   RETURN_IF_API_ERROR(get_bool(b, "logprobs", out.logprobs));
   std::int64_t top = 0;
   RETURN_IF_API_ERROR(get_int(b, "top_logprobs", 0, 20, top));

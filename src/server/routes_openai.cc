@@ -181,6 +181,9 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
         choice["finish_reason"] = last ? json(openai_finish(st.finish)) : json(nullptr);
         out += chunk(choice);
       }
+      if (done && toks.empty()) {  // max_tokens 0 with echo: no token, the end still says why
+        out += chunk(json{{"index", 0}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", openai_finish(st.finish)}});
+      }
       if (done && r->include_usage) {
         out += sse_data(dump_json(json{{"id", oid}, {"object", object}, {"created", created}, {"model", model},
                                        {"choices", json::array()}, {"usage", usage_json(st)}}));

@@ -307,7 +307,9 @@ void Scheduler::prefill_pieces() {
       }
       if (s.done) continue;
     }
-    if (last) {
+    if (last && s.gen->finished()) {  // max_tokens 0 (echo: the prompt scored, nothing generated)
+      s.done = true;
+    } else if (last) {
       const std::int64_t r = mode == LogitsMode::kAll ? n - 1 : 0;
       sample_and_emit(s, std::span<float>(prefill_logits_.data() + r * width, static_cast<std::size_t>(width)));
     }

@@ -301,6 +301,36 @@ await check('completions echo + logprobs: the prompt tokens come first (null, th
   }
 });
 
+await check('completions echo + max_tokens 0 scores the prompt and generates nothing (as OpenAI\'s legacy API, lm-eval)', async () => {
+  const r = await postJson(base, '/v1/completions', { prompt: PROMPT, max_tokens: 0, temperature: 0, logprobs: 1, echo: true });
+  assert.equal(r.status, 200, JSON.stringify(r.json));
+  const c = r.json.choices[0];
+  assert.equal(c.text, PROMPT);
+  assert.equal(c.finish_reason, 'length');
+  assert.equal(r.json.usage.completion_tokens, 0);
+  const tgi = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 1, details: true, decoder_input_details: true } });
+  const prefill = tgi.json.details.prefill;
+  assert.equal(r.json.usage.prompt_tokens, prefill.length);
+  assert.deepEqual(c.logprobs.tokens, prefill.map((t) => t.text));
+  assert.deepEqual(c.logprobs.token_logprobs, prefill.map((t) => t.logprob));
+  assert.equal(c.logprobs.token_logprobs[0], null);
+  // Streamed: the echo, then one empty chunk with the finish reason, then the usage.
+  const s = await postSse(base, '/v1/completions', { prompt: PROMPT, max_tokens: 0, echo: true, stream: true, stream_options: { include_usage: true } });
+  assert.equal(s.events.at(-1), '[DONE]');
+  const chunks = s.events.slice(0, -1);
+  assert.equal(chunks.length, 3, JSON.stringify(chunks));
+  assert.equal(chunks[0].choices[0].text, PROMPT);
+  assert.deepEqual([chunks[1].choices[0].text, chunks[1].choices[0].finish_reason], ['', 'length']);
+  assert.equal(chunks[2].usage.completion_tokens, 0);
+  // Without echo there is nothing to return: 422 (as chat completions, whatever echo says).
+  for (const [path, body] of [['/v1/completions', { prompt: PROMPT, max_tokens: 0 }],
+                              ['/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_tokens: 0 }]]) {
+    const e = await postJson(base, path, body);
+    assert.equal(e.status, 422, `${path}: ${JSON.stringify(e.json)}`);
+    assert.match(e.json.error, /max_tokens/);
+  }
+});
+
 await check('completions top_logprobs dicts run from the most to the least likely token; keys in OpenAI order', async () => {
   const r = await postJson(base, '/v1/completions', { prompt: PROMPT, max_tokens: 6, temperature: 0, logprobs: 5 });
   assert.equal(r.status, 200, JSON.stringify(r.json));
