@@ -66,6 +66,9 @@ endif()
 
 # Unknown subcommands are named, with the valid ones.
 expect_error("error: unknown subcommand 'bogus' \\(expected one of: run, inspect, tokenize, perplexity, quantize\\)" bogus)
+# An option before the subcommand is named (it was "A subcommand is required").
+expect_error("error: unknown option '--bogus' before the subcommand \\(options go after it: mamba-cli SUBCOMMAND \\[OPTIONS\\]; subcommands: run, inspect" --bogus)
+expect_error("error: unknown option '-m' before the subcommand" -m ${model} run)
 raw(e ${CLI})
 expect_rc2("mamba-cli (no arguments)" "error: a subcommand is required: one of run, inspect" "${e_RC}" "${e_ERR}")
 

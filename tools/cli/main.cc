@@ -80,6 +80,14 @@ int main(int argc, char** argv) {
                  argv[1], names.c_str());
     return 2;
   }
+  // mamba-cli's own options are --help and --version; any other option before the subcommand
+  // (mamba-cli --bogus, mamba-cli -m DIR run) is named, not reported as a missing subcommand.
+  if (argc > 1 && argv[1][0] == '-' && std::strcmp(argv[1], "-h") != 0 && std::strcmp(argv[1], "--help") != 0 &&
+      std::strcmp(argv[1], "--version") != 0) {
+    std::fprintf(stderr, "error: unknown option '%s' before the subcommand (options go after it: mamba-cli SUBCOMMAND "
+                 "[OPTIONS]; subcommands: %s)\nRun with --help for more information.\n", argv[1], names.c_str());
+    return 2;
+  }
   if (argc == 1) {
     std::fprintf(stderr, "error: a subcommand is required: one of %s\nRun with --help for more information.\n", names.c_str());
     return 2;
