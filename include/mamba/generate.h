@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mamba/model.h"
@@ -26,6 +27,11 @@ const char* finish_reason_name(FinishReason r);
 /// 50277 padded to 50280 rows, an HF one's 50280 rows for a 50277-id tokenizer): never sampled,
 /// scored or accepted in prompts.
 std::int64_t vocab_limit(const Tokenizer* tok, const Model& model);
+
+/// The k likeliest ids of a logprobs row (ids 0..size−1): (id, logprob) pairs in descending
+/// logprob, equal values by ascending id; min(k, size) of them (k ≤ 0: none). One pass over the row
+/// (TokenEvent::top, and the prompt positions' top_logprobs in the server).
+std::vector<std::pair<std::int32_t, float>> top_logprobs(std::span<const float> logprobs, int k);
 
 struct GenerateOptions {
   int max_new_tokens = 64;             ///< tokens to generate at most (0: finish at once, kLength; < 0: error)

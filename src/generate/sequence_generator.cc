@@ -1,6 +1,5 @@
 // SequenceGenerator: one sequence's sample → detokenize → stop/EOS/length state machine.
 #include <algorithm>
-#include <numeric>
 #include <optional>
 #include <unordered_set>
 
@@ -14,6 +13,23 @@ namespace mamba {
 std::int64_t vocab_limit(const Tokenizer* tok, const Model& model) {
   const std::int64_t ids = std::min<std::int64_t>(model.config().vocab_size, model.logits_width());
   return tok != nullptr ? std::min<std::int64_t>(tok->size(), ids) : ids;
+}
+
+std::vector<std::pair<std::int32_t, float>> top_logprobs(std::span<const float> logprobs, int k) {
+  std::vector<std::pair<std::int32_t, float>> top;
+  const std::size_t want = k > 0 ? std::min<std::size_t>(static_cast<std::size_t>(k), logprobs.size()) : 0;
+  if (want == 0) return top;
+  top.reserve(want + 1);
+  // Ids ascending: a value enters before the first kept one it beats strictly, so equal values
+  // stay in id order; the list is cut back to `want` after each insertion.
+  for (std::size_t i = 0; i < logprobs.size(); ++i) {
+    const float v = logprobs[i];
+    if (top.size() == want && !(v > top.back().second)) continue;
+    auto at = std::find_if(top.begin(), top.end(), [v](const auto& e) { return v > e.second; });
+    top.insert(at, {static_cast<std::int32_t>(i), v});
+    if (top.size() > want) top.pop_back();
+  }
+  return top;
 }
 
 const char* finish_reason_name(FinishReason r) {
@@ -42,7 +58,6 @@ struct SequenceGenerator::Impl {
   std::optional<StreamDecoder> decoder;
   StopMatcher stop;
   std::vector<float> logprobs;     // [vocab_limit] scratch
-  std::vector<std::int32_t> order; // top_logprobs scratch
 
   /// Releases everything the decoder and the stop matcher hold (end of the sequence).
   std::string release_all() {
@@ -91,17 +106,7 @@ Result<TokenEvent> SequenceGenerator::next(std::span<float> logits) {
   TokenEvent ev;
   ev.id = id;
   ev.logprob = s.logprobs[static_cast<std::size_t>(id)];
-  if (s.opts.top_logprobs > 0) {
-    const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(s.opts.top_logprobs), s.logprobs.size());
-    s.order.resize(s.logprobs.size());
-    std::iota(s.order.begin(), s.order.end(), 0);
-    std::partial_sort(s.order.begin(), s.order.begin() + static_cast<std::ptrdiff_t>(k), s.order.end(),
-                      [&](std::int32_t a, std::int32_t b) {
-                        const float la = s.logprobs[static_cast<std::size_t>(a)], lb = s.logprobs[static_cast<std::size_t>(b)];
-                        return la > lb || (la == lb && a < b);
-                      });
-    for (std::size_t j = 0; j < k; ++j) ev.top.emplace_back(s.order[j], s.logprobs[static_cast<std::size_t>(s.order[j])]);
-  }
+  ev.top = top_logprobs(s.logprobs, s.opts.top_logprobs);
 
   std::string released;
   if (s.tok) {

@@ -70,7 +70,10 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
   RETURN_IF_API_ERROR(get_stop(b, "stop", static_cast<std::size_t>(limits.max_stop_sequences), o.stop));
   RETURN_IF_API_ERROR(reject_if_set(b, "logit_bias", "logit_bias is not implemented"));
   RETURN_IF_API_ERROR(reject_if_set(b, "tools", "tool calling is not implemented"));
-  RETURN_IF_API_ERROR(reject_if_set(b, "response_format", "structured output is not implemented"));
+  // {"type": "text"} is OpenAI's default (plain text, what this server returns): accepted, as vLLM.
+  if (auto rf = b.find("response_format");
+      !(rf != b.end() && rf->is_object() && rf->size() == 1 && rf->contains("type") && (*rf)["type"] == "text"))
+    RETURN_IF_API_ERROR(reject_if_set(b, "response_format", "structured output is not implemented"));
   return std::nullopt;
 }
 
@@ -92,19 +95,22 @@ std::optional<ApiError> parse_completion_request(const json& b, const RequestLim
     out.prompt = p.get<std::string>();
   } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
     out.prompt = p[0].get<std::string>();
-  } else if (p.is_array() && !p.empty() && p[0].is_number()) {
-    for (const auto& e : p) {
+  } else if (p.is_array() && !p.empty() && (p[0].is_number() || (p.size() == 1 && p[0].is_array() && !p[0].empty()))) {
+    // Token ids, or a batch of one token-id array (lm-eval's tokenized requests send [[ids]]).
+    for (const auto& e : p[0].is_array() ? p[0] : p) {
       if (!e.is_number_integer() || e.get<std::int64_t>() < 0 || e.get<std::int64_t>() > INT32_MAX) {
         return ApiError::validation("`prompt` token ids must be non-negative integers");
       }
       out.prompt_ids.push_back(static_cast<std::int32_t>(e.get<std::int64_t>()));
     }
+  } else if (p.is_array() && p.size() > 1 && p[0].is_array()) {
+    return ApiError::validation("`prompt` as several token-id arrays is a batch of prompts, not supported: send one per request");
   } else if (p.is_array() && p.size() > 1) {
     return ApiError::validation("`prompt` must be one string (batches of prompts are not supported)");
   } else if (p.is_array() && p.empty()) {
     return ApiError::validation("`prompt` is an empty array: give a string or an array of token ids");
   } else if (p.is_array() && p[0].is_array()) {
-    return ApiError::validation("`prompt` as an array of token-id arrays is a batch of prompts, not supported: send one per request");
+    return ApiError::validation("`prompt` is an empty array of token ids");
   } else {
     return ApiError::validation(fmt::format("`prompt` must be a string or an array of token ids, got {}", p.type_name()));
   }

@@ -46,6 +46,16 @@ std::size_t utf8_chars(std::string_view s) {
 }
 
 struct LogprobsBuilder {
+  /// A completions top_logprobs entry: token text → logprob, from the likeliest (`top` is
+  /// descending); a text seen before keeps the likelier value.
+  static json top_dict(const ServerContext& ctx, const std::vector<std::pair<std::int32_t, float>>& top) {
+    json m = json::object();
+    for (const auto& [id, lp] : top) {
+      std::string s = token_text(ctx, id);
+      if (!m.contains(s)) m[s] = lp_json(lp);
+    }
+    return m;
+  }
   // completions: {tokens, token_logprobs, top_logprobs, text_offset}; chat: {content: [...]}
   static json completion(const ServerContext& ctx, const std::vector<TokenEvent>& toks, std::size_t& offset, int top) {
     json tokens = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
@@ -54,29 +64,24 @@ struct LogprobsBuilder {
       lps.push_back(lp_json(t.logprob));
       offs.push_back(offset);
       offset += utf8_chars(t.text_delta);
-      if (top > 0) {
-        json m = json::object();
-        for (const auto& [id, lp] : t.top) {  // descending: a text seen before keeps the likelier value
-          std::string s = token_text(ctx, id);
-          if (!m.contains(s)) m[s] = lp_json(lp);
-        }
-        tops.push_back(m);
-      }
+      if (top > 0) tops.push_back(top_dict(ctx, t.top));
     }
     return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", top > 0 ? tops : json(nullptr)}, {"text_offset", offs}};
   }
   /// Puts the prompt's tokens in front of a completion's `lp` (echo): token i's logprob given
   /// the ones before (prompt_lps[i − 1]; null for the first), its text_offset where its text starts
-  /// in the echoed prompt (the decoded prompt, released at character boundaries), top_logprobs null.
+  /// in the echoed prompt (the decoded prompt, released at character boundaries), its top_logprobs
+  /// dict (prompt_tops[i − 1]; null for the first, as OpenAI's and vLLM's).
   static void prepend_prompt(const ServerContext& ctx, const std::vector<std::int32_t>& prompt,
-                             const std::vector<float>& prompt_lps, int top, json& lp) {
+                             const std::vector<float>& prompt_lps,
+                             const std::vector<std::vector<std::pair<std::int32_t, float>>>& prompt_tops, int top, json& lp) {
     json tokens = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
     StreamDecoder dec(*ctx.tok, /*skip_special_tokens=*/false);
     std::size_t offset = 0;
     for (std::size_t i = 0; i < prompt.size(); ++i) {
       tokens.push_back(token_text(ctx, prompt[i]));
       lps.push_back(i == 0 || i - 1 >= prompt_lps.size() ? json(nullptr) : lp_json(prompt_lps[i - 1]));
-      tops.push_back(nullptr);
+      tops.push_back(i == 0 || i - 1 >= prompt_tops.size() ? json(nullptr) : top_dict(ctx, prompt_tops[i - 1]));
       offs.push_back(offset);
       if (auto piece = dec.push(prompt[i]); piece.ok()) offset += utf8_chars(*piece);
     }
@@ -151,8 +156,9 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
       std::string out;
       const char* object = chat ? "chat.completion.chunk" : "text_completion";
       auto chunk = [&](json choice) {
-        return sse_data(dump_json(json{{"id", oid}, {"object", object}, {"created", created}, {"model", model},
-                                       {"choices", json::array({choice})}}));
+        json c{{"id", oid}, {"object", object}, {"created", created}, {"model", model}, {"choices", json::array({choice})}};
+        if (r->include_usage) c["usage"] = nullptr;  // OpenAI: every chunk but the usage one has "usage": null
+        return sse_data(dump_json(c));
       };
       if (*first) {
         *first = false;
@@ -209,7 +215,8 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     std::size_t offset = utf8_chars(echo_prefix);
     choice["text"] = echo_prefix + c.text;
     choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, c.tokens, offset, r->top_logprobs) : json(nullptr);
-    if (echo_logprobs) LogprobsBuilder::prepend_prompt(ctx, prompt_ids, c.stats.prompt_logprobs, r->top_logprobs, choice["logprobs"]);
+    if (echo_logprobs) LogprobsBuilder::prepend_prompt(ctx, prompt_ids, c.stats.prompt_logprobs, c.stats.prompt_top_logprobs, r->top_logprobs,
+                                                     choice["logprobs"]);
   }
   json out{{"id", oid},
            {"object", chat ? "chat.completion" : "text_completion"},

@@ -35,6 +35,7 @@ struct Scheduler::Sequence {
   std::optional<Clock::time_point> t_prefill;  // its first prefill piece began
   double prefill_ms = 0;
   std::vector<float> prompt_logprobs;
+  std::vector<std::vector<std::pair<std::int32_t, float>>> prompt_top_logprobs;
 };
 
 Scheduler::Scheduler(Model& model, const Tokenizer* tok, std::vector<std::int32_t> eos_ids,
@@ -304,6 +305,7 @@ void Scheduler::prefill_pieces() {
         const std::int32_t id = s.req.prompt[static_cast<std::size_t>(pos)];
         s.prompt_logprobs.push_back(id < vocab_limit_ ? lsm_scratch_[static_cast<std::size_t>(id)]
                                                       : -std::numeric_limits<float>::infinity());
+        if (s.req.opts.top_logprobs > 0) s.prompt_top_logprobs.push_back(top_logprobs(lsm_scratch_, s.req.opts.top_logprobs));
       }
       if (s.done) continue;
     }
@@ -331,6 +333,7 @@ void Scheduler::finish_sequence(std::size_t idx, const std::optional<Error>& err
   st.decode_ms = st.generated_tokens > 0 ? ms_between(s->t_first, now) : 0.0;
   st.seed = s->gen->seed();
   st.prompt_logprobs = std::move(s->prompt_logprobs);
+  st.prompt_top_logprobs = std::move(s->prompt_top_logprobs);
   metrics_.prompt_tokens += static_cast<std::int64_t>(s->consumed);
   // Free the slot and the in-flight count before the client hears of the end, so that a client
   // that reads /metrics or sends its next request right after sees the capacity back.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "mamba/checkpoint.h"
 #include "mamba/generate.h"
@@ -195,6 +196,18 @@ TEST_F(GenerateTest, LogprobsAreOverTokenizerIdsAndTopIsDescending) {
   }
   ASSERT_EQ(r->prompt_logprobs.size(), prompt.size() - 1);
   for (float lp : r->prompt_logprobs) EXPECT_NEAR(lp, expected_logprob(10, v), 1e-5);
+}
+
+TEST(TopLogprobs, DescendingTiesByIdAndShortRows) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> row = {-3.0f, -1.0f, -inf, -1.0f, -0.5f, -3.0f, -inf};
+  using Top = std::vector<std::pair<std::int32_t, float>>;
+  EXPECT_EQ(top_logprobs(row, 4), (Top{{4, -0.5f}, {1, -1.0f}, {3, -1.0f}, {0, -3.0f}}));
+  EXPECT_EQ(top_logprobs(row, 1), (Top{{4, -0.5f}}));
+  EXPECT_EQ(top_logprobs(row, 7), (Top{{4, -0.5f}, {1, -1.0f}, {3, -1.0f}, {0, -3.0f}, {5, -3.0f}, {2, -inf}, {6, -inf}}));
+  EXPECT_EQ(top_logprobs(row, 20).size(), row.size());
+  EXPECT_TRUE(top_logprobs(row, 0).empty());
+  EXPECT_TRUE(top_logprobs({}, 3).empty());
 }
 
 TEST_F(GenerateTest, SamplingNeverDrawsPaddedRows) {

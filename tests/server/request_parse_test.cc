@@ -180,6 +180,15 @@ TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {
   OpenAiRequest ids;
   ASSERT_FALSE(completion(R"({"prompt":[5,6,7]})", ids));
   EXPECT_EQ(ids.prompt_ids, (std::vector<std::int32_t>{5, 6, 7}));
+  // A batch of one token-id array (lm-eval's tokenized requests), and prompt scoring: echo with
+  // max_tokens 0; response_format {"type": "text"} (OpenAI's default) is accepted.
+  OpenAiRequest one;
+  ASSERT_FALSE(completion(R"({"prompt":[[5,6,7]],"max_tokens":0,"echo":true,"logprobs":1})", one));
+  EXPECT_EQ(one.prompt_ids, (std::vector<std::int32_t>{5, 6, 7}));
+  EXPECT_EQ(one.opts.max_new_tokens, 0);
+  EXPECT_TRUE(one.echo);
+  OpenAiRequest text_format;
+  EXPECT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"text"}})", text_format));
 }
 
 TEST(OpenAiRequest, BadInputs) {
@@ -189,7 +198,10 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"prompt":["a","b"]})", 422, "prompt"},
       {R"({"prompt":{}})", 422, "prompt"},
       {R"({"prompt":[]})", 422, "`prompt` is an empty array"},
-      {R"({"prompt":[[1,2]]})", 422, "batch of prompts"},
+      {R"({"prompt":[[1,2],[3]]})", 422, "batch of prompts"},
+      {R"({"prompt":[[]]})", 422, "`prompt` is an empty array of token ids"},
+      {R"({"prompt":"x","max_tokens":0})", 422, "0 only with `echo`"},
+      {R"({"prompt":"x","response_format":{"type":"json_object"}})", 422, "response_format"},
       {R"({"prompt":"x","temperature":3})", 422, "temperature"},
       {R"({"prompt":"x","max_tokens":-5})", 422, "max_tokens"},
       {R"({"prompt":"x","logprobs":9})", 422, "logprobs"},
@@ -215,6 +227,8 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"messages":[{"role":"system","content":"x"},{"role":"user","content":null}]})", 422, "messages[1].content` is required"},
       {R"({"messages":[{"role":"user","content":"x"}],"n":3})", 422, "n"},
       {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", 422, "top_logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0,"echo":true})", 422, "max_tokens"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})", 422, "response_format"},
   };
   for (const auto& c : chat_cases) {
     OpenAiRequest r;

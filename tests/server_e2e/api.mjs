@@ -151,6 +151,7 @@ await check('POST /v1/completions (stream and not)', async () => {
   assert.equal(chunks.filter((c) => c.choices.length).map((c) => c.choices[0].text).join(''), greedy.generated_text);
   assert.equal(chunks.at(-1).usage.completion_tokens, greedy.details.generated_tokens);
   assert.ok(['stop', 'length'].includes(chunks.at(-2).choices[0].finish_reason));
+  chunks.slice(0, -1).forEach((c, i) => assert.equal(c.usage, null, `chunk ${i}: "usage": null before the last (OpenAI)`));
 });
 
 await check('POST /v1/chat/completions (stream and not)', async () => {
@@ -283,7 +284,17 @@ await check('completions echo + logprobs: the prompt tokens come first (null, th
   assert.deepEqual(lp.tokens.slice(0, n), prefill.map((t) => t.text));
   assert.deepEqual(lp.token_logprobs.slice(0, n), prefill.map((t) => t.logprob));
   assert.equal(lp.token_logprobs[0], null);
-  assert.deepEqual(lp.top_logprobs.slice(0, n), Array(n).fill(null));
+  // Prompt positions have top_logprobs dicts too (lm-eval's loglikelihood takes max() of each),
+  // except the first (nothing before it): the 2 likeliest, with the prompt token's own value when
+  // it is one of them, none above the likeliest.
+  assert.equal(lp.top_logprobs[0], null);
+  for (let i = 1; i < n; ++i) {
+    const top = lp.top_logprobs[i];
+    assert.equal(Object.keys(top).length, 2, `position ${i}: ${JSON.stringify(top)}`);
+    const vals = Object.values(top);
+    assert.ok(vals[0] >= vals[1] && vals[0] >= lp.token_logprobs[i], `position ${i}: ${JSON.stringify(top)} vs ${lp.token_logprobs[i]}`);
+    if (lp.tokens[i] in top) assert.equal(top[lp.tokens[i]], lp.token_logprobs[i]);
+  }
   assert.equal(Object.keys(lp.top_logprobs[n]).length, 2);
   assert.ok(c.text.startsWith(PROMPT));
   for (let i = 0; i < lp.tokens.length; ++i) {
@@ -322,6 +333,20 @@ await check('completions echo + max_tokens 0 scores the prompt and generates not
   assert.equal(chunks[0].choices[0].text, PROMPT);
   assert.deepEqual([chunks[1].choices[0].text, chunks[1].choices[0].finish_reason], ['', 'length']);
   assert.equal(chunks[2].usage.completion_tokens, 0);
+  // lm-eval's loglikelihood request as it sends it (tokenized_requests: a batch of one token-id
+  // array; echo, logprobs 1, max_tokens 1): the same prompt scores, and its parse (max over each
+  // prompt position's top_logprobs dict) finds a dict at every position but the first.
+  const ids = (await postJson(base, '/tokenize', { inputs: PROMPT })).json.map((t) => t.id);
+  const le = await postJson(base, '/v1/completions', { model: 'm', prompt: [ids], temperature: 0, max_tokens: 1, logprobs: 1, seed: 1234, echo: true });
+  assert.equal(le.status, 200, JSON.stringify(le.json));
+  const ll = le.json.choices[0].logprobs;
+  assert.deepEqual(ll.token_logprobs.slice(0, ids.length), c.logprobs.token_logprobs);
+  for (let i = 1; i < ids.length; ++i) {
+    const top = ll.top_logprobs[i];
+    const best = Math.max(...Object.values(top));
+    assert.ok(best >= ll.token_logprobs[i], `position ${i}`);
+    assert.equal(Object.keys(top).length, 1);
+  }
   // Without echo there is nothing to return: 422 (as chat completions, whatever echo says).
   for (const [path, body] of [['/v1/completions', { prompt: PROMPT, max_tokens: 0 }],
                               ['/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_tokens: 0 }]]) {
