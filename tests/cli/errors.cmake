@@ -39,6 +39,9 @@ endif()
 # and "" as 0.
 expect_error("error: --n-predict: expected a decimal integer, got '0x10'" run -m ${model} -p hi -n 0x10)
 expect_error("error: --top-k: expected a decimal integer, got 'abc'" run -m ${model} -p hi --top-k abc)
+# Past an int: the range is named (CLI11 alone said "Could not convert").
+expect_error("error: --n-predict: expected an integer from -1 \\(no limit\\) to 2147483647, got 99999999999999999999" run -m ${model} -p hi -n 99999999999999999999)
+expect_error("error: --top-k: expected an integer from 0 \\(off\\) to 2147483647, got 2147483648" run -m ${model} -p hi --top-k 2147483648)
 expect_error("error: --top-p: expected a decimal number, got '0x1p-1'" run -m ${model} -p hi --top-p 0x1p-1)
 # Beyond a 32-bit float: named as typed (it had become inf, then "temperature = inf is out of range").
 expect_error("error: --temp: expected a number of magnitude at most 3.4e38 \\(a 32-bit float\\), got '1e300'" run -m ${model} -p hi --temp 1e300)

@@ -243,9 +243,12 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text");
   cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file, pipe or - (stdin)")->check(non_empty("a file path, or - for stdin"));
   cmd->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 12,7,99 (for checkpoints without tokenizer)");
-  cmd->add_option("-n,--n-predict", a->n_predict, "Maximum number of tokens to generate (-1: no limit, until EOS)")->capture_default_str();
+  cmd->add_option("-n,--n-predict", a->n_predict, "Maximum number of tokens to generate (-1: no limit, until EOS)")
+      ->check(int32_value("from -1 (no limit) to 2147483647"))
+      ->capture_default_str();
   cmd->add_option("--temp", a->temp, "Sample at this temperature (default: greedy; 0 = greedy)")->check(float32_range());
-  cmd->add_option("--top-k", a->gen.sampling.top_k, "Keep the K most likely tokens (0 = off)");
+  cmd->add_option("--top-k", a->gen.sampling.top_k, "Keep the K most likely tokens (0 = off)")
+      ->check(int32_value("from 0 (off) to 2147483647"));
   cmd->add_option("--top-p", a->gen.sampling.top_p, "Nucleus sampling mass in (0, 1] (1 = off)")->check(float32_range());
   cmd->add_option("--min-p", a->gen.sampling.min_p, "Drop tokens below min_p × the top probability (0 = off)")->check(float32_range());
   cmd->add_option("--typical-p", a->gen.sampling.typical_p, "Locally typical sampling mass in (0, 1] (1 = off)")->check(float32_range());

@@ -52,6 +52,20 @@ inline CLI::Validator thread_count() {
       fmt::format("INT in [0, {}]", kMaxThreads));
 }
 
+/// CLI11 validator: a decimal integer that fits an int option (CLI11 alone says "Could not convert"
+/// past 2^31 − 1); `range` words the accepted values, e.g. "from -1 (no limit) to 2147483647". The
+/// option's own rules (checked after parsing) still apply inside that range.
+inline CLI::Validator int32_value(std::string range) {
+  return CLI::Validator(
+      [range](std::string& v) {
+        int n = 0;
+        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec == std::errc() && p == v.data() + v.size() && !v.empty()) return std::string();
+        return fmt::format("expected an integer {}, got {}", range, v);
+      },
+      "INT32");
+}
+
 /// CLI11 validator: a decimal integer in [0, 2^64 − 1] (CLI11 itself clamps larger values to the
 /// maximum silently).
 inline CLI::Validator uint64_value() {
