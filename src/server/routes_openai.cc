@@ -47,41 +47,51 @@ std::size_t utf8_chars(std::string_view s) {
 
 struct LogprobsBuilder {
   /// A completions top_logprobs entry: token text → logprob, from the likeliest (`top` is
-  /// descending); a text seen before keeps the likelier value.
-  static json top_dict(const ServerContext& ctx, const std::vector<std::pair<std::int32_t, float>>& top) {
+  /// descending), then the chosen token (sampled, or the prompt's) when it is not among them — as
+  /// OpenAI's legacy API ("up to logprobs + 1 elements") and vLLM; with logprobs 0 only the chosen
+  /// one. A text seen before keeps the likelier value.
+  static json top_dict(const ServerContext& ctx, const std::vector<std::pair<std::int32_t, float>>& top,
+                       std::int32_t chosen, float chosen_lp) {
     json m = json::object();
     for (const auto& [id, lp] : top) {
       std::string s = token_text(ctx, id);
       if (!m.contains(s)) m[s] = lp_json(lp);
     }
+    if (std::string s = token_text(ctx, chosen); !m.contains(s)) m[s] = lp_json(chosen_lp);
     return m;
   }
   // completions: {tokens, token_logprobs, top_logprobs, text_offset}; chat: {content: [...]}
-  static json completion(const ServerContext& ctx, const std::vector<TokenEvent>& toks, std::size_t& offset, int top) {
+  static json completion(const ServerContext& ctx, const std::vector<TokenEvent>& toks, std::size_t& offset) {
     json tokens = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
     for (const auto& t : toks) {
       tokens.push_back(t.token_text);
       lps.push_back(lp_json(t.logprob));
       offs.push_back(offset);
       offset += utf8_chars(t.text_delta);
-      if (top > 0) tops.push_back(top_dict(ctx, t.top));
+      tops.push_back(top_dict(ctx, t.top, t.id, t.logprob));
     }
-    return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", top > 0 ? tops : json(nullptr)}, {"text_offset", offs}};
+    return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
   }
   /// Puts the prompt's tokens in front of a completion's `lp` (echo): token i's logprob given
   /// the ones before (prompt_lps[i − 1]; null for the first), its text_offset where its text starts
   /// in the echoed prompt (the decoded prompt, released at character boundaries), its top_logprobs
-  /// dict (prompt_tops[i − 1]; null for the first, as OpenAI's and vLLM's).
+  /// dict (prompt_tops[i − 1] and the prompt token itself; null for the first, as OpenAI's and
+  /// vLLM's).
   static void prepend_prompt(const ServerContext& ctx, const std::vector<std::int32_t>& prompt,
                              const std::vector<float>& prompt_lps,
-                             const std::vector<std::vector<std::pair<std::int32_t, float>>>& prompt_tops, int top, json& lp) {
+                             const std::vector<std::vector<std::pair<std::int32_t, float>>>& prompt_tops, json& lp) {
     json tokens = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
     StreamDecoder dec(*ctx.tok, /*skip_special_tokens=*/false);
     std::size_t offset = 0;
     for (std::size_t i = 0; i < prompt.size(); ++i) {
       tokens.push_back(token_text(ctx, prompt[i]));
       lps.push_back(i == 0 || i - 1 >= prompt_lps.size() ? json(nullptr) : lp_json(prompt_lps[i - 1]));
-      tops.push_back(i == 0 || i - 1 >= prompt_tops.size() ? json(nullptr) : top_dict(ctx, prompt_tops[i - 1]));
+      if (i == 0 || i - 1 >= prompt_lps.size()) {
+        tops.push_back(nullptr);
+      } else {
+        static const std::vector<std::pair<std::int32_t, float>> kNone;
+        tops.push_back(top_dict(ctx, i - 1 < prompt_tops.size() ? prompt_tops[i - 1] : kNone, prompt[i], prompt_lps[i - 1]));
+      }
       offs.push_back(offset);
       if (auto piece = dec.push(prompt[i]); piece.ok()) offset += utf8_chars(*piece);
     }
@@ -92,7 +102,7 @@ struct LogprobsBuilder {
     put_in_front(std::move(tokens), "tokens");
     put_in_front(std::move(lps), "token_logprobs");
     put_in_front(std::move(offs), "text_offset");
-    if (top > 0) put_in_front(std::move(tops), "top_logprobs");
+    put_in_front(std::move(tops), "top_logprobs");
   }
   static json chat(const ServerContext& ctx, const std::vector<TokenEvent>& toks, int top) {
     json content = json::array();
@@ -181,7 +191,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
           choice["logprobs"] = r->logprobs ? LogprobsBuilder::chat(ctx, one, r->top_logprobs) : json(nullptr);
         } else {
           choice["text"] = t.text_delta;
-          choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, one, *offset, r->top_logprobs) : json(nullptr);
+          choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, one, *offset) : json(nullptr);
           if (!r->logprobs) *offset += utf8_chars(t.text_delta);
         }
         choice["finish_reason"] = last ? json(openai_finish(st.finish)) : json(nullptr);
@@ -214,9 +224,8 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   } else {
     std::size_t offset = utf8_chars(echo_prefix);
     choice["text"] = echo_prefix + c.text;
-    choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, c.tokens, offset, r->top_logprobs) : json(nullptr);
-    if (echo_logprobs) LogprobsBuilder::prepend_prompt(ctx, prompt_ids, c.stats.prompt_logprobs, c.stats.prompt_top_logprobs, r->top_logprobs,
-                                                     choice["logprobs"]);
+    choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, c.tokens, offset) : json(nullptr);
+    if (echo_logprobs) LogprobsBuilder::prepend_prompt(ctx, prompt_ids, c.stats.prompt_logprobs, c.stats.prompt_top_logprobs, choice["logprobs"]);
   }
   json out{{"id", oid},
            {"object", chat ? "chat.completion" : "text_completion"},

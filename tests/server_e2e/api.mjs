@@ -285,15 +285,15 @@ await check('completions echo + logprobs: the prompt tokens come first (null, th
   assert.deepEqual(lp.token_logprobs.slice(0, n), prefill.map((t) => t.logprob));
   assert.equal(lp.token_logprobs[0], null);
   // Prompt positions have top_logprobs dicts too (lm-eval's loglikelihood takes max() of each),
-  // except the first (nothing before it): the 2 likeliest, with the prompt token's own value when
-  // it is one of them, none above the likeliest.
+  // except the first (nothing before it): the 2 likeliest and the prompt token itself (up to
+  // logprobs + 1 entries, as OpenAI's legacy API), none above the likeliest.
   assert.equal(lp.top_logprobs[0], null);
   for (let i = 1; i < n; ++i) {
     const top = lp.top_logprobs[i];
-    assert.equal(Object.keys(top).length, 2, `position ${i}: ${JSON.stringify(top)}`);
+    assert.ok([2, 3].includes(Object.keys(top).length), `position ${i}: ${JSON.stringify(top)}`);
     const vals = Object.values(top);
     assert.ok(vals[0] >= vals[1] && vals[0] >= lp.token_logprobs[i], `position ${i}: ${JSON.stringify(top)} vs ${lp.token_logprobs[i]}`);
-    if (lp.tokens[i] in top) assert.equal(top[lp.tokens[i]], lp.token_logprobs[i]);
+    assert.equal(top[lp.tokens[i]], lp.token_logprobs[i], `position ${i}: ${JSON.stringify(top)}`);
   }
   assert.equal(Object.keys(lp.top_logprobs[n]).length, 2);
   assert.ok(c.text.startsWith(PROMPT));
@@ -345,8 +345,15 @@ await check('completions echo + max_tokens 0 scores the prompt and generates not
     const top = ll.top_logprobs[i];
     const best = Math.max(...Object.values(top));
     assert.ok(best >= ll.token_logprobs[i], `position ${i}`);
-    assert.equal(Object.keys(top).length, 1);
+    assert.ok([1, 2].includes(Object.keys(top).length), JSON.stringify(top));
+    assert.equal(top[ll.tokens[i]], ll.token_logprobs[i]);
   }
+  // logprobs 0: each dict holds the chosen token alone (prompt and sampled ones), as OpenAI's.
+  const z = await postJson(base, '/v1/completions', { prompt: PROMPT, max_tokens: 3, temperature: 0, logprobs: 0, echo: true });
+  assert.equal(z.status, 200, JSON.stringify(z.json));
+  const zl = z.json.choices[0].logprobs;
+  assert.equal(zl.top_logprobs[0], null);
+  for (let i = 1; i < zl.tokens.length; ++i) assert.deepEqual(zl.top_logprobs[i], { [zl.tokens[i]]: zl.token_logprobs[i] }, `token ${i}`);
   // Without echo there is nothing to return: 422 (as chat completions, whatever echo says).
   for (const [path, body] of [['/v1/completions', { prompt: PROMPT, max_tokens: 0 }],
                               ['/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_tokens: 0 }]]) {
@@ -371,6 +378,17 @@ await check('completions top_logprobs dicts run from the most to the least likel
     checked += keys.length >= 2;
   }
   assert.ok(checked >= 3, `only ${checked} dicts checked`);
+  // A sampled token outside the top `logprobs` is added to its dict (up to logprobs + 1 entries).
+  const sr = await postJson(base, '/v1/completions', { prompt: 'It was a dark', max_tokens: 12, temperature: 1.5, seed: 7, logprobs: 1 });
+  const sl = sr.json.choices[0].logprobs;
+  let outside = 0;
+  sl.tokens.forEach((t, i) => {
+    const top = sl.top_logprobs[i];
+    assert.equal(top[t], sl.token_logprobs[i], `token ${i}: ${JSON.stringify(top)}`);
+    assert.ok(Object.keys(top).length <= 2, JSON.stringify(top));
+    outside += Object.keys(top).length === 2;
+  });
+  assert.ok(outside >= 1, 'no sampled token outside the top 1: the check did not run');
 });
 
 await check('chat: a max_completion_tokens past --max-total-tokens is named in the 422 (not max_tokens)', async () => {
