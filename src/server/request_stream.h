@@ -28,8 +28,9 @@ struct SequenceStats {
   std::uint64_t seed = 0;
   FinishReason finish = FinishReason::kNone;
   std::vector<float> prompt_logprobs;  ///< [prompt_tokens − 1] when requested: token i given < i
-  /// [prompt_tokens − 1] when prompt_logprobs and top_logprobs > 0: the top_logprobs likeliest ids
-  /// at each of those positions (top_logprobs() order), for OpenAI's echo + logprobs.
+  /// [prompt_tokens − 1] when SequenceRequest::prompt_top_logprobs (with prompt_logprobs and
+  /// top_logprobs > 0): the top_logprobs likeliest ids at each of those positions (top_logprobs()
+  /// order), for OpenAI's echo + logprobs.
   std::vector<std::vector<std::pair<std::int32_t, float>>> prompt_top_logprobs;
 };
 

@@ -145,7 +145,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   // Completions with echo and logprobs also give the prompt's tokens (OpenAI's legacy API): their
   // logprobs come from the prefill (the first is null); not in streams, whose echo chunk has none.
   const bool echo_logprobs = !chat && r->echo && r->logprobs && !r->stream;
-  if (echo_logprobs) sreq.opts.prompt_logprobs = true;
+  if (echo_logprobs) sreq.opts.prompt_logprobs = sreq.prompt_top_logprobs = true;
   const std::vector<std::int32_t> prompt_ids = echo_logprobs ? sreq.prompt : std::vector<std::int32_t>{};
   std::shared_ptr<RequestStream> rs;
   if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(res, *e, ctx.metrics);
@@ -243,10 +243,15 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
 void register_openai_routes(httplib::Server& svr, ServerContext& ctx) {
   ctx.routes.add(svr, "POST", "/v1/completions", [&ctx](const httplib::Request& q, httplib::Response& s) { handle(ctx, q, s, false); });
   ctx.routes.add(svr, "POST", "/v1/chat/completions", [&ctx](const httplib::Request& q, httplib::Response& s) { handle(ctx, q, s, true); });
-  ctx.routes.add(svr, "GET", "/v1/models", [&ctx](const httplib::Request&, httplib::Response& s) {
-    json m{{"object", "list"},
-           {"data", json::array({json{{"id", ctx.opts.model_id}, {"object", "model"}, {"created", ctx.created_unix}, {"owned_by", "mamba.cpp"}}})}};
-    s.set_content(dump_json(m), "application/json");
+  const auto model_object = [&ctx] {
+    return json{{"id", ctx.opts.model_id}, {"object", "model"}, {"created", ctx.created_unix}, {"owned_by", "mamba.cpp"}};
+  };
+  ctx.routes.add(svr, "GET", "/v1/models", [model_object](const httplib::Request&, httplib::Response& s) {
+    s.set_content(dump_json(json{{"object", "list"}, {"data", json::array({model_object()})}}), "application/json");
+  });
+  // The OpenAI SDK's models.retrieve(id): the served model by its id (another id: the 404 of an unknown route).
+  ctx.routes.add(svr, "GET", "/v1/models/" + ctx.opts.model_id, [model_object](const httplib::Request&, httplib::Response& s) {
+    s.set_content(dump_json(model_object()), "application/json");
   });
 }
 

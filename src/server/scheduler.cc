@@ -305,7 +305,7 @@ void Scheduler::prefill_pieces() {
         const std::int32_t id = s.req.prompt[static_cast<std::size_t>(pos)];
         s.prompt_logprobs.push_back(id < vocab_limit_ ? lsm_scratch_[static_cast<std::size_t>(id)]
                                                       : -std::numeric_limits<float>::infinity());
-        if (s.req.opts.top_logprobs > 0) s.prompt_top_logprobs.push_back(top_logprobs(lsm_scratch_, s.req.opts.top_logprobs));
+        if (s.req.prompt_top_logprobs && s.req.opts.top_logprobs > 0) s.prompt_top_logprobs.push_back(top_logprobs(lsm_scratch_, s.req.opts.top_logprobs));
       }
       if (s.done) continue;
     }

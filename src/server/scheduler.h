@@ -43,6 +43,9 @@ struct SchedulerOptions {
 struct SequenceRequest {
   std::vector<std::int32_t> prompt;  ///< ≥ 1 id, each < the vocabulary (min(tokenizer size, logits width))
   GenerateOptions opts;
+  /// With opts.prompt_logprobs and opts.top_logprobs > 0: also keep each prompt position's
+  /// top_logprobs likeliest ids (SequenceStats::prompt_top_logprobs; OpenAI's echo + logprobs).
+  bool prompt_top_logprobs = false;
 };
 
 class Scheduler {

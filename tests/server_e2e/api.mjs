@@ -30,6 +30,13 @@ await check('GET /v1/models', async () => {
   assert.equal(j.object, 'list');
   assert.equal(j.data[0].id, 'mamba2-books-7m-bpe8k');
   assert.equal(j.data[0].object, 'model');
+  // The OpenAI SDK's models.retrieve: the served model by its id; another id is a JSON 404.
+  const one = await fetch(base + '/v1/models/' + j.data[0].id);
+  assert.equal(one.status, 200);
+  assert.deepEqual(await one.json(), j.data[0]);
+  const other = await fetch(base + '/v1/models/' + j.data[0].id + 'x');
+  assert.equal(other.status, 404);
+  assert.equal(typeof (await other.json()).error, 'string');
 });
 
 await check('POST /tokenize', async () => {
