@@ -141,6 +141,10 @@ void set_sse_response(httplib::Response& res, std::shared_ptr<RequestStream> str
             }
             continue;
           }
+          if (u.prompt && h.on_prompt && !write(h.on_prompt(*u.prompt))) {
+            stream->cancel();
+            return false;
+          }
           const bool ok_end = u.done && !u.error && stream->stats().finish != FinishReason::kCancelled;
           if (!u.tokens.empty() || ok_end) {
             if (!write(h.on_tokens(u.tokens, ok_end, stream->stats()))) {

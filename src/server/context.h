@@ -91,6 +91,8 @@ std::string token_text(const ServerContext& ctx, std::int32_t id);
 /// A failed write (client gone) cancels the sequence. `on_close(stats, error)` runs once at the end.
 struct SseHandlers {
   std::function<std::string(const std::vector<TokenEvent>&, bool done, const SequenceStats&)> on_tokens;
+  /// The prompt's scores when the request published them (optional; before any on_tokens).
+  std::function<std::string(const RequestStream::PromptScores&)> on_prompt;
   std::function<std::string(const ApiError&)> on_error;
   std::function<std::string()> on_end;
   std::function<void(const SequenceStats&, const std::optional<Error>&)> on_close;

@@ -4,8 +4,10 @@ namespace mamba::server {
 
 bool RequestStream::take(Update& out, std::chrono::milliseconds timeout) {
   std::unique_lock lk(mu_);
-  cv_.wait_for(lk, timeout, [&] { return !pending_.empty() || done_; });
-  if (pending_.empty() && !done_) return false;
+  cv_.wait_for(lk, timeout, [&] { return !pending_.empty() || pending_prompt_ || done_; });
+  if (pending_.empty() && !pending_prompt_ && !done_) return false;
+  out.prompt = std::move(pending_prompt_);
+  pending_prompt_.reset();
   out.tokens = std::move(pending_);
   pending_.clear();
   out.done = done_;
@@ -22,6 +24,14 @@ void RequestStream::push(TokenEvent ev) {
   {
     std::lock_guard lk(mu_);
     pending_.push_back(std::move(ev));
+  }
+  cv_.notify_all();
+}
+
+void RequestStream::publish_prompt(PromptScores scores) {
+  {
+    std::lock_guard lk(mu_);
+    pending_prompt_ = std::move(scores);
   }
   cv_.notify_all();
 }

@@ -37,7 +37,14 @@ struct SequenceStats {
 class RequestStream {
  public:
   /// What the consumer takes in one call: new tokens, and whether the stream has ended.
+  /// The prompt's logprobs (SequenceStats' prompt_logprobs / prompt_top_logprobs), published
+  /// when its prefill ends so a stream can send them before the first token.
+  struct PromptScores {
+    std::vector<float> logprobs;
+    std::vector<std::vector<std::pair<std::int32_t, float>>> top;
+  };
   struct Update {
+    std::optional<PromptScores> prompt;  ///< once, in the first Update after publish_prompt()
     std::vector<TokenEvent> tokens;
     bool done = false;
     std::optional<Error> error;  ///< set when the sequence failed (done is true too)
@@ -59,6 +66,8 @@ class RequestStream {
   // ---- producer (scheduler thread) ----
   /// Appends one token event for the consumer (delivered in push order). Only before finish() / fail().
   void push(TokenEvent ev);
+  /// Publishes the prompt's scores (at most once, before the first push()).
+  void publish_prompt(PromptScores scores);
   /// Ends the stream; `last` (the final token, when the sequence finished normally) is delivered
   /// in the same Update as done = true, so consumers know which token is the last one.
   void finish(SequenceStats stats, std::optional<TokenEvent> last = std::nullopt);
@@ -70,6 +79,7 @@ class RequestStream {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<TokenEvent> pending_;
+  std::optional<PromptScores> pending_prompt_;
   bool done_ = false;
   std::optional<Error> error_;
   SequenceStats stats_;

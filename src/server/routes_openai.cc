@@ -143,9 +143,10 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   }
   sreq.opts = r->opts;
   // Completions with echo and logprobs also give the prompt's tokens (OpenAI's legacy API): their
-  // logprobs come from the prefill (the first is null); not in streams, whose echo chunk has none.
-  const bool echo_logprobs = !chat && r->echo && r->logprobs && !r->stream;
+  // logprobs come from the prefill (the first is null); a stream sends them in its echo chunk.
+  const bool echo_logprobs = !chat && r->echo && r->logprobs;
   if (echo_logprobs) sreq.opts.prompt_logprobs = sreq.prompt_top_logprobs = true;
+  sreq.publish_prompt_scores = echo_logprobs && r->stream;
   const std::vector<std::int32_t> prompt_ids = echo_logprobs ? sreq.prompt : std::vector<std::int32_t>{};
   std::shared_ptr<RequestStream> rs;
   if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(res, *e, ctx.metrics);
@@ -160,16 +161,24 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   if (r->stream) {
     auto offset = std::make_shared<std::size_t>(utf8_chars(echo_prefix));
     auto first = std::make_shared<bool>(true);
+    const char* object = chat ? "chat.completion.chunk" : "text_completion";
+    auto chunk = [r, oid, created, model, object](json choice) {
+      json c{{"id", oid}, {"object", object}, {"created", created}, {"model", model}, {"choices", json::array({choice})}};
+      if (r->include_usage) c["usage"] = nullptr;  // OpenAI: every chunk but the usage one has "usage": null
+      return sse_data(dump_json(c));
+    };
     SseHandlers h;
-    h.on_tokens = [&ctx, r, oid, created, model, chat, offset, first, echo_prefix](
+    if (echo_logprobs) {  // the echo chunk with the prompt's logprobs, once its prefill is done
+      h.on_prompt = [&ctx, first, chunk, echo_prefix, prompt_ids](const RequestStream::PromptScores& ps) {
+        *first = false;
+        json lp{{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()}, {"text_offset", json::array()}};
+        LogprobsBuilder::prepend_prompt(ctx, prompt_ids, ps.logprobs, ps.top, lp);
+        return chunk(json{{"index", 0}, {"text", echo_prefix}, {"logprobs", lp}, {"finish_reason", nullptr}});
+      };
+    }
+    h.on_tokens = [&ctx, r, object, chunk, chat, offset, first, echo_prefix, oid, created, model](
                       const std::vector<TokenEvent>& toks, bool done, const SequenceStats& st) {
       std::string out;
-      const char* object = chat ? "chat.completion.chunk" : "text_completion";
-      auto chunk = [&](json choice) {
-        json c{{"id", oid}, {"object", object}, {"created", created}, {"model", model}, {"choices", json::array({choice})}};
-        if (r->include_usage) c["usage"] = nullptr;  // OpenAI: every chunk but the usage one has "usage": null
-        return sse_data(dump_json(c));
-      };
       if (*first) {
         *first = false;
         if (chat) {

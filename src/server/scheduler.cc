@@ -309,6 +309,7 @@ void Scheduler::prefill_pieces() {
       }
       if (s.done) continue;
     }
+    if (last && s.req.publish_prompt_scores) s.stream->publish_prompt({s.prompt_logprobs, s.prompt_top_logprobs});
     if (last && s.gen->finished()) {  // max_tokens 0 (echo: the prompt scored, nothing generated)
       s.done = true;
     } else if (last) {

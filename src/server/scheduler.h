@@ -46,6 +46,9 @@ struct SequenceRequest {
   /// With opts.prompt_logprobs and opts.top_logprobs > 0: also keep each prompt position's
   /// top_logprobs likeliest ids (SequenceStats::prompt_top_logprobs; OpenAI's echo + logprobs).
   bool prompt_top_logprobs = false;
+  /// With opts.prompt_logprobs: publish the prompt's scores on the stream when its prefill ends
+  /// (RequestStream::publish_prompt), for a streamed echo; they are in the final stats either way.
+  bool publish_prompt_scores = false;
 };
 
 class Scheduler {

@@ -308,6 +308,14 @@ await check('completions echo + logprobs: the prompt tokens come first (null, th
     const end = i + 1 < lp.tokens.length ? lp.text_offset[i + 1] : c.text.length;
     assert.equal(c.text.slice(lp.text_offset[i], end), lp.tokens[i], `token ${i}`);
   }
+  // Streamed, the echo chunk carries the prompt's logprobs (as vLLM), the later chunks the
+  // generated tokens': together the non-stream arrays.
+  const st = await postSse(base, '/v1/completions', { prompt: PROMPT, max_tokens: 3, temperature: 0, logprobs: 2, echo: true, stream: true });
+  const sc = st.events.slice(0, -1).map((e) => e.choices[0]);
+  assert.equal(sc[0].text, PROMPT);
+  assert.equal(sc[0].logprobs.tokens.length, n, JSON.stringify(sc[0]));
+  for (const key of ['tokens', 'token_logprobs', 'top_logprobs', 'text_offset'])
+    assert.deepEqual(sc.flatMap((ch) => ch.logprobs?.[key] ?? []), lp[key], key);
   // Offsets count characters, not UTF-8 bytes (OpenAI's are Python str indices): curly quotes are
   // 3 bytes each but one character, so a client's slicing still finds each token.
   const q = await postJson(base, '/v1/completions', { prompt: 'He said “hello” to me', max_tokens: 2, temperature: 0, logprobs: 1, echo: true });
