@@ -36,13 +36,14 @@ struct SequenceStats {
 
 class RequestStream {
  public:
-  /// What the consumer takes in one call: new tokens, and whether the stream has ended.
   /// The prompt's logprobs (SequenceStats' prompt_logprobs / prompt_top_logprobs), published
   /// when its prefill ends so a stream can send them before the first token.
   struct PromptScores {
     std::vector<float> logprobs;
     std::vector<std::vector<std::pair<std::int32_t, float>>> top;
   };
+  /// What the consumer takes in one call: the prompt's scores (once), new tokens, and whether the
+  /// stream has ended.
   struct Update {
     std::optional<PromptScores> prompt;  ///< once, in the first Update after publish_prompt()
     std::vector<TokenEvent> tokens;
