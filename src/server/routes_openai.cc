@@ -9,6 +9,7 @@
 
 #include "server/client_connection.h"
 #include "server/json_fields.h"
+#include "server/normalized_offsets.h"
 #include "server/openai_request.h"
 #include "server/routes.h"
 
@@ -74,15 +75,23 @@ struct LogprobsBuilder {
   }
   /// Puts the prompt's tokens in front of a completion's `lp` (echo): token i's logprob given
   /// the ones before (prompt_lps[i − 1]; null for the first), its text_offset where its text starts
-  /// in the echoed prompt (the decoded prompt, released at character boundaries), its top_logprobs
+  /// in `echoed` (the prompt as sent: decoded offsets mapped through NormalizedOffsets), its top_logprobs
   /// dict (prompt_tops[i − 1] and the prompt token itself; null for the first, as OpenAI's and
   /// vLLM's).
-  static void prepend_prompt(const ServerContext& ctx, const std::vector<std::int32_t>& prompt,
+  static void prepend_prompt(const ServerContext& ctx, const std::vector<std::int32_t>& prompt, std::string_view echoed,
                              const std::vector<float>& prompt_lps,
                              const std::vector<std::vector<std::pair<std::int32_t, float>>>& prompt_tops, json& lp) {
     json tokens = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
+    // Token starts in the decoded (normalised) prompt, then mapped to characters of the echoed one.
     StreamDecoder dec(*ctx.tok, /*skip_special_tokens=*/false);
-    std::size_t offset = 0;
+    std::string decoded;
+    std::vector<std::size_t> starts;
+    for (std::int32_t id : prompt) {
+      starts.push_back(decoded.size());
+      if (auto piece = dec.push(id); piece.ok()) decoded += *piece;
+    }
+    const NormalizedOffsets map(echoed, decoded);
+    std::size_t byte = 0, chars = 0;  // chars of echoed[0, byte): starts map monotonically
     for (std::size_t i = 0; i < prompt.size(); ++i) {
       tokens.push_back(token_text(ctx, prompt[i]));
       lps.push_back(i == 0 || i - 1 >= prompt_lps.size() ? json(nullptr) : lp_json(prompt_lps[i - 1]));
@@ -92,8 +101,10 @@ struct LogprobsBuilder {
         static const std::vector<std::pair<std::int32_t, float>> kNone;
         tops.push_back(top_dict(ctx, i - 1 < prompt_tops.size() ? prompt_tops[i - 1] : kNone, prompt[i], prompt_lps[i - 1]));
       }
-      offs.push_back(offset);
-      if (auto piece = dec.push(prompt[i]); piece.ok()) offset += utf8_chars(*piece);
+      const std::size_t to = std::max(byte, map.start(starts[i]));
+      chars += utf8_chars(echoed.substr(byte, to - byte));
+      byte = to;
+      offs.push_back(chars);
     }
     auto put_in_front = [&lp](json front, const char* key) {
       for (auto& v : lp[key]) front.push_back(std::move(v));
@@ -172,7 +183,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
       h.on_prompt = [&ctx, first, chunk, echo_prefix, prompt_ids](const RequestStream::PromptScores& ps) {
         *first = false;
         json lp{{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()}, {"text_offset", json::array()}};
-        LogprobsBuilder::prepend_prompt(ctx, prompt_ids, ps.logprobs, ps.top, lp);
+        LogprobsBuilder::prepend_prompt(ctx, prompt_ids, echo_prefix, ps.logprobs, ps.top, lp);
         return chunk(json{{"index", 0}, {"text", echo_prefix}, {"logprobs", lp}, {"finish_reason", nullptr}});
       };
     }
@@ -234,7 +245,8 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     std::size_t offset = utf8_chars(echo_prefix);
     choice["text"] = echo_prefix + c.text;
     choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, c.tokens, offset) : json(nullptr);
-    if (echo_logprobs) LogprobsBuilder::prepend_prompt(ctx, prompt_ids, c.stats.prompt_logprobs, c.stats.prompt_top_logprobs, choice["logprobs"]);
+    if (echo_logprobs) LogprobsBuilder::prepend_prompt(ctx, prompt_ids, echo_prefix, c.stats.prompt_logprobs, c.stats.prompt_top_logprobs,
+                                                     choice["logprobs"]);
   }
   json out{{"id", oid},
            {"object", chat ? "chat.completion" : "text_completion"},

@@ -8,6 +8,7 @@
 
 #include "server/client_connection.h"
 #include "server/json_fields.h"
+#include "server/normalized_offsets.h"
 #include "server/routes.h"
 
 namespace mamba::server {
@@ -170,16 +171,22 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   json arr = json::array();
   // Byte offsets into the input: a StreamDecoder releases text only at whole UTF-8 characters, so
   // a character split over several byte tokens is attributed to the token that completes it and
-  // the earlier pieces get empty spans (offsets never run past the input).
+  // the earlier pieces get empty spans (offsets never run past the input). The pieces are the
+  // normalised text; NormalizedOffsets maps them back to the input (NFC changed it: e + U+0301).
   StreamDecoder stream(*ctx.tok);
-  std::size_t offset = 0;
+  std::string decoded;
+  std::vector<std::size_t> ends(static_cast<std::size_t>(all));
   for (std::int64_t i = 0; i < all; ++i) {
+    auto piece = stream.push((*enc)[static_cast<std::size_t>(i)]);
+    if (piece.ok()) decoded += piece.value();
+    ends[static_cast<std::size_t>(i)] = decoded.size();
+  }
+  const NormalizedOffsets map(r.inputs, decoded);
+  for (std::int64_t i = first; i < all; ++i) {  // offsets stay those of the whole input
     const std::int32_t id = (*enc)[static_cast<std::size_t>(i)];
-    auto piece = stream.push(id);
-    const std::size_t len = piece.ok() ? piece.value().size() : 0;
-    if (i >= first)  // offsets stay those of the whole input
-      arr.push_back(json{{"id", id}, {"text", token_text(ctx, id)}, {"start", offset}, {"stop", offset + len}});
-    offset += len;
+    const std::size_t b = i == 0 ? 0 : ends[static_cast<std::size_t>(i - 1)], e = ends[static_cast<std::size_t>(i)];
+    const std::size_t start = map.start(b);
+    arr.push_back(json{{"id", id}, {"text", token_text(ctx, id)}, {"start", start}, {"stop", std::max(start, map.stop(e))}});
   }
   res.set_content(dump_json(arr), "application/json");
 }

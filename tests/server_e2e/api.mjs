@@ -45,6 +45,14 @@ await check('POST /tokenize', async () => {
   assert.ok(Array.isArray(r.json) && r.json.length > 3);
   assert.equal(r.json.map((t) => t.text).join(''), PROMPT);
   for (const t of r.json) assert.ok(Number.isInteger(t.id) && t.stop >= t.start);
+  // Input the tokenizer's NFC changes ("e" + U+0301 → "é"): byte spans of the input as sent (they
+  // were the NFC text's, one byte short after the first word), and the echo's text_offset alike.
+  const nfd = 'e\u0301 caf\u00e9';
+  const t = await postJson(base, '/tokenize', { inputs: nfd });
+  assert.deepEqual(t.json.map((x) => [x.start, x.stop]), [[0, 3], [3, 6], [6, 9]], JSON.stringify(t.json));
+  const e = await postJson(base, '/v1/completions', { prompt: nfd, max_tokens: 0, echo: true, logprobs: 0 });
+  assert.equal(e.json.choices[0].text, nfd);
+  assert.deepEqual(e.json.choices[0].logprobs.text_offset, [0, 2, 5]);
 });
 
 let greedy;

@@ -1,0 +1,66 @@
+#include "server/normalized_offsets.h"
+
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace mamba::server {
+
+namespace {
+
+/// NFC of one segment appended to `out`; false when utf8proc refuses it.
+bool append_nfc(std::string_view s, std::string& out) {
+  utf8proc_uint8_t* r = nullptr;
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()),
+                                          &r, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  const bool ok = n >= 0 && r != nullptr;
+  if (ok) out.append(reinterpret_cast<const char*>(r), static_cast<std::size_t>(n));
+  std::free(r);
+  return ok;
+}
+
+}  // namespace
+
+NormalizedOffsets::NormalizedOffsets(std::string_view input, std::string_view normalized) : input_size_(input.size()) {
+  if (input == normalized) return;  // identity
+  std::vector<std::size_t> in_starts, norm_starts;
+  std::string built;
+  built.reserve(normalized.size());
+  std::size_t seg = 0, i = 0;
+  auto close_segment = [&](std::size_t end) {
+    in_starts.push_back(seg);
+    norm_starts.push_back(built.size());
+    return append_nfc(input.substr(seg, end - seg), built);
+  };
+  while (i < input.size()) {
+    utf8proc_int32_t c = 0;
+    const utf8proc_ssize_t len = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(input.data() + i),
+                                                  static_cast<utf8proc_ssize_t>(input.size() - i), &c);
+    if (len <= 0) return;  // invalid UTF-8: identity
+    if (i > seg && utf8proc_get_property(c)->combining_class == 0) {  // a starter opens a segment
+      if (!close_segment(i)) return;
+      seg = i;
+    }
+    i += static_cast<std::size_t>(len);
+  }
+  if (input.size() > seg && !close_segment(input.size())) return;
+  if (built != normalized) return;  // not (segment-wise) NFC of the input: identity
+  in_starts.push_back(input.size());
+  norm_starts.push_back(built.size());
+  input_starts_ = std::move(in_starts);
+  norm_starts_ = std::move(norm_starts);
+}
+
+std::size_t NormalizedOffsets::map(std::size_t n, bool round_up) const {
+  if (norm_starts_.empty()) return std::min(n, input_size_);
+  // The last segment boundary ≤ n.
+  const auto it = std::upper_bound(norm_starts_.begin(), norm_starts_.end(), n);
+  if (it == norm_starts_.begin()) return 0;
+  const auto k = static_cast<std::size_t>(it - norm_starts_.begin()) - 1;
+  if (norm_starts_[k] == n || !round_up || k + 1 >= input_starts_.size()) return input_starts_[k];
+  return input_starts_[k + 1];
+}
+
+}  // namespace mamba::server
