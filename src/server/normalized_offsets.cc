@@ -25,6 +25,9 @@ bool append_nfc(std::string_view s, std::string& out) {
 
 NormalizedOffsets::NormalizedOffsets(std::string_view input, std::string_view normalized) : input_size_(input.size()) {
   if (input == normalized) return;  // identity
+  // One pass first: another normaliser's text (or special tokens) is not the input's NFC at all.
+  std::string whole;
+  if (!append_nfc(input, whole) || whole != normalized) return;
   std::vector<std::size_t> in_starts, norm_starts;
   std::string built;
   built.reserve(normalized.size());
