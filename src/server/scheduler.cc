@@ -305,11 +305,13 @@ void Scheduler::prefill_pieces() {
         const std::int32_t id = s.req.prompt[static_cast<std::size_t>(pos)];
         s.prompt_logprobs.push_back(id < vocab_limit_ ? lsm_scratch_[static_cast<std::size_t>(id)]
                                                       : -std::numeric_limits<float>::infinity());
-        if (s.req.prompt_top_logprobs && s.req.opts.top_logprobs > 0) s.prompt_top_logprobs.push_back(top_logprobs(lsm_scratch_, s.req.opts.top_logprobs));
+        if (s.req.prompt_top_logprobs && s.req.opts.top_logprobs > 0)
+          s.prompt_top_logprobs.push_back(top_logprobs(lsm_scratch_, s.req.opts.top_logprobs));
       }
       if (s.done) continue;
     }
-    if (last && s.req.publish_prompt_scores) s.stream->publish_prompt({s.prompt_logprobs, s.prompt_top_logprobs});
+    if (last && s.req.publish_prompt_scores)  // handed over, not copied: the stream sends them, not its stats
+      s.stream->publish_prompt({std::move(s.prompt_logprobs), std::move(s.prompt_top_logprobs)});
     if (last && s.gen->finished()) {  // max_tokens 0 (echo: the prompt scored, nothing generated)
       s.done = true;
     } else if (last) {

@@ -47,7 +47,8 @@ struct SequenceRequest {
   /// top_logprobs likeliest ids (SequenceStats::prompt_top_logprobs; OpenAI's echo + logprobs).
   bool prompt_top_logprobs = false;
   /// With opts.prompt_logprobs: publish the prompt's scores on the stream when its prefill ends
-  /// (RequestStream::publish_prompt), for a streamed echo; they are in the final stats either way.
+  /// (RequestStream::publish_prompt), for a streamed echo; they then move there, and the final
+  /// stats' prompt_logprobs / prompt_top_logprobs stay empty.
   bool publish_prompt_scores = false;
 };
 
