@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", tok.error().message.c_str());
     return 2;
   }
-  auto eos = mamba::model_eos_ids(dir.value(), model.value()->config());
+  auto eos = mamba::model_eos_ids(dir.value(), model.value()->config(), &tok.value());
   if (!eos.ok()) {
     std::fprintf(stderr, "error: %s\n", eos.error().message.c_str());
     return 2;

@@ -56,9 +56,21 @@ struct GenerateOptions {
 inline constexpr std::int64_t kPromptLogprobsPiece = 1024;
 
 /// EOS ids of a model: generation_config.json's `eos_token_id` (an int or a list) in `model_dir`
-/// when that file exists and has the key, else `config.eos_token_ids` (config.json).
-/// Errors: kFormat naming generation_config.json when it is malformed.
-Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config);
+/// when that file exists and has the key, else `config.eos_token_ids` (config.json); when neither
+/// names one and `tok` is given, the tokenizer's EOS (tokenizer_eos_id): the original state-spaces
+/// checkpoints' config.json has no EOS, and mamba_ssm's generation stops at GPT-NeoX's
+/// `<|endoftext|>` (id 0) through the tokenizer, as llama.cpp does. Empty: no EOS (generation runs
+/// to its token limit). Errors: kFormat naming generation_config.json / tokenizer_config.json when
+/// malformed.
+Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config,
+                                                const Tokenizer* tok = nullptr);
+
+/// The tokenizer's own EOS: tokenizer_config.json's `eos_token` (a string, or an object with
+/// "content") in `model_dir` when that file has it and the tokenizer knows the token, else the added
+/// token `<|endoftext|>` when it is flagged special (GPT-2 / GPT-NeoX); nullopt otherwise.
+/// Errors: kFormat naming tokenizer_config.json when it is not a JSON object or `eos_token` has
+/// another type.
+Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_dir, const Tokenizer& tok);
 
 /// One generated token.
 struct TokenEvent {

@@ -37,7 +37,37 @@ Status append_eos(const nlohmann::json& v, const std::string& path, std::vector<
 
 }  // namespace
 
-Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config) {
+Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_dir, const Tokenizer& tok) {
+  namespace fs = std::filesystem;
+  bool has_file = false;
+  if (!model_dir.empty()) {
+    MAMBA_ASSIGN_OR_RETURN(has_file, has_model_file(model_dir, "tokenizer_config.json"));
+  }
+  if (has_file) {
+    const fs::path path = fs::path(model_dir) / "tokenizer_config.json";
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
+    MAMBA_ASSIGN_OR_RETURN(nlohmann::json j, io::parse_json_lenient(ss.str(), path.string()));
+    if (!j.is_object()) return make_error(ErrorCode::kFormat, fmt::format("{}: expected a JSON object, got {}", path.string(), j.type_name()));
+    if (auto it = j.find("eos_token"); it != j.end() && !it->is_null()) {
+      const nlohmann::json* content = &*it;
+      if (it->is_object()) {
+        auto c = it->find("content");
+        if (c == it->end()) return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token: an object without \"content\"", path.string()));
+        content = &*c;
+      }
+      if (!content->is_string())
+        return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token: expected a string, got {}", path.string(), it->dump()));
+      if (auto id = tok.token_to_id(content->get<std::string>())) return std::optional<std::int32_t>(*id);
+    }
+  }
+  if (auto id = tok.token_to_id("<|endoftext|>"); id && tok.is_special(*id)) return std::optional<std::int32_t>(*id);
+  return std::optional<std::int32_t>();
+}
+
+Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config, const Tokenizer* tok) {
   namespace fs = std::filesystem;
   const fs::path path = fs::path(model_dir) / "generation_config.json";
   bool has_file = false;
@@ -66,6 +96,10 @@ Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, co
   std::vector<std::int32_t> ids;
   for (auto id : config.eos_token_ids)
     if (id >= 0 && id <= INT32_MAX) ids.push_back(static_cast<std::int32_t>(id));
+  if (ids.empty() && tok != nullptr) {
+    MAMBA_ASSIGN_OR_RETURN(auto id, tokenizer_eos_id(model_dir, *tok));
+    if (id && *id < config.vocab_size) ids.push_back(*id);
+  }
   return ids;
 }
 
@@ -91,7 +125,7 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
                         fmt::format("generate: eos_ids holds {}, outside the logits' ids [0, {}) (it could never end a sequence)", id, width));
   std::vector<std::int32_t> eos = opts.eos_ids;
   if (eos.empty() && !opts.ignore_eos) {
-    MAMBA_ASSIGN_OR_RETURN(eos, model_eos_ids(model.checkpoint().dir(), model.config()));
+    MAMBA_ASSIGN_OR_RETURN(eos, model_eos_ids(model.checkpoint().dir(), model.config(), tok));
   }
   SequenceGenerator gen(tok, vocab, opts, std::move(eos));
   gen.observe_prompt(prompt);

@@ -354,5 +354,68 @@ TEST(ModelEosIds, GenerationConfigThenConfig) {
   EXPECT_EQ(*fallback, std::vector<std::int32_t>{7});
 }
 
+// A model without EOS (the original state-spaces config.json) stops at the tokenizer's: its
+// tokenizer_config.json eos_token, else a special <|endoftext|>; the model's own ids win.
+TEST(ModelEosIds, TokenizerFallback) {
+  auto make_tok = [](bool eot_special) {
+    const std::string json = std::string(R"({"version": "1.0", "added_tokens": [
+        {"id": 3, "content": "<|endoftext|>", "special": )") + (eot_special ? "true" : "false") +
+                             R"(, "normalized": false, "lstrip": false, "rstrip": false, "single_word": false},
+        {"id": 4, "content": "</s>", "special": true, "normalized": false, "lstrip": false, "rstrip": false, "single_word": false}],
+      "normalizer": null, "pre_tokenizer": null, "post_processor": null, "decoder": null,
+      "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2}, "merges": []}})";
+    auto t = Tokenizer::from_json_text(json, "eos-tok.json");
+    EXPECT_TRUE(t.ok()) << t.error().message;
+    return std::move(t).value();
+  };
+  const Tokenizer tok = make_tok(true);
+  ModelConfig cfg;
+  cfg.vocab_size = 8;
+  const auto dir = std::filesystem::path(test::binary_dir()) / "eos-tok-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto none = model_eos_ids(dir.string(), cfg);  // no tokenizer given: no EOS
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  auto eot = model_eos_ids(dir.string(), cfg, &tok);
+  ASSERT_TRUE(eot.ok()) << eot.error().message;
+  EXPECT_EQ(*eot, std::vector<std::int32_t>{3});
+  // <|endoftext|> not flagged special is text, not an EOS.
+  const Tokenizer plain = make_tok(false);
+  auto not_special = model_eos_ids(dir.string(), cfg, &plain);
+  ASSERT_TRUE(not_special.ok());
+  EXPECT_TRUE(not_special->empty());
+  // tokenizer_config.json's eos_token, as a string or an AddedToken object.
+  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "</s>"})";
+  auto cfg_str = model_eos_ids(dir.string(), cfg, &tok);
+  ASSERT_TRUE(cfg_str.ok());
+  EXPECT_EQ(*cfg_str, std::vector<std::int32_t>{4});
+  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": {"content": "</s>", "special": true}})";
+  auto cfg_obj = model_eos_ids(dir.string(), cfg, &tok);
+  ASSERT_TRUE(cfg_obj.ok());
+  EXPECT_EQ(*cfg_obj, std::vector<std::int32_t>{4});
+  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": 5})";
+  auto bad = model_eos_ids(dir.string(), cfg, &tok);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("tokenizer_config.json: eos_token: expected a string, got 5"), std::string::npos)
+      << bad.error().message;
+  // An eos_token the tokenizer does not know falls back to <|endoftext|>.
+  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "<eos>"})";
+  auto unknown = model_eos_ids(dir.string(), cfg, &tok);
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(*unknown, std::vector<std::int32_t>{3});
+  // The model's own EOS wins over the tokenizer's; an id past the model's vocabulary is not used.
+  cfg.eos_token_ids = {1};
+  auto own = model_eos_ids(dir.string(), cfg, &tok);
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(*own, std::vector<std::int32_t>{1});
+  cfg.eos_token_ids.clear();
+  cfg.vocab_size = 4;
+  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "</s>"})";
+  auto past = model_eos_ids(dir.string(), cfg, &tok);
+  ASSERT_TRUE(past.ok());
+  EXPECT_TRUE(past->empty());
+}
+
 }  // namespace
 }  // namespace mamba

@@ -60,8 +60,13 @@ void run_inspect(const std::string& model_arg) {
     if (!t.ok()) die(t.error().message);
     tok = std::move(*t);
   }
-  auto eos_ids = model_eos_ids(*dir, c);
+  auto eos_ids = model_eos_ids(*dir, c);  // without the tokenizer's fallback: labelled below when that is used
   if (!eos_ids.ok()) die(eos_ids.error().message);
+  const bool model_has_eos = !eos_ids->empty();
+  if (!model_has_eos && tok) {
+    eos_ids = model_eos_ids(*dir, c, &*tok);
+    if (!eos_ids.ok()) die(eos_ids.error().message);
+  }
 
   // Unique bound tensors (a tied lm_head is the embedding: counted once).
   std::set<const void*> seen, seen_scales;  // the stored tensors the model reads (codes, scales)
@@ -132,12 +137,13 @@ void run_inspect(const std::string& model_arg) {
   std::string eos;
   for (auto e : *eos_ids) eos += (eos.empty() ? "" : ",") + std::to_string(e);
   // Labelled when generation_config.json's ids are the ones used (they differ from config.json's).
-  const bool gen_cfg = !std::equal(eos_ids->begin(), eos_ids->end(), c.eos_token_ids.begin(), c.eos_token_ids.end());
+  const bool gen_cfg = model_has_eos && !std::equal(eos_ids->begin(), eos_ids->end(), c.eos_token_ids.begin(), c.eos_token_ids.end());
+  const char* eos_source = gen_cfg ? " (generation_config.json)" : !model_has_eos && !eos_ids->empty() ? " (the tokenizer's)" : "";
   auto id_str = [](const std::optional<std::int64_t>& id) { return id ? std::to_string(*id) : std::string("-"); };
   if (!tok) {
     fmt::print("tokenizer        no tokenizer.json (token ids only, < {}; logits width {})\n", std::min(c.vocab_size, c.padded_vocab_size()),
                c.padded_vocab_size());
-    fmt::print("eos              {}{}\n", eos.empty() ? "-" : eos, gen_cfg ? " (generation_config.json)" : "");
+    fmt::print("eos              {}{}\n", eos.empty() ? "-" : eos, eos_source);
     return;
   }
   const std::int64_t ids = std::min(c.vocab_size, c.padded_vocab_size());
@@ -151,8 +157,8 @@ void run_inspect(const std::string& model_arg) {
   for (const auto& a : tok->added_tokens())
     if (a.special) specials += fmt::format("{}{}={}", specials.empty() ? "" : ", ", a.id, a.content);
   fmt::print("special tokens   {}\n", specials.empty() ? "(none)" : specials);
-  fmt::print("bos / eos / pad  {} / {}{} / {}\n", id_str(c.bos_token_id), eos.empty() ? "-" : eos,
-             gen_cfg ? " (generation_config.json)" : "", id_str(c.pad_token_id));
+  fmt::print("bos / eos / pad  {} / {}{} / {}\n", id_str(c.bos_token_id), eos.empty() ? "-" : eos, eos_source,
+             id_str(c.pad_token_id));
 }
 
 const CommandRegistrar kInspect("inspect", 20, [](CLI::App& app) {
