@@ -20,3 +20,14 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env MAMBA_MODEL=/no/such/model-env $
 if(NOT rc EQUAL 2 OR NOT err MATCHES "^error: MAMBA_MODEL=/no/such/model-env \\(the model used when none is given\\) does not resolve")
   message(FATAL_ERROR "MAMBA_MODEL=/no/such/model-env bench_cpu: exit ${rc}\n${out}${err}")
 endif()
+# bench_load (-DLOAD=<bench_load>): one model; --model and the positional together are an error
+# (it kept one of them silently).
+if(DEFINED LOAD)
+  foreach(args "--model;/no/a;/no/b" "/no/a;/no/b")
+    execute_process(COMMAND ${LOAD} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    string(REPLACE ";" " " a "${args}")
+    if(NOT rc EQUAL 2 OR NOT err MATCHES "^error: ")
+      message(FATAL_ERROR "bench_load ${a}: expected exit 2 and 'error: ...', got ${rc}\n${out}${err}")
+    endif()
+  endforeach()
+endif()

@@ -38,8 +38,10 @@ int main(int argc, char** argv) {
   std::string model;
   int reps = 5;
   // The model as a positional argument like the other bench programs (--model kept).
-  app.add_option("model", model, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)");
-  app.add_option("--model", model, "the same as the positional argument");
+  auto* positional = app.add_option("model", model, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)");
+  // One model: --model and the positional are the same argument, so both at once is an error (it
+  // used to keep one silently).
+  app.add_option("--model", model, "the same as the positional argument")->excludes(positional);
   app.add_option("--reps", reps, "repetitions (the first one may be cold)")->check(CLI::Range(1, 100))->capture_default_str();
   if (const auto rc = mamba::bench::parse_args(app, argc, argv)) return *rc;
   if (model.empty())

@@ -49,10 +49,17 @@ const char* st_dtype(DType t) {
 
 /// Writes `t`'s bytes to `f`. Quantized codes are produced row by row (scales computed twice:
 /// once with the codes, once for the scale tensor; cheap and keeps the writer streaming).
+/// A failed fwrite / fclose of `shown` (the file's name in the final output directory, not the
+/// temporary one): kIo with errno's reason (e.g. "No space left on device").
+Status write_error(const std::string& shown) {
+  const int e = errno;
+  return make_error(ErrorCode::kIo, fmt::format("{}: write failed: {}", shown, e != 0 ? std::strerror(e) : "unknown error"));
+}
+
 Status write_tensor(std::FILE* f, const OutTensor& t, QuantType type, const std::string& path) {
   const TensorView& v = t.src->view;
   auto put = [&](const void* p, std::size_t n) -> Status {
-    if (n != 0 && std::fwrite(p, 1, n, f) != n) return make_error(ErrorCode::kIo, fmt::format("{}: write failed (disk full?)", path));
+    if (n != 0 && std::fwrite(p, 1, n, f) != n) return write_error(path);
     return {};
   };
   if (t.kind == OutTensor::Kind::kKeep) return put(v.data, v.nbytes());
@@ -157,7 +164,9 @@ Result<std::vector<OutTensor>> plan(const Checkpoint& ck, const ModelWeights& w,
   return out;
 }
 
-Status write_safetensors(const std::string& path, const std::vector<OutTensor>& tensors, QuantType type, std::int64_t* bytes) {
+/// Writes `path`; errors name `shown` (its name in the output directory).
+Status write_safetensors(const std::string& path, const std::string& shown, const std::vector<OutTensor>& tensors, QuantType type,
+                         std::int64_t* bytes) {
   nlohmann::ordered_json h;
   h["__metadata__"] = {{"format", "pt"},
                        {io::kQuantMetaType, type == QuantType::kQ8 ? "q8" : "q4"},
@@ -169,33 +178,39 @@ Status write_safetensors(const std::string& path, const std::vector<OutTensor>& 
   std::string header = h.dump();
   while ((8 + header.size()) % 8 != 0) header.push_back(' ');
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return make_error(ErrorCode::kIo, fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
+  if (f == nullptr) return make_error(ErrorCode::kIo, fmt::format("{}: cannot create: {}", shown, std::strerror(errno)));
   std::uint8_t len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(header.size()) >> (8 * i));
   Status st;
   if (std::fwrite(len, 1, 8, f) != 8 || std::fwrite(header.data(), 1, header.size(), f) != header.size()) {
-    st = make_error(ErrorCode::kIo, fmt::format("{}: write failed", path));
+    st = write_error(shown);
   }
   for (const auto& t : tensors) {
     if (!st.ok()) break;
-    st = write_tensor(f, t, type, path);
+    st = write_tensor(f, t, type, shown);
   }
-  if (std::fclose(f) != 0 && st.ok()) st = make_error(ErrorCode::kIo, fmt::format("{}: write failed on close", path));
+  errno = 0;
+  if (std::fclose(f) != 0 && st.ok()) st = write_error(shown);
   std::error_code ec;
   *bytes = static_cast<std::int64_t>(fs::file_size(path, ec));
   return st;
 }
 
-Status write_config(const std::string& in_dir, const std::string& out_path, QuantType type) {
+Status write_config(const std::string& in_dir, const std::string& out_path, const std::string& shown, QuantType type) {
   const std::string src = (fs::path(in_dir) / "config.json").string();
   MAMBA_ASSIGN_OR_RETURN(std::string text, io::read_text_file(src));
   MAMBA_ASSIGN_OR_RETURN(nlohmann::json j, io::parse_json_lenient(text, src));
   j["quantization_config"] = {{"quant_method", "mamba.cpp"}, {"type", type == QuantType::kQ8 ? "q8" : "q4"}, {"group_size", kQuantGroupSize}};
   std::FILE* f = std::fopen(out_path.c_str(), "wb");
-  if (f == nullptr) return make_error(ErrorCode::kIo, fmt::format("{}: cannot create: {}", out_path, std::strerror(errno)));
+  if (f == nullptr) return make_error(ErrorCode::kIo, fmt::format("{}: cannot create: {}", shown, std::strerror(errno)));
   const std::string s = j.dump(2) + "\n";
-  const bool ok = std::fwrite(s.data(), 1, s.size(), f) == s.size();
-  if (std::fclose(f) != 0 || !ok) return make_error(ErrorCode::kIo, fmt::format("{}: write failed", out_path));
+  if (std::fwrite(s.data(), 1, s.size(), f) != s.size()) {
+    const Status st = write_error(shown);
+    std::fclose(f);
+    return st;
+  }
+  errno = 0;
+  if (std::fclose(f) != 0) return write_error(shown);
   return {};
 }
 
@@ -203,17 +218,45 @@ Status write_config(const std::string& in_dir, const std::string& out_path, Quan
 constexpr const char* kSideFiles[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
                                       "vocab.json",     "merges.txt",            "tokenizer.model",         "added_tokens.json"};
 
-Status copy_side_files(const std::string& in_dir, const std::string& out_dir) {
+/// Copies `src` to `dst` byte for byte (a new file, mode 0644 less the umask: a read-only input — a
+/// shared or cached model — still gives a copy its owner can edit, e.g. generation_config.json).
+/// Errors name `src` for reads and `shown` (dst's name in the output directory) for writes, with
+/// errno's reason (std::filesystem::copy_file reported a full disk as "Input/output error").
+Status copy_file_to(const fs::path& src, const fs::path& dst, const std::string& shown) {
+  std::FILE* in = std::fopen(src.c_str(), "rb");
+  if (in == nullptr) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", src.string(), std::strerror(errno)));
+  std::FILE* out = std::fopen(dst.c_str(), "wb");
+  if (out == nullptr) {
+    const int e = errno;
+    std::fclose(in);
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot create: {}", shown, std::strerror(e)));
+  }
+  Status st;
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    const std::size_t n = std::fread(buf.data(), 1, buf.size(), in);
+    if (n < buf.size() && std::ferror(in)) {
+      st = make_error(ErrorCode::kIo, fmt::format("{}: read failed: {}", src.string(), std::strerror(errno)));
+      break;
+    }
+    if (n != 0 && std::fwrite(buf.data(), 1, n, out) != n) {
+      st = write_error(shown);
+      break;
+    }
+    if (n < buf.size()) break;
+  }
+  std::fclose(in);
+  errno = 0;
+  if (std::fclose(out) != 0 && st.ok()) st = write_error(shown);
+  return st;
+}
+
+Status copy_side_files(const std::string& in_dir, const std::string& out_dir, const fs::path& shown_dir) {
   for (const char* name : kSideFiles) {
     const fs::path src = fs::path(in_dir) / name;
     std::error_code ec;
     if (!fs::is_regular_file(src, ec)) continue;
-    const fs::path dst = fs::path(out_dir) / name;
-    fs::copy_file(src, dst, ec);
-    if (ec) return make_error(ErrorCode::kIo, fmt::format("{}: cannot copy to {}: {}", src.string(), out_dir, ec.message()));
-    // copy_file keeps the source's mode: a read-only input (a shared or cached model) would give a
-    // copy its owner cannot edit (e.g. generation_config.json).
-    fs::permissions(dst, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add, ec);
+    MAMBA_RETURN_IF_ERROR(copy_file_to(src, fs::path(out_dir) / name, (shown_dir / name).string()));
   }
   return {};
 }
@@ -227,9 +270,22 @@ fs::path without_trailing_slash(const std::string& out_dir) {
 
 /// Removes ".NAME.tmp-PID" siblings of `out` whose process no longer exists (a quantize killed by
 /// SIGKILL, which no handler sees); a live PID's directory — another run in progress — is kept.
+/// ".NAME.tmp-": the temporary directories' prefix. NAME is cut (at a UTF-8 character boundary) so
+/// that the prefix and a PID fit a file name of 255 bytes: an output named with 250 bytes is legal.
+std::string temp_prefix(const fs::path& out) {
+  constexpr std::size_t kMaxName = 255 - 1 - 5 - 10;  // ".", ".tmp-", up to 10 PID digits
+  std::string name = out.filename().string();
+  if (name.size() > kMaxName) {
+    std::size_t n = kMaxName;
+    while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;  // not inside a character
+    name.resize(n);
+  }
+  return "." + name + ".tmp-";
+}
+
 std::vector<std::string> remove_stale_temp_dirs(const fs::path& parent, const fs::path& out) {
   std::vector<std::string> removed;
-  const std::string prefix = fmt::format(".{}.tmp-", out.filename().string());
+  const std::string prefix = temp_prefix(out);
   std::error_code ec;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
@@ -250,7 +306,7 @@ std::vector<std::string> remove_stale_temp_dirs(const fs::path& parent, const fs
 std::string quantize_temp_dir(const std::string& out_dir) {
   const fs::path out = without_trailing_slash(out_dir);
   const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
-  return (parent / fmt::format(".{}.tmp-{}", out.filename().string(), ::getpid())).string();
+  return (parent / fmt::format("{}{}", temp_prefix(out), ::getpid())).string();
 }
 
 std::vector<std::string> quantize_output_files() {
@@ -294,9 +350,11 @@ Result<QuantizeReport> quantize_checkpoint(const std::string& in_dir, QuantType 
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot create a directory in {}: {}", out_dir, parent.string(),
                                                   ec ? ec.message() : "unknown error"));
   }
-  Status st = write_safetensors((tmp / "model.safetensors").string(), tensors, type, &rep.out_bytes);
-  if (st.ok()) st = write_config(in_dir, (tmp / "config.json").string(), type);
-  if (st.ok()) st = copy_side_files(in_dir, tmp.string());
+  // Errors name the files as they would be in the output (the temporary directory is removed then).
+  Status st = write_safetensors((tmp / "model.safetensors").string(), (out / "model.safetensors").string(), tensors, type,
+                                &rep.out_bytes);
+  if (st.ok()) st = write_config(in_dir, (tmp / "config.json").string(), (out / "config.json").string(), type);
+  if (st.ok()) st = copy_side_files(in_dir, tmp.string(), out);
   if (st.ok() && (fs::exists(out, ec) || fs::is_symlink(out, ec))) {
     st = make_error(ErrorCode::kInvalidArgument, fmt::format("{}: appeared while quantizing; not overwritten", out_dir));
   }

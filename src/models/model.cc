@@ -121,7 +121,7 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
   if (opts.precision == Precision::kBF16 && !ops::bf16_tier_available())
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps) and the avx512 dispatch target; "
-                                  "this one runs {}: use precision exact", ops::cpu::cpu_target_description()));
+                                  "this one runs {}: use precision exact (--precision exact, the default)", ops::cpu::cpu_target_description()));
   MAMBA_ASSIGN_OR_RETURN(ModelWeights w, bind_weights(ckpt));
   const ModelConfig& c = ckpt.config();
   std::vector<LayerParams> params(static_cast<std::size_t>(c.n_layer));
@@ -158,7 +158,7 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
     return make_error(ErrorCode::kIo,
                       fmt::format("{}: out of memory for the repacked projection weights (a copy of their size is "
                                   "made at load: quantized weights on AVX-512 VNNI CPUs, float weights with precision "
-                                  "bf16); free memory or load with MAMBA_CPU_TARGET=avx2 / precision exact",
+                                  "bf16); free memory or load with MAMBA_CPU_TARGET=avx2 / precision exact (--precision exact)",
                                   ckpt.dir()));
   }
   auto* m = new MambaModel(std::move(ckpt), std::move(w), std::move(params));

@@ -25,7 +25,17 @@ expect_error("error: .*stop" run -m ${model} -p hi --stop "")  # an empty CMake 
 expect_error("error: give exactly one of" perplexity -m ${model})
 file(WRITE ${WORK}/one.ids "5")
 expect_error("error: .*at least 2 token ids" perplexity -m ${model} --ids-file ${WORK}/one.ids)
-expect_error("error: .*--ctx = 0" perplexity -m ${model} --ids-file ${WORK}/one.ids --ctx 0)
+expect_error("error: --ctx: expected an integer from 1 to 9223372036854775807, got 0\nRun with --help" perplexity -m ${model} --ids-file ${WORK}/one.ids --ctx 0)
+expect_error("error: --ctx: expected an integer from 1 to 9223372036854775807, got -1" perplexity -m ${model} --ids-file ${WORK}/one.ids --ctx -1)
+# Commas separate ids: a leading one or two in a row are an empty item; one after the last id is fine.
+file(WRITE ${WORK}/lead.ids ",1,2")
+expect_error("error: .*/lead.ids: empty item before item 1 \\(the list starts with a comma\\)" perplexity -m ${model} --ids-file ${WORK}/lead.ids)
+expect_error("error: --prompt-ids: empty item after item 2 \\(two commas\\)" run -m ${model} --prompt-ids "1,2,,")
+file(WRITE ${WORK}/trail.ids "[1, 2, 3,]\n")
+cli_run_ok(trailing perplexity -m ${model} --ids-file ${WORK}/trail.ids)
+# An id past the model's vocabulary names the file and the item (1-based, as the parser does).
+file(WRITE ${WORK}/oov.ids "1 2 8192")
+expect_error("error: .*/oov.ids: token id 8192 \\(item 3\\) is outside the model's vocabulary \\[0, 8192\\)" perplexity -m ${model} --ids-file ${WORK}/oov.ids)
 # Id lists: one optional pair of brackets around the whole list (as JSON prints it), both or neither.
 expect_error("error: --decode: unbalanced brackets: the list starts with '\\['" tokenize -m ${model} -d "[1,2")
 expect_error("error: --prompt-ids: unbalanced brackets: the list ends with '\\]'" run -m ${model} --prompt-ids "1,2]")

@@ -2,8 +2,12 @@
 // + scales into kQ8/kQ4 views, and clear errors for damaged files (each names file, tensor,
 // expected and actual).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -222,6 +226,70 @@ TEST_F(QuantizedCheckpoint, QuantizeErrors) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("does not exist"), std::string::npos) << r.error().message;
   // No temporary directory left behind by the failures.
+  for (const auto& e : fs::directory_iterator(tmp_.path())) EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+/// quantize_checkpoint(in, q8, out) in a child process whose files may not grow past `limit`
+/// bytes (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail with EFBIG as on a full disk). Returns the
+/// error message ("" on success, "child failed" when the child did not report).
+std::string quantize_with_file_limit(const std::string& in, const std::string& out, rlim_t limit) {
+  int fds[2];
+  if (::pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit rl{limit, limit};
+    ::setrlimit(RLIMIT_FSIZE, &rl);
+    auto r = quantize_checkpoint(in, QuantType::kQ8, out);
+    const std::string msg = r.ok() ? "" : r.error().message;
+    const bool ok = ::write(fds[1], msg.data(), msg.size()) == static_cast<ssize_t>(msg.size());
+    ::_exit(ok ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string msg;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) msg.append(buf, std::size_t(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? msg : "child failed";
+}
+
+// A write that fails (a full disk; here a file-size limit) says why and names the file as it would
+// be in the output, not the temporary directory (removed by then); nothing is left behind. The
+// side files (tokenizer, vocab, ...) are copied the same way (std::filesystem::copy_file reported
+// a full disk there as "Input/output error").
+TEST_F(QuantizedCheckpoint, WriteFailuresNameTheOutputFileAndTheReason) {
+  const std::string out = tmp_.path() + "/full";
+  std::string err = quantize_with_file_limit(embedded_dir(), out, 1 << 20);
+  EXPECT_NE(err.find(out + "/model.safetensors: write failed: File too large"), std::string::npos) << err;
+  EXPECT_EQ(err.find(".tmp-"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(out));
+  // A side file bigger than the limit, the weights smaller.
+  const std::string in = tmp_.path() + "/in";
+  fs::create_directories(in);
+  fs::copy_file(embedded_dir() + "/config.json", in + "/config.json");
+  fs::copy_file(embedded_dir() + "/model.safetensors", in + "/model.safetensors");
+  const auto q8_bytes = fs::file_size(q8_dir() + "/model.safetensors");
+  tmp_.write("in/vocab.json", std::string(q8_bytes + (1 << 20), 'x'));
+  err = quantize_with_file_limit(in, out, q8_bytes + (1 << 19));
+  EXPECT_NE(err.find(out + "/vocab.json: write failed: File too large"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(out));
+  for (const auto& e : fs::directory_iterator(tmp_.path())) EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+  // Without the limit the same input quantizes, its side file copied whole.
+  err = quantize_with_file_limit(in, out, RLIM_INFINITY);
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(fs::file_size(out + "/vocab.json"), q8_bytes + (1 << 20));
+}
+
+// An output name of up to 255 bytes is legal; the temporary ".NAME.tmp-PID" beside it must fit too.
+TEST_F(QuantizedCheckpoint, LongOutputNameQuantizes) {
+  const std::string out = tmp_.path() + "/" + std::string(250, 'a');
+  ASSERT_LE(fs::path(quantize_temp_dir(out)).filename().string().size(), 255u);
+  auto r = quantize_checkpoint(embedded_dir(), QuantType::kQ4, out);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(fs::exists(out + "/model.safetensors"));
   for (const auto& e : fs::directory_iterator(tmp_.path())) EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
 }
 

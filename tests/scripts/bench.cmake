@@ -11,6 +11,11 @@ if(TARGET bench_cpu)
                    -DMODEL=${PROJECT_SOURCE_DIR}/models/${MAMBA_DEFAULT_MODEL_NAME} -P ${PROJECT_SOURCE_DIR}/bench/bad_model.cmake)
   set_tests_properties(bench_cpu_bad_model PROPERTIES LABELS bench TIMEOUT 60)
   # Bad flags: one "error: ..." line, exit 2 (bench/bad_args.cmake).
-  add_test(NAME bench_cpu_bad_args COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:bench_cpu> -P ${PROJECT_SOURCE_DIR}/bench/bad_args.cmake)
+  set(load_arg "")
+  if(TARGET bench_load)
+    set(load_arg -DLOAD=$<TARGET_FILE:bench_load>)
+  endif()
+  add_test(NAME bench_cpu_bad_args COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:bench_cpu> ${load_arg}
+           -P ${PROJECT_SOURCE_DIR}/bench/bad_args.cmake)
   set_tests_properties(bench_cpu_bad_args PROPERTIES LABELS bench TIMEOUT 60)
 endif()

@@ -32,7 +32,6 @@ void run(const PplArgs& a, CLI::App& cmd) {
   const bool show_progress = isatty(STDERR_FILENO) == 1;  // no \r progress lines in redirected logs
   const bool have_text = cmd.count("--file") > 0, have_ids = cmd.count("--ids-file") > 0;
   if (have_text == have_ids) fail("give exactly one of -f/--file TEXT or --ids-file IDS");
-  if (cmd.count("--ctx") && a.ctx < 1) fail(fmt::format("--ctx = {} must be >= 1", a.ctx));
 
   // The input is read (and a bad path reported) before the (slow) model load.
   auto text = read_text_file(have_ids ? a.ids_file : a.text_file);
@@ -60,8 +59,12 @@ void run(const PplArgs& a, CLI::App& cmd) {
   if (ids.size() < 2) fail(fmt::format("perplexity needs at least 2 token ids, got {}", ids.size()));
   const std::int64_t vocab = vocab_limit(tok, model);
   for (std::size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] >= vocab)
-      fail(fmt::format("token id {} (position {}) is outside the vocabulary [0, {})", ids[i], i, vocab));
+    if (ids[i] >= vocab) {
+      if (have_ids)  // named as parse_ids names items: the file, 1-based
+        fail(fmt::format("{}: token id {} (item {}) is outside the model's vocabulary [0, {})", a.ids_file, ids[i], i + 1, vocab));
+      fail(fmt::format("{}: the tokenizer gave token id {} (position {}), outside the model's vocabulary [0, {})", a.text_file,
+                       ids[i], i, vocab));
+    }
 
   const std::int64_t total = static_cast<std::int64_t>(ids.size()) - 1;  // predictions overall
   const std::int64_t ctx = a.ctx > 0 ? a.ctx : total;
@@ -102,7 +105,8 @@ const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {
       ->check(non_empty("a file path, or - for stdin"));
   cmd->add_option("--ids-file", a->ids_file, "File of token ids (whitespace- or comma-separated); - = stdin")
       ->check(non_empty("a file path, or - for stdin"));
-  cmd->add_option("--ctx", a->ctx, "Window size N: windows of N+1 ids sharing their boundary id (default: one window)");
+  cmd->add_option("--ctx", a->ctx, "Window size N: windows of N+1 ids sharing their boundary id (default: one window)")
+      ->check(positive_int64());
   cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all)")->check(thread_count());
   cmd->add_option("--precision", a->precision,
                   "projection arithmetic: exact (fp32, default) or bf16 (bf16 activations, AVX-512 BF16 dot products; "

@@ -66,6 +66,19 @@ inline CLI::Validator int32_value(std::string range) {
       "INT32");
 }
 
+/// CLI11 validator: a decimal integer in [1, 2^63 − 1] (e.g. a window size), checked at parse time
+/// like every other flag (so the error ends with "Run with --help").
+inline CLI::Validator positive_int64() {
+  return CLI::Validator(
+      [](std::string& v) {
+        std::int64_t n = 0;
+        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec == std::errc() && p == v.data() + v.size() && !v.empty() && n >= 1) return std::string();
+        return fmt::format("expected an integer from 1 to {}, got {}", std::numeric_limits<std::int64_t>::max(), v);
+      },
+      "INT >= 1");
+}
+
 /// CLI11 validator: a decimal integer in [0, 2^64 − 1] (CLI11 itself clamps larger values to the
 /// maximum silently).
 inline CLI::Validator uint64_value() {

@@ -51,11 +51,12 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
 
 Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::string& what) {
   std::vector<std::int32_t> ids;
-  auto is_sep = [](char c) { return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  auto is_sep = [&](char c) { return c == ',' || is_space(c); };
   // A JSON-style list: one pair of brackets around the whole text, both or neither.
   std::size_t i = 0, n = text.size();
-  while (i < n && is_sep(text[i])) ++i;
-  while (n > i && is_sep(text[n - 1])) --n;
+  while (i < n && is_space(text[i])) ++i;
+  while (n > i && is_space(text[n - 1])) --n;
   const bool open = i < n && text[i] == '[', close = n > i && text[n - 1] == ']';
   if (open != close)
     return make_error(ErrorCode::kInvalidArgument,
@@ -63,11 +64,15 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
                                   open ? "starts" : "ends", open ? '[' : ']', open ? "end" : "start", open ? ']' : '['));
   if (open) ++i, --n;
   while (i < n) {
-    int commas = 0;  // "1,,2" has an empty item: a typo, not two separators
+    // Commas separate items: "1,,2" and ",1" have an empty item (a typo, or a lost id), an error;
+    // one comma after the last item is allowed, as in Python's and JavaScript's lists.
+    int commas = 0;
     for (; i < n && is_sep(text[i]); ++i) commas += text[i] == ',';
-    if (commas > 1 && !ids.empty() && i < n)
+    if (commas > 1)
       return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: empty item after item {} (two commas)", what, ids.size()));
-    if (i >= n) break;
+    if (i >= n) break;  // (a lone "," is an empty list)
+    if (commas > 0 && ids.empty())
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: empty item before item 1 (the list starts with a comma)", what));
     std::size_t j = i;
     while (j < n && !is_sep(text[j])) ++j;
     const std::string_view item(text.data() + i, j - i);
