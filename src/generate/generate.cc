@@ -35,31 +35,41 @@ Status append_eos(const nlohmann::json& v, const std::string& path, std::vector<
   return one(v);
 }
 
-}  // namespace
-
-Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_dir, const Tokenizer& tok) {
+/// `name` in `model_dir` as a JSON object (nullopt when the file is absent): as config.json, Python's
+/// bare Infinity/NaN accepted, a parse error named with its position, a non-object named.
+Result<std::optional<nlohmann::json>> read_json_object_file(const std::string& model_dir, const std::string& name) {
   namespace fs = std::filesystem;
   bool has_file = false;
   if (!model_dir.empty()) {
-    MAMBA_ASSIGN_OR_RETURN(has_file, has_model_file(model_dir, "tokenizer_config.json"));
+    MAMBA_ASSIGN_OR_RETURN(has_file, has_model_file(model_dir, name));
   }
-  if (has_file) {
-    const fs::path path = fs::path(model_dir) / "tokenizer_config.json";
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
-    MAMBA_ASSIGN_OR_RETURN(nlohmann::json j, io::parse_json_lenient(ss.str(), path.string()));
-    if (!j.is_object()) return make_error(ErrorCode::kFormat, fmt::format("{}: expected a JSON object, got {}", path.string(), j.type_name()));
+  if (!has_file) return std::optional<nlohmann::json>();
+  const fs::path path = fs::path(model_dir) / name;
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
+  MAMBA_ASSIGN_OR_RETURN(nlohmann::json j, io::parse_json_lenient(ss.str(), path.string()));
+  if (!j.is_object()) return make_error(ErrorCode::kFormat, fmt::format("{}: expected a JSON object, got {}", path.string(), j.type_name()));
+  return std::optional<nlohmann::json>(std::move(j));
+}
+
+}  // namespace
+
+Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_dir, const Tokenizer& tok) {
+  MAMBA_ASSIGN_OR_RETURN(auto cfg, read_json_object_file(model_dir, "tokenizer_config.json"));
+  if (cfg) {
+    const std::string path = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
+    const nlohmann::json& j = *cfg;
     if (auto it = j.find("eos_token"); it != j.end() && !it->is_null()) {
       const nlohmann::json* content = &*it;
       if (it->is_object()) {
         auto c = it->find("content");
-        if (c == it->end()) return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token: an object without \"content\"", path.string()));
+        if (c == it->end()) return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token: an object without \"content\"", path));
         content = &*c;
       }
       if (!content->is_string())
-        return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token: expected a string, got {}", path.string(), it->dump()));
+        return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token: expected a string, got {}", path, it->dump()));
       if (auto id = tok.token_to_id(content->get<std::string>())) return std::optional<std::int32_t>(*id);
     }
   }
@@ -68,20 +78,10 @@ Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_di
 }
 
 Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config, const Tokenizer* tok) {
-  namespace fs = std::filesystem;
-  const fs::path path = fs::path(model_dir) / "generation_config.json";
-  bool has_file = false;
-  if (!model_dir.empty()) {
-    MAMBA_ASSIGN_OR_RETURN(has_file, has_model_file(model_dir, "generation_config.json"));
-  }
-  if (has_file) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
-    // As config.json: Python's bare Infinity/NaN accepted, a parse error named with its position.
-    MAMBA_ASSIGN_OR_RETURN(nlohmann::json j, io::parse_json_lenient(ss.str(), path.string()));
-    if (!j.is_object()) return make_error(ErrorCode::kFormat, fmt::format("{}: expected a JSON object, got {}", path.string(), j.type_name()));
+  MAMBA_ASSIGN_OR_RETURN(auto gen, read_json_object_file(model_dir, "generation_config.json"));
+  if (gen) {
+    const std::filesystem::path path = std::filesystem::path(model_dir) / "generation_config.json";
+    nlohmann::json& j = *gen;
     if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
       std::vector<std::int32_t> ids;
       MAMBA_RETURN_IF_ERROR(append_eos(j["eos_token_id"], path.string(), ids));
