@@ -74,8 +74,28 @@ CommandRegistrar reg("tokenize", 30, [](CLI::App& app) {
   cmd->add_flag("--special", opts->special, "add the post-processor's special tokens (e.g. BOS) when encoding")->excludes(d);
   cmd->add_flag("--skip-special", opts->skip_special, "drop special tokens when decoding")->needs(d);
   cmd->add_flag("--tokens", opts->show_tokens, "print each id's token string too (encoding)")->excludes(d);
-  cmd->add_option("text", opts->args, "text to encode, or ids to decode")->required()->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->callback([opts] { run(*opts); });
+  // The first word is the positional; the others arrive as extras (allow_extras: main() has already
+  // refused unknown options). CLI11 splits a vector option's argument written as "[...]" on its
+  // commas and drops the brackets and empty pieces ("[hello]" was encoded as "hello", "[a,,b]" as
+  // "a b"); a one-value option and the extras keep every argument as typed.
+  cmd->add_option("text", opts->args, "text to encode, or ids to decode (several words are joined by spaces)")
+      ->required()
+      ->expected(1)
+      ->allow_extra_args(false);
+  cmd->allow_extras();
+  cmd->callback([opts, cmd] {
+    // remaining() holds the "--" that ended the options (CLI11's positional mark; remaining_size()
+    // does not count it), the first "--" among the extras; a later "--" is a word of the text.
+    std::size_t marks = cmd->remaining().size() - cmd->remaining_size();
+    for (const std::string& w : cmd->remaining()) {
+      if (marks > 0 && w == "--") {
+        --marks;
+        continue;
+      }
+      opts->args.push_back(w);
+    }
+    run(*opts);
+  });
 });
 
 }  // namespace
