@@ -47,7 +47,7 @@ void run(const PplArgs& a, CLI::App& cmd) {
 
   std::vector<std::int32_t> ids;
   if (have_ids) {
-    auto parsed = parse_ids(*text, a.ids_file);
+    auto parsed = parse_ids(*text, a.ids_file == "-" ? "stdin" : a.ids_file);
     if (!parsed.ok()) fail(parsed.error().message);
     ids = std::move(*parsed);
   } else {
@@ -61,8 +61,10 @@ void run(const PplArgs& a, CLI::App& cmd) {
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] >= vocab) {
       if (have_ids)  // named as parse_ids names items: the file, 1-based
-        fail(fmt::format("{}: token id {} (item {}) is outside the model's vocabulary [0, {})", a.ids_file, ids[i], i + 1, vocab));
-      fail(fmt::format("{}: the tokenizer gave token id {} (position {}), outside the model's vocabulary [0, {})", a.text_file,
+        fail(fmt::format("{}: token id {} (item {}) is outside the model's vocabulary [0, {})", a.ids_file == "-" ? "stdin" : a.ids_file,
+                         ids[i], i + 1, vocab));
+      fail(fmt::format("{}: the tokenizer gave token id {} (position {}), outside the model's vocabulary [0, {})",
+                       a.text_file == "-" ? "stdin" : a.text_file,
                        ids[i], i, vocab));
     }
 

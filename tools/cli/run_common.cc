@@ -57,6 +57,11 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
   std::size_t i = 0, n = text.size();
   while (i < n && is_space(text[i])) ++i;
   while (n > i && is_space(text[n - 1])) --n;
+  // One comma after the last id is allowed, also after a bracketed list ("[1, 2],").
+  if (n > i + 1 && text[n - 1] == ',' && text[n - 2] == ']') {
+    --n;
+    while (n > i && is_space(text[n - 1])) --n;
+  }
   const bool open = i < n && text[i] == '[', close = n > i && text[n - 1] == ']';
   if (open != close)
     return make_error(ErrorCode::kInvalidArgument,
@@ -68,11 +73,11 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
     // one comma after the last item is allowed, as in Python's and JavaScript's lists.
     int commas = 0;
     for (; i < n && is_sep(text[i]); ++i) commas += text[i] == ',';
-    if (commas > 1)
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: empty item after item {} (two commas)", what, ids.size()));
-    if (i >= n) break;  // (a lone "," is an empty list)
     if (commas > 0 && ids.empty())
       return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: empty item before item 1 (the list starts with a comma)", what));
+    if (commas > 1)
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: empty item after item {} (two commas)", what, ids.size()));
+    if (i >= n) break;
     std::size_t j = i;
     while (j < n && !is_sep(text[j])) ++j;
     const std::string_view item(text.data() + i, j - i);
