@@ -22,12 +22,9 @@ if(NOT rc EQUAL 2 OR NOT err MATCHES "^error: MAMBA_MODEL=/no/such/model-env \\(
 endif()
 # bench_load (-DLOAD=<bench_load>): one model; --model and the positional together are an error
 # (it kept one of them silently).
-if(DEFINED LOAD)
-  foreach(args "--model;/no/a;/no/b" "/no/a;/no/b")
-    execute_process(COMMAND ${LOAD} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-    string(REPLACE ";" " " a "${args}")
-    if(NOT rc EQUAL 2 OR NOT err MATCHES "^error: ")
-      message(FATAL_ERROR "bench_load ${a}: expected exit 2 and 'error: ...', got ${rc}\n${out}${err}")
-    endif()
-  endforeach()
+if(DEFINED LOAD AND DEFINED MODEL)
+  execute_process(COMMAND ${LOAD} --model ${MODEL} ${MODEL} --reps 1 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "^error: give the model once, as the argument or with --model" OR out MATCHES "model:")
+    message(FATAL_ERROR "bench_load --model M M: expected exit 2 naming both, before measuring; got ${rc}\n${out}${err}")
+  endif()
 endif()

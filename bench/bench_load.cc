@@ -38,12 +38,18 @@ int main(int argc, char** argv) {
   std::string model;
   int reps = 5;
   // The model as a positional argument like the other bench programs (--model kept).
-  auto* positional = app.add_option("model", model, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)");
-  // One model: --model and the positional are the same argument, so both at once is an error (it
-  // used to keep one silently).
-  app.add_option("--model", model, "the same as the positional argument")->excludes(positional);
+  std::string model_flag;
+  app.add_option("model", model, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)");
+  app.add_option("--model", model_flag, "the same as the positional argument");
   app.add_option("--reps", reps, "repetitions (the first one may be cold)")->check(CLI::Range(1, 100))->capture_default_str();
   if (const auto rc = mamba::bench::parse_args(app, argc, argv)) return *rc;
+  // One model: given both ways it is an error (one of them used to be ignored silently).
+  if (!model_flag.empty() && !model.empty()) {
+    std::fprintf(stderr, "error: give the model once, as the argument or with --model (got '%s' and --model '%s')\n",
+                 model.c_str(), model_flag.c_str());
+    return 2;
+  }
+  if (!model_flag.empty()) model = model_flag;
   if (model.empty())
     if (const auto rc = mamba::bench::default_model(model)) return *rc;
 

@@ -13,7 +13,7 @@ if(TARGET bench_cpu)
   # Bad flags: one "error: ..." line, exit 2 (bench/bad_args.cmake).
   set(load_arg "")
   if(TARGET bench_load)
-    set(load_arg -DLOAD=$<TARGET_FILE:bench_load>)
+    set(load_arg -DLOAD=$<TARGET_FILE:bench_load> -DMODEL=${PROJECT_SOURCE_DIR}/models/${MAMBA_DEFAULT_MODEL_NAME})
   endif()
   add_test(NAME bench_cpu_bad_args COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:bench_cpu> ${load_arg}
            -P ${PROJECT_SOURCE_DIR}/bench/bad_args.cmake)
