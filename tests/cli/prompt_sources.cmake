@@ -25,3 +25,11 @@ string(JSON n LENGTH "${z_OUT}" ids)
 if(NOT n EQUAL 0)
   message(FATAL_ERROR "-n 0 generated ${n} ids")
 endif()
+# The same prompt as --prompt-ids echoes its text too (it printed nothing when the model has a
+# tokenizer).
+string(JSON pids GET "${z_OUT}" prompt_ids)
+string(REGEX REPLACE "[][ ]" "" pids "${pids}")
+cli_run_ok(ei run -m ${model} --prompt-ids "${pids}" -n 6 --echo)
+if(NOT ei_OUT STREQUAL e_OUT)
+  message(FATAL_ERROR "--prompt-ids ${pids} --echo: [${ei_OUT}], expected [${e_OUT}]")
+endif()

@@ -100,7 +100,8 @@ void run(const RunArgs& a, CLI::App& cmd) {
   // A file's or stdin's one trailing newline (what editors and `echo` add) is not part of the
   // prompt, as in llama.cpp's -f: it would become a "\n" token and change the continuation.
   auto drop_final_newline = [](std::string& t) {
-    if (!t.empty() && t.back() == '\n') t.pop_back();
+    if (t.empty() || t.back() != '\n') return;  // a lone final '\r' is text, as HF reads it
+    t.pop_back();
     if (!t.empty() && t.back() == '\r') t.pop_back();
   };
   // A bad -f or --prompt-ids is reported before the (slow) model load.
@@ -167,7 +168,13 @@ void run(const RunArgs& a, CLI::App& cmd) {
     };
   } else if (!a.json) {
     if (a.echo) {
-      std::fputs(prompt_text.c_str(), stdout);
+      // --prompt-ids: the ids' text, special tokens left out as in the generated text.
+      if (cmd.count("--prompt-ids")) {
+        auto text = tok->decode(prompt, /*skip_special_tokens=*/true);
+        if (!text.ok()) fail(text.error().message);
+        prompt_text = std::move(*text);
+      }
+      std::fwrite(prompt_text.data(), 1, prompt_text.size(), stdout);
       std::fflush(stdout);
     }
     on_token = [](const TokenEvent& ev) {
