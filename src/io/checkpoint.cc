@@ -143,6 +143,8 @@ Result<bool> probe_model_file(const std::string& dir, const std::string& name, c
   const fs::file_status link = fs::symlink_status(p, ec);
   if (link.type() == fs::file_type::not_found || link.type() == fs::file_type::none) return false;
   const fs::file_status st = fs::status(p, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)  // e.g. a link loop: "Too many levels of symbolic links"
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", p.string(), ec.message()));
   if (st.type() == fs::file_type::not_found)
     return make_error(ErrorCode::kNotFound, fmt::format("{}: a symbolic link to {}, which does not exist (an interrupted "
                                                         "download? fetch the file again)", p.string(), fs::read_symlink(p, ec).string()));

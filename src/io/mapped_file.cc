@@ -51,8 +51,15 @@ MappedFile::~MappedFile() {
 
 Result<std::string> read_text_file(const std::string& path) {
   struct stat dst {};
-  if (::stat(path.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode))
+  if (::stat(path.c_str(), &dst) != 0) {
+    const int e = errno;  // ENOENT (also a dangling link), ELOOP (a link loop), EACCES, ...
+    if (e == ENOENT) return make_error(ErrorCode::kNotFound, fmt::format("{}: no such file", path));
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", path, std::strerror(e)));
+  }
+  if (S_ISDIR(dst.st_mode))
     return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: is a directory, not a file", path));
+  // A FIFO or device would block the open or never end (a config.json FIFO hung `inspect`).
+  if (!S_ISREG(dst.st_mode)) return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: is not a regular file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     struct stat st {};

@@ -31,8 +31,9 @@ class MappedFile {
   std::string path_;
 };
 
-/// Reads a whole (small) text file, e.g. config.json. Errors: kNotFound, kInvalidArgument (a
-/// directory), kIo.
+/// Reads a whole (small) regular text file, e.g. config.json. Errors: kNotFound, kInvalidArgument
+/// (a directory, or not a regular file: a FIFO would block), kIo (with errno's reason, e.g. a
+/// symbolic-link loop).
 Result<std::string> read_text_file(const std::string& path);
 
 }  // namespace mamba::io

@@ -1,6 +1,7 @@
 // Bad input never crashes: each malformed file or inconsistent checkpoint is a clear error that
 // names the file / tensor / field and the expected vs actual value. Files are generated here.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <map>
@@ -205,6 +206,38 @@ TEST(BadInput, QuantizingANothingQuantizableModelIsAnErrorAndWritesNothing) {
   expect_mentions(r.error(), {"nothing to quantize", "multiple of 32", "backbone.embeddings.weight"});
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_FALSE(std::filesystem::exists(quantize_temp_dir(out)));
+}
+
+// A config.json that is a FIFO is refused at once (it blocked the open: `inspect` hung), and a
+// symbolic-link loop is named as one (it read "no such file", or "model not found" with the HF cache
+// hint for a directory loop).
+TEST(BadInput, FifoAndLinkLoopsAreNamedNotHungOrNotFound) {
+  test::TempDir d;
+  const std::string fifo_dir = d.path() + "/fifo";
+  std::filesystem::create_directories(fifo_dir);
+  ASSERT_EQ(::mkfifo((fifo_dir + "/config.json").c_str(), 0600), 0);
+  auto fifo = Checkpoint::open(fifo_dir);
+  ASSERT_FALSE(fifo.ok());
+  expect_mentions(fifo.error(), {"config.json", "is not a regular file"});
+
+  const std::string loop_dir = d.path() + "/loop";
+  std::filesystem::create_directories(loop_dir);
+  std::filesystem::create_symlink("config.json", loop_dir + "/config.json");
+  auto loop = Checkpoint::open(loop_dir);
+  ASSERT_FALSE(loop.ok());
+  expect_mentions(loop.error(), {"config.json", "Too many levels of symbolic links"});
+
+  d.write("weights-loop/config.json", config(true));
+  std::filesystem::create_symlink("model.safetensors", d.path() + "/weights-loop/model.safetensors");
+  auto weights = Checkpoint::open(d.path() + "/weights-loop");
+  ASSERT_FALSE(weights.ok());
+  expect_mentions(weights.error(), {"model.safetensors", "Too many levels of symbolic links"});
+
+  std::filesystem::create_directory_symlink(d.path() + "/dirloop", d.path() + "/dirloop");
+  auto dir = resolve_model_path(d.path() + "/dirloop");
+  ASSERT_FALSE(dir.ok());
+  expect_mentions(dir.error(), {"dirloop", "Too many levels of symbolic links"});
+  EXPECT_EQ(dir.error().message.find("not found"), std::string::npos) << dir.error().message;
 }
 
 TEST(BadInput, WrongShapeNamesExpectedAndActual) {
