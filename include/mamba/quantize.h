@@ -62,8 +62,9 @@ struct QuantizeReport {
 Result<QuantizeReport> quantize_checkpoint(const std::string& in_dir, QuantType type, const std::string& out_dir);
 
 /// The temporary directory quantize_checkpoint(…, out_dir) writes before renaming it to out_dir:
-/// ".NAME.tmp-PID" beside it (PID = this process; NAME cut to 239 bytes, so that a legal output
-/// name of up to 255 bytes still has one). For callers that clean it up on a signal.
+/// ".NAME.tmp-PID" beside it (PID = this process; a NAME over 239 bytes is cut and followed by a
+/// hash of it, so that a legal output name of up to 255 bytes still has one). For callers that
+/// clean it up on a signal.
 std::string quantize_temp_dir(const std::string& out_dir);
 
 /// Every file name quantize_checkpoint may create inside that directory (model.safetensors,

@@ -63,13 +63,15 @@ Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_di
     const nlohmann::json& j = *cfg;
     if (auto it = j.find("eos_token"); it != j.end() && !it->is_null()) {
       const nlohmann::json* content = &*it;
+      const char* field = "eos_token";
       if (it->is_object()) {
         auto c = it->find("content");
         if (c == it->end()) return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token: an object without \"content\"", path));
         content = &*c;
+        field = "eos_token.content";
       }
       if (!content->is_string())
-        return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token: expected a string, got {}", path, it->dump()));
+        return make_error(ErrorCode::kFormat, fmt::format("{}: {}: expected a string, got {}", path, field, content->dump()));
       if (auto id = tok.token_to_id(content->get<std::string>())) return std::optional<std::int32_t>(*id);
     }
   }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -47,14 +48,15 @@ const char* st_dtype(DType t) {
   }
 }
 
-/// Writes `t`'s bytes to `f`. Quantized codes are produced row by row (scales computed twice:
-/// once with the codes, once for the scale tensor; cheap and keeps the writer streaming).
 /// A failed fwrite / fclose of `shown` (the file's name in the final output directory, not the
 /// temporary one): kIo with errno's reason (e.g. "No space left on device").
 Status write_error(const std::string& shown) {
   const int e = errno;
   return make_error(ErrorCode::kIo, fmt::format("{}: write failed: {}", shown, e != 0 ? std::strerror(e) : "unknown error"));
 }
+
+/// Writes `t`'s bytes to `f`. Quantized codes are produced row by row (scales computed twice:
+/// once with the codes, once for the scale tensor; cheap and keeps the writer streaming).
 
 Status write_tensor(std::FILE* f, const OutTensor& t, QuantType type, const std::string& path) {
   const TensorView& v = t.src->view;
@@ -218,7 +220,7 @@ Status write_config(const std::string& in_dir, const std::string& out_path, cons
 constexpr const char* kSideFiles[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
                                       "vocab.json",     "merges.txt",            "tokenizer.model",         "added_tokens.json"};
 
-/// Copies `src` to `dst` byte for byte (a new file, mode 0644 less the umask: a read-only input — a
+/// Copies `src` to `dst` byte for byte (a new file, mode 0666 less the umask: a read-only input — a
 /// shared or cached model — still gives a copy its owner can edit, e.g. generation_config.json).
 /// Errors name `src` for reads and `shown` (dst's name in the output directory) for writes, with
 /// errno's reason (std::filesystem::copy_file reported a full disk as "Input/output error").
@@ -268,20 +270,25 @@ fs::path without_trailing_slash(const std::string& out_dir) {
   return out;
 }
 
-/// Removes ".NAME.tmp-PID" siblings of `out` whose process no longer exists (a quantize killed by
-/// SIGKILL, which no handler sees); a live PID's directory — another run in progress — is kept.
-/// ".NAME.tmp-": the temporary directories' prefix. NAME is cut (at a UTF-8 character boundary) so
-/// that the prefix and a PID fit a file name of 255 bytes: an output named with 250 bytes is legal.
+/// ".NAME.tmp-": the temporary directories' prefix. A NAME too long for the prefix and a PID to fit
+/// a file name of 255 bytes (an output named with 250 bytes is legal) is cut at a UTF-8 character
+/// boundary (at most 3 bytes back) and followed by 8 hex digits of a hash of the whole name, so
+/// that two long names sharing their first bytes do not share a temporary directory.
 std::string temp_prefix(const fs::path& out) {
   constexpr std::size_t kMaxName = 255 - 1 - 5 - 10;  // ".", ".tmp-", up to 10 PID digits
   std::string name = out.filename().string();
   if (name.size() > kMaxName) {
-    std::size_t n = kMaxName;
-    while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;  // not inside a character
+    const std::string hash = fmt::format("-{:08x}", static_cast<std::uint32_t>(std::hash<std::string>{}(name)));
+    std::size_t n = kMaxName - hash.size();
+    for (int back = 0; back < 3 && n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80; ++back) --n;  // not inside a character
     name.resize(n);
+    name += hash;
   }
   return "." + name + ".tmp-";
 }
+
+/// Removes ".NAME.tmp-PID" siblings of `out` whose process no longer exists (a quantize killed by
+/// SIGKILL, which no handler sees); a live PID's directory — another run in progress — is kept.
 
 std::vector<std::string> remove_stale_temp_dirs(const fs::path& parent, const fs::path& out) {
   std::vector<std::string> removed;

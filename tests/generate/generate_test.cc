@@ -399,6 +399,11 @@ TEST(ModelEosIds, TokenizerFallback) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("tokenizer_config.json: eos_token: expected a string, got 5"), std::string::npos)
       << bad.error().message;
+  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": {"content": 5}})";
+  auto bad_content = model_eos_ids(dir.string(), cfg, &tok);
+  ASSERT_FALSE(bad_content.ok());
+  EXPECT_NE(bad_content.error().message.find("tokenizer_config.json: eos_token.content: expected a string, got 5"), std::string::npos)
+      << bad_content.error().message;
   // An eos_token the tokenizer does not know falls back to <|endoftext|>.
   std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "<eos>"})";
   auto unknown = model_eos_ids(dir.string(), cfg, &tok);
@@ -415,6 +420,7 @@ TEST(ModelEosIds, TokenizerFallback) {
   auto past = model_eos_ids(dir.string(), cfg, &tok);
   ASSERT_TRUE(past.ok());
   EXPECT_TRUE(past->empty());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

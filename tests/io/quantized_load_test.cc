@@ -236,6 +236,11 @@ std::string quantize_with_file_limit(const std::string& in, const std::string& o
   int fds[2];
   if (::pipe(fds) != 0) return "pipe failed";
   const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return "fork failed";
+  }
   if (pid == 0) {
     ::close(fds[0]);
     std::signal(SIGXFSZ, SIG_IGN);
@@ -252,7 +257,7 @@ std::string quantize_with_file_limit(const std::string& in, const std::string& o
   for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) msg.append(buf, std::size_t(n));
   ::close(fds[0]);
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  if (::waitpid(pid, &status, 0) != pid) return "waitpid failed";
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? msg : "child failed";
 }
 
@@ -283,10 +288,23 @@ TEST_F(QuantizedCheckpoint, WriteFailuresNameTheOutputFileAndTheReason) {
   EXPECT_EQ(fs::file_size(out + "/vocab.json"), q8_bytes + (1 << 20));
 }
 
-// An output name of up to 255 bytes is legal; the temporary ".NAME.tmp-PID" beside it must fit too.
+// An output name of up to 255 bytes is legal; the temporary ".NAME.tmp-PID" beside it must fit too,
+// cut at a character boundary (here byte 229 of the name is inside a 2-byte "é"), and two names
+// that differ only past the cut must not share it.
 TEST_F(QuantizedCheckpoint, LongOutputNameQuantizes) {
-  const std::string out = tmp_.path() + "/" + std::string(250, 'a');
-  ASSERT_LE(fs::path(quantize_temp_dir(out)).filename().string().size(), 255u);
+  std::string name = "a";
+  for (int i = 0; i < 127; ++i) name += "\xc3\xa9";  // 255 bytes
+  const std::string out = tmp_.path() + "/" + name;
+  const std::string tmp_name = fs::path(quantize_temp_dir(out)).filename().string();
+  ASSERT_LE(tmp_name.size(), 255u);
+  for (std::size_t i = 0; i + 1 < tmp_name.size(); ++i) {  // no "é" cut in half: a lead byte is followed by its tail
+    if (static_cast<unsigned char>(tmp_name[i]) == 0xc3) {
+      EXPECT_EQ(static_cast<unsigned char>(tmp_name[i + 1]), 0xa9) << i;
+    }
+  }
+  std::string other = name;
+  other.replace(other.size() - 2, 2, "zz");
+  EXPECT_NE(quantize_temp_dir(out), quantize_temp_dir(tmp_.path() + "/" + other));
   auto r = quantize_checkpoint(embedded_dir(), QuantType::kQ4, out);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_TRUE(fs::exists(out + "/model.safetensors"));

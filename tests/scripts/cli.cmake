@@ -29,6 +29,7 @@ mamba_cli_test(stop_strings stop_strings)
 mamba_cli_test(seed seed)
 mamba_cli_test(errors errors)
 mamba_cli_test(prompt_sources prompt_sources)
+mamba_cli_test(eos_fallback eos_fallback)
 mamba_cli_test(install install DEFS BUILD=${PROJECT_BINARY_DIR} GEN=${CMAKE_GENERATOR} CXX=${CMAKE_CXX_COMPILER}
                SANITIZE=${MAMBA_SANITIZE})
 mamba_cli_test(prompt_ids_fixtures prompt_ids_fixtures)
