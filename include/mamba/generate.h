@@ -48,6 +48,11 @@ struct GenerateOptions {
   /// Called by generate() after each prefill piece with (prompt tokens done, prompt length);
   /// prompts longer than kPromptLogprobsPiece are prefilled in chunk-aligned pieces (bitwise identical).
   std::function<void(std::int64_t, std::int64_t)> on_prefill_progress;
+  /// Polled by generate() after each prefill piece (≤ kPromptLogprobsPiece tokens, rounded to
+  /// chunk_size) and before each generated token: true ends the generation with
+  /// FinishReason::kCancelled and the tokens so far (none when it comes during the prefill; the
+  /// state is then partly prefilled and discarded). Lets Ctrl-C stop a long prompt's prefill.
+  std::function<bool()> should_stop;
 };
 
 /// Prompt tokens per prefill call in generate() (rounded up to a multiple of the model's

@@ -164,6 +164,11 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
       std::copy(src, src + width, row.begin());
     }
     if (opts.on_prefill_progress) opts.on_prefill_progress(off + n, len);
+    if (opts.should_stop && opts.should_stop()) {  // (after the last piece too: no token is drawn then)
+      res.prefill_seconds = seconds_since(t0);
+      res.finish = FinishReason::kCancelled;
+      return res;
+    }
   }
   res.prefill_seconds = seconds_since(t0);
 
@@ -174,6 +179,11 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
   }
   State* states[1] = {&state};
   while (true) {
+    if (opts.should_stop && !res.tokens.empty() && opts.should_stop()) {
+      gen.flush();
+      res.finish = FinishReason::kCancelled;
+      break;
+    }
     MAMBA_ASSIGN_OR_RETURN(TokenEvent ev, gen.next(row));
     const std::int32_t id = ev.id;
     res.tokens.push_back(ev);

@@ -246,6 +246,33 @@ TEST_F(GenerateTest, LongPromptIsPrefilledInChunkAlignedPiecesWithProgress) {
   EXPECT_EQ(r->text, " end");
 }
 
+// should_stop is polled between prefill pieces (Ctrl-C during a long prompt ends it at the next
+// piece instead of after the whole prefill and one more token) and before each token.
+TEST_F(GenerateTest, ShouldStopEndsThePrefillBetweenPiecesAndTheDecodeBetweenTokens) {
+  std::vector<std::int32_t> prompt(2500);
+  for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<std::int32_t>(100 + i % 50);
+  const auto cont = enc(" four five six seven");
+  auto model = make(prompt, cont);
+  GenerateOptions o;
+  o.max_new_tokens = 10;
+  int polls = 0;
+  o.should_stop = [&] { return ++polls >= 2; };  // stop at the second poll: after the second piece
+  auto r = generate(*model, &*tok_, prompt, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->finish, FinishReason::kCancelled);
+  EXPECT_TRUE(r->tokens.empty());
+  EXPECT_EQ(model->prefill_calls, (std::vector<std::int64_t>{1024, 1024}));  // the third piece never ran
+
+  auto model2 = make(prompt, cont);
+  polls = 0;
+  o.should_stop = [&] { return ++polls >= 3 + 2; };  // 3 prefill pieces, then stop before the third token
+  auto d = generate(*model2, &*tok_, prompt, o);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->finish, FinishReason::kCancelled);
+  EXPECT_EQ(d->tokens.size(), 2u);
+  EXPECT_EQ(model2->prefill_calls, (std::vector<std::int64_t>{1024, 1024, 452}));
+}
+
 TEST_F(GenerateTest, CancelAndErrors) {
   const auto prompt = enc("One two three");
   const auto cont = enc(" four five six seven");

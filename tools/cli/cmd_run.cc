@@ -187,6 +187,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
   }
   std::optional<InterruptStopsGeneration> interrupt;
   interrupt.emplace();
+  opts.should_stop = [] { return g_interrupted != 0; };  // also between prefill pieces: a long prompt stops soon
   auto res = generate(model, tok, prompt, opts, [&on_token](const TokenEvent& ev) {
     return (!on_token || on_token(ev)) && g_interrupted == 0;
   });
@@ -233,8 +234,11 @@ void run(const RunArgs& a, CLI::App& cmd) {
   const double gen_tps = res->decode_seconds > 0 ? n_gen / res->decode_seconds : 0.0;
   if (opts.sampling.sampling() && !opts.sampling.has_seed)
     std::fprintf(stderr, "seed: %llu (repeat with --seed)\n", static_cast<unsigned long long>(res->seed));
-  std::fprintf(stderr, "finish: %s | prompt: %zu tokens, %.1f tokens/s | generated: %zu tokens, %.1f tokens/s\n",
-               g_interrupted ? "cancelled (Ctrl-C)" : finish_reason_name(res->finish), prompt.size(), pre_tps, res->tokens.size(), gen_tps);
+  // Cancelled during the prefill (no token, no decode time): the prompt's rate is not known.
+  const bool prefill_cut = res->finish == FinishReason::kCancelled && res->tokens.empty() && res->decode_seconds == 0;
+  std::fprintf(stderr, "finish: %s | prompt: %zu tokens, %s | generated: %zu tokens, %.1f tokens/s\n",
+               g_interrupted ? "cancelled (Ctrl-C)" : finish_reason_name(res->finish), prompt.size(),
+               prefill_cut ? "prefill not finished" : fmt::format("{:.1f} tokens/s", pre_tps).c_str(), res->tokens.size(), gen_tps);
   if (g_interrupted) {  // end as the signal would have, now that the output is complete
     std::fflush(stdout);
     std::signal(SIGINT, SIG_DFL);
