@@ -103,7 +103,8 @@ Result<std::vector<SafetensorsRecord>> parse_safetensors(const std::uint8_t* byt
       }
       r.shape.dims[static_cast<std::size_t>(r.shape.rank++)] = static_cast<std::int64_t>(dim);
     }
-    if (!(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned()) return bad("data_offsets must be non-negative integers");
+    if (!(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned())  // (past 2^64 − 1 JSON numbers read as floats)
+      return bad(fmt::format("data_offsets {}: expected two integers in [0, 2^64)", off->dump()));
     std::uint64_t b = (*off)[0].get<std::uint64_t>(), e = (*off)[1].get<std::uint64_t>();
     if (e < b) return bad(fmt::format("data_offsets [{}, {}] end before begin", b, e));
     if (e > data_size) {

@@ -93,19 +93,26 @@ struct Binder {
   }
 };
 
+/// The config key a bias flag has in this checkpoint's own config.json (errors name what the user
+/// can find there): HF's use_bias / use_conv_bias, state-spaces' ssm_cfg.bias / ssm_cfg.conv_bias.
+const char* bias_key(const ModelConfig& c, bool conv) {
+  if (c.format == CheckpointFormat::kStateSpaces) return conv ? "ssm_cfg.conv_bias" : "ssm_cfg.bias";
+  return conv ? "use_conv_bias" : "use_bias";
+}
+
 Status bind_mamba1_layer(const Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& L) {
   const std::int64_t d = c.d_model, E = c.d_inner, N = c.d_state, K = c.d_conv, R = c.dt_rank;
   MAMBA_ASSIGN_OR_RETURN(L.in_proj, b.req(p + "mixer.in_proj.weight", {2 * E, d}, nullptr, true));
-  MAMBA_ASSIGN_OR_RETURN(L.in_proj_bias, b.opt(p + "mixer.in_proj.bias", {2 * E}, c.proj_bias, "use_bias"));
+  MAMBA_ASSIGN_OR_RETURN(L.in_proj_bias, b.opt(p + "mixer.in_proj.bias", {2 * E}, c.proj_bias, bias_key(c, false)));
   MAMBA_ASSIGN_OR_RETURN(L.conv1d_weight, b.req(p + "mixer.conv1d.weight", {E, 1, K}));
-  MAMBA_ASSIGN_OR_RETURN(L.conv1d_bias, b.opt(p + "mixer.conv1d.bias", {E}, c.conv_bias, "use_conv_bias"));
+  MAMBA_ASSIGN_OR_RETURN(L.conv1d_bias, b.opt(p + "mixer.conv1d.bias", {E}, c.conv_bias, bias_key(c, true)));
   MAMBA_ASSIGN_OR_RETURN(L.x_proj, b.req(p + "mixer.x_proj.weight", {R + 2 * N, E}, nullptr, true));
   MAMBA_ASSIGN_OR_RETURN(L.dt_proj, b.req(p + "mixer.dt_proj.weight", {E, R}, nullptr, true));
   MAMBA_ASSIGN_OR_RETURN(L.dt_proj_bias, b.req(p + "mixer.dt_proj.bias", {E}));
   MAMBA_ASSIGN_OR_RETURN(L.A_log, b.req(p + "mixer.A_log", {E, N}));
   MAMBA_ASSIGN_OR_RETURN(L.D, b.req(p + "mixer.D", {E}));
   MAMBA_ASSIGN_OR_RETURN(L.out_proj, b.req(p + "mixer.out_proj.weight", {d, E}, nullptr, true));
-  MAMBA_ASSIGN_OR_RETURN(L.out_proj_bias, b.opt(p + "mixer.out_proj.bias", {d}, c.proj_bias, "use_bias"));
+  MAMBA_ASSIGN_OR_RETURN(L.out_proj_bias, b.opt(p + "mixer.out_proj.bias", {d}, c.proj_bias, bias_key(c, false)));
   return {};
 }
 
@@ -113,15 +120,15 @@ Status bind_mamba2_layer(const Binder& b, const ModelConfig& c, const std::strin
   const std::int64_t d = c.d_model, E = c.d_inner, N = c.d_state, K = c.d_conv, H = c.n_heads, G = c.n_groups;
   const std::int64_t C = c.conv_channels(), M = c.d_mlp;
   MAMBA_ASSIGN_OR_RETURN(L.in_proj, b.req(p + "mixer.in_proj.weight", {2 * M + 2 * E + 2 * G * N + H, d}, nullptr, true));
-  MAMBA_ASSIGN_OR_RETURN(L.in_proj_bias, b.opt(p + "mixer.in_proj.bias", {2 * M + 2 * E + 2 * G * N + H}, c.proj_bias, "use_bias"));
+  MAMBA_ASSIGN_OR_RETURN(L.in_proj_bias, b.opt(p + "mixer.in_proj.bias", {2 * M + 2 * E + 2 * G * N + H}, c.proj_bias, bias_key(c, false)));
   MAMBA_ASSIGN_OR_RETURN(L.conv1d_weight, b.req(p + "mixer.conv1d.weight", {C, 1, K}));
-  MAMBA_ASSIGN_OR_RETURN(L.conv1d_bias, b.opt(p + "mixer.conv1d.bias", {C}, c.conv_bias, "use_conv_bias"));
+  MAMBA_ASSIGN_OR_RETURN(L.conv1d_bias, b.opt(p + "mixer.conv1d.bias", {C}, c.conv_bias, bias_key(c, true)));
   MAMBA_ASSIGN_OR_RETURN(L.dt_bias, b.req(p + "mixer.dt_bias", {H}));
   MAMBA_ASSIGN_OR_RETURN(L.A_log, b.req(p + "mixer.A_log", {H}));
   MAMBA_ASSIGN_OR_RETURN(L.D, b.req(p + "mixer.D", {H}));
   MAMBA_ASSIGN_OR_RETURN(L.gated_norm, b.req(p + "mixer.norm.weight", {E}));
   MAMBA_ASSIGN_OR_RETURN(L.out_proj, b.req(p + "mixer.out_proj.weight", {d, E + M}, nullptr, true));
-  MAMBA_ASSIGN_OR_RETURN(L.out_proj_bias, b.opt(p + "mixer.out_proj.bias", {d}, c.proj_bias, "use_bias"));
+  MAMBA_ASSIGN_OR_RETURN(L.out_proj_bias, b.opt(p + "mixer.out_proj.bias", {d}, c.proj_bias, bias_key(c, false)));
   return {};
 }
 

@@ -1,7 +1,7 @@
 # Bad input gives one clear "error: ..." line and a non-zero exit, never a crash.
 include(${CMAKE_CURRENT_LIST_DIR}/cli_util.cmake)
 set(model ${SRC}/models/mamba2-books-7m-bpe8k)
-expect_error("error: sampling parameter temperature = -1" run -m ${model} -p hi --temp -1)
+expect_error("error: sampling parameter temperature = -1[^\n]*\nRun with --help for more information" run -m ${model} -p hi --temp -1)
 expect_error("error: sampling parameter top_p = 2" run -m ${model} -p hi --top-p 2)
 expect_error("error: sampling parameter repetition_penalty = 0" run -m ${model} -p hi --repeat-penalty 0)
 expect_error("error: sampling parameter min_p = 1 is out of range" run -m ${model} -p hi --min-p 1)

@@ -123,6 +123,9 @@ TEST(BadInput, OffsetsOverlappingOrOutOfRange) {
   expect_mentions(e, {"'a'", "end before begin"});
   e = parse_err(raw_safetensors(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [18446744073709551615, 7]}})", 12));
   EXPECT_EQ(e.code, ErrorCode::kFormat);
+  // Past 2^64 − 1 (a float to JSON): named with the values, not as "non-negative integers".
+  e = parse_err(raw_safetensors(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [18446744073709551600, 18446744073709551856]}})", 12));
+  expect_mentions(e, {"'a'", "data_offsets [18446744073709551600,", "expected two integers in [0, 2^64)"});
 }
 
 TEST(BadInput, ATensorNamedTwiceIsAnError) {

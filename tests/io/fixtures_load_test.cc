@@ -2,7 +2,9 @@
 // (HF safetensors, sharded, state-spaces pytorch_model.bin, Python-json config) are identical.
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "common/test_util.h"
 #include "io/io_test_util.h"
@@ -136,6 +138,25 @@ TEST(FixturesLoad, SameWeightsAcrossFormats) {
   expect_same_weights(f + "mamba1-tiny/model", f + "mamba1-tiny-sharded/model");
   expect_same_weights(f + "mamba2-tiny/model", f + "mamba2-tiny-ssm/model");
   expect_same_weights(f + "mamba2-tiny/model", f + "mamba2-tiny-pyjson/model");
+}
+
+// A bias the config asks for but the weights lack is named by the key of this checkpoint's own
+// config.json (state-spaces: ssm_cfg.bias, not HF's use_bias, which that file does not have).
+TEST(FixturesLoad, StateSpacesMissingBiasNamesItsConfigKey) {
+  MAMBA_REQUIRE_SHARED(shared);
+  test::TempDir d;
+  const std::string src = shared + "/fixtures/mamba1-tiny-ssm/model";
+  std::ifstream in(src + "/config.json");
+  nlohmann::json cfg = nlohmann::json::parse(in);
+  cfg["ssm_cfg"]["bias"] = true;
+  d.write("config.json", cfg.dump());
+  std::filesystem::create_symlink(src + "/pytorch_model.bin", d.path() + "/pytorch_model.bin");
+  auto ck = Checkpoint::open(d.path());
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  auto w = bind_weights(*ck);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().message.find("in_proj.bias"), std::string::npos) << w.error().message;
+  EXPECT_NE(w.error().message.find("the config says ssm_cfg.bias = true"), std::string::npos) << w.error().message;
 }
 
 TEST(FixturesLoad, StateSpacesConfigsMatchHF) {

@@ -86,8 +86,8 @@ void run(const RunArgs& a, CLI::App& cmd) {
     opts.sampling.seed = a.seed;
     opts.sampling.has_seed = true;
   }
-  if (a.n_predict < -1) fail(fmt::format("-n/--n-predict = {} must be >= 0, or -1 for no limit", a.n_predict));
-  if (Status st = opts.sampling.validate(); !st.ok()) fail(st.message());
+  if (a.n_predict < -1) fail_flag(fmt::format("-n/--n-predict = {} must be >= 0, or -1 for no limit", a.n_predict));
+  if (Status st = opts.sampling.validate(); !st.ok()) fail_flag(st.message());
   if (opts.sampling.has_seed && !opts.sampling.sampling())
     std::fprintf(stderr, "note: --seed has no effect: decoding is greedy (give --temp, or a --top-k/--top-p/--min-p/--typical-p that restricts)\n");
   const int sources = (cmd.count("--prompt") > 0) + (cmd.count("--file") > 0) + (cmd.count("--prompt-ids") > 0);

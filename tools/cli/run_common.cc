@@ -25,6 +25,8 @@ void fail(const std::string& message) {
   throw CLI::RuntimeError(1);
 }
 
+void fail_flag(const std::string& message) { fail(message + "\nRun with --help for more information."); }
+
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision) {
   std::string dir;
   if (model_ref.empty()) {

@@ -19,6 +19,9 @@ namespace mamba::cli {
 
 /// Prints "error: MESSAGE" on stderr and throws CLI::RuntimeError(1) (main() turns it into exit 1).
 [[noreturn]] void fail(const std::string& message);
+/// fail() for a flag whose value is out of its range (found after parsing, e.g. --temp -1): adds
+/// the "Run with --help" line CLI11 prints for the flags it rejects itself (docs/USAGE.md).
+[[noreturn]] void fail_flag(const std::string& message);
 
 /// A loaded model plus its tokenizer.json when the model directory has one.
 struct LoadedModel {
