@@ -164,3 +164,12 @@ cli_run_ok(dashdash_ref tokenize -m ${model} -- "-x [y]")
 if(NOT dashdash_OUT STREQUAL dashdash_ref_OUT)
   message(FATAL_ERROR "tokenize -- -x '[y]' printed '${dashdash_OUT}', tokenize '-x [y]' '${dashdash_ref_OUT}'")
 endif()
+# --stop "[and]" is that string, brackets included (CLI11 had split it to "and": the greedy
+# continuation ", and\n" of "Once" stopped before " and").
+cli_run_ok(stop_bracket run -m ${model} -p "Once" -n 3 --stop "[and]" --json)
+cli_run_ok(stop_plain run -m ${model} -p "Once" -n 3 --stop "and" --json)
+string(JSON r1 GET "${stop_bracket_OUT}" finish_reason)
+string(JSON r2 GET "${stop_plain_OUT}" finish_reason)
+if(NOT r1 STREQUAL "length" OR NOT r2 STREQUAL "stop_sequence")
+  message(FATAL_ERROR "--stop '[and]': ${stop_bracket_OUT}\n--stop 'and': ${stop_plain_OUT}")
+endif()

@@ -269,6 +269,7 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_option("--seed", a->seed, "RNG seed 0 to 2^64-1 (same seed + same input = same output)")->check(uint64_value());
   cmd->add_option("--stop", a->gen.stop, "Stop string (repeatable); its text is not printed")
       ->expected(1)
+      ->allow_extra_args(false)  // else CLI11 splits a "[...]" value on commas, dropping the brackets
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--ignore-eos", a->gen.ignore_eos, "Keep generating after the EOS token");
   cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all)")->check(thread_count());
