@@ -87,9 +87,10 @@ Result<std::string> resolve_model_path(const std::string& model_ref) {
   std::error_code ec;
   if (model_ref.empty()) return make_error(ErrorCode::kInvalidArgument, "empty model reference (expected a directory or ORG/NAME[@REVISION])");
   if (fs::is_directory(model_ref, ec)) return model_ref;
-  // A path that is there but cannot be followed (a symbolic-link loop, a directory without search
-  // permission) is named as such, not searched for in the HF cache as "not found".
-  if (ec && ec != std::errc::no_such_file_or_directory && fs::is_symlink(model_ref))
+  // A symbolic link that is there but cannot be followed (a loop) is named as such, not searched for
+  // in the HF cache as "not found".
+  std::error_code link_ec;
+  if (ec && ec != std::errc::no_such_file_or_directory && fs::is_symlink(model_ref, link_ec))
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", model_ref, ec.message()));
   if (fs::exists(model_ref, ec)) {
     return make_error(ErrorCode::kInvalidArgument,

@@ -57,7 +57,6 @@ Status write_error(const std::string& shown) {
 
 /// Writes `t`'s bytes to `f`. Quantized codes are produced row by row (scales computed twice:
 /// once with the codes, once for the scale tensor; cheap and keeps the writer streaming).
-
 Status write_tensor(std::FILE* f, const OutTensor& t, QuantType type, const std::string& path) {
   const TensorView& v = t.src->view;
   auto put = [&](const void* p, std::size_t n) -> Status {
