@@ -70,12 +70,13 @@ inline constexpr std::int64_t kPromptLogprobsPiece = 1024;
 Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config,
                                                 const Tokenizer* tok = nullptr);
 
-/// The tokenizer's own EOS: tokenizer_config.json's `eos_token` (a string, or an object with
-/// "content") in `model_dir` when that file has it and the tokenizer knows the token, else the added
-/// token `<|endoftext|>` when it is flagged special (GPT-2 / GPT-NeoX); nullopt otherwise.
+/// The tokenizer's own EOS, an id below `id_limit` (the model's vocab_size: a model cannot produce
+/// another): tokenizer_config.json's `eos_token` (a string, or an object with "content") in
+/// `model_dir` when that file has it and the tokenizer knows the token, else the added token
+/// `<|endoftext|>` when it is flagged special (GPT-2 / GPT-NeoX); nullopt otherwise.
 /// Errors: kFormat naming tokenizer_config.json when it is not a JSON object or `eos_token` has
 /// another type.
-Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_dir, const Tokenizer& tok);
+Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_dir, const Tokenizer& tok, std::int64_t id_limit);
 
 /// One generated token.
 struct TokenEvent {

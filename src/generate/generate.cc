@@ -56,7 +56,8 @@ Result<std::optional<nlohmann::json>> read_json_object_file(const std::string& m
 
 }  // namespace
 
-Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_dir, const Tokenizer& tok) {
+Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_dir, const Tokenizer& tok, std::int64_t id_limit) {
+  auto usable = [&](std::optional<std::int32_t> id) { return id && *id < id_limit; };
   MAMBA_ASSIGN_OR_RETURN(auto cfg, read_json_object_file(model_dir, "tokenizer_config.json"));
   if (cfg) {
     const std::string path = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
@@ -72,10 +73,10 @@ Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_di
       }
       if (!content->is_string())
         return make_error(ErrorCode::kFormat, fmt::format("{}: {}: expected a string, got {}", path, field, content->dump()));
-      if (auto id = tok.token_to_id(content->get<std::string>())) return std::optional<std::int32_t>(*id);
+      if (auto id = tok.token_to_id(content->get<std::string>()); usable(id)) return id;
     }
   }
-  if (auto id = tok.token_to_id("<|endoftext|>"); id && tok.is_special(*id)) return std::optional<std::int32_t>(*id);
+  if (auto id = tok.token_to_id("<|endoftext|>"); usable(id) && tok.is_special(*id)) return id;
   return std::optional<std::int32_t>();
 }
 
@@ -99,8 +100,8 @@ Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, co
   for (auto id : config.eos_token_ids)
     if (id >= 0 && id <= INT32_MAX) ids.push_back(static_cast<std::int32_t>(id));
   if (ids.empty() && tok != nullptr) {
-    MAMBA_ASSIGN_OR_RETURN(auto id, tokenizer_eos_id(model_dir, *tok));
-    if (id && *id < config.vocab_size) ids.push_back(*id);
+    MAMBA_ASSIGN_OR_RETURN(auto id, tokenizer_eos_id(model_dir, *tok, config.vocab_size));
+    if (id) ids.push_back(*id);
   }
   return ids;
 }

@@ -436,7 +436,8 @@ TEST(ModelEosIds, TokenizerFallback) {
   auto unknown = model_eos_ids(dir.string(), cfg, &tok);
   ASSERT_TRUE(unknown.ok());
   EXPECT_EQ(*unknown, std::vector<std::int32_t>{3});
-  // The model's own EOS wins over the tokenizer's; an id past the model's vocabulary is not used.
+  // The model's own EOS wins over the tokenizer's; an id past the model's vocabulary is not used
+  // (the next candidate is: <|endoftext|>, id 3, below vocab_size 4).
   cfg.eos_token_ids = {1};
   auto own = model_eos_ids(dir.string(), cfg, &tok);
   ASSERT_TRUE(own.ok());
@@ -446,7 +447,11 @@ TEST(ModelEosIds, TokenizerFallback) {
   std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "</s>"})";
   auto past = model_eos_ids(dir.string(), cfg, &tok);
   ASSERT_TRUE(past.ok());
-  EXPECT_TRUE(past->empty());
+  EXPECT_EQ(*past, std::vector<std::int32_t>{3});
+  cfg.vocab_size = 3;
+  auto none_below = model_eos_ids(dir.string(), cfg, &tok);
+  ASSERT_TRUE(none_below.ok());
+  EXPECT_TRUE(none_below->empty());
   std::filesystem::remove_all(dir);
 }
 
