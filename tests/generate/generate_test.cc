@@ -85,6 +85,12 @@ class GenerateTest : public ::testing::Test {
     script.insert(script.end(), cont.begin(), cont.end());
     return std::make_unique<ScriptedModel>(std::move(*ck), tok_->size(), tok_->size() + 64, script);
   }
+  /// A prompt of n ids cycling through 100..149 (long prompts: prefilled in pieces).
+  static std::vector<std::int32_t> filler_prompt(std::size_t n) {
+    std::vector<std::int32_t> prompt(n);
+    for (std::size_t i = 0; i < n; ++i) prompt[i] = static_cast<std::int32_t>(100 + i % 50);
+    return prompt;
+  }
   std::optional<Tokenizer> tok_;
 };
 
@@ -229,8 +235,7 @@ TEST_F(GenerateTest, SamplingNeverDrawsPaddedRows) {
 }
 
 TEST_F(GenerateTest, LongPromptIsPrefilledInChunkAlignedPiecesWithProgress) {
-  std::vector<std::int32_t> prompt(1500);
-  for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<std::int32_t>(100 + i % 50);
+  const std::vector<std::int32_t> prompt = filler_prompt(1500);
   const auto cont = enc(" end");
   auto model = make(prompt, cont);
   GenerateOptions o;
@@ -249,8 +254,7 @@ TEST_F(GenerateTest, LongPromptIsPrefilledInChunkAlignedPiecesWithProgress) {
 // should_stop is polled between prefill pieces (Ctrl-C during a long prompt ends it at the next
 // piece instead of after the whole prefill and one more token) and before each token.
 TEST_F(GenerateTest, ShouldStopEndsThePrefillBetweenPiecesAndTheDecodeBetweenTokens) {
-  std::vector<std::int32_t> prompt(2500);
-  for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<std::int32_t>(100 + i % 50);
+  const std::vector<std::int32_t> prompt = filler_prompt(2500);
   const auto cont = enc(" four five six seven");
   auto model = make(prompt, cont);
   GenerateOptions o;
