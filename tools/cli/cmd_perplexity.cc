@@ -34,7 +34,9 @@ void run(const PplArgs& a, CLI::App& cmd) {
   if (have_text == have_ids) fail("give exactly one of -f/--file TEXT or --ids-file IDS");
 
   // The input is read (and a bad path reported) before the (slow) model load.
-  auto text = read_text_file(have_ids ? a.ids_file : a.text_file);
+  const std::string& input = have_ids ? a.ids_file : a.text_file;
+  const std::string input_name = input == "-" ? "stdin" : input;  // as errors name it
+  auto text = read_text_file(input);
   if (!text.ok()) fail(text.error().message);
   if (!have_ids)
     if (Status st = require_utf8(*text, a.text_file); !st.ok()) fail(st.message());
@@ -47,7 +49,7 @@ void run(const PplArgs& a, CLI::App& cmd) {
 
   std::vector<std::int32_t> ids;
   if (have_ids) {
-    auto parsed = parse_ids(*text, a.ids_file == "-" ? "stdin" : a.ids_file);
+    auto parsed = parse_ids(*text, input_name);
     if (!parsed.ok()) fail(parsed.error().message);
     ids = std::move(*parsed);
   } else {
@@ -61,10 +63,8 @@ void run(const PplArgs& a, CLI::App& cmd) {
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] >= vocab) {
       if (have_ids)  // named as parse_ids names items: the file, 1-based
-        fail(fmt::format("{}: token id {} (item {}) is outside the model's vocabulary [0, {})", a.ids_file == "-" ? "stdin" : a.ids_file,
-                         ids[i], i + 1, vocab));
-      fail(fmt::format("{}: the tokenizer gave token id {} (position {}), outside the model's vocabulary [0, {})",
-                       a.text_file == "-" ? "stdin" : a.text_file,
+        fail(fmt::format("{}: token id {} (item {}) is outside the model's vocabulary [0, {})", input_name, ids[i], i + 1, vocab));
+      fail(fmt::format("{}: the tokenizer gave token id {} (position {}), outside the model's vocabulary [0, {})", input_name,
                        ids[i], i, vocab));
     }
 
