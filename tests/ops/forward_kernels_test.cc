@@ -99,9 +99,10 @@ TEST(SumExp, MatchesTheDoubleSumOnEveryTarget) {
   }
 }
 
-// The scan's decay 2^(dt·fl(A·log2 e)): the two fp32 products add |x|·2⁻²³ of relative error (x =
-// dt·A: the same order as the rounding of dt·A itself, which every fp32 scan has), the polynomial
-// and the final rounding ≤ 1.5 ulp; below 2⁻¹²⁵ it stays in [0, 2⁻¹²⁵].
+// The scan's decay 2^(dt·fl(A·log2 e)): the two fp32 products and fl(log2 e) (relative 0.11·2⁻²³) put
+// up to 1.12·|x|·2⁻²³ of relative error into 2^x (x = dt·A: the same order as the rounding of dt·A
+// itself, which every fp32 scan has); the polynomial with its fp32 steps ≤ 1.41·2⁻²³ — bound
+// 1.5·2⁻²³ + 1.15·|x|·2⁻²³ (simd.h vexp2_nonpos); below 2⁻¹²⁵ it stays in [0, 2⁻¹²⁵].
 TEST(ScanDecay, WithinTheProductRoundingOfExp) {
   std::mt19937 rng(11);
   std::vector<float> dt, A;
@@ -126,7 +127,7 @@ TEST(ScanDecay, WithinTheProductRoundingOfExp) {
         EXPECT_LE(out[i], 0x1p-125f) << i;
         continue;
       }
-      const double bound = 1.5 * 0x1p-23 + std::fabs(x) * 0x1p-23;
+      const double bound = 1.5 * 0x1p-23 + 1.15 * std::fabs(x) * 0x1p-23;
       worst = std::max(worst, std::fabs(out[i] - want) / want / bound);
     }
     EXPECT_LE(worst, 1.0);
