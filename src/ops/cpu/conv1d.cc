@@ -65,7 +65,9 @@ void conv1d_silu_batch(std::span<const Conv1dSeq> seqs, std::int64_t ldx, std::i
       while (firstp[q + 1] <= i) ++q;
       const Conv1dSeq& s = seqs[std::size_t(q)];
       const std::int64_t t0 = (i - firstp[q]) * kRowBlock, t1 = t0 + kRowBlock < s.L ? t0 + kRowBlock : s.L;
-      k.conv1d_silu_rows(s.x, ldx, t0, t1, 0, C, C, K, wT, bias, stTp + q * S * C, s.y);
+      // This thread's next item is the next row block of the sequence (unless this is its last).
+      const std::int64_t next_end = i + 1 < i1 && i + 1 < firstp[q + 1] ? (t1 + kRowBlock < s.L ? t1 + kRowBlock : s.L) : t1;
+      k.conv1d_silu_rows(s.x, ldx, t0, t1, 0, C, C, K, wT, bias, stTp + q * S * C, s.y, next_end);
     }
   });
   // New conv_state = last S entries of (conv_state ++ x): entry j is window index L + j.

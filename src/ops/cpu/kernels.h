@@ -53,9 +53,11 @@ struct Kernels {
   /// Causal depthwise conv + SiLU for rows [t0, t1) and channels [c0, c1) (ops::conv1d_silu's
   /// formula). wT: [K, C] (the conv weight transposed, so a row is contiguous over channels);
   /// bias: [C] or nullptr; conv_state: [C, K−1] (read only here); y: [L, C] contiguous.
+  /// prefetch_end > t1: rows [t1, prefetch_end) of x (all < L) are the caller's next; they are
+  /// prefetched into L2 while these rows are computed (no effect on the results).
   void (*conv1d_silu_rows)(const float* x, std::int64_t ldx, std::int64_t t0, std::int64_t t1, std::int64_t c0,
                            std::int64_t c1, std::int64_t C, std::int64_t K, const float* wT, const float* bias,
-                           const float* conv_state, float* y);
+                           const float* conv_state, float* y, std::int64_t prefetch_end);
 
   /// conv1d_silu_rows for one token (decode) and channels [c0, c1), reading the state in its own
   /// layout and advancing it:
