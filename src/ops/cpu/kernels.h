@@ -37,12 +37,14 @@ struct Kernels {
                   std::int64_t ldb, float* C, std::int64_t ldc, bool accumulate);
 
   /// Row i of SSD's decayed, Δ-weighted C·B (n = i + 1): seg[j] += a_i, then
-  /// w[j] = cb[j] · exp(seg[j]) · dt[j] for j < n; then w[j] = 0 for n ≤ j < m (m ≤ n: none).
-  /// seg (in/out, n floats) carries the segment sums Σ_{k=j+1..i} a_k of a_k = Δ_k·A from row to
-  /// row (the caller sets seg[i] = −a_i first, so the diagonal's sum is exactly 0): each decay is a
-  /// sum over its own segment, never a difference of two long running sums (which loses the
-  /// exponent's digits once the chunk's Σ a_k reaches hundreds).
-  void (*ssd_decay_row)(float* w, float* seg, const float* cb, float a_i, const float* dt, std::int64_t n,
+  /// One row i of the SSD's decayed, Δ-weighted C·Bᵀ: f[j] ·= dA for j < n_decay (= i), then
+  /// w[j] = cb[j] · f[j] for j < n (= i + 1), then w[j] = 0 for n ≤ j < m (m ≤ n: none).
+  /// f (in/out, n floats) carries F_i[j] = Δ_j · Π_{k=j+1..i} exp(a_k) from row to row (the caller
+  /// sets f[i] = Δ_i first and passes dA = exp(a_i)): each decay is the product of the per-token
+  /// decays, rounded step by step exactly as the recurrence (ssd_step_head) rounds them — never
+  /// an exp of a difference of two long running sums (which loses the exponent's digits once the
+  /// chunk's Σ a_k reaches hundreds).
+  void (*ssd_decay_row)(float* w, float* f, const float* cb, float dA, std::int64_t n_decay, std::int64_t n,
                         std::int64_t m);
 
   /// SSD recurrence for one token of one head (the decode step: ssd_batch with every L = 1):
