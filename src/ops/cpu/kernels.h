@@ -75,7 +75,7 @@ struct Kernels {
   /// out[i] = silu(z[i]) · x[i], i < n (out may alias x).
   void (*silu_mul_row)(const float* z, const float* x, float* out, std::int64_t n);
 
-  /// Σ_i x[i]² in double (8-wide partial sums in a fixed order, then the tail), i < n.
+  /// Σ_i x[i]² in double (16-wide partial sums in a fixed order, then the tail), i < n.
   double (*sumsq_row)(const float* x, std::int64_t n);
 
   /// y[i] = w[i] · (x[i] · r), or x[i] · r when w is nullptr, i < n (the RMSNorm scaling: two fp32
