@@ -66,7 +66,8 @@ void conv1d_silu_batch(std::span<const Conv1dSeq> seqs, std::int64_t ldx, std::i
       const Conv1dSeq& s = seqs[std::size_t(q)];
       const std::int64_t t0 = (i - firstp[q]) * kRowBlock, t1 = t0 + kRowBlock < s.L ? t0 + kRowBlock : s.L;
       // This thread's next item is the next row block of the sequence (unless this is its last).
-      const std::int64_t next_end = i + 1 < i1 && i + 1 < firstp[q + 1] ? (t1 + kRowBlock < s.L ? t1 + kRowBlock : s.L) : t1;
+      const bool next_is_ours = i + 1 < i1 && i + 1 < firstp[q + 1];
+      const std::int64_t next_end = next_is_ours ? (t1 + kRowBlock < s.L ? t1 + kRowBlock : s.L) : t1;
       k.conv1d_silu_rows(s.x, ldx, t0, t1, 0, C, C, K, wT, bias, stTp + q * S * C, s.y, next_end);
     }
   });

@@ -36,7 +36,6 @@ struct Kernels {
   void (*gemm_at)(std::int64_t M, std::int64_t n, std::int64_t K, const float* At, std::int64_t lda, const float* B,
                   std::int64_t ldb, float* C, std::int64_t ldc, bool accumulate);
 
-  /// Row i of SSD's decayed, Δ-weighted C·B (n = i + 1): seg[j] += a_i, then
   /// One row i of the SSD's decayed, Δ-weighted C·Bᵀ: f[j] ·= dA for j < n_decay (= i), then
   /// w[j] = cb[j] · f[j] for j < n (= i + 1), then w[j] = 0 for n ≤ j < m (m ≤ n: none).
   /// f (in/out, n floats) carries F_i[j] = Δ_j · Π_{k=j+1..i} exp(a_k) from row to row (the caller
