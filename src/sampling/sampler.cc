@@ -298,14 +298,20 @@ Result<std::int32_t> Sampler::sample(std::span<float> logits) {
   const bool rep = p_.repetition_penalty != 1.0f;
   const bool freq = p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f;
   const std::vector<std::int32_t>& fc = generated_counts_.empty() ? counts_ : generated_counts_;
+  // A penalty far from 1 (any finite one > 0 is accepted, as TGI) can push a finite score past the
+  // float range (score / 1e-40): saturated at ±FLT_MAX, which keeps the order HF's fp32 arithmetic
+  // means (the penalised ids first or last) without +inf − +inf = NaN probabilities downstream.
+  constexpr float kMax = std::numeric_limits<float>::max();
   if (rep || freq) {
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int32_t c = counts_[static_cast<std::size_t>(i)];
       if (c == 0) continue;
       float& v = logits[i];
+      if (v == kNegInf) continue;  // banned stays banned
       if (rep) v = v < 0.0f ? v * p_.repetition_penalty : v / p_.repetition_penalty;
       const std::int32_t f = fc[static_cast<std::size_t>(i)];
       if (freq && f > 0) v -= p_.frequency_penalty * static_cast<float>(f) + p_.presence_penalty;
+      v = std::clamp(v, -kMax, kMax);
     }
   }
 

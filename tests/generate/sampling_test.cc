@@ -377,6 +377,45 @@ TEST(Sampler, RepetitionPenaltyHFStyle) {
   EXPECT_EQ(draw(off, {2.0f, 1.5f, -1.0f}), 0);
 }
 
+
+TEST(Sampler, ExtremeRepetitionPenaltyStaysADistribution) {
+  // score / 1e-40 overflowed to +inf: with top_p the sampler crashed (inf − inf = NaN mass), without
+  // it the draws were noise. The penalised scores saturate instead: the seen ids with positive
+  // scores (0 and 2) take all the mass, in every sampling path; a tiny penalty on a negative score
+  // (id 3) only pushes it to ~0, a huge one on a negative score to the bottom.
+  const std::vector<float> logits = {2.0f, 5.0f, 1.0f, -1.0f, 0.5f};
+  for (const float top_p : {1.0f, 0.5f, 0.99f}) {
+    for (const float min_p : {0.0f, 0.1f}) {
+      SamplingParams p = seeded(3);
+      p.do_sample = true;
+      p.repetition_penalty = 1e-40f;
+      p.top_p = top_p;
+      p.min_p = min_p;
+      ASSERT_TRUE(p.validate().ok());
+      Sampler s(p, 5);
+      for (const std::int32_t id : {0, 2, 3}) s.observe(id);
+      int seen[5] = {};
+      for (int i = 0; i < 200; ++i) {
+        const std::int32_t id = draw(s, logits);
+        ASSERT_TRUE(id == 0 || id == 2) << "top_p " << top_p << " min_p " << min_p << " drew " << id;
+        ++seen[id];
+      }
+      if (top_p == 1.0f) {  // both tied at the top: each drawn
+        EXPECT_GT(seen[0], 50);
+        EXPECT_GT(seen[2], 50);
+      }
+    }
+  }
+  // The largest penalty on a negative score: −2·FLT_MAX overflowed to −inf (the id merely banned);
+  // saturated, it stays the least likely and is never drawn.
+  SamplingParams big = seeded(4);
+  big.do_sample = true;
+  big.repetition_penalty = std::numeric_limits<float>::max();
+  Sampler s(big, 3);
+  s.observe(0);
+  s.observe(1);
+  for (int i = 0; i < 50; ++i) ASSERT_NE(draw(s, {-2.0f, 4.0f, -3.0f}), 0);
+}
 TEST(Sampler, FrequencyAndPresencePenalties) {
   SamplingParams f;
   f.frequency_penalty = 0.3f;
