@@ -209,6 +209,9 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"prompt":"x","stream":"yes"})", 422, "stream"},
       {R"({"prompt":"x","top_k":-2})", 422, "top_k"},
       {R"({"prompt":"x","typical_p":0})", 422, "typical_p"},
+      // OpenAI and vLLM refuse stream options on a request that does not stream.
+      {R"({"prompt":"x","stream_options":{"include_usage":true}})", 422, "`stream_options` is only allowed with `stream`"},
+      {R"({"prompt":"x","stream":false,"stream_options":{}})", 422, "`stream_options` is only allowed"},
   };
   for (const auto& c : cases) {
     OpenAiRequest r;
@@ -219,7 +222,8 @@ TEST(OpenAiRequest, BadInputs) {
   }
   const BadCase chat_cases[] = {
       {R"({"messages":[]})", 422, "messages"},
-      {R"({"messages":"hi"})", 422, "messages"},
+      {R"({"messages":"hi"})", 422, "`messages` must be an array of {role, content}, got string"},
+      {R"({"messages":null})", 422, "`messages` is required"},
       {R"({"messages":[{"role":"wizard","content":"x"}]})", 422, "role"},
       {R"({"messages":[{"content":"x"}]})", 422, "role"},
       {R"({"messages":[{"role":"user","content":5}]})", 422, "content"},
