@@ -12,7 +12,7 @@ namespace mamba::server {
 void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics) {
   if (err.status == 429) {
     metrics.requests_overloaded++;
-  } else if (err.status < 500) {
+  } else if (err.status < 500 && err.status != 424) {  // 424: a generation that failed, counted as failed
     metrics.requests_rejected++;
   }
   res.status = err.status;

@@ -20,7 +20,9 @@ std::string Metrics::render() const {
     emit(out, name, "gauge", help, static_cast<double>(v.load()));
   };
   c("mamba_requests_received_total", "Generation requests admitted to the queue (not those refused: invalid, overloaded, draining).", requests_received);
-  out += "# HELP mamba_requests_total Requests by outcome: ok, cancelled, failed (generation requests); rejected (any request answered 4xx: validation, auth, size, on every route); overloaded (429).\n# TYPE mamba_requests_total counter\n";
+  out += "# HELP mamba_requests_total Requests by outcome: ok, cancelled, failed (generation requests); "
+         "rejected (refused by the server's request checks: validation, auth, size, on any route; not 404/405); "
+         "overloaded (429).\n# TYPE mamba_requests_total counter\n";
   fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"ok\"}} {}\n", requests_ok.load());
   fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"cancelled\"}} {}\n", requests_cancelled.load());
   fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"failed\"}} {}\n", requests_failed.load());

@@ -15,7 +15,9 @@ struct Metrics {
   std::atomic<std::int64_t> requests_ok{0};          ///< finished: length / eos / stop
   std::atomic<std::int64_t> requests_cancelled{0};   ///< client gone or shutdown
   std::atomic<std::int64_t> requests_failed{0};      ///< model / sampling error
-  std::atomic<std::int64_t> requests_rejected{0};    ///< any request answered 4xx before scheduling (validation, auth, size; every route, not only generation)
+  /// Requests refused by the server's own checks before scheduling (4xx: validation, auth, size),
+  /// on any route; not 404/405, not 429 (overloaded), not 424 (a failed generation: failed).
+  std::atomic<std::int64_t> requests_rejected{0};
   std::atomic<std::int64_t> requests_overloaded{0};  ///< 429
   // tokens
   std::atomic<std::int64_t> prompt_tokens{0};

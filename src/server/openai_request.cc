@@ -23,8 +23,10 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
   RETURN_IF_API_ERROR(get_bool(b, "stream", out.stream));
   if (auto it = b.find("stream_options"); it != b.end() && !it->is_null()) {
     if (!it->is_object()) return ApiError::validation("`stream_options` must be an object");
-    // As OpenAI and vLLM: options of a stream on a request that does not stream are an error.
-    if (!out.stream) return ApiError::validation("`stream_options` is only allowed with `stream`: true");
+    // As vLLM (and OpenAI): options of a stream on a request that does not stream are an error; an
+    // empty object, which sets nothing, is accepted (vLLM tests the object's truth value).
+    if (!out.stream && !it->empty())
+      return ApiError::validation("`stream_options` is only allowed with `stream`: true");
     RETURN_IF_API_ERROR(get_bool(*it, "include_usage", out.include_usage));
   }
   std::int64_t n = 1;
@@ -135,9 +137,12 @@ std::optional<ApiError> parse_completion_request(const json& b, const RequestLim
 std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& limits, OpenAiRequest& out) {
   out.chat = true;
   auto mit = b.find("messages");
-  if (mit == b.end() || mit->is_null()) return ApiError::validation("`messages` is required (an array of {role, content})");
-  if (!mit->is_array())
-    return ApiError::validation(fmt::format("`messages` must be an array of {{role, content}}, got {}", mit->type_name()));
+  if (mit == b.end() || mit->is_null())
+    return ApiError::validation("`messages` is required (an array of {role, content})");
+  if (!mit->is_array()) {
+    return ApiError::validation(
+        fmt::format("`messages` must be an array of {{role, content}}, got {}", mit->type_name()));
+  }
   if (mit->empty()) return ApiError::validation("`messages` cannot be empty");
   std::vector<ChatMessage> msgs;
   for (std::size_t i = 0; i < mit->size(); ++i) {

@@ -377,45 +377,52 @@ TEST(Sampler, RepetitionPenaltyHFStyle) {
   EXPECT_EQ(draw(off, {2.0f, 1.5f, -1.0f}), 0);
 }
 
-
 TEST(Sampler, ExtremeRepetitionPenaltyStaysADistribution) {
   // score / 1e-40 overflowed to +inf: with top_p the sampler crashed (inf − inf = NaN mass), without
   // it the draws were noise. The penalised scores saturate instead: the seen ids with positive
-  // scores (0 and 2) take all the mass, in every sampling path; a tiny penalty on a negative score
-  // (id 3) only pushes it to ~0, a huge one on a negative score to the bottom.
-  const std::vector<float> logits = {2.0f, 5.0f, 1.0f, -1.0f, 0.5f};
-  for (const float top_p : {1.0f, 0.5f, 0.99f}) {
-    for (const float min_p : {0.0f, 0.1f}) {
+  // scores (0 and 2) take all the mass in every sampling path (a small vocabulary's sorted path and
+  // a 600-id one's score buckets); the seen negative score (id 3) only goes to ~0.
+  struct Path {
+    const char* name;
+    float temperature = 1.0f, top_p = 1.0f, min_p = 0.0f, typical_p = 1.0f;
+    int top_k = 0;
+  };
+  const Path paths[] = {{"plain"}, {"top_p 0.5", 1.0f, 0.5f}, {"top_p 0.99 + min_p 0.1", 1.0f, 0.99f, 0.1f},
+                        {"temperature 0.5", 0.5f}, {"top_k 3", 1.0f, 1.0f, 0.0f, 1.0f, 3},
+                        {"typical_p 0.9", 1.0f, 1.0f, 0.0f, 0.9f}};
+  for (const std::int64_t vocab : {5, 600}) {
+    std::mt19937 g(17);
+    std::vector<float> logits = random_logits(g, static_cast<int>(vocab));
+    logits[0] = 2.0f;
+    logits[1] = 5.0f;  // the best unseen id: below any saturated score
+    logits[2] = 1.0f;
+    logits[3] = -1.0f;
+    for (const Path& path : paths) {
       SamplingParams p = seeded(3);
       p.do_sample = true;
       p.repetition_penalty = 1e-40f;
-      p.top_p = top_p;
-      p.min_p = min_p;
-      ASSERT_TRUE(p.validate().ok());
-      Sampler s(p, 5);
+      p.temperature = path.temperature;
+      p.top_p = path.top_p;
+      p.min_p = path.min_p;
+      p.typical_p = path.typical_p;
+      p.top_k = path.top_k;
+      ASSERT_TRUE(p.validate().ok()) << path.name;
+      Sampler s(p, vocab);
       for (const std::int32_t id : {0, 2, 3}) s.observe(id);
-      int seen[5] = {};
+      int seen[3] = {};
       for (int i = 0; i < 200; ++i) {
         const std::int32_t id = draw(s, logits);
-        ASSERT_TRUE(id == 0 || id == 2) << "top_p " << top_p << " min_p " << min_p << " drew " << id;
+        ASSERT_TRUE(id == 0 || id == 2) << path.name << ", vocab " << vocab << ": drew " << id;
         ++seen[id];
       }
-      if (top_p == 1.0f) {  // both tied at the top: each drawn
-        EXPECT_GT(seen[0], 50);
-        EXPECT_GT(seen[2], 50);
+      if (path.top_p == 1.0f && path.min_p == 0.0f) {  // both tied at the top: each drawn
+        EXPECT_GT(seen[0], 50) << path.name << ", vocab " << vocab;
+        EXPECT_GT(seen[2], 50) << path.name << ", vocab " << vocab;
       }
     }
   }
-  // The largest penalty on a negative score: −2·FLT_MAX overflowed to −inf (the id merely banned);
-  // saturated, it stays the least likely and is never drawn.
-  SamplingParams big = seeded(4);
-  big.do_sample = true;
-  big.repetition_penalty = std::numeric_limits<float>::max();
-  Sampler s(big, 3);
-  s.observe(0);
-  s.observe(1);
-  for (int i = 0; i < 50; ++i) ASSERT_NE(draw(s, {-2.0f, 4.0f, -3.0f}), 0);
 }
+
 TEST(Sampler, FrequencyAndPresencePenalties) {
   SamplingParams f;
   f.frequency_penalty = 0.3f;

@@ -101,7 +101,8 @@ TEST(SumExp, MatchesTheDoubleSumOnEveryTarget) {
 
 // The scan's decay 2^(dt·fl(A·log2 e)): the two fp32 products and fl(log2 e) (relative 0.11·2⁻²³) put
 // up to 1.12·|x|·2⁻²³ of relative error into 2^x (x = dt·A: the same order as the rounding of dt·A
-// itself, which every fp32 scan has); the polynomial with its fp32 steps ≤ 1.41·2⁻²³ — bound
+// itself, which every fp32 scan has); the polynomial with its fp32 steps ≤ 1.44·2⁻²³ (1.62 without
+// FMA), reached only at |r| = ½, i.e. |x| ≥ ½ — bound
 // 1.5·2⁻²³ + 1.15·|x|·2⁻²³ (simd.h vexp2_nonpos); below 2⁻¹²⁵ it stays in [0, 2⁻¹²⁵].
 TEST(ScanDecay, WithinTheProductRoundingOfExp) {
   std::mt19937 rng(11);
@@ -447,6 +448,33 @@ SsdOutputs run_ssd(const SsdData& d, bool reference) {
   return o;
 }
 
+// One row of W: f ·= dA below the diagonal, w = cb·f up to it, zeros to the strip's end; a decayed
+// f below FLT_MIN becomes exactly 0 (subnormal operands slow Intel cores ~10×), NaN stays NaN.
+// 17 decayed columns: a whole vector and a scalar tail on every width.
+TEST(SsdKernels, DecayRowFlushesSubnormalsAndZeroFillsTheStrip) {
+  const float tiny = 1.5f * std::numeric_limits<float>::min();  // · 0.5 → subnormal
+  for_each_target([&] {
+    std::vector<float> f(24), cb(24), w(24, -7.0f);
+    for (int j = 0; j < 17; ++j) f[j] = j % 2 ? 1.0f + j : tiny;
+    f[5] = std::numeric_limits<float>::quiet_NaN();
+    f[17] = 0.25f;  // the diagonal: Δ_i, not decayed
+    for (int j = 0; j < 24; ++j) cb[j] = 2.0f + j;
+    ops::cpu::cpu_kernels().ssd_decay_row(w.data(), f.data(), cb.data(), 0.5f, 17, 18, 24);
+    for (int j = 0; j < 17; ++j) {
+      if (j == 5) {
+        EXPECT_TRUE(std::isnan(f[j]) && std::isnan(w[j]));
+        continue;
+      }
+      const float want = j % 2 ? 0.5f * (1.0f + j) : 0.0f;
+      EXPECT_EQ(f[j], want) << j;
+      EXPECT_EQ(w[j], cb[j] * want) << j;
+    }
+    EXPECT_EQ(f[17], 0.25f);
+    EXPECT_EQ(w[17], cb[17] * 0.25f);
+    for (int j = 18; j < 24; ++j) EXPECT_EQ(w[j], 0.0f) << j;
+  });
+}
+
 TEST(SsdKernels, ChunkedMatchesRecurrenceOnEveryTarget) {
   std::mt19937 rng(13);
   for (const SsdCase& c : {SsdCase{1, 2, 3, 4, 1, 4, 0}, SsdCase{19, 4, 5, 9, 2, 4, 1}, SsdCase{23, 8, 3, 6, 4, 8, 5},
@@ -479,8 +507,9 @@ TEST(SsdKernels, ChunkedMatchesRecurrenceOnEveryTarget) {
 // Strong decays (Δ·A down to −48 per token) over long chunks: the chunk's running sum S of Δ·A
 // reaches thousands, so exp(S_i − S_j) taken as a difference of two such sums lost most of its
 // digits (one ulp of |S| ≈ 3e-4 in the exponent). Chunk sizes that are not multiples of 64 (100,
-// 1000) once ran as chunks of their full length. The decays are now sums over each (j, i] segment
-// and chunks are at most 64 tokens, so the error stays at the recurrence's rounding; the state at
+// 1000) once ran as chunks of their full length. The decays are now products of the per-token
+// decays (one rounding per step, like the recurrence; flushed to 0 below FLT_MIN) and chunks are at
+// most 64 tokens, so the error stays at the recurrence's rounding; the state at
 // each multiple of Q is still reported, and a split there is still bitwise the unsplit call.
 TEST(SsdKernels, StrongDecaysAndLongChunkSizesStayAtRecurrencePrecision) {
   std::mt19937 rng(29);

@@ -40,9 +40,9 @@ struct Kernels {
   /// w[j] = cb[j] · f[j] for j < n (= i + 1), then w[j] = 0 for n ≤ j < m (m ≤ n: none).
   /// f (in/out, n floats) carries F_i[j] = Δ_j · Π_{k=j+1..i} exp(a_k) from row to row (the caller
   /// sets f[i] = Δ_i first and passes dA = exp(a_i)): each decay is the product of the per-token
-  /// decays, rounded step by step exactly as the recurrence (ssd_step_head) rounds them — never
-  /// an exp of a difference of two long running sums (which loses the exponent's digits once the
-  /// chunk's Σ a_k reaches hundreds).
+  /// decays, one rounding per step like the recurrence (ssd_step_head) — never an exp of a
+  /// difference of two long running sums (which loses the exponent's digits once the chunk's Σ a_k
+  /// reaches hundreds). A decayed f below FLT_MIN becomes 0 (no subnormal arithmetic; NaN stays).
   void (*ssd_decay_row)(float* w, float* f, const float* cb, float dA, std::int64_t n_decay, std::int64_t n,
                         std::int64_t m);
 
@@ -74,7 +74,8 @@ struct Kernels {
   /// out[i] = silu(z[i]) · x[i], i < n (out may alias x).
   void (*silu_mul_row)(const float* z, const float* x, float* out, std::int64_t n);
 
-  /// Σ_i x[i]² in double (16-wide partial sums in a fixed order, then the tail), i < n.
+  /// Σ_i x[i]² in double (16-wide partial sums, then 4-wide into the first, in a fixed order, then
+  /// the scalar tail), i < n.
   double (*sumsq_row)(const float* x, std::int64_t n);
 
   /// y[i] = w[i] · (x[i] · r), or x[i] · r when w is nullptr, i < n (the RMSNorm scaling: two fp32

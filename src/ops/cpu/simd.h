@@ -12,7 +12,8 @@
 // against the correctly rounded result over [−86.6, 88.7] (tests/ops/forward_kernels_test.cc).
 // Below −86.6 it returns 0 (the true value is < 2.6e−38), above 88.72 +inf; NaN → NaN.
 // vexp2_nonpos: 2^x for x ≤ 0 (the scan's decay, whose A is pre-scaled by log2 e), fewer operations
-// than vexp (no ln 2 reduction, no blends, a degree-5 polynomial), relative error ≤ 1.41·2⁻²³.
+// than vexp (no ln 2 reduction, no blends, a degree-5 polynomial), relative error ≤ 1.44·2⁻²³
+// (1.62·2⁻²³ on SSE2, without FMA).
 #pragma once
 
 #if !defined(MAMBA_SIMD_BYTES)
@@ -23,6 +24,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace {
 
@@ -179,8 +181,9 @@ inline vf vexp(vf x) {
 /// and checked finite at load; a NaN Δ still reaches the state through Δ·u·B). x is clamped to
 /// −125 (below, 2⁻¹²⁵ ≈ 2.4e−38 instead of a smaller number: negligible next to any other term of
 /// the update), then n = round(x), r = x − n ∈ [−½, ½] exactly, 2^r by a degree-5 polynomial with
-/// p(0) = 1 exactly (Lawson near-minimax for the relative error: 9.1e−8 before fp32 rounding,
-/// ≤ 1.41·2⁻²³ after the fp32 Horner steps, at |r| = ½; near x = 0, the decays that carry long
+/// p(0) = 1 exactly (Lawson near-minimax for the relative error: 1.08e−7 with its fp32 coefficients
+/// before the arithmetic's rounding, ≤ 1.44·2⁻²³ after the fp32 Horner steps with FMA, 1.62·2⁻²³
+/// on the baseline target's two roundings per step, at |r| = ½; near x = 0, the decays that carry long
 /// memory, p = 1 + ln2·r + … is nearly exact), then ·2ⁿ exactly (p·2ⁿ ≥ 2⁻¹²⁵·√½ is normal): one
 /// vscalefps with 64-byte vectors, 2ⁿ built in the exponent field otherwise (the same values).
 /// Base 2 spares vexp's ln 2 reduction (two FMAs); degree 5 instead of vexp's 6 one more: the

@@ -18,17 +18,19 @@
 //   y[i]    = E_i · (C_i · h_{c−1}ᵀ)                       Y_off  = C · hᵀ (GEMM), scaled per row
 //           + Σ_{j≤i} W[i, j] · x_j                         Y_diag = W · X (GEMM over causal strips)
 //   h_c     = E_last · h_{c−1} + (X ∘ w)ᵀ · B,  w_j = F_last[j]                       (GEMM)
-// Every decay is a product of the per-token decays, rounded step by step as the recurrence rounds
-// them (one multiply per element of W, where exp(S_i − S_j) cost an exp). Differences of running
-// sums would not do: S reaches thousands within a chunk when Δ·A is large (Δ ~ 3, A ~ −16), and
-// S_i − S_j then keeps only ~1e-4 of the exponent (measured: 3e-3 logit errors against 1e-4 for the
-// recurrence).
+// Every decay is a product of the per-token decays, one rounding per step like the recurrence (one
+// multiply per element of W, where an exp of a segment sum cost an exp), and no cancellation: the
+// exp of a difference of two running sums Σ_{k≤i} Δ_k·A − Σ_{k≤j} Δ_k·A would not do, as those sums
+// reach thousands within a chunk when Δ·A is large (Δ ~ 3, A ~ −16) and their difference keeps only
+// ~1e-4 of the exponent (measured: 3e-3 logit errors against 1e-4 for the recurrence). Products
+// below FLT_MIN are set to 0 (ssd_decay_row: no subnormal arithmetic).
 // Threads: three regions per call; Bᵀ, then CB per (chunk, group, row strip), then the heads in
 // parallel, each over all chunks. Every element is computed by the same operations whatever the
 // thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "ops/cpu/kernels.h"
@@ -93,7 +95,11 @@ void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std:
   }
   k.exp_row(av, dA, Lc);
   float e_run = 1.0f;
-  for (std::int64_t i = 0; i < Lc; ++i) E[i] = e_run *= dA[i];
+  for (std::int64_t i = 0; i < Lc; ++i) {
+    e_run *= dA[i];
+    if (e_run < std::numeric_limits<float>::min()) e_run = 0.0f;  // no subnormals (ssd_decay_row)
+    E[i] = e_run;
+  }
   // W = causal, decayed, Δ-weighted CB, zero above the diagonal up to the end of the row's strip,
   // with the D skip on the diagonal (y_i gets W[i, i]·x_i: Σ_j W[i, j]·x_j + D·x_i in one GEMM).
   // F_i[j] = Δ_j·Π_{k=j+1..i} dA_k, advanced row by row.
@@ -120,7 +126,7 @@ void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std:
 
 /// Longest internal chunk. The chunked form is exact for any chunking; short chunks cut the
 /// quadratic part (C·Bᵀ and W·X: L·q/2 per row) while the state passing (C·hᵀ and (X∘w)ᵀ·B) stays
-/// L·N·P, and keep S (the decay from the chunk's start) within ~64 steps of Δ·A.
+/// L·N·P, and keep E (the decay from the chunk's start) within ~64 steps of Δ·A.
 constexpr std::int64_t kMaxChunk = 64;
 
 /// Tokens from absolute position pos to the next chunk cut: the next multiple of kMaxChunk or of Q.
