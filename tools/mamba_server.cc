@@ -16,6 +16,7 @@
 #include "mamba/server.h"
 #include "mamba/tokenizer.h"
 #include "ops/cpu/cpu_target.h"
+#include "server/listen_address.h"
 #include "cli/option_rules.h"
 
 namespace {
@@ -146,6 +147,15 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGINT);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+
+  // A listen address that cannot be bound now (a taken port, a host that does not resolve) is
+  // reported before the model load, which takes minutes for large checkpoints; the server binds
+  // for real after it (and still names the reason if another process took the port meanwhile).
+  if (auto why = mamba::server::listen_address_unavailable(o.host, o.port)) {
+    std::fprintf(stderr, "error: cannot bind %s:%s: %s\n", o.host.c_str(),
+                 o.port == 0 ? "<any port>" : std::to_string(o.port).c_str(), why->c_str());
+    return 2;
+  }
 
   // Which SIMD path computes, and why; a bad MAMBA_CPU_TARGET / MAMBA_WEIGHT_PREFETCH warns here,
   // not at the first request.

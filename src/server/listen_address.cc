@@ -23,7 +23,7 @@ void listen_socket_options(int sock) {
   setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
 }
 
-std::string bind_failure_reason(const std::string& host, int port) {
+std::optional<std::string> listen_address_unavailable(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;  // as cpp-httplib resolves the listen address
   hints.ai_socktype = SOCK_STREAM;
@@ -33,7 +33,7 @@ std::string bind_failure_reason(const std::string& host, int port) {
   if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0) {
     return fmt::format("cannot resolve the address: {}", rc == EAI_SYSTEM ? std::strerror(errno) : gai_strerror(rc));
   }
-  std::string reason = "reason unknown (a second attempt succeeded)";
+  std::optional<std::string> reason = "no address to bind";
   for (addrinfo* a = res; a; a = a->ai_next) {
     const int sock = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
     if (sock < 0) {
@@ -45,12 +45,16 @@ std::string bind_failure_reason(const std::string& host, int port) {
     if (!ok) reason = std::strerror(errno);
     close(sock);
     if (ok) {
-      reason = "reason unknown (a second attempt succeeded)";
+      reason.reset();
       break;
     }
   }
   freeaddrinfo(res);
   return reason;
+}
+
+std::string bind_failure_reason(const std::string& host, int port) {
+  return listen_address_unavailable(host, port).value_or("reason unknown (a second attempt succeeded)");
 }
 
 }  // namespace mamba::server

@@ -2,6 +2,7 @@
 // failed bind the address is resolved and bound again here to name the cause.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace mamba::server {
@@ -11,9 +12,14 @@ namespace mamba::server {
 /// port and silently share its connections.
 void listen_socket_options(int sock);
 
-/// The reason `host`:`port` (0 = any port) cannot be bound and listened on, e.g. "cannot resolve
-/// the address: Name or service not known" or "Address already in use"; "reason unknown" when a
-/// fresh attempt succeeds.
+/// Why `host`:`port` (0 = any port) cannot be bound and listened on now, e.g. "cannot resolve the
+/// address: Name or service not known" or "Address already in use"; nullopt when a trial socket
+/// (bound with listen_socket_options, then closed) succeeds. mamba-server asks before its model
+/// load, so that a taken port is reported in a second, not after minutes of loading.
+std::optional<std::string> listen_address_unavailable(const std::string& host, int port);
+
+/// listen_address_unavailable's reason, or "reason unknown (a second attempt succeeded)": for the
+/// message after cpp-httplib's bind_to_port, which only answers false.
 std::string bind_failure_reason(const std::string& host, int port);
 
 }  // namespace mamba::server
