@@ -408,7 +408,8 @@ mamba::Status bench_model(const Options& o, std::unique_ptr<mamba::Model> model,
   const mamba::Tensor packed = mamba::models::pack_projections(weights, o.precision);  // as the model at load
   const mb::ModelCost cost = mb::model_cost(ckpt, weights);
   const mamba::ModelConfig& c = ckpt.config();
-  const std::string name = short_name(ckpt.dir()) + (o.precision == mamba::Precision::kBF16 ? " bf16-tier" : "");
+  const std::string name =
+      short_name(ckpt.dir()) + (o.precision == mamba::Precision::kExact ? "" : fmt::format(" {}-tier", mamba::precision_name(o.precision)));
   // The rate the projections are held to: oneDNN in the precision each computes in (type_of: int8
   // for quantized weights, else this float type).
   const mb::GemmType precision = o.precision == mamba::Precision::kBF16 ? mb::GemmType::kBF16 : mb::GemmType::kF32;
@@ -487,15 +488,15 @@ int main(int argc, char** argv) {
       ->check(finite);
   std::string precision = "exact";
   app.add_option("--precision", precision,
-                 "projection arithmetic the models load with: exact (default) or bf16 (the bf16 tier, LoadOptions::precision)")
-      ->check(CLI::IsMember({"exact", "bf16"}))
+                 "projection arithmetic the models load with: exact (default), bf16 or int8 (the tiers, LoadOptions::precision)")
+      ->check(CLI::IsMember({"exact", "bf16", "int8"}))
       ->capture_default_str();
   app.add_option("--gemm-seconds", o.gemm_seconds, "minimum seconds per GEMM shape measurement (≥ 0.01; short = rough)")
       ->check(CLI::Range(0.01, 60.0))
       ->check(finite)
       ->capture_default_str();
   if (const auto rc = mamba::bench::parse_args(app, argc, argv)) return *rc;
-  o.precision = precision == "bf16" ? mamba::Precision::kBF16 : mamba::Precision::kExact;  // checked above
+  o.precision = mamba::parse_precision(precision).value();  // checked above
   if (o.prompt_lens.empty() || o.batches.empty()) {
     fmt::print(stderr, "error: --prompt-lens and --batches need at least one value\n");
     return 2;

@@ -2,6 +2,7 @@
 # Issue 5's CPU goal table: builds bench_cpu (Release) and runs it on random-weight mamba-130m and
 # mamba2-130m checkpoints in bf16 — plus q8 / q4 copies once `mamba-cli quantize` exists.
 #   bash scripts/bench-cpu.sh [bench_cpu options]      e.g. --threads 2 --prompt-lens 512
+#   (--precision int8: the q8 / q4 copies only, loaded with the int8 tier)
 # The checkpoints are made once with ../shared/tools/make_checkpoint.py (python3-numpy) and cached
 # under $MODELS. Run it on an otherwise idle machine: other load shows as a cpu column below ~90%.
 # Env: BUILD (default build/release), MODELS (default $BUILD/bench-models), MAMBA_SHARED_DIR
@@ -39,4 +40,11 @@ if "$BUILD/mamba-cli" --help 2>&1 | grep -qw quantize; then
 else
   echo "(mamba-cli has no quantize command yet: q8/q4 rows skipped)"
 fi
+# The int8 tier applies to quantized checkpoints only: with --precision int8, the q8 / q4 copies alone.
+for a in "$@"; do
+  if [ "$a" = int8 ] || [ "$a" = --precision=int8 ]; then
+    dirs=("${dirs[@]:2}")
+    break
+  fi
+done
 exec "$BUILD/bench_cpu" "${dirs[@]}" "$@"

@@ -52,8 +52,9 @@ int main(int argc, char** argv) {
   app.add_option("--state-memory", state_memory, "memory for preallocated sequence states (e.g. 2GiB, 512MiB)")->capture_default_str();
   app.add_option("--threads", threads, "compute threads (0 = all hardware threads, at most 1024)")->capture_default_str();
   app.add_option("--precision", precision,
-                 "projection arithmetic: exact (fp32) or bf16 (bf16 activations, AVX-512 BF16 dot products; README §Precision)")
-      ->check(CLI::IsMember({"exact", "bf16"}))
+                 "projection arithmetic: exact (fp32), bf16 (bf16 activations, AVX-512 BF16 dot products) or int8 (q8/q4 "
+                 "checkpoints: 8-bit activations, AVX-512 VNNI); README §Precision")
+      ->check(CLI::IsMember({"exact", "bf16", "int8"}))
       ->capture_default_str();
   app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32, at most 4096)")->capture_default_str();
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (all routes but /health)");
@@ -162,7 +163,7 @@ int main(int argc, char** argv) {
   spdlog::info("cpu: {}", mamba::ops::cpu::cpu_dispatch_description());
   mamba::LoadOptions lo;
   lo.threads = threads;
-  lo.precision = precision == "bf16" ? mamba::Precision::kBF16 : mamba::Precision::kExact;  // CLI checked the value
+  lo.precision = mamba::parse_precision(precision).value();  // CLI checked the value
   auto model = mamba::Model::load(dir.value(), lo);
   if (!model.ok()) {
     std::fprintf(stderr, "error: %s\n", model.error().message.c_str());

@@ -23,10 +23,14 @@ enum class Precision : std::uint8_t {
   kBF16,   ///< opt-in: activations and float weights rounded to bf16, AVX-512 BF16 dot products
            ///< (src/ops/cpu/bf16_dot.h); needs a CPU with AVX-512 BF16. Quantized (q8/q4)
            ///< projections keep their own kernels. Batch invariance holds within the tier.
+  kInt8,   ///< opt-in, q8/q4 checkpoints only: their quantized projections except lm_head take 8-bit
+           ///< activations (per-32-group asymmetric codes, src/ops/cpu/quant_kernels.h) — one
+           ///< vpdpbusd per 4 products instead of two; needs AVX-512 VNNI. Float projections stay
+           ///< exact. Batch invariance holds within the tier.
 };
-/// "exact" / "bf16".
+/// "exact" / "bf16" / "int8".
 const char* precision_name(Precision p);
-/// Parses "exact" / "bf16" (kInvalidArgument naming the accepted values otherwise).
+/// Parses "exact" / "bf16" / "int8" (kInvalidArgument naming the accepted values otherwise).
 Result<Precision> parse_precision(const std::string& s);
 
 struct LoadOptions {
@@ -35,8 +39,9 @@ struct LoadOptions {
                     ///< last one counts for every model (results are bitwise the same for any thread
                     ///< count). At most kMaxThreads (mamba/thread_limit.h), else load fails with
                     ///< kInvalidArgument.
-  /// Default exact. kBF16 on a CPU without AVX-512 BF16 fails with kInvalidArgument (so does a
-  /// value that is neither enumerator).
+  /// Default exact. kBF16 on a CPU without AVX-512 BF16, kInt8 on one without AVX-512 VNNI or
+  /// with a checkpoint that is not q8/q4, fail with kInvalidArgument (so does a value that is no
+  /// enumerator).
   Precision precision = Precision::kExact;
 };
 

@@ -72,6 +72,10 @@ struct TensorView {
   // reads (ops::pack_weight_to, same results); float: the bf16 precision tier's copy (ops::pack_weight_bf16_to,
   // which also selects that tier's arithmetic for this weight).
   const void* packed = nullptr;
+  // Quantized weights: `packed` (then non-null) also holds the int8 precision tier's group sums
+  // after the blocked codes (ops::pack_weight_int8_to), which selects that tier's arithmetic (8-bit
+  // activations) for this weight.
+  bool int8_tier = false;
 
   TensorView() = default;
   /// Contiguous view of `shape` at `data`.

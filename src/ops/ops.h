@@ -62,6 +62,18 @@ std::int64_t pack_weight_bytes(const TensorView& W);
 /// saves the per-group horizontal sums.
 void pack_weight_to(TensorView& W, void* dst);
 
+/// The int8 precision tier (README §Precision; computation in src/ops/cpu/quant_kernels.h): bytes
+/// of a quantized weight's copy for it — pack_weight_to's blocked copy followed by the tier's group
+/// sums T [blocks of 16 rows][K/32][16] F32 (q8 +12.5%, q4 +25% over the blocked codes); 0 where
+/// pack_weight_bytes is 0 (not quantized, or no AVX-512 VNNI).
+std::int64_t pack_weight_int8_bytes(const TensorView& W);
+/// Writes that copy to dst (as pack_weight_to) and sets W.packed and W.int8_tier: from then on
+/// ops::linear on W takes 8-bit activations (on a target forced below AVX-512 VNNI afterwards through
+/// a slow scalar reference of the same bits).
+void pack_weight_int8_to(TensorView& W, void* dst);
+/// Whether this CPU runs the int8 tier's kernels (AVX-512 VNNI and the avx512 dispatch target).
+bool int8_tier_available();
+
 /// Bytes of the bf16 precision tier's copy of a float weight (F32 / BF16 / F16 [N, K]: rounded to
 /// bf16, laid out for VDPBF16PS, src/ops/cpu/bf16_dot.h); 0 for other dtypes.
 std::int64_t pack_weight_bf16_bytes(const TensorView& W);

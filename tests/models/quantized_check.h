@@ -81,6 +81,28 @@ inline QuantComparison compare_quantized(const std::string& dir, QuantType type)
   return r;
 }
 
+/// Quantizes `dir` to `type` in a temp dir and compares that copy loaded with the exact tier against
+/// the same copy loaded with `precision` (the int8 tier's bounds are against its own exact path).
+inline QuantComparison compare_quantized_precision(const std::string& dir, QuantType type, Precision precision) {
+  namespace fs = std::filesystem;
+  QuantComparison r;
+  const fs::path tmp = fs::temp_directory_path() / ("mamba-tier-test-" + std::to_string(::getpid()) + "-" +
+                                                    fs::path(dir).filename().string() + (type == QuantType::kQ8 ? "-q8" : "-q4"));
+  fs::remove_all(tmp);
+  auto q = quantize_checkpoint(dir, type, tmp.string());
+  EXPECT_TRUE(q.ok()) << q.error().message;
+  if (!q.ok()) return r;
+  LoadOptions lo;
+  lo.precision = precision;
+  auto exact = Model::load(tmp.string());
+  auto other = Model::load(tmp.string(), lo);
+  EXPECT_TRUE(exact.ok() && other.ok()) << (exact.ok() ? other.error().message : exact.error().message);
+  if (exact.ok() && other.ok())
+    r = compare_models(**exact, **other, dir, std::string(type == QuantType::kQ8 ? "q8" : "q4") + " precision " + precision_name(precision));
+  fs::remove_all(tmp);
+  return r;
+}
+
 /// Loads `dir` with the exact tier and with `precision` and compares them over ppl.ids.
 inline QuantComparison compare_precision(const std::string& dir, Precision precision) {
   QuantComparison r;

@@ -111,9 +111,9 @@ const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {
       ->check(positive_int64());
   cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all)")->check(thread_count());
   cmd->add_option("--precision", a->precision,
-                  "projection arithmetic: exact (fp32, default) or bf16 (bf16 activations, AVX-512 BF16 dot products; "
-                  "faster batched decode and prefill, README §Precision)")
-      ->check(CLI::IsMember({"exact", "bf16"}))
+                  "projection arithmetic: exact (fp32, default), bf16 (bf16 activations, AVX-512 BF16 dot products) or "
+                  "int8 (q8/q4 checkpoints: 8-bit activations, AVX-512 VNNI); faster batched decode and prefill, README §Precision")
+      ->check(CLI::IsMember({"exact", "bf16", "int8"}))
       ->capture_default_str();
   cmd->callback([a, cmd] { run(*a, *cmd); });
 });

@@ -124,9 +124,9 @@ void run(const RunArgs& a, CLI::App& cmd) {
   if (!loaded.ok()) fail(loaded.error().message);
   Model& model = *loaded->model;
   const Tokenizer* tok = loaded->tokenizer ? &*loaded->tokenizer : nullptr;
+  const std::string precision_note = a.precision != "exact" ? ", precision " + a.precision : std::string();
   std::fprintf(stderr, "model: %s (%s, %lld layers%s%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),
-               static_cast<long long>(model.config().n_layer), a.precision == "bf16" ? ", precision bf16" : "",
-               tok ? "" : ", no tokenizer");
+               static_cast<long long>(model.config().n_layer), precision_note.c_str(), tok ? "" : ", no tokenizer");
 
   if (!cmd.count("--prompt-ids")) {
     if (cmd.count("--prompt")) {
@@ -274,9 +274,9 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_flag("--ignore-eos", a->gen.ignore_eos, "Keep generating after the EOS token");
   cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all)")->check(thread_count());
   cmd->add_option("--precision", a->precision,
-                  "projection arithmetic: exact (fp32, default) or bf16 (bf16 activations, AVX-512 BF16 dot products; "
-                  "faster batched decode and prefill, README §Precision)")
-      ->check(CLI::IsMember({"exact", "bf16"}))
+                  "projection arithmetic: exact (fp32, default), bf16 (bf16 activations, AVX-512 BF16 dot products) or "
+                  "int8 (q8/q4 checkpoints: 8-bit activations, AVX-512 VNNI); faster batched decode and prefill, README §Precision")
+      ->check(CLI::IsMember({"exact", "bf16", "int8"}))
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object: ids, text, logprobs, ... instead of streaming");
   cmd->add_option("--top-logprobs", a->gen.top_logprobs, "With --json: the K most likely tokens per step (0 to 100)")

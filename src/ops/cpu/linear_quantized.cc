@@ -125,6 +125,83 @@ float dot_ref(const std::int8_t* xq, const std::int8_t* xl, const float* sx, con
   return r;
 }
 
+void quantize_row_a8_ref(const float* x, std::int64_t K, std::int8_t* c, float* s, float* o) {
+  for (std::int64_t g = 0; g < K / kGroup; ++g) {
+    const float* xg = x + g * kGroup;
+    float lo = xg[0], hi = xg[0];
+    bool finite = true;
+    for (int i = 0; i < kGroup; ++i) {
+      finite = finite && std::fabs(xg[i]) <= FLT_MAX;
+      lo = std::min(lo, xg[i]);
+      hi = std::max(hi, xg[i]);
+    }
+    lo += 0.0f;  // −0 → +0, as the vector form
+    std::int8_t* cg = c + g * kGroup;
+    if (!finite) {
+      std::fill(cg, cg + kGroup, std::int8_t{0});
+      s[g] = o[g] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    float sg = hi / 255.0f - lo / 255.0f;
+    if (!(sg >= FLT_MIN)) {  // a constant group (or one whose spread is below the normal range)
+      sg = 0.0f;
+      std::fill(cg, cg + kGroup, std::int8_t{-128});
+    } else {
+      const float inv = 1.0f / sg;
+      for (int i = 0; i < kGroup; ++i)
+        cg[i] = static_cast<std::int8_t>(static_cast<int>(std::nearbyint(std::min((xg[i] - lo) * inv, 255.0f))) - 128);
+    }
+    s[g] = sg;
+    o[g] = std::fma(128.0f, sg, lo);  // one rounding (lo + 128·s unfused overflows for a spread near FLT_MAX)
+  }
+}
+
+float dot_a8_ref(const std::int8_t* c, const float* s, const float* o, const void* w, const float* sw, const float* T,
+                 std::int64_t K, bool q4) {
+  const std::int64_t G = K / kGroup, G8 = G - G % 8;
+  auto term = [&](std::int64_t g, float acc) {
+    std::int8_t wq[kGroup];
+    unpack_group(w, q4, g, wq);
+    std::int32_t isum = 0;
+    for (int i = 0; i < kGroup; ++i) isum += std::int32_t{c[g * kGroup + i]} * std::int32_t{wq[i]};
+    return std::fma(o[g], T[g], std::fma(s[g] * sw[g], static_cast<float>(isum), acc));
+  };
+  float l[8] = {};
+  for (std::int64_t g = 0; g < G8; ++g) l[g % 8] = term(g, l[g % 8]);
+  for (int st = 4; st >= 1; st /= 2)
+    for (int i = 0; i < st; ++i) l[i] = l[i] + l[i + st];
+  float r = l[0];
+  for (std::int64_t g = G8; g < G; ++g) r = term(g, r);
+  return r;
+}
+
+void a8_sums_rows(const void* w, const float* sw, std::int64_t N, std::int64_t K, bool q4, float* out) {
+  const std::int64_t G = K / kGroup, row_bytes = q4 ? K / 2 : K;
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t g = 0; g < G; ++g) {
+      std::int8_t wq[kGroup];
+      unpack_group(static_cast<const std::uint8_t*>(w) + n * row_bytes, q4, g, wq);
+      std::int32_t S = 0;
+      for (int i = 0; i < kGroup; ++i) S += wq[i];
+      out[n * G + g] = sw[n * G + g] * static_cast<float>(S);
+    }
+}
+
+std::int64_t a8_sums_bytes(std::int64_t N, std::int64_t K) {
+  return (N + kBlockRows - 1) / kBlockRows * (K / kGroup) * kBlockRows * std::int64_t{sizeof(float)};
+}
+
+void pack_a8_sums(const void* w, const float* sw, std::int64_t N, std::int64_t K, bool q4, float* out) {
+  const std::int64_t G = K / kGroup, blocks = (N + kBlockRows - 1) / kBlockRows;
+  std::fill(out, out + blocks * G * kBlockRows, 0.0f);
+  std::vector<float> row(static_cast<std::size_t>(G));
+  const std::int64_t row_bytes = q4 ? K / 2 : K;
+  for (std::int64_t n = 0; n < N; ++n) {
+    a8_sums_rows(static_cast<const std::uint8_t*>(w) + n * row_bytes, sw + n * G, 1, K, q4, row.data());
+    for (std::int64_t g = 0; g < G; ++g) out[(n / kBlockRows * G + g) * kBlockRows + n % kBlockRows] = row[std::size_t(g)];
+  }
+}
+
 void dot_rows_baseline(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1) {
   const std::int64_t G = a.K / kGroup;
   const std::int64_t row_bytes = a.q4 ? a.K / 2 : a.K;
@@ -162,6 +239,7 @@ struct Scratch {
   std::vector<std::int16_t> x16;
   std::vector<std::int32_t> xsum, corr;
   std::vector<std::uint8_t> pack;
+  std::vector<float> off, sums;
 };
 Scratch& scratch() {
   static thread_local Scratch s;
@@ -184,9 +262,16 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
   float* sx = grow(s.sx, M * G);
   std::int32_t* corr = grow(s.corr, M * G);
   const std::int32_t offset = q4 ? 8 : 128;  // u = q + 8 (q4), q + 128 (q8)
-  // 1. Activation quantization, and the offset correction offset · Σ_g X16 per group.
+  const bool a8 = W.int8_tier && W.packed != nullptr;
+  float* off = a8 ? grow(s.off, M * G) : nullptr;
+  // 1. Activation quantization, and the offset correction offset · Σ_g X16 (int8 tier: Σ_g c) per group.
   cpu::parallel_for(M, M >= 16 && M * K >= kParallelMinWork / 8, [&](std::int64_t m0, std::int64_t m1) {
     for (std::int64_t m = m0; m < m1; ++m) {
+      if (a8) {
+        quant::quantize_rows_a8_avx512(x + m * ldx, ldx, 1, K, xq + m * K, sx + m * G, off + m * G, corr + m * G);
+        for (std::int64_t g = 0; g < G; ++g) corr[m * G + g] *= offset;
+        continue;
+      }
       quant::quantize_rows_avx2(x + m * ldx, ldx, 1, K, xq + m * K, xl + m * K, sx + m * G);
       for (std::int64_t g = 0; g < G; ++g) {
         std::int32_t sum = 0;
@@ -201,6 +286,8 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
     quant::pack_blocked(W.data, static_cast<const float*>(W.scales), N, K, q4, buf);
     wp = buf;
   }
+  // The int8 tier's T sums follow the blocked codes in W.packed (ops::pack_weight_int8_to).
+  const float* sums = a8 ? reinterpret_cast<const float*>(wp + quant::blocked_bytes(N, K, q4)) : nullptr;
   // The bias in fp32 (as stored when F32, else converted into scratch); the kernel adds it.
   const float* bias32 = nullptr;
   if (!bias.empty() && bias.dtype == DType::kF32) {
@@ -210,7 +297,7 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
     for (std::int64_t n = 0; n < N; ++n) b[n] = bias_at(bias, n);
     bias32 = b;
   }
-  const quant::BlockedArgs args{xq, xl, sx, corr, M, K, N, wp, q4, bias32, y, ldy};
+  const quant::BlockedArgs args{xq, xl, sx, corr, M, K, N, wp, q4, bias32, y, ldy, off, sums};
   const std::int64_t n_blocks = (N + quant::kBlockRows - 1) / quant::kBlockRows;
   if (M == 1) {
     // Decode: one contiguous range of blocks per thread (the kernel reads it as two streams); a
@@ -238,6 +325,27 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
   });
 }
 
+/// The int8 tier where the blocked kernels do not run (a target forced below AVX-512 VNNI after
+/// the weights were packed): the scalar reference of the same bits (quant_kernels.h), one row pair at a time.
+void linear_int8_ref(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias, float* y,
+                     std::int64_t ldy) {
+  const std::int64_t N = W.shape[0], K = W.shape[1], G = K / quant::kGroup;
+  const bool q4 = W.dtype == DType::kQ4;
+  const std::int64_t row_bytes = q4 ? K / 2 : K;
+  std::vector<std::int8_t> c(static_cast<std::size_t>(K));
+  std::vector<float> sc(static_cast<std::size_t>(G)), off(static_cast<std::size_t>(G)), T(static_cast<std::size_t>(G));
+  const auto* sw = static_cast<const float*>(W.scales);
+  for (std::int64_t m = 0; m < M; ++m) {
+    quant::quantize_row_a8_ref(x + m * ldx, K, c.data(), sc.data(), off.data());
+    for (std::int64_t n = 0; n < N; ++n) {
+      const void* wn = static_cast<const std::uint8_t*>(W.data) + n * row_bytes;
+      quant::a8_sums_rows(wn, sw + n * G, 1, K, q4, T.data());
+      const float r = quant::dot_a8_ref(c.data(), sc.data(), off.data(), wn, sw + n * G, T.data(), K, q4);
+      y[m * ldy + n] = bias.empty() ? r : r + bias_at(bias, n);
+    }
+  }
+}
+
 }  // namespace
 
 namespace quant {
@@ -249,6 +357,7 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   const std::int64_t N = W.shape[0], K = W.shape[1], G = K / quant::kGroup;
   if (M <= 0 || N <= 0) return;
   if (quant::blocked_kernels_active()) return linear_blocked(x, ldx, M, W, bias, y, ldy);
+  if (W.int8_tier && W.packed != nullptr) return linear_int8_ref(x, ldx, M, W, bias, y, ldy);
   const CpuTarget target = cpu_target();
   // 1. Activation quantization (and, for the SIMD kernels, its packed layouts) into per-call
   // scratch of the calling thread (grows only).

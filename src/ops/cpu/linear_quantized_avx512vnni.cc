@@ -11,6 +11,12 @@
 // instructions; from memory with 2 cores both now read at the bandwidth (~60–66 GB/s). Prefill (512
 // rows, 2 cores) 59–71 → 280–290 G MAC/s, ~65–70% of the dpbusd bound (two per 64 products: qh
 // and ql, i.e. half of oneDNN's int8 rate, whose activations are 8-bit).
+//
+// The int8 tier (quant_kernels.h §int8 tier; BlockedArgs::sums set) runs the same tiles with one
+// code per activation: one vpdpbusd per 4 products, the accumulator started at −corr, and per group
+// three fp32 operations per (row, block) (d = s·sw, the isum FMA, the o·T FMA) against eight
+// vpdpbusd — their bound is ~73% of oneDNN's int8 rate where both share the FMA pipes (Zen 5, 512 ×
+// 768 × 3072, 2 threads: 0.96–1.05 T OP/s = 56–60% of oneDNN's; the exact tier 0.69, 40%).
 
 // GCC 12 reports its own _mm*_undefined_*() helpers (inside the intrinsics headers) as "(maybe)
 // uninitialized" once they are inlined here: a known false positive.
@@ -20,6 +26,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -50,7 +58,7 @@ inline __m512i bcast4(const std::int8_t* p) {
 /// each block's chunks kPrefetchBytes ahead (weight_prefetch()). ahead/ahead_bytes (optional): bytes to prefetch meanwhile, spread over the groups (the blocks the
 /// next tile reads: small batches are memory-bound on their first pass over a block, compute-bound on
 /// the others, so those fetch the next blocks).
-template <bool kQ4, int NB, int R, bool kDecode>
+template <bool kQ4, int NB, int R, bool kDecode, bool kA8>
 inline void tile(const BlockedArgs& a, std::int64_t m0, const std::int64_t (&blk)[NB], bool pf = false,
                  const std::uint8_t* ahead = nullptr, std::int64_t ahead_bytes = 0) {
   const std::int64_t K = a.K, G = K / kGroup, G8 = G - G % 8;
@@ -59,11 +67,18 @@ inline void tile(const BlockedArgs& a, std::int64_t m0, const std::int64_t (&blk
   for (int i = 0; i < NB; ++i) base[i] = a.wp + blk[i] * G * kChunk;
   const __m512i nib = _mm512_set1_epi8(0x0F);
 
-  // Group g: d_g (lanes n) and float(isum_g) of every (row, block) into sink(r, i, d, v).
+  // Group g: its term for every (row, block) into l = sink(r, i): the exact tier's
+  // fma(d_g, float(isum_g), l); the int8 tier's fma(o_g, T_g, fma(d_g, float(isum_g), l)).
   auto group = [&](std::int64_t g, auto&& sink) {
     __m512i hi[R][NB], lo[R][NB];
-    for (int r = 0; r < R; ++r)
-      for (int i = 0; i < NB; ++i) hi[r][i] = lo[r][i] = _mm512_setzero_si512();
+    for (int r = 0; r < R; ++r) {
+      // The int8 tier starts from −corr (isum = Σ u·c − corr in one chain).
+      const __m512i init = kA8 ? _mm512_set1_epi32(-a.corr[(m0 + r) * G + g]) : _mm512_setzero_si512();
+      for (int i = 0; i < NB; ++i) {
+        hi[r][i] = init;
+        if constexpr (!kA8) lo[r][i] = _mm512_setzero_si512();
+      }
+    }
     if (kDecode && pf)
       for (int i = 0; i < NB; ++i)
         for (std::int64_t b = 0; b < kChunk; b += 64) _mm_prefetch(reinterpret_cast<const char*>(base[i] + g * kChunk + kPrefetchBytes + b), _MM_HINT_T0);
@@ -86,24 +101,31 @@ inline void tile(const BlockedArgs& a, std::int64_t m0, const std::int64_t (&blk
             const std::int8_t* q = a.xq + (m0 + r) * K + k;
             const std::int8_t* l = a.xl + (m0 + r) * K + k;
             hi[r][i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(hi[r][i], v0, bcast4(q)), v1, bcast4(q + 4));
-            lo[r][i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(lo[r][i], v0, bcast4(l)), v1, bcast4(l + 4));
+            if constexpr (!kA8) lo[r][i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(lo[r][i], v0, bcast4(l)), v1, bcast4(l + 4));
           }
         } else {
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
             hi[r][i] = _mm512_dpbusd_epi32(hi[r][i], v, bcast4(a.xq + (m0 + r) * K + k));
-            lo[r][i] = _mm512_dpbusd_epi32(lo[r][i], v, bcast4(a.xl + (m0 + r) * K + k));
+            if constexpr (!kA8) lo[r][i] = _mm512_dpbusd_epi32(lo[r][i], v, bcast4(a.xl + (m0 + r) * K + k));
           }
         }
       }
     }
     for (int r = 0; r < R; ++r) {
-      const __m512i corr = _mm512_set1_epi32(a.corr[(m0 + r) * G + g]);
+      const __m512i corr = kA8 ? _mm512_setzero_si512() : _mm512_set1_epi32(a.corr[(m0 + r) * G + g]);
       const __m512 sx = _mm512_set1_ps(a.sx[(m0 + r) * G + g]);
       for (int i = 0; i < NB; ++i) {
-        const __m512i isum = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[r][i], 8), lo[r][i]), corr);
         const __m512 d = _mm512_mul_ps(sx, _mm512_loadu_ps(reinterpret_cast<const float*>(base[i] + g * kChunk + kCodes)));
-        sink(r, i, d, _mm512_cvtepi32_ps(isum));
+        __m512& l = sink(r, i);
+        if constexpr (kA8) {
+          const __m512i isum = hi[r][i];
+          const __m512 T = _mm512_loadu_ps(a.sums + (blk[i] * G + g) * kBlockRows);
+          l = _mm512_fmadd_ps(_mm512_set1_ps(a.off[(m0 + r) * G + g]), T, _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), l));
+        } else {
+          const __m512i isum = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[r][i], 8), lo[r][i]), corr);
+          l = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), l);
+        }
       }
     }
   };
@@ -117,7 +139,7 @@ inline void tile(const BlockedArgs& a, std::int64_t m0, const std::int64_t (&blk
     for (std::int64_t g = 0; g < G8; g += 8) {
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j)
-        group(g + j, [&](int r, int i, __m512 d, __m512 v) { acc[r][i][j] = _mm512_fmadd_ps(d, v, acc[r][i][j]); });
+        group(g + j, [&](int r, int i) -> __m512& { return acc[r][i][j]; });
     }
   } else {
     // Prefill (the tile's weights sit in L1): lane j of the canonical order (groups g ≡ j mod 8,
@@ -128,7 +150,7 @@ inline void tile(const BlockedArgs& a, std::int64_t m0, const std::int64_t (&blk
       for (int r = 0; r < R; ++r)
         for (int i = 0; i < NB; ++i) l[r][i] = _mm512_setzero_ps();
       for (std::int64_t g = j; g < G8; g += 8)
-        group(g, [&](int r, int i, __m512 d, __m512 v) { l[r][i] = _mm512_fmadd_ps(d, v, l[r][i]); });
+        group(g, [&](int r, int i) -> __m512& { return l[r][i]; });
       for (int r = 0; r < R; ++r)
         for (int i = 0; i < NB; ++i) acc[r][i][j] = l[r][i];
     }
@@ -139,7 +161,7 @@ inline void tile(const BlockedArgs& a, std::int64_t m0, const std::int64_t (&blk
       for (int s = 4; s >= 1; s /= 2)
         for (int j = 0; j < s; ++j) acc[r][i][j] = _mm512_add_ps(acc[r][i][j], acc[r][i][j + s]);
   for (std::int64_t g = G8; g < G; ++g)
-    group(g, [&](int r, int i, __m512 d, __m512 v) { acc[r][i][0] = _mm512_fmadd_ps(d, v, acc[r][i][0]); });
+    group(g, [&](int r, int i) -> __m512& { return acc[r][i][0]; });
   for (int i = 0; i < NB; ++i) {
     const std::int64_t n0 = blk[i] * kBlockRows, valid = std::min<std::int64_t>(kBlockRows, a.N - n0);
     const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
@@ -151,21 +173,24 @@ inline void tile(const BlockedArgs& a, std::int64_t m0, const std::int64_t (&blk
   }
 }
 
-template <bool kQ4>
+template <bool kQ4, bool kA8>
 void dot_blocked(const BlockedArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1) {
   if (m1 - m0 == 1) {
     // Decode: blocks j, j + h together (two streams far apart), the leftover block alone.
     const std::int64_t h = (b1 - b0) / 2;
     const bool pf = weight_prefetch();
-    for (std::int64_t j = b0; j < b0 + h; ++j) tile<kQ4, 2, 1, true>(a, m0, {j, j + h}, pf);
-    for (std::int64_t j = b0 + 2 * h; j < b1; ++j) tile<kQ4, 1, 1, true>(a, m0, {j}, pf);
+    for (std::int64_t j = b0; j < b0 + h; ++j) tile<kQ4, 2, 1, true, kA8>(a, m0, {j, j + h}, pf);
+    for (std::int64_t j = b0 + 2 * h; j < b1; ++j) tile<kQ4, 1, 1, true, kA8>(a, m0, {j}, pf);
     return;
   }
   // kR input rows × kPrefillTileBlocks weight blocks per tile: each activation broadcast feeds three
   // dpbusd and each weight vector two rows' (Zen 5, one core, 512 × 768 × 3072: 2 rows × 1 block
   // with eight live accumulators per row 107 G MAC/s; 2 × 2 146; 2 × 3 145–160; 3 × 2 147; 4 × 1
   // 128; 4 × 2 138; the bound of two dpbusd per 64 products at ~2 per cycle is ~218 at 3.4 GHz).
-  constexpr int kR = 2, kNB = static_cast<int>(kPrefillTileBlocks);
+  // The int8 tier has no low-code accumulators, so 4 rows fit the registers and halve the weight
+  // reads per product (512 × 1536 × 768, 2 threads: 2 rows 0.60 T OP/s — the 83 KiB 3-block tile
+  // streams from L2 — 3 rows 0.81, 4 rows 0.96).
+  constexpr int kR = kA8 ? 4 : 2, kNB = static_cast<int>(kPrefillTileBlocks);
   const std::int64_t block_bytes = a.K / kGroup * blocked_chunk_bytes(kQ4);
   // A decode batch (few rows): the pass after the first over kNB blocks prefetches the next kNB
   // (the first pass streams its blocks from memory, the others compute on them from cache).
@@ -182,27 +207,72 @@ void dot_blocked(const BlockedArgs& a, std::int64_t m0, std::int64_t m1, std::in
     const std::int64_t pf_m = m1 - m0 >= 2 * kR ? m0 + kR : m0;
     std::int64_t m = m0;
     for (; m + kR <= m1; m += kR)
-      tile<kQ4, kNB, kR, false>(a, m, bl, false, m == pf_m ? next : nullptr, next_blocks * block_bytes);
-    for (; m < m1; ++m) tile<kQ4, kNB, 1, false>(a, m, bl, false, m == pf_m ? next : nullptr, next_blocks * block_bytes);
+      tile<kQ4, kNB, kR, false, kA8>(a, m, bl, false, m == pf_m ? next : nullptr, next_blocks * block_bytes);
+    for (; m < m1; ++m) tile<kQ4, kNB, 1, false, kA8>(a, m, bl, false, m == pf_m ? next : nullptr, next_blocks * block_bytes);
   }
   if (b + 2 <= b1) {  // two blocks left (x_proj's N = 80 is 3 + 2 blocks)
     std::int64_t m = m0;
-    for (; m + kR <= m1; m += kR) tile<kQ4, 2, kR, false>(a, m, {b, b + 1});
-    for (; m < m1; ++m) tile<kQ4, 2, 1, false>(a, m, {b, b + 1});
+    for (; m + kR <= m1; m += kR) tile<kQ4, 2, kR, false, kA8>(a, m, {b, b + 1});
+    for (; m < m1; ++m) tile<kQ4, 2, 1, false, kA8>(a, m, {b, b + 1});
     b += 2;
   }
   for (; b < b1; ++b) {
     std::int64_t m = m0;
-    for (; m + kR <= m1; m += kR) tile<kQ4, 1, kR, false>(a, m, {b});
-    for (; m < m1; ++m) tile<kQ4, 1, 1, false>(a, m, {b});
+    for (; m + kR <= m1; m += kR) tile<kQ4, 1, kR, false, kA8>(a, m, {b});
+    for (; m < m1; ++m) tile<kQ4, 1, 1, false, kA8>(a, m, {b});
   }
 }
 
 }  // namespace
 
 void dot_blocked_avx512vnni(const BlockedArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1) {
-  if (a.q4) dot_blocked<true>(a, m0, m1, b0, b1);
-  else dot_blocked<false>(a, m0, m1, b0, b1);
+  const bool a8 = a.sums != nullptr;
+  if (a.q4) a8 ? dot_blocked<true, true>(a, m0, m1, b0, b1) : dot_blocked<true, false>(a, m0, m1, b0, b1);
+  else a8 ? dot_blocked<false, true>(a, m0, m1, b0, b1) : dot_blocked<false, false>(a, m0, m1, b0, b1);
+}
+
+void quantize_rows_a8_avx512(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* c, float* s, float* o,
+                             std::int32_t* csum) {
+  const std::int64_t G = K / kGroup;
+  const __m512 top = _mm512_set1_ps(255.0f);
+  const __m512i bias = _mm512_set1_epi32(128);
+  for (std::int64_t m = 0; m < M; ++m) {
+    for (std::int64_t g = 0; g < G; ++g) {
+      const float* xg = x + m * ldx + g * kGroup;
+      const __m512 v0 = _mm512_loadu_ps(xg), v1 = _mm512_loadu_ps(xg + 16);
+      std::int8_t* cg = c + m * K + g * kGroup;
+      const std::int64_t at = m * G + g;
+      // Non-finite anywhere in the group: x − x is NaN exactly for NaN and ±Inf.
+      const __mmask16 bad = _mm512_cmp_ps_mask(_mm512_sub_ps(v0, v0), _mm512_sub_ps(v1, v1), _CMP_UNORD_Q);
+      if (bad != 0) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(cg), _mm256_setzero_si256());
+        s[at] = o[at] = __builtin_nanf("");
+        csum[at] = 0;
+        continue;
+      }
+      // + 0: −0 → +0 (which of ±0 a min returns differs between the reference and vector forms).
+      const float lo = _mm512_reduce_min_ps(_mm512_min_ps(v0, v1)) + 0.0f;
+      const float hi = _mm512_reduce_max_ps(_mm512_max_ps(v0, v1));
+      float step = hi / 255.0f - lo / 255.0f;
+      if (!(step >= FLT_MIN)) {
+        step = 0.0f;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(cg), _mm256_set1_epi8(-128));
+        csum[at] = -128 * kGroup;
+      } else {
+        const __m512 vlo = _mm512_set1_ps(lo), vinv = _mm512_set1_ps(1.0f / step);
+        // c = rne(min((x − lo) · inv, 255)) − 128 (cvtps rounds to nearest even).
+        auto code = [&](__m512 v) {
+          return _mm512_sub_epi32(_mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(_mm512_sub_ps(v, vlo), vinv), top)), bias);
+        };
+        const __m512i c0 = code(v0), c1 = code(v1);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(cg), _mm512_cvtsepi32_epi8(c0));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(cg + 16), _mm512_cvtsepi32_epi8(c1));
+        csum[at] = _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
+      }
+      s[at] = step;
+      o[at] = std::fma(128.0f, step, lo);
+    }
+  }
 }
 
 }  // namespace mamba::ops::cpu::quant

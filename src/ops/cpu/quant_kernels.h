@@ -106,7 +106,8 @@ bool blocked_kernels_active();
 
 /// Steps 2–5 by the blocked kernel: y[m·ldy + n] for m ∈ [m0, m1) and the rows n < N of blocks
 /// [b0, b1) of `wp` (blocked layout); bias [N] fp32 or nullptr. corr [M, K/32] = (q4 ? 8 : 128) ·
-/// xsum (int32).
+/// xsum (int32). The int8 tier: `sums` (pack_a8_sums) non-null, xq = the codes c, xl unused,
+/// sx = s, off = o [M, K/32], corr = (q4 ? 8 : 128) · Σ_{k∈g} c[k].
 struct BlockedArgs {
   const std::int8_t* xq;
   const std::int8_t* xl;
@@ -118,11 +119,45 @@ struct BlockedArgs {
   const float* bias;
   float* y;
   std::int64_t ldy;
+  const float* off = nullptr;
+  const float* sums = nullptr;
 };
 void dot_blocked_avx512vnni(const BlockedArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1);
 /// Weight blocks per prefill tile of dot_blocked_avx512vnni: callers hand it ranges of this many
 /// blocks (a shorter range runs one block at a time, slower).
 inline constexpr std::int64_t kPrefillTileBlocks = 3;
+
+// ---- The int8 precision tier (Precision::kInt8, README §Precision) ---------------------------------
+// The same weights with 8-bit activations: one asymmetric code per element, per group g of 32:
+//   lo_g = min x[k], hi_g = max x[k] (over the group);  s_g = hi_g / 255 − lo_g / 255 (fp32 ops);
+//   s_g ≥ FLT_MIN: inv_g = 1 / s_g, c[k] = round_half_even(min((x[k] − lo_g) · inv_g, 255)) − 128;
+//   else (a constant group): s_g = 0, c[k] = −128;       o_g = fma(128, s_g, lo_g)
+//   so x[k] ≈ s_g · c[k] + o_g; a non-finite x in the group: s_g = o_g = NaN, c = 0 (y is NaN).
+// With S[n, g] = Σ_{k∈g} q_w[n, k] and T[n, g] = sw[n, g] · float(S[n, g]) (made at load):
+//   isum_g = Σ_{k∈g} c[k] · q_w[n, k] (exact int32);  d_g = s_g · sw[n, g];
+//   term_g(l) = fma(o_g, T[n, g], fma(d_g, float(isum_g), l))
+// combined in step 4's order (lanes l[g % 8], the tree, the tail groups) and step 5's bias. Half the
+// integer products of the 16-bit activations (one vpdpbusd per 4 products instead of two), at a
+// precision of its own (teacher-forced top-1 ≥ 99% against the exact tier, tests `Int8Tier*`).
+
+/// Activation codes of the int8 tier for one row: c[0, K), s[0, K/32], o[0, K/32]. Scalar reference.
+void quantize_row_a8_ref(const float* x, std::int64_t K, std::int8_t* c, float* s, float* o);
+/// The same for M rows (row stride ldx) with AVX2, bitwise equal to the reference; also csum [M, K/32]
+/// = Σ_{k∈g} c[k] (the blocked kernel's offset correction).
+void quantize_rows_a8_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* c, float* s, float* o,
+                           std::int32_t* csum);
+/// The same with AVX-512 (the blocked kernels' target).
+void quantize_rows_a8_avx512(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* c, float* s, float* o,
+                             std::int32_t* csum);
+/// The int8 tier's y for one (x row, weight row): the scalar reference (no bias); T = T[n, :] [K/32].
+float dot_a8_ref(const std::int8_t* c, const float* s, const float* o, const void* w, const float* sw, const float* T,
+                 std::int64_t K, bool q4);
+/// T[n, g] of W in blocked order: [blocks of 16 rows][K/32 groups][16 lanes] F32 (padding rows 0);
+/// a8_sums_bytes(N, K) bytes.
+std::int64_t a8_sums_bytes(std::int64_t N, std::int64_t K);
+void pack_a8_sums(const void* w, const float* sw, std::int64_t N, std::int64_t K, bool q4, float* out);
+/// T[n, g] row-major [N, K/32] (the reference's layout).
+void a8_sums_rows(const void* w, const float* sw, std::int64_t N, std::int64_t K, bool q4, float* out);
 
 /// Step 1 for M rows (x row stride ldx) into xq, xl [M, K], sx [M, K/32].
 void quantize_rows_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* xq, std::int8_t* xl, float* sx);

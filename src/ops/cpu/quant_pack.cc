@@ -79,4 +79,20 @@ void pack_weight_to(TensorView& W, void* dst) {
   W.packed = out;
 }
 
+std::int64_t pack_weight_int8_bytes(const TensorView& W) {
+  const std::int64_t blocked = pack_weight_bytes(W);
+  if (blocked == 0) return 0;
+  return blocked + cpu::quant::a8_sums_bytes(W.shape[0], W.shape[1]);
+}
+
+void pack_weight_int8_to(TensorView& W, void* dst) {
+  pack_weight_to(W, dst);
+  const bool q4 = W.dtype == DType::kQ4;
+  auto* sums = reinterpret_cast<float*>(static_cast<std::uint8_t*>(dst) + cpu::quant::blocked_bytes(W.shape[0], W.shape[1], q4));
+  cpu::quant::pack_a8_sums(W.data, static_cast<const float*>(W.scales), W.shape[0], W.shape[1], q4, sums);
+  W.int8_tier = true;
+}
+
+bool int8_tier_available() { return cpu::quant::blocked_kernels_active(); }
+
 }  // namespace mamba::ops
