@@ -36,31 +36,7 @@ TEST(Bf16Tier, BatchedStepsEqualSingleSequenceSteps) {
   auto m = Model::load(embedded_dir(), lo);
   ASSERT_TRUE(m.ok()) << m.error().message;
   Model& model = **m;
-  const std::int64_t V = model.logits_width();
-  const std::vector<std::vector<std::int32_t>> prompts = {{5, 17, 300}, {9}, {44, 45, 46, 47, 48, 49, 50}};
-  const std::vector<std::int32_t> next = {11, 12, 13};
-  // Alone: prefill, then one step.
-  std::vector<std::vector<float>> alone;
-  for (std::size_t i = 0; i < prompts.size(); ++i) {
-    State s = model.new_state();
-    ASSERT_TRUE(model.prefill(prompts[i], s, LogitsMode::kNone, nullptr).ok());
-    std::vector<float> logits(static_cast<std::size_t>(V));
-    State* sp = &s;
-    ASSERT_TRUE(model.step({&next[i], 1}, {&sp, 1}, logits.data()).ok());
-    alone.push_back(logits);
-  }
-  // Together: the same prefills, one batched step.
-  std::vector<State> states;
-  for (const auto& p : prompts) {
-    states.push_back(model.new_state());
-    ASSERT_TRUE(model.prefill(p, states.back(), LogitsMode::kNone, nullptr).ok());
-  }
-  std::vector<State*> ptrs;
-  for (auto& s : states) ptrs.push_back(&s);
-  std::vector<float> batched(prompts.size() * static_cast<std::size_t>(V));
-  ASSERT_TRUE(model.step(next, ptrs, batched.data()).ok());
-  for (std::size_t i = 0; i < prompts.size(); ++i)
-    EXPECT_EQ(std::memcmp(batched.data() + i * std::size_t(V), alone[i].data(), std::size_t(V) * 4), 0) << "sequence " << i;
+  test::expect_batched_step_equals_alone(model);
 }
 
 TEST(Bf16Tier, ParsesAndRefusesClearly) {

@@ -42,33 +42,20 @@ TEST(Int8Tier, EmbeddedQ4Top1AgreementAndPerplexity) {
   check(QuantType::kQ4);
 }
 
-/// A q8 copy of the embedded model in a temp dir, removed at the end of the test.
-struct Q8Copy {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("mamba-int8-tier-" + std::to_string(::getpid()));
-  Q8Copy() {
-    std::filesystem::remove_all(dir);
-    auto q = quantize_checkpoint(embedded_dir(), QuantType::kQ8, dir.string());
-    EXPECT_TRUE(q.ok()) << q.error().message;
-  }
-  ~Q8Copy() { std::filesystem::remove_all(dir); }
-};
-
-TEST(Int8Tier, BatchedStepsAndPrefillEqualSingleSteps) {
+TEST(Int8Tier, BatchedStepsEqualSingleStepsAndPrefillNearSteps) {
   MAMBA_REQUIRE_INT8_TIER();
-  Q8Copy copy;
+  const test::QuantizedCopy copy(embedded_dir(), QuantType::kQ8);
   LoadOptions lo;
   lo.precision = Precision::kInt8;
-  auto m = Model::load(copy.dir.string(), lo);
+  auto m = Model::load(copy.dir(), lo);
   ASSERT_TRUE(m.ok()) << m.error().message;
   Model& model = **m;
   EXPECT_EQ(model.precision(), Precision::kInt8);
   const std::int64_t V = model.logits_width();
   const std::vector<std::vector<std::int32_t>> prompts = {{5, 17, 300}, {9}, {44, 45, 46, 47, 48, 49, 50}};
-  const std::vector<std::int32_t> next = {11, 12, 13};
-  // Alone: prefill, then one step. And the prompt stepped token by token (the one-row kernels):
-  // its last logits near the prefill's (the exact tier's prefill and steps round differently,
-  // which can move an 8-bit activation code by one step: measured ≤ 0.25% of the largest logit).
-  std::vector<std::vector<float>> alone;
+  // Each prompt stepped token by token (the one-row kernels): its last logits near the prefill's
+  // (prefill and steps round the scan differently, which can move an 8-bit activation code by one
+  // step: measured ≤ 0.25% of the largest logit).
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     State p = model.new_state();
     std::vector<float> last(static_cast<std::size_t>(V));
@@ -84,22 +71,8 @@ TEST(Int8Tier, BatchedStepsAndPrefillEqualSingleSteps) {
     }
     EXPECT_LE(diff, 0.01f * scale) << "prompt " << i;
     EXPECT_EQ(test::argmax(last.data(), V), test::argmax(logits.data(), V)) << "prompt " << i;
-    State* pp = &p;
-    ASSERT_TRUE(model.step({&next[i], 1}, {&pp, 1}, logits.data()).ok());
-    alone.push_back(logits);
   }
-  // Together: the same prompts prefilled, one batched step.
-  std::vector<State> states;
-  for (const auto& p : prompts) {
-    states.push_back(model.new_state());
-    ASSERT_TRUE(model.prefill(p, states.back(), LogitsMode::kNone, nullptr).ok());
-  }
-  std::vector<State*> ptrs;
-  for (auto& s : states) ptrs.push_back(&s);
-  std::vector<float> batched(prompts.size() * static_cast<std::size_t>(V));
-  ASSERT_TRUE(model.step(next, ptrs, batched.data()).ok());
-  for (std::size_t i = 0; i < prompts.size(); ++i)
-    EXPECT_EQ(std::memcmp(batched.data() + i * std::size_t(V), alone[i].data(), std::size_t(V) * 4), 0) << "sequence " << i;
+  test::expect_batched_step_equals_alone(model);
 }
 
 TEST(Int8Tier, ParsesAndRefusesClearly) {
@@ -117,10 +90,10 @@ TEST(Int8Tier, ParsesAndRefusesClearly) {
   EXPECT_NE(f.error().message.find("not quantized"), std::string::npos) << f.error().message;
   EXPECT_NE(f.error().message.find("mamba-cli quantize"), std::string::npos) << f.error().message;
   // A dispatch target without the tier's kernel (any x86-64 CPU can force the baseline).
-  Q8Copy copy;
+  const test::QuantizedCopy copy(embedded_dir(), QuantType::kQ8);
   const ops::cpu::CpuTarget saved = ops::cpu::cpu_target();
   ops::cpu::set_cpu_target_for_test(ops::cpu::CpuTarget::kBaseline);
-  auto m = Model::load(copy.dir.string(), lo);
+  auto m = Model::load(copy.dir(), lo);
   ops::cpu::set_cpu_target_for_test(saved);
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.error().code, ErrorCode::kInvalidArgument);

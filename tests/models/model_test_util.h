@@ -68,4 +68,28 @@ inline std::vector<float> prefill_all(Model& m, const std::vector<std::int32_t>&
   return logits;
 }
 
+/// Batch invariance of decode: three prompts ({5, 17, 300}, {9}, {44 … 50}) prefilled, then tokens
+/// 11, 12, 13 stepped together in one batch — bitwise the logits of each stepped alone.
+inline void expect_batched_step_equals_alone(Model& model) {
+  const std::int64_t V = model.logits_width();
+  const std::vector<std::vector<std::int32_t>> prompts = {{5, 17, 300}, {9}, {44, 45, 46, 47, 48, 49, 50}};
+  const std::vector<std::int32_t> next = {11, 12, 13};
+  std::vector<State> states;
+  for (const auto& p : prompts) {
+    states.push_back(model.new_state());
+    ASSERT_TRUE(model.prefill(p, states.back(), LogitsMode::kNone, nullptr).ok());
+  }
+  std::vector<State> copies;
+  for (const State& s : states) copies.push_back(s.clone());
+  std::vector<State*> ptrs;
+  for (auto& s : states) ptrs.push_back(&s);
+  std::vector<float> batched(prompts.size() * static_cast<std::size_t>(V)), alone(static_cast<std::size_t>(V));
+  ASSERT_TRUE(model.step(next, ptrs, batched.data()).ok());
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    State* sp = &copies[i];
+    ASSERT_TRUE(model.step({&next[i], 1}, {&sp, 1}, alone.data()).ok());
+    EXPECT_EQ(std::memcmp(batched.data() + i * std::size_t(V), alone.data(), std::size_t(V) * 4), 0) << "sequence " << i;
+  }
+}
+
 }  // namespace mamba::test

@@ -63,43 +63,51 @@ inline QuantComparison compare_models(Model& a, Model& b, const std::string& dir
   return r;
 }
 
+/// A q8 / q4 copy of `dir` (quantize_checkpoint) in a temp dir, removed when this goes out of scope;
+/// a failed quantization fails the test (ok() is then false).
+struct QuantizedCopy {
+  std::filesystem::path path;
+  bool ok_ = false;
+  QuantizedCopy(const std::string& dir, QuantType type) {
+    path = std::filesystem::temp_directory_path() / ("mamba-quant-test-" + std::to_string(::getpid()) + "-" +
+                                                     std::filesystem::path(dir).filename().string() + (type == QuantType::kQ8 ? "-q8" : "-q4"));
+    std::filesystem::remove_all(path);
+    auto q = quantize_checkpoint(dir, type, path.string());
+    EXPECT_TRUE(q.ok()) << q.error().message;
+    ok_ = q.ok();
+  }
+  ~QuantizedCopy() { std::filesystem::remove_all(path); }
+  QuantizedCopy(const QuantizedCopy&) = delete;
+  QuantizedCopy& operator=(const QuantizedCopy&) = delete;
+  bool ok() const { return ok_; }
+  std::string dir() const { return path.string(); }
+};
+
 /// Quantizes `dir` to `type` in a temp dir and compares it with the original over ppl.ids.
 inline QuantComparison compare_quantized(const std::string& dir, QuantType type) {
-  namespace fs = std::filesystem;
   QuantComparison r;
-  const fs::path tmp = fs::temp_directory_path() / ("mamba-quant-test-" + std::to_string(::getpid()) + "-" +
-                                                    fs::path(dir).filename().string() + (type == QuantType::kQ8 ? "-q8" : "-q4"));
-  fs::remove_all(tmp);
-  auto q = quantize_checkpoint(dir, type, tmp.string());
-  EXPECT_TRUE(q.ok()) << q.error().message;
-  if (!q.ok()) return r;
+  const QuantizedCopy copy(dir, type);
+  if (!copy.ok()) return r;
   auto orig = Model::load(dir);
-  auto quant = Model::load(tmp.string());
+  auto quant = Model::load(copy.dir());
   EXPECT_TRUE(orig.ok() && quant.ok()) << (orig.ok() ? quant.error().message : orig.error().message);
   if (orig.ok() && quant.ok()) r = compare_models(**orig, **quant, dir, type == QuantType::kQ8 ? "q8" : "q4");
-  fs::remove_all(tmp);
   return r;
 }
 
 /// Quantizes `dir` to `type` in a temp dir and compares that copy loaded with the exact tier against
 /// the same copy loaded with `precision` (the int8 tier's bounds are against its own exact path).
 inline QuantComparison compare_quantized_precision(const std::string& dir, QuantType type, Precision precision) {
-  namespace fs = std::filesystem;
   QuantComparison r;
-  const fs::path tmp = fs::temp_directory_path() / ("mamba-tier-test-" + std::to_string(::getpid()) + "-" +
-                                                    fs::path(dir).filename().string() + (type == QuantType::kQ8 ? "-q8" : "-q4"));
-  fs::remove_all(tmp);
-  auto q = quantize_checkpoint(dir, type, tmp.string());
-  EXPECT_TRUE(q.ok()) << q.error().message;
-  if (!q.ok()) return r;
+  const QuantizedCopy copy(dir, type);
+  if (!copy.ok()) return r;
   LoadOptions lo;
   lo.precision = precision;
-  auto exact = Model::load(tmp.string());
-  auto other = Model::load(tmp.string(), lo);
+  auto exact = Model::load(copy.dir());
+  auto other = Model::load(copy.dir(), lo);
   EXPECT_TRUE(exact.ok() && other.ok()) << (exact.ok() ? other.error().message : exact.error().message);
   if (exact.ok() && other.ok())
     r = compare_models(**exact, **other, dir, std::string(type == QuantType::kQ8 ? "q8" : "q4") + " precision " + precision_name(precision));
-  fs::remove_all(tmp);
   return r;
 }
 

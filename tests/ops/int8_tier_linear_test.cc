@@ -18,6 +18,7 @@
 #include "ops/cpu/quant_kernels.h"
 #include "ops/ops.h"
 #include "ops/ops_test_util.h"
+#include "ops/quant_test_util.h"
 
 namespace mamba {
 namespace {
@@ -31,38 +32,7 @@ bool has_target(CpuTarget t) {
   return false;
 }
 
-/// A quantized weight [N, K] from random fp32 values, its dequantized copy and the int8 tier's packed copy.
-struct QWeight {
-  std::vector<std::uint8_t> codes;
-  std::vector<float> scales, deq;
-  TensorView view;
-  Tensor packed;
-  QWeight(std::int64_t N, std::int64_t K, bool q4, std::mt19937& rng) {
-    const std::int64_t G = K / kQuantGroupSize, row_bytes = q4 ? K / 2 : K;
-    codes.resize(std::size_t(N * row_bytes));
-    scales.resize(std::size_t(N * G));
-    deq.resize(std::size_t(N * K));
-    std::normal_distribution<float> nd(0.0f, 0.05f);
-    std::vector<float> row(static_cast<std::size_t>(K));
-    for (std::int64_t n = 0; n < N; ++n) {
-      for (auto& v : row) v = nd(rng);
-      if (n % 7 == 3) std::fill(row.begin(), row.begin() + kQuantGroupSize, 0.0f);  // an all-zero group
-      if (q4) quantize_row_q4(row.data(), K, codes.data() + n * row_bytes, scales.data() + n * G);
-      else quantize_row_q8(row.data(), K, reinterpret_cast<std::int8_t*>(codes.data()) + n * row_bytes, scales.data() + n * G);
-    }
-    view = TensorView(codes.data(), q4 ? DType::kQ4 : DType::kQ8, Shape{N, K});
-    view.scales = scales.data();
-    view.group_size = kQuantGroupSize;
-    std::vector<std::int32_t> ids(static_cast<std::size_t>(N));
-    for (std::int64_t n = 0; n < N; ++n) ids[std::size_t(n)] = std::int32_t(n);
-    ops::embedding(view, ids, deq.data());
-    const std::int64_t bytes = ops::pack_weight_int8_bytes(view);
-    if (bytes > 0) {
-      packed = Tensor(DType::kU8, Shape{bytes});
-      ops::pack_weight_int8_to(view, packed.data<std::uint8_t>());
-    }
-  }
-};
+using test::QWeight;
 
 /// The scalar definition, row by row.
 std::vector<float> reference(const std::vector<float>& x, std::int64_t ldx, std::int64_t M, const QWeight& W, const float* bias,
@@ -164,7 +134,7 @@ TEST_F(Int8TierLinear, EveryTargetBitwiseEqualsReferenceAndNearFp32) {
         const bool with_bias = cases % 2 == 0;
         const std::int64_t ldx = K + (cases % 3), ldy = N + (cases % 4);
         ++cases;
-        QWeight W(N, K, q4, rng);
+        QWeight W(N, K, q4, rng, true);
         ASSERT_TRUE(W.view.int8_tier);
         const std::vector<float> x = test::random_vec(M * ldx, rng, -2.0f, 2.0f);
         const std::vector<float> bias = test::random_vec(N, rng);
@@ -210,18 +180,8 @@ TEST_F(Int8TierLinear, BatchAndThreadInvariant) {
   std::mt19937 rng(29);
   const std::int64_t K = 768, N = 83, M = 130;
   for (bool q4 : {false, true}) {
-    QWeight W(N, K, q4, rng);
-    const std::vector<float> x = test::random_vec(M * K, rng);
-    std::vector<float> all(std::size_t(M * N)), one(static_cast<std::size_t>(N));
-    const int saved_threads = ops::num_threads();
-    ops::set_num_threads(2);
-    ops::linear(x.data(), K, M, W.view, TensorView(), all.data(), N);
-    ops::set_num_threads(1);
-    for (std::int64_t m : {std::int64_t{0}, std::int64_t{3}, std::int64_t{64}, M - 1}) {
-      ops::linear(x.data() + m * K, K, 1, W.view, TensorView(), one.data(), N);
-      ASSERT_EQ(std::memcmp(one.data(), all.data() + m * N, std::size_t(N) * 4), 0) << "q4 " << q4 << " row " << m;
-    }
-    ops::set_num_threads(saved_threads);
+    QWeight W(N, K, q4, rng, true);
+    test::expect_rows_equal_alone(W.view, test::random_vec(M * K, rng), M, q4 ? "q4" : "q8");
   }
 }
 
@@ -229,7 +189,7 @@ TEST_F(Int8TierLinear, NonFiniteInputPropagates) {
   std::mt19937 rng(31);
   const std::int64_t K = 288, N = 5;
   for (bool q4 : {false, true}) {
-    QWeight W(N, K, q4, rng);
+    QWeight W(N, K, q4, rng, true);
     for (float bad : {std::nanf(""), INFINITY}) {
       std::vector<float> x = test::random_vec(2 * K, rng);
       x[K + 100] = bad;  // row 1
@@ -250,7 +210,7 @@ TEST_F(Int8TierLinear, GroupSumsLayoutMatchesItsDefinition) {
   std::mt19937 rng(37);
   const std::int64_t N = 19, K = 96, G = K / 32;
   for (bool q4 : {false, true}) {
-    QWeight W(N, K, q4, rng);
+    QWeight W(N, K, q4, rng, true);
     std::vector<float> rows(std::size_t(N * G)), blocked(static_cast<std::size_t>(quant::a8_sums_bytes(N, K) / 4), -1.0f);
     ASSERT_EQ(blocked.size(), std::size_t(2 * G * 16));
     quant::a8_sums_rows(W.codes.data(), W.scales.data(), N, K, q4, rows.data());

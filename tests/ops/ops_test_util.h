@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "mamba/tensor.h"
@@ -49,6 +51,22 @@ inline double max_abs_diff(const float* a, const float* b, std::int64_t n) {
     if (!(d <= m)) m = d;  // NaN propagates as failure
   }
   return m;
+}
+
+/// Batch and thread invariance of ops::linear on W (K inputs, N outputs): M rows of x [M, K] in one
+/// call with 2 threads, then rows 0, 5, 64 and M − 1 alone with 1 thread — bitwise equal.
+inline void expect_rows_equal_alone(const TensorView& W, const std::vector<float>& x, std::int64_t M, const std::string& what) {
+  const std::int64_t N = W.shape[0], K = W.shape[1];
+  std::vector<float> all(std::size_t(M * N)), one(static_cast<std::size_t>(N));
+  const int saved_threads = ops::num_threads();
+  ops::set_num_threads(2);
+  ops::linear(x.data(), K, M, W, TensorView(), all.data(), N);
+  ops::set_num_threads(1);
+  for (std::int64_t m : {std::int64_t{0}, std::int64_t{5}, std::int64_t{64}, M - 1}) {
+    ops::linear(x.data() + m * K, K, 1, W, TensorView(), one.data(), N);
+    EXPECT_EQ(std::memcmp(one.data(), all.data() + m * N, std::size_t(N) * 4), 0) << what << " row " << m;
+  }
+  ops::set_num_threads(saved_threads);
 }
 
 }  // namespace mamba::test

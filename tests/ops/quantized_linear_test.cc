@@ -17,38 +17,14 @@
 #include "ops/cpu/quant_kernels.h"
 #include "ops/ops.h"
 #include "ops/ops_test_util.h"
+#include "ops/quant_test_util.h"
 
 namespace mamba {
 namespace {
 
 using ops::cpu::CpuTarget;
 
-/// A quantized weight [N, K] built from random fp32 values, plus its dequantized copy.
-struct QWeight {
-  std::vector<std::uint8_t> codes;
-  std::vector<float> scales, deq;
-  TensorView view;
-  QWeight(std::int64_t N, std::int64_t K, bool q4, std::mt19937& rng) {
-    const std::int64_t G = K / kQuantGroupSize, row_bytes = q4 ? K / 2 : K;
-    codes.resize(std::size_t(N * row_bytes));
-    scales.resize(std::size_t(N * G));
-    deq.resize(std::size_t(N * K));
-    std::normal_distribution<float> nd(0.0f, 0.05f);
-    std::vector<float> row(static_cast<std::size_t>(K));
-    for (std::int64_t n = 0; n < N; ++n) {
-      for (auto& v : row) v = nd(rng);
-      if (n % 7 == 3) std::fill(row.begin(), row.begin() + kQuantGroupSize, 0.0f);  // an all-zero group
-      if (q4) quantize_row_q4(row.data(), K, codes.data() + n * row_bytes, scales.data() + n * G);
-      else quantize_row_q8(row.data(), K, reinterpret_cast<std::int8_t*>(codes.data()) + n * row_bytes, scales.data() + n * G);
-    }
-    view = TensorView(codes.data(), q4 ? DType::kQ4 : DType::kQ8, Shape{N, K});
-    view.scales = scales.data();
-    view.group_size = kQuantGroupSize;
-    std::vector<std::int32_t> ids(static_cast<std::size_t>(N));
-    for (std::int64_t n = 0; n < N; ++n) ids[std::size_t(n)] = std::int32_t(n);
-    ops::embedding(view, ids, deq.data());  // the dequantized table (checked separately below)
-  }
-};
+using test::QWeight;
 
 /// Reference: the scalar definition, rows quantized one by one.
 std::vector<float> reference(const std::vector<float>& x, std::int64_t ldx, std::int64_t M, const QWeight& W, const float* bias,
@@ -164,16 +140,7 @@ TEST_F(QuantizedLinear, BatchAndThreadInvariant) {
     const std::vector<float> x = test::random_vec(M * K, rng);
     for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
       ops::cpu::set_cpu_target_for_test(t);
-      std::vector<float> all(std::size_t(M * N)), one(static_cast<std::size_t>(N));
-      const int saved_threads = ops::num_threads();
-      ops::set_num_threads(2);
-      ops::linear(x.data(), K, M, W.view, TensorView(), all.data(), N);
-      ops::set_num_threads(1);
-      for (std::int64_t m : {std::int64_t{0}, std::int64_t{1}, std::int64_t{64}, M - 1}) {
-        ops::linear(x.data() + m * K, K, 1, W.view, TensorView(), one.data(), N);
-        ASSERT_EQ(std::memcmp(one.data(), all.data() + m * N, std::size_t(N) * 4), 0) << ops::cpu::cpu_target_name(t) << " row " << m;
-      }
-      ops::set_num_threads(saved_threads);
+      test::expect_rows_equal_alone(W.view, x, M, std::string(ops::cpu::cpu_target_name(t)) + (q4 ? " q4" : " q8"));
     }
   }
 }
