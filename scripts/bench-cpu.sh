@@ -19,7 +19,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$JOBS" --target bench_cpu mamba-cli
 
 mkdir -p "$MODELS"
-dirs=()
+dirs=() qdirs=()
 for preset in mamba-130m mamba2-130m; do
   d=$MODELS/$preset-bf16
   if [ ! -f "$d/config.json" ]; then
@@ -34,7 +34,7 @@ if "$BUILD/mamba-cli" --help 2>&1 | grep -qw quantize; then
     for type in q8 q4; do
       q=$MODELS/$preset-$type
       [ -f "$q/config.json" ] || "$BUILD/mamba-cli" quantize -m "$MODELS/$preset-bf16" --type "$type" -o "$q"
-      dirs+=("$q")
+      qdirs+=("$q")
     done
   done
 else
@@ -43,8 +43,8 @@ fi
 # The int8 tier applies to quantized checkpoints only: with --precision int8, the q8 / q4 copies alone.
 for a in "$@"; do
   if [ "$a" = int8 ] || [ "$a" = --precision=int8 ]; then
-    dirs=("${dirs[@]:2}")
-    break
+    [ ${#qdirs[@]} -gt 0 ] || { echo "error: --precision int8 needs the q8 / q4 copies (mamba-cli quantize)" >&2; exit 2; }
+    exec "$BUILD/bench_cpu" "${qdirs[@]}" "$@"
   fi
 done
-exec "$BUILD/bench_cpu" "${dirs[@]}" "$@"
+exec "$BUILD/bench_cpu" "${dirs[@]}" "${qdirs[@]}" "$@"

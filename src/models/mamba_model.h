@@ -76,8 +76,11 @@ void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
                   float* out);
 
 /// Packs w's projections (in_proj, x_proj, dt_proj, out_proj, lm_head): quantized ones for the
-/// CPU's fastest kernel (ops::pack_weight_to; none below AVX-512 VNNI), float ones for the bf16 tier
-/// when `precision` is kBF16 (ops::pack_weight_bf16_to; the caller checked ops::bf16_tier_available()),
+/// CPU's fastest kernel (ops::pack_weight_to; none below AVX-512 VNNI) — with `precision` kInt8
+/// those except lm_head with the int8 tier's sums (ops::pack_weight_int8_to; where
+/// pack_weight_int8_bytes is 0 the exact copy; the caller checked ops::int8_tier_available()) —,
+/// float ones for the bf16 tier when `precision` is kBF16 (ops::pack_weight_bf16_to; the caller
+/// checked ops::bf16_tier_available()),
 /// and points their views at the copies, which the returned tensor owns (one allocation for all,
 /// empty when nothing is packed; throws std::bad_alloc when out of memory). The embedding view
 /// keeps the stored rows for lookups (a tied lm_head gets its own packed copy). With `release_from`

@@ -65,7 +65,8 @@ void pack_weight_to(TensorView& W, void* dst);
 /// The int8 precision tier (README §Precision; computation in src/ops/cpu/quant_kernels.h): bytes
 /// of a quantized weight's copy for it — pack_weight_to's blocked copy followed by the tier's group
 /// sums T [blocks of 16 rows][K/32][16] F32 (q8 +12.5%, q4 +25% over the blocked codes); 0 where
-/// pack_weight_bytes is 0 (not quantized, or no AVX-512 VNNI).
+/// pack_weight_bytes is 0 (not quantized, or no AVX-512 VNNI) or where a T would overflow fp32
+/// (weights near 1e37: such a weight stays in the exact tier).
 std::int64_t pack_weight_int8_bytes(const TensorView& W);
 /// Writes that copy to dst (as pack_weight_to) and sets W.packed and W.int8_tier: from then on
 /// ops::linear on W takes 8-bit activations (on a target forced below AVX-512 VNNI afterwards through

@@ -10,6 +10,9 @@
 #include <filesystem>
 
 #include "common/test_util.h"
+#include "mamba/checkpoint.h"
+#include "mamba/weights.h"
+#include "models/mamba_model.h"
 #include "models/quantized_check.h"
 #include "ops/cpu/cpu_target.h"
 #include "ops/ops.h"
@@ -30,6 +33,30 @@ void check(QuantType type) {
   EXPECT_LE(r.ppl_quant, r.ppl_orig * 1.005);
   EXPECT_GE(r.ppl_quant, r.ppl_orig * 0.995);
   EXPECT_GT(r.ppl_orig, 0);
+  EXPECT_NE(r.ppl_quant, r.ppl_orig);  // the tier computes differently (not silently the exact path)
+}
+
+TEST(Int8Tier, AppliesToQuantizedProjectionsExceptLmHead) {
+  MAMBA_REQUIRE_INT8_TIER();
+  const test::QuantizedCopy copy(embedded_dir(), QuantType::kQ8);
+  auto ckpt = Checkpoint::open(copy.dir());
+  ASSERT_TRUE(ckpt.ok()) << ckpt.error().message;
+  auto w = bind_weights(*ckpt);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  const Tensor packed = models::pack_projections(*w, Precision::kInt8);  // as Model::load does
+  for (std::size_t l = 0; l < w->layers.size(); ++l) {
+    EXPECT_TRUE(w->layers[l].in_proj.int8_tier) << "layer " << l;
+    EXPECT_TRUE(w->layers[l].out_proj.int8_tier) << "layer " << l;
+  }
+  EXPECT_EQ(w->lm_head.dtype, DType::kQ8);
+  EXPECT_NE(w->lm_head.packed, nullptr);
+  EXPECT_FALSE(w->lm_head.int8_tier);
+  // The exact tier packs the same weights without the tier's sums.
+  auto w2 = bind_weights(*ckpt);
+  ASSERT_TRUE(w2.ok());
+  const Tensor packed2 = models::pack_projections(*w2, Precision::kExact);
+  EXPECT_FALSE(w2->layers[0].in_proj.int8_tier);
+  EXPECT_LT(packed2.numel(), packed.numel());
 }
 
 TEST(Int8Tier, EmbeddedQ8Top1AgreementAndPerplexity) {
@@ -83,12 +110,17 @@ TEST(Int8Tier, ParsesAndRefusesClearly) {
   EXPECT_NE(bad.error().message.find("exact, bf16, int8"), std::string::npos) << bad.error().message;
   LoadOptions lo;
   lo.precision = Precision::kInt8;
-  // A float checkpoint: nothing for the tier to act on.
+  // A float checkpoint: nothing for the tier to act on (where the CPU could run it; else the CPU is
+  // named first).
   auto f = Model::load(embedded_dir(), lo);
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_NE(f.error().message.find("not quantized"), std::string::npos) << f.error().message;
-  EXPECT_NE(f.error().message.find("mamba-cli quantize"), std::string::npos) << f.error().message;
+  if (ops::int8_tier_available()) {
+    EXPECT_NE(f.error().message.find("not quantized"), std::string::npos) << f.error().message;
+    EXPECT_NE(f.error().message.find("mamba-cli quantize"), std::string::npos) << f.error().message;
+  } else {
+    EXPECT_NE(f.error().message.find("AVX-512 VNNI"), std::string::npos) << f.error().message;
+  }
   // A dispatch target without the tier's kernel (any x86-64 CPU can force the baseline).
   const test::QuantizedCopy copy(embedded_dir(), QuantType::kQ8);
   const ops::cpu::CpuTarget saved = ops::cpu::cpu_target();

@@ -32,7 +32,7 @@ struct LoadedModel {
 
 /// `model_ref`: a directory or an HF repo id; empty → $MAMBA_MODEL, else the embedded default model
 /// (resolve_default_model(): a MAMBA_MODEL that does not resolve is an error naming it). `threads` 0 = all hardware threads;
-/// `precision` "exact" or "bf16" (LoadOptions::precision). Errors name the path. Prints
+/// `precision` "exact", "bf16" or "int8" (LoadOptions::precision). Errors name the path. Prints
 /// "cpu: TARGET (why), weight prefetch on|off (why)" on stderr before loading (cpu_dispatch_description()).
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision = "exact");
 

@@ -143,13 +143,14 @@ void quantize_row_a8_ref(const float* x, std::int64_t K, std::int8_t* c, float* 
       continue;
     }
     float sg = hi / 255.0f - lo / 255.0f;
-    if (!(sg >= FLT_MIN)) {  // a constant group (or one whose spread is below the normal range)
+    if (!(sg >= FLT_MIN)) {  // a constant group, or a spread below 255·FLT_MIN (~3e-36): codes −128
       sg = 0.0f;
       std::fill(cg, cg + kGroup, std::int8_t{-128});
     } else {
-      const float inv = 1.0f / sg;
+      // (x/2 − lo/2)·(2/s): x − lo itself overflows for a spread above FLT_MAX.
+      const float inv2 = 2.0f * (1.0f / sg), lo_half = lo * 0.5f;
       for (int i = 0; i < kGroup; ++i)
-        cg[i] = static_cast<std::int8_t>(static_cast<int>(std::nearbyint(std::min((xg[i] - lo) * inv, 255.0f))) - 128);
+        cg[i] = static_cast<std::int8_t>(static_cast<int>(std::nearbyint(std::min((xg[i] * 0.5f - lo_half) * inv2, 255.0f))) - 128);
     }
     s[g] = sg;
     o[g] = std::fma(128.0f, sg, lo);  // one rounding (lo + 128·s unfused overflows for a spread near FLT_MAX)

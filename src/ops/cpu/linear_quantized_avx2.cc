@@ -4,7 +4,6 @@
 #include <immintrin.h>
 
 #include <cfloat>
-#include <cmath>
 #include <cstdint>
 
 #include "ops/cpu/cpu_target.h"
@@ -244,67 +243,6 @@ void quantize_rows_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::i
       };
       const __m256i l = _mm256_packs_epi16(_mm256_packs_epi32(lo(i0, v0), lo(i1, v1)), _mm256_packs_epi32(lo(i2, v2), lo(i3, v3)));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(ql), _mm256_permutevar8x32_epi32(l, perm));
-    }
-  }
-}
-
-void quantize_rows_a8_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* c, float* s, float* o,
-                           std::int32_t* csum) {
-  const std::int64_t G = K / 32;
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m256 big = _mm256_set1_ps(FLT_MAX), top = _mm256_set1_ps(255.0f);
-  const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7), bias = _mm256_set1_epi32(128);
-  auto hmin = [](__m256 v) {
-    __m128 h = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_min_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_min_ss(h, _mm_shuffle_ps(h, h, 1)));
-  };
-  auto hmax = [](__m256 v) {
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1)));
-  };
-  for (std::int64_t m = 0; m < M; ++m) {
-    for (std::int64_t g = 0; g < G; ++g) {
-      const float* xg = x + m * ldx + g * 32;
-      const __m256 v0 = _mm256_loadu_ps(xg), v1 = _mm256_loadu_ps(xg + 8), v2 = _mm256_loadu_ps(xg + 16), v3 = _mm256_loadu_ps(xg + 24);
-      const __m256 bad = _mm256_or_ps(
-          _mm256_or_ps(_mm256_cmp_ps(_mm256_and_ps(v0, abs_mask), big, _CMP_NLE_UQ), _mm256_cmp_ps(_mm256_and_ps(v1, abs_mask), big, _CMP_NLE_UQ)),
-          _mm256_or_ps(_mm256_cmp_ps(_mm256_and_ps(v2, abs_mask), big, _CMP_NLE_UQ), _mm256_cmp_ps(_mm256_and_ps(v3, abs_mask), big, _CMP_NLE_UQ)));
-      std::int8_t* cg = c + m * K + g * 32;
-      float& sg = s[m * G + g];
-      float& og = o[m * G + g];
-      std::int32_t& sum = csum[m * G + g];
-      if (_mm256_movemask_ps(bad) != 0) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(cg), _mm256_setzero_si256());
-        sg = og = __builtin_nanf("");
-        sum = 0;
-        continue;
-      }
-      // + 0: −0 → +0 (which of ±0 a min returns differs between the reference and the vector form).
-      const float lo = hmin(_mm256_min_ps(_mm256_min_ps(v0, v1), _mm256_min_ps(v2, v3))) + 0.0f;
-      const float hi = hmax(_mm256_max_ps(_mm256_max_ps(v0, v1), _mm256_max_ps(v2, v3)));
-      float step = hi / 255.0f - lo / 255.0f;
-      if (!(step >= FLT_MIN)) {
-        step = 0.0f;
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(cg), _mm256_set1_epi8(-128));
-        sum = -128 * 32;
-      } else {
-        const __m256 vlo = _mm256_set1_ps(lo), vinv = _mm256_set1_ps(1.0f / step);
-        // c = rne(min((x − lo) · inv, 255)) − 128 (cvtps rounds to nearest even).
-        auto code = [&](__m256 v) {
-          return _mm256_sub_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(v, vlo), vinv), top)), bias);
-        };
-        const __m256i c0 = code(v0), c1 = code(v1), c2 = code(v2), c3 = code(v3);
-        const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(c0, c1), _mm256_packs_epi32(c2, c3));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(cg), _mm256_permutevar8x32_epi32(p, perm));
-        const __m256i t = _mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3));
-        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
-        sum = _mm_cvtsi128_si32(_mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1)));
-      }
-      sg = step;
-      og = std::fma(128.0f, step, lo);
     }
   }
 }

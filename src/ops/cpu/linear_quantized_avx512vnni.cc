@@ -259,10 +259,10 @@ void quantize_rows_a8_avx512(const float* x, std::int64_t ldx, std::int64_t M, s
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(cg), _mm256_set1_epi8(-128));
         csum[at] = -128 * kGroup;
       } else {
-        const __m512 vlo = _mm512_set1_ps(lo), vinv = _mm512_set1_ps(1.0f / step);
-        // c = rne(min((x − lo) · inv, 255)) − 128 (cvtps rounds to nearest even).
+        const __m512 vlo = _mm512_set1_ps(lo * 0.5f), vinv = _mm512_set1_ps(2.0f * (1.0f / step)), half = _mm512_set1_ps(0.5f);
+        // c = rne(min((x/2 − lo/2) · (2/s), 255)) − 128 (cvtps rounds to nearest even).
         auto code = [&](__m512 v) {
-          return _mm512_sub_epi32(_mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(_mm512_sub_ps(v, vlo), vinv), top)), bias);
+          return _mm512_sub_epi32(_mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_mul_ps(v, half), vlo), vinv), top)), bias);
         };
         const __m512i c0 = code(v0), c1 = code(v1);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(cg), _mm512_cvtsepi32_epi8(c0));

@@ -130,7 +130,8 @@ inline constexpr std::int64_t kPrefillTileBlocks = 3;
 // ---- The int8 precision tier (Precision::kInt8, README §Precision) ---------------------------------
 // The same weights with 8-bit activations: one asymmetric code per element, per group g of 32:
 //   lo_g = min x[k], hi_g = max x[k] (over the group);  s_g = hi_g / 255 − lo_g / 255 (fp32 ops);
-//   s_g ≥ FLT_MIN: inv_g = 1 / s_g, c[k] = round_half_even(min((x[k] − lo_g) · inv_g, 255)) − 128;
+//   s_g ≥ FLT_MIN: c[k] = round_half_even(min((x[k]·½ − lo_g·½) · (2 · (1 / s_g)), 255)) − 128
+//   (halved: x − lo overflows for a spread above FLT_MAX);
 //   else (a constant group): s_g = 0, c[k] = −128;       o_g = fma(128, s_g, lo_g)
 //   so x[k] ≈ s_g · c[k] + o_g; a non-finite x in the group: s_g = o_g = NaN, c = 0 (y is NaN).
 // With S[n, g] = Σ_{k∈g} q_w[n, k] and T[n, g] = sw[n, g] · float(S[n, g]) (made at load):
@@ -142,11 +143,8 @@ inline constexpr std::int64_t kPrefillTileBlocks = 3;
 
 /// Activation codes of the int8 tier for one row: c[0, K), s[0, K/32], o[0, K/32]. Scalar reference.
 void quantize_row_a8_ref(const float* x, std::int64_t K, std::int8_t* c, float* s, float* o);
-/// The same for M rows (row stride ldx) with AVX2, bitwise equal to the reference; also csum [M, K/32]
-/// = Σ_{k∈g} c[k] (the blocked kernel's offset correction).
-void quantize_rows_a8_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* c, float* s, float* o,
-                           std::int32_t* csum);
-/// The same with AVX-512 (the blocked kernels' target).
+/// The same for M rows (row stride ldx) with AVX-512 (the blocked kernels' target), bitwise equal
+/// to the reference; also csum [M, K/32] = Σ_{k∈g} c[k] (the blocked kernel's offset correction).
 void quantize_rows_a8_avx512(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* c, float* s, float* o,
                              std::int32_t* csum);
 /// The int8 tier's y for one (x row, weight row): the scalar reference (no bias); T = T[n, :] [K/32].
