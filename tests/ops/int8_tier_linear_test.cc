@@ -243,5 +243,30 @@ TEST_F(Int8TierLinear, GroupSumsLayoutMatchesItsDefinition) {
   }
 }
 
+TEST_F(Int8TierLinear, WeightsWhoseGroupSumsOverflowStayExact) {
+  // T = sw·Σq of a group of 32 weights of 2e37 is 2e37/127 · 32·127 > FLT_MAX: no int8 copy (the
+  // model then packs the exact tier's); one such group among normal ones is enough.
+  const std::int64_t N = 17, K = 64;
+  std::vector<float> w(std::size_t(N * K), 0.01f);
+  std::vector<std::int8_t> codes(std::size_t(N * K));
+  std::vector<float> scales(std::size_t(N * 2));
+  for (std::int64_t n = 0; n < N; ++n) {
+    if (n == 16)
+      for (std::int64_t k = 32; k < 64; ++k) w[std::size_t(n * K + k)] = 2e37f;
+    quantize_row_q8(w.data() + n * K, K, codes.data() + n * K, scales.data() + n * 2);
+  }
+  TensorView v(codes.data(), DType::kQ8, Shape{N, K});
+  v.scales = scales.data();
+  v.group_size = 32;
+  EXPECT_GT(ops::pack_weight_bytes(v), 0);
+  EXPECT_EQ(ops::pack_weight_int8_bytes(v), 0);
+  w[std::size_t(16 * K + 40)] = 0.01f;  // still 31 of them: T overflows as well
+  quantize_row_q8(w.data() + 16 * K, K, codes.data() + 16 * K, scales.data() + 32);
+  EXPECT_EQ(ops::pack_weight_int8_bytes(v), 0);
+  std::fill(w.begin() + 16 * K + 32, w.end(), 1e30f);  // large but T finite
+  quantize_row_q8(w.data() + 16 * K, K, codes.data() + 16 * K, scales.data() + 32);
+  EXPECT_EQ(ops::pack_weight_int8_bytes(v), ops::pack_weight_bytes(v) + quant::a8_sums_bytes(N, K));
+}
+
 }  // namespace
 }  // namespace mamba
