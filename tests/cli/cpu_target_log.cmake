@@ -27,8 +27,8 @@ if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\), weight pr
 endif()
 file(WRITE ${WORK}/p.ids "1 2 3 4 5")
 cli_run_ok(r perplexity -m ${model} --ids-file ${WORK}/p.ids)
-if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\), weight prefetch [^\n]*\n")
-  message(FATAL_ERROR "perplexity with MAMBA_CPU_TARGET=baseline: expected the cpu line:\n${r_ERR}")
+if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\), weight prefetch [^\n]*\nmodel: [^\n]*mamba2-books-7m-bpe8k \\(mamba2, 12 layers\\)\n")
+  message(FATAL_ERROR "perplexity with MAMBA_CPU_TARGET=baseline: expected the cpu line, then the model line:\n${r_ERR}")
 endif()
 
 # The bf16 tier needs AVX-512 BF16: on the baseline target (any CPU) the load is refused, naming it.

@@ -44,6 +44,9 @@ void run(const PplArgs& a, CLI::App& cmd) {
   auto loaded = load_model_and_tokenizer(a.model, a.threads, a.precision);
   if (!loaded.ok()) fail(loaded.error().message);
   Model& model = *loaded->model;
+  // As `run`: which model and tier scored (logs of an exact and an int8 run differ here).
+  std::fprintf(stderr, "model: %s (%s, %lld layers%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),
+               static_cast<long long>(model.config().n_layer), a.precision != "exact" ? (", precision " + a.precision).c_str() : "");
   const Tokenizer* tok = loaded->tokenizer ? &*loaded->tokenizer : nullptr;
   const std::int64_t width = model.logits_width();
 
