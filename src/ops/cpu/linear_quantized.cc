@@ -193,14 +193,16 @@ std::int64_t a8_sums_bytes(std::int64_t N, std::int64_t K) {
 }
 
 void pack_a8_sums(const void* w, const float* sw, std::int64_t N, std::int64_t K, bool q4, float* out) {
-  const std::int64_t G = K / kGroup, blocks = (N + kBlockRows - 1) / kBlockRows;
-  std::fill(out, out + blocks * G * kBlockRows, 0.0f);
-  std::vector<float> row(static_cast<std::size_t>(G));
-  const std::int64_t row_bytes = q4 ? K / 2 : K;
-  for (std::int64_t n = 0; n < N; ++n) {
-    a8_sums_rows(static_cast<const std::uint8_t*>(w) + n * row_bytes, sw + n * G, 1, K, q4, row.data());
-    for (std::int64_t g = 0; g < G; ++g) out[(n / kBlockRows * G + g) * kBlockRows + n % kBlockRows] = row[std::size_t(g)];
-  }
+  const std::int64_t G = K / kGroup, blocks = (N + kBlockRows - 1) / kBlockRows, row_bytes = q4 ? K / 2 : K;
+  // Blocks are independent: all threads (load time of a large model).
+  parallel_for(blocks, blocks * K >= kParallelMinWork, [&](std::int64_t b0, std::int64_t b1) {
+    std::vector<float> row(static_cast<std::size_t>(G));
+    std::fill(out + b0 * G * kBlockRows, out + b1 * G * kBlockRows, 0.0f);  // padding rows stay 0
+    for (std::int64_t n = b0 * kBlockRows; n < std::min(N, b1 * kBlockRows); ++n) {
+      a8_sums_rows(static_cast<const std::uint8_t*>(w) + n * row_bytes, sw + n * G, 1, K, q4, row.data());
+      for (std::int64_t g = 0; g < G; ++g) out[(n / kBlockRows * G + g) * kBlockRows + n % kBlockRows] = row[std::size_t(g)];
+    }
+  });
 }
 
 void dot_rows_baseline(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1) {
@@ -240,7 +242,7 @@ struct Scratch {
   std::vector<std::int16_t> x16;
   std::vector<std::int32_t> xsum, corr;
   std::vector<std::uint8_t> pack;
-  std::vector<float> off, sums;
+  std::vector<float> off;
 };
 Scratch& scratch() {
   static thread_local Scratch s;
@@ -327,21 +329,22 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
 }
 
 /// The int8 tier where the blocked kernels do not run (a target forced below AVX-512 VNNI after
-/// the weights were packed): the scalar reference of the same bits (quant_kernels.h), one row pair at a time.
+/// the weights were packed): the scalar reference of the same bits (quant_kernels.h), one (row,
+/// output) at a time.
 void linear_int8_ref(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias, float* y,
                      std::int64_t ldy) {
   const std::int64_t N = W.shape[0], K = W.shape[1], G = K / quant::kGroup;
   const bool q4 = W.dtype == DType::kQ4;
   const std::int64_t row_bytes = q4 ? K / 2 : K;
-  std::vector<std::int8_t> c(static_cast<std::size_t>(K));
-  std::vector<float> sc(static_cast<std::size_t>(G)), off(static_cast<std::size_t>(G)), T(static_cast<std::size_t>(G));
   const auto* sw = static_cast<const float*>(W.scales);
+  std::vector<std::int8_t> c(static_cast<std::size_t>(K));
+  std::vector<float> sc(static_cast<std::size_t>(G)), off(static_cast<std::size_t>(G)), T(static_cast<std::size_t>(N * G));
+  quant::a8_sums_rows(W.data, sw, N, K, q4, T.data());
   for (std::int64_t m = 0; m < M; ++m) {
     quant::quantize_row_a8_ref(x + m * ldx, K, c.data(), sc.data(), off.data());
     for (std::int64_t n = 0; n < N; ++n) {
       const void* wn = static_cast<const std::uint8_t*>(W.data) + n * row_bytes;
-      quant::a8_sums_rows(wn, sw + n * G, 1, K, q4, T.data());
-      const float r = quant::dot_a8_ref(c.data(), sc.data(), off.data(), wn, sw + n * G, T.data(), K, q4);
+      const float r = quant::dot_a8_ref(c.data(), sc.data(), off.data(), wn, sw + n * G, T.data() + n * G, K, q4);
       y[m * ldy + n] = bias.empty() ? r : r + bias_at(bias, n);
     }
   }

@@ -2,6 +2,7 @@
 // stored row-major codes, and ops::pack_weight_to, which gives a model its packed copies at load.
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -86,16 +87,19 @@ std::int64_t pack_weight_int8_bytes(const TensorView& W) {
   const std::int64_t blocked = pack_weight_bytes(W);
   if (blocked == 0) return 0;
   // T = sw·Σq must be finite (else o·T is ±Inf or NaN where the exact tier is finite): one pass over
-  // the codes, a row at a time.
+  // the codes, rows on all threads.
   const std::int64_t N = W.shape[0], K = W.shape[1], G = K / cpu::quant::kGroup, row_bytes = W.dtype == DType::kQ4 ? K / 2 : K;
-  std::vector<float> T(static_cast<std::size_t>(G));
-  for (std::int64_t n = 0; n < N; ++n) {
-    cpu::quant::a8_sums_rows(static_cast<const std::uint8_t*>(W.data) + n * row_bytes, static_cast<const float*>(W.scales) + n * G, 1, K,
-                             W.dtype == DType::kQ4, T.data());
-    for (float t : T)
-      if (!(std::fabs(t) <= FLT_MAX)) return 0;
-  }
-  return blocked + cpu::quant::a8_sums_bytes(W.shape[0], W.shape[1]);
+  std::atomic<bool> finite{true};
+  cpu::parallel_for(N, N * K >= cpu::kParallelMinWork, [&](std::int64_t n0, std::int64_t n1) {
+    std::vector<float> T(static_cast<std::size_t>(G));
+    for (std::int64_t n = n0; n < n1 && finite.load(std::memory_order_relaxed); ++n) {
+      cpu::quant::a8_sums_rows(static_cast<const std::uint8_t*>(W.data) + n * row_bytes, static_cast<const float*>(W.scales) + n * G, 1,
+                               K, W.dtype == DType::kQ4, T.data());
+      for (float t : T)
+        if (!(std::fabs(t) <= FLT_MAX)) finite.store(false, std::memory_order_relaxed);
+    }
+  });
+  return finite.load() ? blocked + cpu::quant::a8_sums_bytes(W.shape[0], W.shape[1]) : 0;
 }
 
 void pack_weight_int8_to(TensorView& W, void* dst) {
