@@ -25,6 +25,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "mamba/tensor.h"
@@ -35,6 +36,15 @@ namespace mamba::ops {
 /// process may run on, or OMP_NUM_THREADS). Results do not depend on it.
 void set_num_threads(int n);
 int num_threads();
+
+/// Runs task(i) once for every i in [0, n) on the CPU ops' threads (the caller is one of them;
+/// min(n, num_threads()) in all), each thread claiming the next unclaimed i, so uneven tasks
+/// balance. For independent per-sequence work outside the ops, such as sampling each sequence of
+/// a decode batch (server/scheduler.cc). Tasks must not depend on which thread runs them, nor wait
+/// for one another; ops they call run on their own thread. Returns when all have returned (their
+/// writes are then visible). n ≤ 1 or one thread: all on the caller, i ascending. task must not
+/// throw.
+void parallel_tasks(std::int64_t n, const std::function<void(std::int64_t)>& task);
 
 /// y[m, n] = bias[n] + Σ_k x[m, k] · W[n, k]   (PyTorch nn.Linear).
 /// x: [M, K] fp32 (ldx); W: [Nout, K] contiguous F32/BF16/F16, or Q8/Q4 (README §Quantized weights:

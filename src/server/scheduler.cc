@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "ops/ops.h"
+
 namespace mamba::server {
 
 using Clock = std::chrono::steady_clock;
@@ -204,22 +206,35 @@ void Scheduler::decode_step() {
   metrics_.decode_ns += ns_since(t0);
   metrics_.decode_steps++;
   metrics_.decode_batch_sum += static_cast<std::int64_t>(batch);
+  if (!st.ok()) {
+    for (std::size_t b = 0; b < batch; ++b) {
+      Sequence& s = *running_[rows[b]];
+      s.has_pending = false;
+      s.done = true;
+      s.error = st.error();
+    }
+    reap_done();
+    return;
+  }
+  // Each row's log-softmax, sampling and detokenising (~50 µs greedy, ~200 µs sampled over a 50K
+  // vocabulary: 8 rows took a quarter of a q8 mamba-130m step) on the compute threads, which are
+  // idle here; every sequence has its own sampler and RNG, so the tokens are those of a serial
+  // loop. Then the events go out in row order on this thread.
+  std::vector<std::optional<Result<TokenEvent>>> events(batch);
+  ops::parallel_tasks(static_cast<std::int64_t>(batch), [&](std::int64_t b) {
+    Sequence& s = *running_[rows[static_cast<std::size_t>(b)]];
+    events[static_cast<std::size_t>(b)].emplace(s.gen->next(
+        std::span<float>(step_logits_.data() + static_cast<std::size_t>(b * width), static_cast<std::size_t>(width))));
+  });
   for (std::size_t b = 0; b < batch; ++b) {
     Sequence& s = *running_[rows[b]];
     s.has_pending = false;
-    if (!st.ok()) {
-      s.done = true;
-      s.error = st.error();
-      continue;
-    }
-    sample_and_emit(s, std::span<float>(step_logits_.data() + b * static_cast<std::size_t>(width),
-                                        static_cast<std::size_t>(width)));
+    emit_or_fail(s, std::move(*events[b]));
   }
   reap_done();
 }
 
-void Scheduler::sample_and_emit(Sequence& s, std::span<float> row) {
-  auto ev = s.gen->next(row);
+void Scheduler::emit_or_fail(Sequence& s, Result<TokenEvent> ev) {
   if (!ev.ok()) {
     s.done = true;
     s.error = ev.error();
@@ -227,6 +242,8 @@ void Scheduler::sample_and_emit(Sequence& s, std::span<float> row) {
   }
   emit(s, std::move(ev).value());
 }
+
+void Scheduler::sample_and_emit(Sequence& s, std::span<float> row) { emit_or_fail(s, s.gen->next(row)); }
 
 void Scheduler::reap_done() {
   for (std::size_t i = running_.size(); i-- > 0;) {

@@ -78,6 +78,8 @@ class Scheduler {
   void prefill_pieces();
   void finish_sequence(std::size_t idx, const std::optional<Error>& err);
   void emit(Sequence& s, TokenEvent ev);
+  /// Emits a sampled token event, or marks `s` done with the error.
+  void emit_or_fail(Sequence& s, Result<TokenEvent> ev);
   /// Samples the next token of `s` from its logits row and emits it; a failure marks `s` done.
   void sample_and_emit(Sequence& s, std::span<float> row);
   /// Removes every sequence marked done (frees its slot, tells its client).

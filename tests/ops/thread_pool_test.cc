@@ -1,6 +1,7 @@
 // The CPU backend's compute thread pool (src/ops/cpu/thread_pool.h): every thread index runs once
 // per region, all writes are visible when the region returns, nested regions run on the caller,
-// concurrent callers are serialised, and parallel_for covers each item exactly once.
+// concurrent callers are serialised, parallel_for covers each item exactly once, and parallel_tasks
+// runs each task once, ops inside it included.
 #include "ops/cpu/thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -97,6 +98,30 @@ TEST(ThreadPool, ParallelForCoversEachItemOnceInContiguousRanges) {
         for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(count[static_cast<std::size_t>(i)], 1) << "item " << i;
         const std::int64_t want = n == 0 ? 0 : parallel ? std::min<std::int64_t>(threads, n) : 1;
         EXPECT_EQ(calls.load(), want) << "n " << n << ", threads " << threads << ", parallel " << parallel;
+      }
+    }
+  }
+  ops::set_num_threads(saved);
+}
+
+TEST(ThreadPool, ParallelTasksRunEachTaskOnceWithOpsInside) {
+  const int saved = ops::num_threads();
+  std::vector<float> row(4096);
+  for (std::size_t i = 0; i < row.size(); ++i) row[i] = static_cast<float>((i * 37) % 1001) - 500.0f;
+  const std::int64_t want_argmax = ops::argmax(row.data(), static_cast<std::int64_t>(row.size()));
+  for (int threads : {1, 2, 5}) {
+    ops::set_num_threads(threads);
+    for (std::int64_t n : {0, 1, 2, 3, 64}) {
+      std::vector<int> count(static_cast<std::size_t>(n), 0);
+      std::vector<std::int64_t> got(static_cast<std::size_t>(n), -1);
+      ops::parallel_tasks(n, [&](std::int64_t i) {
+        ++count[static_cast<std::size_t>(i)];
+        // Uneven tasks, each calling an op (it runs on the task's thread).
+        for (std::int64_t r = 0; r <= i % 4; ++r) got[static_cast<std::size_t>(i)] = ops::argmax(row.data(), 4096);
+      });
+      for (std::int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(count[static_cast<std::size_t>(i)], 1) << "task " << i << ", n " << n << ", threads " << threads;
+        EXPECT_EQ(got[static_cast<std::size_t>(i)], want_argmax);
       }
     }
   }
