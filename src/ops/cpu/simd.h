@@ -94,8 +94,27 @@ inline float fmadd1(float a, float b, float c) {
 #endif
 }
 
-inline vf vmax(vf a, vf b) { return a > b ? a : b; }
-inline vf vmin(vf a, vf b) { return a < b ? a : b; }
+/// a > b ? a : b and a < b ? a : b lane-wise (b when the lanes are equal, ±0 included, or either is
+/// NaN): exactly what maxps / minps return, so they are those instructions (GCC lowered the
+/// comparison to a compare and a blend, two operations in the scan's inner loop).
+inline vf vmax(vf a, vf b) {
+#if MAMBA_SIMD_BYTES == 64
+  return reinterpret_cast<vf>(_mm512_max_ps(reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b)));
+#elif MAMBA_SIMD_BYTES == 32
+  return reinterpret_cast<vf>(_mm256_max_ps(reinterpret_cast<__m256>(a), reinterpret_cast<__m256>(b)));
+#else
+  return reinterpret_cast<vf>(_mm_max_ps(reinterpret_cast<__m128>(a), reinterpret_cast<__m128>(b)));
+#endif
+}
+inline vf vmin(vf a, vf b) {
+#if MAMBA_SIMD_BYTES == 64
+  return reinterpret_cast<vf>(_mm512_min_ps(reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b)));
+#elif MAMBA_SIMD_BYTES == 32
+  return reinterpret_cast<vf>(_mm256_min_ps(reinterpret_cast<__m256>(a), reinterpret_cast<__m256>(b)));
+#else
+  return reinterpret_cast<vf>(_mm_min_ps(reinterpret_cast<__m128>(a), reinterpret_cast<__m128>(b)));
+#endif
+}
 
 /// Sum of the lanes in a fixed pairwise order (deterministic): t[i] += t[i + w] for i < w, w =
 /// kLanes/2, …, 1; result t[0]. In registers (halves, then 128-bit shuffles).
