@@ -84,7 +84,9 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("mamba-server"));
   o.drain_grace_seconds = grace;
   if (threads < 0 || threads > kMaxComputeThreads) {
-    std::fprintf(stderr, "error: --threads = %d: expected 0 (all hardware threads) to %d\n", threads, kMaxComputeThreads);
+    // mamba-cli's wording (tools/cli/command.h thread_count), with CLI11's hint line like the other option errors.
+    std::fprintf(stderr, "error: --threads: expected an integer from 0 (all hardware threads) to %d, got %d\n"
+                 "Run with --help for more information.\n", kMaxComputeThreads, threads);
     return 2;
   }
   // --max-total-tokens alone: the default --max-input-tokens follows it (total − 1), as TGI's launcher.
