@@ -1,6 +1,7 @@
 // bench_forward: prefill and decode throughput of the CPU forward pass, 1 thread and all threads.
 //
 //   bench_forward [MODEL_DIR ...] [--prompt-len 512] [--decode-steps 64] [--batch 1] [--threads 1,0]
+//                 [--precision exact|bf16|int8]
 //
 // With no MODEL_DIR it measures $MAMBA_MODEL, else the embedded default model. Prompt ids are seeded-random valid ids;
 // decode feeds back the greedy token (bench/cpu/forward_timing.h). Prints one table row per (model,
@@ -66,7 +67,14 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)  // `--threads 2 MODEL` must not read MODEL as a thread count
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
+  std::string precision = "exact";
+  app.add_option("--precision", precision,
+                 "projection arithmetic the models load with: exact (default), bf16 or int8 (README §Precision)")
+      ->check(CLI::IsMember({"exact", "bf16", "int8"}))
+      ->capture_default_str();
   if (const auto rc = mamba::bench::parse_args(app, argc, argv)) return *rc;
+  mamba::LoadOptions load_options;
+  load_options.precision = mamba::parse_precision(precision).value();  // checked above
   if (threads.empty()) {
     fmt::print(stderr, "error: --threads needs at least one value\n");
     return 2;
@@ -84,7 +92,7 @@ int main(int argc, char** argv) {
   // Every model loads before anything is measured or printed (a bad path ends the run at once).
   std::vector<std::unique_ptr<mamba::Model>> models;
   for (const auto& dir : dirs) {
-    auto model = mamba::Model::load(dir);
+    auto model = mamba::Model::load(dir, load_options);
     if (!model.ok()) {
       fmt::print(stderr, "error: {}\n", model.error().message);
       return 2;  // as bench_cpu: a model that does not load is a bad argument
@@ -115,7 +123,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  fmt::print("(prompt {} tokens; decode {} steps × batch {}; cpu share < 100% means other processes took the cores:\n"
-             " the figures then understate this machine's speed)\n", prompt_len, decode_steps, batch);
+  fmt::print("(precision {}; prompt {} tokens; decode {} steps × batch {}; cpu share < 100% means other processes took\n"
+             " the cores: the figures then understate this machine's speed)\n", precision, prompt_len, decode_steps, batch);
   return 0;
 }
