@@ -101,11 +101,25 @@ inline void unpack_group(const void* w, bool q4, std::int64_t g, std::int8_t* ou
   }
 }
 
+/// The fixed order both reference dots sum their group terms in (quant_kernels.h): group g of the
+/// first G − G % 8 into lane g % 8 (acc = term(g, acc)), the lanes by the tree l[i] += l[i + s] for s
+/// = 4, 2, 1, then the tail groups in order onto the result.
+template <class Term>
+float combine_groups(std::int64_t G, Term term) {
+  const std::int64_t G8 = G - G % 8;
+  float l[8] = {};
+  for (std::int64_t g = 0; g < G8; ++g) l[g % 8] = term(g, l[g % 8]);
+  for (int s = 4; s >= 1; s /= 2)
+    for (int i = 0; i < s; ++i) l[i] = l[i] + l[i + s];
+  float r = l[0];
+  for (std::int64_t g = G8; g < G; ++g) r = term(g, r);
+  return r;
+}
+
 }  // namespace
 
 float dot_ref(const std::int8_t* xq, const std::int8_t* xl, const float* sx, const void* w, const float* sw, std::int64_t K, bool q4) {
-  const std::int64_t G = K / kGroup, G8 = G - G % 8;
-  auto term = [&](std::int64_t g, float acc) {
+  return combine_groups(K / kGroup, [&](std::int64_t g, float acc) {
     std::int8_t wq[kGroup];
     unpack_group(w, q4, g, wq);
     std::int32_t hi = 0, lo = 0;
@@ -115,14 +129,7 @@ float dot_ref(const std::int8_t* xq, const std::int8_t* xl, const float* sx, con
     }
     const std::int32_t isum = hi * 256 + lo;
     return std::fma(sx[g] * sw[g], static_cast<float>(isum), acc);
-  };
-  float l[8] = {};
-  for (std::int64_t g = 0; g < G8; ++g) l[g % 8] = term(g, l[g % 8]);
-  for (int s = 4; s >= 1; s /= 2)
-    for (int i = 0; i < s; ++i) l[i] = l[i] + l[i + s];
-  float r = l[0];
-  for (std::int64_t g = G8; g < G; ++g) r = term(g, r);
-  return r;
+  });
 }
 
 void quantize_row_a8_ref(const float* x, std::int64_t K, std::int8_t* c, float* s, float* o) {
@@ -159,21 +166,13 @@ void quantize_row_a8_ref(const float* x, std::int64_t K, std::int8_t* c, float* 
 
 float dot_a8_ref(const std::int8_t* c, const float* s, const float* o, const void* w, const float* sw, const float* T,
                  std::int64_t K, bool q4) {
-  const std::int64_t G = K / kGroup, G8 = G - G % 8;
-  auto term = [&](std::int64_t g, float acc) {
+  return combine_groups(K / kGroup, [&](std::int64_t g, float acc) {
     std::int8_t wq[kGroup];
     unpack_group(w, q4, g, wq);
     std::int32_t isum = 0;
     for (int i = 0; i < kGroup; ++i) isum += std::int32_t{c[g * kGroup + i]} * std::int32_t{wq[i]};
     return std::fma(o[g], T[g], std::fma(s[g] * sw[g], static_cast<float>(isum), acc));
-  };
-  float l[8] = {};
-  for (std::int64_t g = 0; g < G8; ++g) l[g % 8] = term(g, l[g % 8]);
-  for (int st = 4; st >= 1; st /= 2)
-    for (int i = 0; i < st; ++i) l[i] = l[i] + l[i + st];
-  float r = l[0];
-  for (std::int64_t g = G8; g < G; ++g) r = term(g, r);
-  return r;
+  });
 }
 
 void a8_sums_rows(const void* w, const float* sw, std::int64_t N, std::int64_t K, bool q4, float* out) {
