@@ -19,12 +19,6 @@
 #include "server/listen_address.h"
 #include "cli/option_rules.h"
 
-namespace {
-// Largest --threads (as mamba-cli's -t): far more threads than cores only slows compute down and,
-// past what the OS allows one process, kills it at the first request (libgomp cannot create them).
-constexpr int kMaxComputeThreads = 1024;
-}  // namespace
-
 int main(int argc, char** argv) {
   CLI::App app{"mamba-server: TGI- and OpenAI-compatible HTTP server for Mamba models (continuous batching)", "mamba-server"};
   app.set_version_flag("--version", std::string("mamba-server ") + MAMBA_VERSION);
@@ -50,7 +44,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-input-tokens", o.max_input_tokens, "longest prompt in tokens")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--state-memory", state_memory, "memory for preallocated sequence states (e.g. 2GiB, 512MiB)")->capture_default_str();
-  app.add_option("--threads", threads, "compute threads (0 = all hardware threads, at most 1024)")->capture_default_str();
+  app.add_option("--threads", threads, "compute threads (0 = all hardware threads, at most 1024)")
+      ->check(mamba::cli::thread_count())  // at parse time, worded as mamba-cli's
+      ->capture_default_str();
   app.add_option("--precision", precision,
                  "projection arithmetic: exact (fp32), bf16 (bf16 activations, AVX-512 BF16 dot products) or int8 (q8/q4 "
                  "checkpoints: 8-bit activations, AVX-512 VNNI); README §Precision")
@@ -83,12 +79,6 @@ int main(int argc, char** argv) {
   // Logs go to stderr; stdout carries only the "listening on" line (for scripts).
   spdlog::set_default_logger(spdlog::stderr_color_mt("mamba-server"));
   o.drain_grace_seconds = grace;
-  if (threads < 0 || threads > kMaxComputeThreads) {
-    // mamba-cli's wording (tools/cli/command.h thread_count), with CLI11's hint line like the other option errors.
-    std::fprintf(stderr, "error: --threads: expected an integer from 0 (all hardware threads) to %d, got %d\n"
-                 "Run with --help for more information.\n", kMaxComputeThreads, threads);
-    return 2;
-  }
   // --max-total-tokens alone: the default --max-input-tokens follows it (total − 1), as TGI's launcher.
   if (app.count("--max-total-tokens") > 0 && app.count("--max-input-tokens") == 0 && o.max_input_tokens >= o.max_total_tokens &&
       o.max_total_tokens >= 2)

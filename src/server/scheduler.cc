@@ -1,8 +1,11 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <exception>
+#include <new>
 #include <optional>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "ops/ops.h"
@@ -220,11 +223,20 @@ void Scheduler::decode_step() {
   // vocabulary: 8 rows took a quarter of a q8 mamba-130m step) on the compute threads, which are
   // idle here; every sequence has its own sampler and RNG, so the tokens are those of a serial
   // loop. Then the events go out in row order on this thread.
+  // A task must not throw (a worker thread would terminate the process): an exception, such as
+  // std::bad_alloc from the detokenizer, fails that request alone.
   std::vector<std::optional<Result<TokenEvent>>> events(batch);
   ops::parallel_tasks(static_cast<std::int64_t>(batch), [&](std::int64_t b) {
     Sequence& s = *running_[rows[static_cast<std::size_t>(b)]];
-    events[static_cast<std::size_t>(b)].emplace(s.gen->next(
-        std::span<float>(step_logits_.data() + static_cast<std::size_t>(b * width), static_cast<std::size_t>(width))));
+    std::optional<Result<TokenEvent>>& ev = events[static_cast<std::size_t>(b)];
+    try {
+      ev.emplace(s.gen->next(
+          std::span<float>(step_logits_.data() + static_cast<std::size_t>(b * width), static_cast<std::size_t>(width))));
+    } catch (const std::bad_alloc&) {
+      ev.emplace(make_error(ErrorCode::kIo, "out of memory while sampling the next token"));
+    } catch (const std::exception& e) {
+      ev.emplace(make_error(ErrorCode::kInternal, fmt::format("sampling the next token failed: {}", e.what())));
+    }
   });
   for (std::size_t b = 0; b < batch; ++b) {
     Sequence& s = *running_[rows[b]];

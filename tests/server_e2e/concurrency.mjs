@@ -1,7 +1,8 @@
 // End-to-end batch invariance: 32 concurrent requests of different prompt lengths (1 to ~400
 // tokens, so long prompts are prefilled in chunk_size pieces) and sampling settings give, for
 // each request, exactly (ids and logprobs, bitwise; text) what the same request gives alone —
-// under several --max-batch-prefill-tokens budgets and --max-batch-size 1, 2, 17, 64. Also: 8
+// under several --max-batch-prefill-tokens budgets and --max-batch-size 1, 2, 17, 64 (17 with two
+// compute threads, which sample a step's rows in parallel). Also: 8
 // identical concurrent requests agree, and /metrics shows a mean decode batch size > 1.
 import assert from 'node:assert/strict';
 import { deadline, startServer, postJson, postSse, metrics } from './lib.mjs';
@@ -65,7 +66,9 @@ console.log(`     reference: 32 requests one at a time in ${((Date.now() - t0) /
 
 const configs = [
   ['--max-batch-size', '64', '--max-batch-prefill-tokens', '4096'],
-  ['--max-batch-size', '17', '--max-batch-prefill-tokens', '100'],
+  // Two compute threads (the helper's --threads 1 comes first; the last value wins): the rows of a
+  // decode step are then sampled and detokenised on both (ops::parallel_tasks).
+  ['--max-batch-size', '17', '--max-batch-prefill-tokens', '100', '--threads', '2'],
   ['--max-batch-size', '2', '--max-batch-prefill-tokens', '7'],
   ['--max-batch-size', '1', '--max-batch-prefill-tokens', '64'],
 ];

@@ -39,19 +39,6 @@ inline CLI::Validator non_negative_integer() {
       "NONNEGATIVE");
 }
 
-/// CLI11 validator of a thread count: a decimal integer in [0, kMaxThreads] (0 = all hardware
-/// threads). Checked at parse time, before any model is loaded (100000 threads crashed OpenMP).
-inline CLI::Validator thread_count() {
-  return CLI::Validator(
-      [](std::string& v) {
-        long long n = -1;
-        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (ec == std::errc() && p == v.data() + v.size() && n >= 0 && n <= kMaxThreads) return std::string();
-        return fmt::format("expected an integer from 0 (all hardware threads) to {}, got {}", kMaxThreads, v);
-      },
-      fmt::format("INT in [0, {}]", kMaxThreads));
-}
-
 /// CLI11 validator: a decimal integer that fits an int option (CLI11 alone says "Could not convert"
 /// past 2^31 − 1); `range` words the accepted values, e.g. "from -1 (no limit) to 2147483647". The
 /// option's own rules (checked after parsing) still apply inside that range.

@@ -1,5 +1,5 @@
 // Rules for command-line values shared by mamba-cli, mamba-server and the bench programs (CLI11):
-// non-empty strings, and numbers read as plain decimal.
+// non-empty strings, numbers read as plain decimal, and thread counts.
 //
 // CLI11 2.1 converts integers with strtoll(…, base 0): "010" is octal 8 and "0x10" is 16, so
 // `-n 010` silently generated 8 tokens; and it reads an empty value ("") as 0, so `--temp ""`
@@ -8,6 +8,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <charconv>
 #include <cmath>
@@ -15,6 +16,8 @@
 #include <limits>
 #include <string>
 #include <system_error>
+
+#include "mamba/thread_limit.h"
 
 namespace mamba::cli {
 
@@ -79,6 +82,19 @@ inline void strict_numbers(CLI::App& app) {
       opt->transform(CLI::Validator(decimal_float, "", "decimal number"));
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) strict_numbers(*sub);
+}
+
+/// CLI11 validator of a thread count: a decimal integer in [0, kMaxThreads] (0 = all hardware
+/// threads). Checked at parse time, before any model is loaded (100000 threads crashed OpenMP).
+inline CLI::Validator thread_count() {
+  return CLI::Validator(
+      [](std::string& v) {
+        long long n = -1;
+        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec == std::errc() && p == v.data() + v.size() && n >= 0 && n <= kMaxThreads) return std::string();
+        return fmt::format("expected an integer from 0 (all hardware threads) to {}, got {}", kMaxThreads, v);
+      },
+      fmt::format("INT in [0, {}]", kMaxThreads));
 }
 
 }  // namespace mamba::cli

@@ -96,7 +96,9 @@ inline float fmadd1(float a, float b, float c) {
 
 /// a > b ? a : b and a < b ? a : b lane-wise (b when the lanes are equal, ±0 included, or either is
 /// NaN): exactly what maxps / minps return, so they are those instructions (GCC lowered the
-/// comparison to a compare and a blend, two operations in the scan's inner loop).
+/// comparison to a compare and a blend, two operations in the scan's inner loop). Checked over
+/// all 2³² values of a against ±0, ±inf, NaNs, denormals and others, every width. (With the
+/// MXCSR's denormals-are-zero mode on — never set here — maxps flushes a denormal operand first.)
 inline vf vmax(vf a, vf b) {
 #if MAMBA_SIMD_BYTES == 64
   return reinterpret_cast<vf>(_mm512_max_ps(reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b)));
