@@ -14,42 +14,15 @@
 #include "mamba/tokenizer.h"
 #include "ops/ops.h"
 #include "server/scheduler.h"
+#include "server/stream_outcome.h"
 
 namespace mamba::server {
 namespace {
 
 using namespace std::chrono_literals;
 
-struct Outcome {
-  std::vector<std::int32_t> ids;
-  std::vector<float> logprobs;
-  std::vector<std::vector<std::pair<std::int32_t, float>>> top;
-  std::vector<std::string> token_texts;
-  std::string text;
-  FinishReason finish = FinishReason::kNone;
-};
-
-Outcome drain(RequestStream& s) {
-  Outcome o;
-  for (int guard = 0; guard < 5000; ++guard) {
-    RequestStream::Update u;
-    if (!s.take(u, 100ms)) continue;
-    for (auto& t : u.tokens) {
-      o.ids.push_back(t.id);
-      o.logprobs.push_back(t.logprob);
-      o.top.push_back(t.top);
-      o.token_texts.push_back(t.token_text);
-      o.text += t.text_delta;
-    }
-    if (u.done) {
-      EXPECT_FALSE(u.error) << u.error->message;
-      o.finish = s.stats().finish;
-      return o;
-    }
-  }
-  ADD_FAILURE() << "stream did not finish";
-  return o;
-}
+using test::drain;
+using test::Outcome;
 
 /// Restores the CPU ops' thread count at scope exit.
 struct ThreadCount {
@@ -94,20 +67,7 @@ TEST(ParallelSampling, ConcurrentRowsWithTokenizerEqualEachAlone) {
     reqs.push_back(std::move(r));
   }
 
-  std::vector<Outcome> alone;
-  {
-    Metrics m;
-    SchedulerOptions so;
-    so.slots = 1;
-    Scheduler sch(**model, &*tok, {}, so, m);
-    sch.start();
-    for (const auto& r : reqs) {
-      auto s = sch.submit(r);
-      ASSERT_NE(s, nullptr);
-      alone.push_back(drain(*s));
-    }
-    sch.stop(1s);
-  }
+  const std::vector<Outcome> alone = test::run_each_alone(**model, &*tok, reqs);
   for (int rep = 0; rep < 2; ++rep) {
     Metrics m;
     SchedulerOptions so;

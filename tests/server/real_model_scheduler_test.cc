@@ -12,38 +12,15 @@
 #include "common/test_util.h"
 #include "mamba/model.h"
 #include "server/scheduler.h"
+#include "server/stream_outcome.h"
 
 namespace mamba::server {
 namespace {
 
 using namespace std::chrono_literals;
 
-struct Outcome {
-  std::vector<std::int32_t> ids;
-  std::vector<float> logprobs;
-  std::vector<std::vector<std::pair<std::int32_t, float>>> top;
-  std::vector<float> prompt_logprobs;
-};
-
-Outcome drain(RequestStream& s) {
-  Outcome o;
-  for (int guard = 0; guard < 2000; ++guard) {
-    RequestStream::Update u;
-    if (!s.take(u, 100ms)) continue;
-    for (auto& t : u.tokens) {
-      o.ids.push_back(t.id);
-      o.logprobs.push_back(t.logprob);
-      o.top.push_back(t.top);
-    }
-    if (u.done) {
-      EXPECT_FALSE(u.error) << u.error->message;
-      o.prompt_logprobs = s.stats().prompt_logprobs;
-      return o;
-    }
-  }
-  ADD_FAILURE() << "stream did not finish";
-  return o;
-}
+using test::drain;
+using test::Outcome;
 
 std::vector<SequenceRequest> make_requests(std::int64_t vocab) {
   std::mt19937 rng(7);
@@ -73,21 +50,7 @@ void check_fixture(const std::string& dir) {
   Model& m = **model;
   const auto reqs = make_requests(m.config().vocab_size);
 
-  std::vector<Outcome> alone;
-  {
-    Metrics metrics;
-    SchedulerOptions so;
-    so.slots = 1;
-    so.max_batch_prefill_tokens = 100000;
-    Scheduler sch(m, nullptr, {}, so, metrics);
-    sch.start();
-    for (const auto& r : reqs) {
-      auto s = sch.submit(r);
-      ASSERT_NE(s, nullptr);
-      alone.push_back(drain(*s));
-    }
-    sch.stop(1s);
-  }
+  const std::vector<Outcome> alone = test::run_each_alone(m, nullptr, reqs);
   const std::pair<int, int> configs[] = {{1, 64}, {8, 2}, {13, 17}, {4096, 1}};
   for (const auto& [budget, batch] : configs) {
     SCOPED_TRACE(::testing::Message() << "budget " << budget << " max_batch " << batch);

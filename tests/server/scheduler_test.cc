@@ -8,6 +8,7 @@
 
 #include "mamba/generate.h"
 #include "server/fake_model.h"
+#include "server/stream_outcome.h"
 #include "server/scheduler.h"
 
 namespace mamba::server {
@@ -15,32 +16,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Outcome {
-  std::vector<std::int32_t> ids;
-  std::vector<float> logprobs;
-  std::vector<float> prompt_logprobs;
-  FinishReason finish = FinishReason::kNone;
-};
-
-Outcome drain(RequestStream& s) {
-  Outcome o;
-  for (int guard = 0; guard < 10000; ++guard) {
-    RequestStream::Update u;
-    if (!s.take(u, 100ms)) continue;
-    for (auto& t : u.tokens) {
-      o.ids.push_back(t.id);
-      o.logprobs.push_back(t.logprob);
-    }
-    if (u.done) {
-      EXPECT_FALSE(u.error) << u.error->message;
-      o.finish = s.stats().finish;
-      o.prompt_logprobs = s.stats().prompt_logprobs;
-      return o;
-    }
-  }
-  ADD_FAILURE() << "stream did not finish";
-  return o;
-}
+using test::drain;
+using test::Outcome;
 
 std::vector<std::int32_t> make_prompt(int len, int salt) {
   std::vector<std::int32_t> p;
