@@ -3,21 +3,25 @@
 // latency, requests, errors, server RSS before/after.
 //
 //   node bench/bench_server.mjs [--server build/release/mamba-server] [-m MODEL_DIR] [--n 1,8,64]
-//                               [--seconds 10] [--max-new-tokens 64] [--threads 0] [--url http://...]
-// With --url the running server is used (RSS not reported); else one is started per run.
+//                               [--seconds 10] [--max-new-tokens 64] [--threads 0] [--precision exact]
+//                               [--url http://...]
+// With --url the running server is used (RSS not reported; the mean decode batch is that run's, from
+// /metrics before and after it); else one is started per run.
 // Exit status: 0, 1 when any request failed, 2 for a bad argument.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 const USAGE = `usage: node bench/bench_server.mjs [--server PATH] [-m MODEL_DIR] [--n 1,8,64] [--seconds 10]
-                                   [--max-new-tokens 64] [--threads 0] [--url http://HOST:PORT]
+                                   [--max-new-tokens 64] [--threads 0] [--precision exact]
+                                   [--url http://HOST:PORT]
   --server          mamba-server binary to start (default build/release/mamba-server)
   -m, --model       model directory or HF repo id for the started server (default: its default)
   --n               concurrent streaming clients per run, comma-separated (default 1,8,64)
   --seconds         seconds per run (default 10)
   --max-new-tokens  tokens per request (default 64)
   --threads         server compute threads, 0 = all (default 0)
+  --precision       the started server's --precision: exact, bf16 or int8 (default exact)
   --url             use a running server instead of starting one (no RSS column)`;
 
 function fail(msg) {
@@ -34,6 +38,7 @@ try {
       seconds: { type: 'string', default: '10' },
       'max-new-tokens': { type: 'string', default: '64' },
       threads: { type: 'string', default: '0' },
+      precision: { type: 'string', default: 'exact' },
       url: { type: 'string', default: '' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -60,7 +65,23 @@ const SECONDS = int('seconds', args.seconds, 1, 3600);
 const MAX_NEW = int('max-new-tokens', args['max-new-tokens'], 1, 1 << 20);
 const THREADS = String(int('threads', args.threads, 0, 4096));
 const URL_ = args.url;
+if (!['exact', 'bf16', 'int8'].includes(args.precision)) fail(`--precision: expected exact, bf16 or int8, got '${args.precision}'`);
+if (URL_ && (args.precision !== 'exact' || MODEL)) fail('--precision and -m apply to a started server, not to --url');
 if (!URL_ && !existsSync(SERVER)) fail(`no server binary at '${SERVER}' (build it, or pass --server PATH or --url)`);
+
+const args_precision = args.precision;
+
+/// The decode counters of /metrics (steps, sum of batch sizes); throws with one line when unreachable.
+async function decodeCounters(base) {
+  let text;
+  try {
+    text = await (await fetch(base + '/metrics')).text();
+  } catch (e) {
+    throw new Error(`cannot reach ${base}/metrics: ${e.cause?.code ?? e.message}`);
+  }
+  const num = (name) => Number((text.match(new RegExp(`^${name} (\\S+)`, 'm')) || [])[1]);
+  return { steps: num('mamba_decode_steps_total'), sum: num('mamba_decode_batch_size_sum') };
+}
 
 const PROMPTS = [
   'It was a dark and stormy night',
@@ -80,7 +101,8 @@ function rssMiB(pid) {
 
 async function start() {
   if (URL_) return { base: URL_, proc: null };
-  const args = ['--host', '127.0.0.1', '--port', '0', '--threads', THREADS, '--max-concurrent-requests', '256'];
+  const args = ['--host', '127.0.0.1', '--port', '0', '--threads', THREADS, '--max-concurrent-requests', '256',
+    '--precision', args_precision];
   if (MODEL) args.push('-m', MODEL);
   const proc = spawn(SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
@@ -150,7 +172,16 @@ const pct = (a, p) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 
-console.log(`model: ${MODEL || '(embedded)'}  seconds per run: ${SECONDS}  max_new_tokens: ${MAX_NEW}`);
+if (URL_) {
+  try {
+    await decodeCounters(URL_);
+  } catch (e) {
+    console.error(`error: ${e.message}`);
+    process.exit(1);
+  }
+}
+console.log(`model: ${URL_ ? `(the server at ${URL_})` : MODEL || '(embedded)'}  precision: ${URL_ ? '(the server\'s)' : args_precision}  ` +
+  `seconds per run: ${SECONDS}  max_new_tokens: ${MAX_NEW}`);
 console.log('|  N | tok/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | requests | errors | RSS before MiB | RSS after MiB | mean decode batch |');
 console.log('|---:|------:|------------:|------------:|-----------:|-----------:|---------:|-------:|---------------:|--------------:|------------------:|');
 let anyErrors = 0;
@@ -163,14 +194,26 @@ for (const N of NS) {
     process.exit(1);
   }
   const rss0 = srv.proc ? rssMiB(srv.proc.pid) : NaN;
+  let before, after;
+  try {
+    before = await decodeCounters(srv.base);
+  } catch (e) {
+    console.error(`error: ${e.message}`);
+    process.exit(1);
+  }
   const stats = { ttft: [], itl: [], tokens: 0, requests: 0, errors: 0 };
   const t0 = performance.now();
   const stopAt = Date.now() + SECONDS * 1000;
   await Promise.all(Array.from({ length: N }, (_, i) => client(srv.base, i, stopAt, stats)));
   const elapsed = (performance.now() - t0) / 1000;
   const rss1 = srv.proc ? rssMiB(srv.proc.pid) : NaN;
-  const mtext = await (await fetch(srv.base + '/metrics')).text();
-  const mean = Number((mtext.match(/^mamba_decode_batch_size_mean (\S+)/m) || [])[1]);
+  try {
+    after = await decodeCounters(srv.base);
+  } catch (e) {
+    console.error(`error: ${e.message}`);
+    process.exit(1);
+  }
+  const mean = (after.sum - before.sum) / (after.steps - before.steps);  // this run's steps only
   if (srv.proc) {
     srv.proc.kill('SIGTERM');
     await new Promise((r) => srv.proc.on('exit', r));

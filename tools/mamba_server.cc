@@ -37,12 +37,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--port", o.port, "port (0 = any free port, printed at start)")->check(CLI::Range(0, 65535))->capture_default_str();
   app.add_option("--max-concurrent-requests", o.max_concurrent_requests,
-                 "requests in the server (running + queued); more get 429")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--max-batch-size", o.max_batch_size, "sequences per decode step (0 = number of state slots)")->check(CLI::NonNegativeNumber)->capture_default_str();
+                 "requests in the server (running + queued); more get 429")->check(mamba::cli::non_negative_int())->capture_default_str();
+  app.add_option("--max-batch-size", o.max_batch_size, "sequences per decode step (0 = number of state slots)")->check(mamba::cli::non_negative_int())->capture_default_str();
   app.add_option("--max-batch-prefill-tokens", o.max_batch_prefill_tokens,
-                 "prompt tokens prefilled per scheduler iteration (long prompts go in pieces)")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--max-input-tokens", o.max_input_tokens, "longest prompt in tokens")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")->check(CLI::NonNegativeNumber)->capture_default_str();
+                 "prompt tokens prefilled per scheduler iteration (long prompts go in pieces)")->check(mamba::cli::non_negative_int())->capture_default_str();
+  app.add_option("--max-input-tokens", o.max_input_tokens, "longest prompt in tokens")->check(mamba::cli::non_negative_int())->capture_default_str();
+  app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")->check(mamba::cli::non_negative_int())->capture_default_str();
   app.add_option("--state-memory", state_memory, "memory for preallocated sequence states (e.g. 2GiB, 512MiB)")->capture_default_str();
   app.add_option("--threads", threads, "compute threads (0 = all hardware threads, at most 1024)")
       ->check(mamba::cli::thread_count())  // at parse time, worded as mamba-cli's

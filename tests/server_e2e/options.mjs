@@ -38,6 +38,10 @@ async function expectStartupError(args, pattern) {
 
 await check('--threads above 1024 → error naming the flag, exit 2', () =>
   expectStartupError(['--threads', '100000'], /error: --threads: expected an integer from 0 \(all hardware threads\) to 1024, got 100000\nRun with --help/));
+await check('negative or past-int size flags → the range in plain numbers, exit 2', async () => {
+  await expectStartupError(['--max-batch-size', '-3'], /error: --max-batch-size: expected an integer from 0 to 2147483647, got -3\nRun with --help/);
+  await expectStartupError(['--max-total-tokens', '99999999999999999999'], /error: --max-total-tokens: expected an integer from 0 to 2147483647, got 99999999999999999999/);
+});
 await check('--threads -1 → exit 2', () => expectStartupError(['--threads', '-1'], /error: --threads: expected an integer .* got -1/));
 await check('--http-threads above 4096 → exit 2', () =>
   expectStartupError(['--http-threads', '1000000'], /error: --http-threads must be 0 .* to 4096, got 1000000/));

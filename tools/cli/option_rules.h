@@ -97,4 +97,19 @@ inline CLI::Validator thread_count() {
       fmt::format("INT in [0, {}]", kMaxThreads));
 }
 
+/// CLI11 validator of an int option that must not be negative: a decimal integer in [0, INT_MAX],
+/// worded like thread_count ("expected an integer from 0 to 2147483647, got -3"; CLI11's own
+/// NonNegativeNumber printed its bound as a 310-digit double, and "Could not convert" past INT_MAX).
+inline CLI::Validator non_negative_int() {
+  return CLI::Validator(
+      [](std::string& v) {
+        long long n = -1;
+        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec == std::errc() && p == v.data() + v.size() && n >= 0 && n <= std::numeric_limits<int>::max())
+          return std::string();
+        return fmt::format("expected an integer from 0 to {}, got {}", std::numeric_limits<int>::max(), v);
+      },
+      "INT >= 0");
+}
+
 }  // namespace mamba::cli
