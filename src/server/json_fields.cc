@@ -82,10 +82,10 @@ std::optional<ApiError> get_u64(const json& obj, const char* key, std::uint64_t&
   if (!v) return std::nullopt;
   if (v->is_number_unsigned()) {
     out = v->get<std::uint64_t>();
-  } else if (v->is_number_integer()) {
-    return ApiError::validation(fmt::format("`{}` must be a non-negative integer, got {}", key, v->dump()));
-  } else {
-    return ApiError::validation(fmt::format("`{}` must be a non-negative integer, got {}", key, v->type_name()));
+  } else {  // a negative integer, a fraction or a number past 2^64 − 1 (a float to JSON): the value named
+    return ApiError::validation(fmt::format("`{}` must be an integer from 0 to {}, got {}", key,
+                                            std::numeric_limits<std::uint64_t>::max(),
+                                            v->is_number() ? v->dump() : std::string(v->type_name())));
   }
   present = true;
   return std::nullopt;
