@@ -263,6 +263,61 @@ TEST_F(QuantizedLinear, PackedWeightGivesTheSameBits) {
   }
 }
 
+TEST_F(QuantizedLinear, ActivationQuantizersBitwiseEqualTheReference) {
+  // Step 1 (quant_kernels.h) by the AVX2 and AVX-512 quantizers against the scalar reference, on
+  // random groups and on the edge cases, one group each: zeros, ±0, a single value, values so small
+  // that 256·127/amax overflows (amax 1e-36, 2e-37, subnormal: inv = 0, the group contributes
+  // nothing; before, the reference's codes were undefined and the targets disagreed), just above
+  // that bound, huge values, NaN and Inf.
+  std::mt19937 rng(31);
+  const std::int64_t K = 15 * 32;
+  std::vector<float> x = test::random_vec(K, rng, -2.0f, 2.0f);
+  auto fill = [&](std::int64_t g, auto f) {
+    for (std::int64_t i = 0; i < 32; ++i) x[std::size_t(g * 32 + i)] = f(i);
+  };
+  fill(0, [](std::int64_t) { return 0.0f; });
+  fill(1, [](std::int64_t i) { return i % 2 ? -0.0f : 0.0f; });
+  fill(2, [](std::int64_t i) { return i == 7 ? -3.0f : 0.0f; });
+  fill(3, [](std::int64_t i) { return float(i - 10) * 1e-37f; });
+  fill(4, [](std::int64_t i) { return float(i - 20) * 1.7e-38f; });
+  fill(5, [](std::int64_t i) { return float(i - 5) * 1e-45f; });
+  fill(6, [](std::int64_t i) { return float(i - 3) * 4e-36f; });
+  fill(7, [](std::int64_t i) { return float(i - 16) * 2e37f; });
+  fill(8, [](std::int64_t i) { return i == 31 ? std::nanf("") : 1.0f; });
+  fill(9, [](std::int64_t i) { return i == 0 ? -INFINITY : 1.0f; });
+  std::vector<std::int8_t> q0(std::size_t(K), 0), l0(std::size_t(K), 0), q1(std::size_t(K), 0), l1(std::size_t(K), 0);
+  std::vector<float> s0(std::size_t(K / 32)), s1(std::size_t(K / 32));
+  std::vector<std::int32_t> xsum(std::size_t(K / 32));
+  ops::cpu::quant::quantize_row_ref(x.data(), K, q0.data(), l0.data(), s0.data());
+  for (std::int64_t g : {3, 4, 5}) {  // below the bound: all codes 0
+    for (std::int64_t k = g * 32; k < g * 32 + 32; ++k) ASSERT_TRUE(q0[std::size_t(k)] == 0 && l0[std::size_t(k)] == 0) << k;
+  }
+  EXPECT_EQ(q0[2 * 32 + 7], -127);
+  EXPECT_NE(l0[6 * 32 + 4], 0);  // 4e-36 · 1: above the bound, quantized as usual
+  EXPECT_TRUE(std::isnan(s0[8]) && std::isnan(s0[9]));
+  auto check = [&](const char* what) {
+    ASSERT_EQ(std::memcmp(q0.data(), q1.data(), q0.size()), 0) << what;
+    ASSERT_EQ(std::memcmp(l0.data(), l1.data(), l0.size()), 0) << what;
+    ASSERT_EQ(std::memcmp(s0.data(), s1.data(), s0.size() * 4), 0) << what;
+  };
+  std::fill(q1.begin(), q1.end(), std::int8_t{77});
+  std::fill(l1.begin(), l1.end(), std::int8_t{77});
+  if (ops::cpu::cpu_target() < CpuTarget::kAvx2) GTEST_SKIP() << "this CPU has no AVX2: only the reference ran";
+  ops::cpu::quant::quantize_rows_avx2(x.data(), K, 1, K, q1.data(), l1.data(), s1.data());
+  check("avx2");
+  if (!ops::cpu::quant::blocked_kernels_active()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI: the AVX-512 quantizer is not used";
+  std::fill(q1.begin(), q1.end(), std::int8_t{77});
+  std::fill(l1.begin(), l1.end(), std::int8_t{77});
+  std::fill(xsum.begin(), xsum.end(), 12345);
+  ops::cpu::quant::quantize_rows_avx512(x.data(), K, 1, K, q1.data(), l1.data(), s1.data(), xsum.data());
+  check("avx512");
+  for (std::int64_t g = 0; g < K / 32; ++g) {
+    std::int32_t want = 0;
+    for (std::int64_t k = g * 32; k < g * 32 + 32; ++k) want += 256 * q0[std::size_t(k)] + l0[std::size_t(k)];
+    EXPECT_EQ(xsum[std::size_t(g)], want) << "group " << g;
+  }
+}
+
 TEST_F(QuantizedLinear, NonFiniteInputPropagates) {
   std::mt19937 rng(7);
   const std::int64_t K = 288, N = 5;

@@ -41,7 +41,7 @@ void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, std::int8
       continue;
     }
     const float s = amax / 127.0f;
-    const float inv = amax == 0.0f ? 0.0f : 127.0f / amax;
+    const float inv = activation_inverse(amax);
     const float inv256 = inv * 256.0f;
     sx[g] = s * (1.0f / 256.0f);
     for (int i = 0; i < kGroup; ++i) {
@@ -274,12 +274,8 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
         for (std::int64_t g = 0; g < G; ++g) corr[m * G + g] *= offset;
         continue;
       }
-      quant::quantize_rows_avx2(x + m * ldx, ldx, 1, K, xq + m * K, xl + m * K, sx + m * G);
-      for (std::int64_t g = 0; g < G; ++g) {
-        std::int32_t sum = 0;
-        for (std::int64_t k = g * quant::kGroup; k < (g + 1) * quant::kGroup; ++k) sum += 256 * xq[m * K + k] + xl[m * K + k];
-        corr[m * G + g] = offset * sum;
-      }
+      quant::quantize_rows_avx512(x + m * ldx, ldx, 1, K, xq + m * K, xl + m * K, sx + m * G, corr + m * G);
+      for (std::int64_t g = 0; g < G; ++g) corr[m * G + g] *= offset;
     }
   });
   const auto* wp = static_cast<const std::uint8_t*>(W.packed);

@@ -229,7 +229,7 @@ void quantize_rows_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::i
       h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
       const float amax = _mm_cvtss_f32(h);
       const float sc = amax / 127.0f;
-      const float inv = amax == 0.0f ? 0.0f : 127.0f / amax;
+      const float inv = activation_inverse(amax);
       sx[m * G + g] = sc * (1.0f / 256.0f);
       const __m256 vi = _mm256_set1_ps(inv), vi256 = _mm256_set1_ps(inv * 256.0f), vs = _mm256_set1_ps(sc);
       const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, vi)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, vi));

@@ -231,6 +231,46 @@ void dot_blocked_avx512vnni(const BlockedArgs& a, std::int64_t m0, std::int64_t 
   else a8 ? dot_blocked<false, true>(a, m0, m1, b0, b1) : dot_blocked<false, false>(a, m0, m1, b0, b1);
 }
 
+void quantize_rows_avx512(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* xq, std::int8_t* xl,
+                          float* sx, std::int32_t* xsum) {
+  const std::int64_t G = K / kGroup;
+  const __m512i lim_hi = _mm512_set1_epi32(127), lim_lo = _mm512_set1_epi32(-127);
+  for (std::int64_t m = 0; m < M; ++m) {
+    for (std::int64_t g = 0; g < G; ++g) {
+      const float* xg = x + m * ldx + g * kGroup;
+      const __m512 v0 = _mm512_loadu_ps(xg), v1 = _mm512_loadu_ps(xg + 16);
+      std::int8_t* q = xq + m * K + g * kGroup;
+      std::int8_t* ql = xl + m * K + g * kGroup;
+      const std::int64_t at = m * G + g;
+      // Non-finite anywhere in the group: x − x is NaN exactly for NaN and ±Inf.
+      if (_mm512_cmp_ps_mask(_mm512_sub_ps(v0, v0), _mm512_sub_ps(v1, v1), _CMP_UNORD_Q) != 0) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_setzero_si256());
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(ql), _mm256_setzero_si256());
+        sx[at] = __builtin_nanf("");
+        xsum[at] = 0;
+        continue;
+      }
+      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+      const float s = amax / 127.0f, inv = activation_inverse(amax);
+      sx[at] = s * (1.0f / 256.0f);
+      const __m512 vi = _mm512_set1_ps(inv), vi256 = _mm512_set1_ps(inv * 256.0f), vs = _mm512_set1_ps(s);
+      // qh = rne(x · inv) (cvtps rounds to nearest even; |qh| ≤ 127 as inv is finite);
+      // ql = clamp(rne(fma(−qh, s, x) · inv·256), −127, 127).
+      const __m512i h0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vi)), h1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vi));
+      auto low = [&](__m512i h, __m512 v) {
+        const __m512 r = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(h), vs, v);
+        return _mm512_max_epi32(lim_lo, _mm512_min_epi32(lim_hi, _mm512_cvtps_epi32(_mm512_mul_ps(r, vi256))));
+      };
+      const __m512i l0 = low(h0, v0), l1 = low(h1, v1);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(h0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(h1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(ql), _mm512_cvtepi32_epi8(l0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(ql + 16), _mm512_cvtepi32_epi8(l1));
+      xsum[at] = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(h0, h1), 8), _mm512_add_epi32(l0, l1)));
+    }
+  }
+}
+
 void quantize_rows_a8_avx512(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* c, float* s, float* o,
                              std::int32_t* csum) {
   const std::int64_t G = K / kGroup;

@@ -7,7 +7,9 @@
 //      coarse code and a residual code 256× finer: ≈ 16-bit activations, so the result is close to
 //      fp32 activations × dequantized weights while every product stays an int8 dot product),
 //      per group g of 32:
-//        amax_g = max |x[k]|;  s_g = amax_g / 127;  inv_g = amax_g == 0 ? 0 : 127 / amax_g;
+//        amax_g = max |x[k]|;  s_g = amax_g / 127;
+//        inv_g = 127 / amax_g if 256 · (127 / amax_g) ≤ FLT_MAX, else 0 (amax_g = 0, or below
+//                ≈ 9.6e-35: such a group's codes would overflow int8, so it contributes 0);
 //        qh[k] = round_half_even(x[k] · inv_g)                      ∈ [−127, 127]
 //        r[k]  = fma(−qh[k], s_g, x[k])                            (x − qh·s, one rounding)
 //        ql[k] = clamp(round_half_even(r[k] · (inv_g · 256)), −127, 127)
@@ -24,11 +26,18 @@
 // K must be a multiple of 32 (the quantizer only quantizes such tensors).
 #pragma once
 
+#include <cfloat>
 #include <cstdint>
 
 namespace mamba::ops::cpu::quant {
 
 inline constexpr int kGroup = 32;
+
+/// Step 1's inv_g for a group's finite amax_g (every target computes it by this function).
+inline float activation_inverse(float amax) {
+  const float inv = 127.0f / amax;
+  return inv * 256.0f <= FLT_MAX ? inv : 0.0f;
+}
 
 /// Step 1 for one row: x[0, K) → xq[0, K) (qh), xl[0, K) (ql), sx[0, K/32). Scalar reference.
 void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, std::int8_t* xl, float* sx);
@@ -159,5 +168,10 @@ void a8_sums_rows(const void* w, const float* sw, std::int64_t N, std::int64_t K
 
 /// Step 1 for M rows (x row stride ldx) into xq, xl [M, K], sx [M, K/32].
 void quantize_rows_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* xq, std::int8_t* xl, float* sx);
+/// The same with AVX-512 (the blocked kernels' target), bitwise equal to the reference; also
+/// xsum [M, K/32] = Σ_{k∈g} (256·qh[k] + ql[k]) (0 for a non-finite group), the blocked kernels'
+/// offset correction before its factor.
+void quantize_rows_avx512(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* xq, std::int8_t* xl,
+                          float* sx, std::int32_t* xsum);
 
 }  // namespace mamba::ops::cpu::quant
