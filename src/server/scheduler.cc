@@ -209,15 +209,24 @@ void Scheduler::decode_step() {
   metrics_.decode_ns += ns_since(t0);
   metrics_.decode_steps++;
   metrics_.decode_batch_sum += static_cast<std::int64_t>(batch);
+  // A non-finite logit fails only the rows that have one: Model::step wrote every row's logits, and
+  // each row's are bitwise independent of its batch mates, so the others go on (one request's NaN
+  // used to end every request of its step). Any other error fails the whole step.
+  std::vector<bool> failed(batch, false);
   if (!st.ok()) {
+    const bool per_row = st.error().code == ErrorCode::kNumerical;
     for (std::size_t b = 0; b < batch; ++b) {
+      const float* row = step_logits_.data() + b * static_cast<std::size_t>(width);
+      const std::int64_t bad = per_row ? ops::find_non_finite(row, width) : 0;
+      if (bad < 0) continue;
       Sequence& s = *running_[rows[b]];
       s.has_pending = false;
       s.done = true;
-      s.error = st.error();
+      s.error = per_row ? make_error(ErrorCode::kNumerical,
+                                     fmt::format("non-finite logit {} at id {} (weights or activations overflowed)", row[bad], bad))
+                        : st.error();
+      failed[b] = true;
     }
-    reap_done();
-    return;
   }
   // Each row's log-softmax, sampling and detokenising (~50 µs greedy, ~200 µs sampled over a 50K
   // vocabulary: 8 rows took a quarter of a q8 mamba-130m step) on the compute threads, which are
@@ -227,6 +236,7 @@ void Scheduler::decode_step() {
   // std::bad_alloc from the detokenizer, fails that request alone.
   std::vector<std::optional<Result<TokenEvent>>> events(batch);
   ops::parallel_tasks(static_cast<std::int64_t>(batch), [&](std::int64_t b) {
+    if (failed[static_cast<std::size_t>(b)]) return;
     Sequence& s = *running_[rows[static_cast<std::size_t>(b)]];
     std::optional<Result<TokenEvent>>& ev = events[static_cast<std::size_t>(b)];
     try {
@@ -239,6 +249,7 @@ void Scheduler::decode_step() {
     }
   });
   for (std::size_t b = 0; b < batch; ++b) {
+    if (failed[b]) continue;
     Sequence& s = *running_[rows[b]];
     s.has_pending = false;
     emit_or_fail(s, std::move(*events[b]));

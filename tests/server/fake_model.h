@@ -35,6 +35,7 @@ class FakeModel : public Model {
       std::lock_guard lk(mu_);
       pieces.push_back({state.position, static_cast<std::int64_t>(tokens.size())});
     }
+    if (state.position == 0) state.ssm_state[0].data<float>()[1] = static_cast<float>(tokens[0]);
     for (std::size_t i = 0; i < tokens.size(); ++i) {
       advance(state, tokens[i]);
       if (mode == LogitsMode::kAll) write_logits(state, logits + i * cfg_.vocab_size);
@@ -47,12 +48,25 @@ class FakeModel : public Model {
       std::lock_guard lk(mu_);
       batch_sizes.push_back(static_cast<int>(tokens.size()));
     }
+    bool finite = true;
     for (std::size_t b = 0; b < tokens.size(); ++b) {
       advance(*states[b], tokens[b]);
+      float* h = states[b]->ssm_state[0].data<float>();
+      if (poison_first_token >= 0 && h[1] == static_cast<float>(poison_first_token) && states[b]->position >= poison_position) {
+        h[0] = NAN;
+        finite = false;
+      }
       write_logits(*states[b], logits + b * cfg_.vocab_size);
     }
+    // As the real model: every row's logits written, then the error.
+    if (!finite) return make_error(ErrorCode::kNumerical, "non-finite logit nan at row ?, id 0");
     return {};
   }
+
+  /// A sequence whose prompt starts with this token gets a NaN state (and NaN logits) in the decode
+  /// step that takes it to position poison_position or beyond (a model that overflows for it).
+  std::int32_t poison_first_token = -1;
+  std::int64_t poison_position = 0;
 
   struct Piece {
     std::int64_t start, len;

@@ -120,6 +120,60 @@ INSTANTIATE_TEST_SUITE_P(Budgets, ConcurrentBudgets,
                          ::testing::Values(std::pair{1, 16}, std::pair{8, 2}, std::pair{13, 17}, std::pair{20, 64},
                                            std::pair{4096, 16}));
 
+TEST(Scheduler, ANonFiniteLogitFailsOnlyItsOwnRequest) {
+  // One request's NaN in a batched decode step (its state overflowed) fails that request alone:
+  // its batch mates' logits are their own (bitwise as alone), so they finish as they would alone.
+  // Before, every request of that step ended with the NaN request's 424.
+  std::vector<SequenceRequest> reqs;
+  for (int i = 0; i < 5; ++i) {
+    GenerateOptions o;
+    o.max_new_tokens = 12;
+    reqs.push_back({make_prompt(3 + i, i), o});
+  }
+  reqs[2].prompt[0] = 61;  // the poisoned one (make_prompt's ids are < 60)
+  std::vector<Outcome> alone;
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    if (i != 2) alone.push_back(run_alone(reqs[i]));
+
+  test::FakeModel model;
+  model.poison_first_token = 61;
+  model.poison_position = 9;  // prompt of 5 tokens: the 4th decode step
+  Metrics m;
+  SchedulerOptions so;
+  so.slots = 8;
+  Scheduler sch(model, nullptr, {}, so, m);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& r : reqs) streams.push_back(sch.submit(r));
+  sch.start();
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (i == 2) {
+      RequestStream::Update u;
+      std::vector<std::int32_t> ids;
+      bool done = false;
+      for (int guard = 0; guard < 100 && !done; ++guard) {
+        if (!streams[i]->take(u, 100ms)) continue;
+        for (auto& t : u.tokens) ids.push_back(t.id);
+        done = u.done;
+      }
+      ASSERT_TRUE(done);
+      ASSERT_TRUE(u.error.has_value());
+      EXPECT_EQ(u.error->code, ErrorCode::kNumerical);
+      EXPECT_NE(u.error->message.find("non-finite logit nan at id 0"), std::string::npos) << u.error->message;
+      EXPECT_EQ(ids.size(), 4u);  // the prefill's token and those of the three steps before
+      continue;
+    }
+    Outcome o = drain(*streams[i]);
+    EXPECT_EQ(o.ids, alone[k].ids) << "request " << i;
+    EXPECT_EQ(o.logprobs, alone[k].logprobs) << "request " << i;
+    ++k;
+  }
+  sch.stop(1s);
+  EXPECT_GT(static_cast<double>(m.decode_batch_sum.load()) / static_cast<double>(m.decode_steps.load()), 1.0);
+  EXPECT_EQ(m.requests_ok.load(), 4);
+  EXPECT_EQ(m.slots_in_use.load(), 0);
+}
+
 TEST(Scheduler, IdenticalConcurrentRequestsIdentical) {
   test::FakeModel model;
   Metrics m;
