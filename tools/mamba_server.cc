@@ -80,6 +80,10 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("mamba-server"));
   o.drain_grace_seconds = grace;
   // --max-total-tokens alone: the default --max-input-tokens follows it (total − 1), as TGI's launcher.
+  if (app.count("--max-total-tokens") > 0 && app.count("--max-input-tokens") == 0 && o.max_total_tokens < 2) {
+    std::fprintf(stderr, "error: --max-total-tokens must be >= 2 (one prompt token and one generated), got %d\n", o.max_total_tokens);
+    return 2;
+  }
   if (app.count("--max-total-tokens") > 0 && app.count("--max-input-tokens") == 0 && o.max_input_tokens >= o.max_total_tokens &&
       o.max_total_tokens >= 2)
     o.max_input_tokens = o.max_total_tokens - 1;
@@ -184,7 +188,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Machine-readable line for scripts that start the server on port 0.
-  std::printf("mamba-server listening on http://%s:%d\n", o.host.c_str(), server.value()->port());
+  // An IPv6 literal goes in brackets, so the line is a usable URL (http://[::1]:8080).
+  const bool v6 = o.host.find(':') != std::string::npos && o.host.front() != '[';
+  std::printf("mamba-server listening on http://%s%s%s:%d\n", v6 ? "[" : "", o.host.c_str(), v6 ? "]" : "", server.value()->port());
   std::fflush(stdout);
 
   int sig = 0;

@@ -51,11 +51,11 @@ constexpr std::int64_t kPrefillPiece = 512;
 Result<std::vector<float>> to_f32(const TensorView& t, const std::string& what) {
   if (t.empty()) return std::vector<float>{};
   if (!t.is_contiguous())
-    return make_error(ErrorCode::kShape, fmt::format("tensor {}: expected a contiguous tensor", what));
+    return make_error(ErrorCode::kShape, fmt::format("{}: expected a contiguous tensor", what));
   std::vector<float> v(static_cast<std::size_t>(t.numel()));
   if (!convert_to_f32(t.data, t.dtype, v.size(), v.data()))
     return make_error(ErrorCode::kShape,
-                      fmt::format("tensor {}: expected dtype F32/BF16/F16, got {}", what, dtype_name(t.dtype)));
+                      fmt::format("{}: expected dtype F32/BF16/F16, got {}", what, dtype_name(t.dtype)));
   return v;
 }
 
@@ -171,7 +171,7 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
       // The scan kernels rely on a finite A (a NaN Δ·A would not reach the state otherwise).
       if (!std::isfinite(p.A[i]))
         return make_error(ErrorCode::kNumerical,
-                          fmt::format("tensor {}mixer.A_log: element {} gives A = −exp(A_log) = {} (must be finite; "
+                          fmt::format("{}mixer.A_log: element {} gives A = −exp(A_log) = {} (must be finite; "
                                       "A_log ≤ 88)", pre, i, p.A[i]));
     }
     MAMBA_ASSIGN_OR_RETURN(p.D, to_f32(lw.D, pre + "mixer.D"));

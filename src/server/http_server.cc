@@ -67,7 +67,8 @@ Status validate_server_options(const ServerOptions& opts) {
   }
   if (opts.max_input_tokens < 1 || opts.max_total_tokens <= opts.max_input_tokens) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("need 1 <= --max-input-tokens < --max-total-tokens, got {} and {}", opts.max_input_tokens, opts.max_total_tokens));
+                      fmt::format("need 1 <= --max-input-tokens < --max-total-tokens, got --max-input-tokens {} and "
+                                  "--max-total-tokens {}", opts.max_input_tokens, opts.max_total_tokens));
   }
   if (opts.http_threads < 0 || opts.http_threads > kMaxHttpThreads) {
     return make_error(ErrorCode::kInvalidArgument,

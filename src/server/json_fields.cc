@@ -80,8 +80,11 @@ std::optional<ApiError> get_u64(const json& obj, const char* key, std::uint64_t&
   const json* v = field(obj, key);
   present = false;
   if (!v) return std::nullopt;
+  const double d = v->is_number_float() ? v->get<double>() : -1.0;
   if (v->is_number_unsigned()) {
     out = v->get<std::uint64_t>();
+  } else if (d >= 0.0 && d < 0x1p64 && d == std::floor(d)) {  // 1.0, as the other integer fields take it
+    out = static_cast<std::uint64_t>(d);
   } else {  // a negative integer, a fraction or a number past 2^64 − 1 (a float to JSON): the value named
     return ApiError::validation(fmt::format("`{}` must be an integer from 0 to {}, got {}", key,
                                             std::numeric_limits<std::uint64_t>::max(),
@@ -100,6 +103,11 @@ std::optional<ApiError> get_float(const json& obj, const char* key, float& out) 
   if (!std::isfinite(d) || std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
     return ApiError::validation(
         fmt::format("`{}` must be a finite number of magnitude at most 3.4e38 (a 32-bit float), got {}", key, v->dump()));
+  }
+  // A non-zero value that a 32-bit float rounds to 0 (1e-300): named, not reported as a zero.
+  if (d != 0.0 && static_cast<float>(d) == 0.0f) {
+    return ApiError::validation(
+        fmt::format("`{}` must be 0 or of magnitude at least 1.4e-45 (a 32-bit float), got {}", key, v->dump()));
   }
   out = static_cast<float>(d);
   return std::nullopt;

@@ -36,6 +36,11 @@ expect_error("error: --seed: expected an integer from 0 to 18446744073709551615,
 expect_error("error: --seed: .*got -5" run -m ${model} -p hi -n 1 --seed -5)
 cli_run_ok(ok run -m ${model} -p hi -n 1 --seed 18446744073709551615)
 
+# A --stop that is not UTF-8 could never match the generated text: refused, naming the byte.
+execute_process(COMMAND sh -c "exec \"$0\" run -t 1 -m \"$1\" -p hi -n 1 --stop \"$(printf 'a\\377b')\"" ${CLI} ${model}
+                ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)
+expect_rc2("run --stop with byte 0xFF" "error: --stop: not valid UTF-8 text \\(invalid byte 0xFF at offset 1\\)" "${rc}" "${err}")
+
 # Empty -m / paths are errors, not "use the default" (execute_process directly: a list expansion
 # would drop the empty arguments).
 execute_process(COMMAND ${CLI} run -t 1 -m "" -p hi -n 1 ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)

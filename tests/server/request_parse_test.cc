@@ -65,6 +65,17 @@ TEST(TgiRequest, FullParameters) {
   EXPECT_EQ(r.opts.top_logprobs, 2);
 }
 
+TEST(TgiRequest, IntegralFloatSeedIsTakenAsTheOtherIntegerFieldsAre) {
+  // 1.0 and 2^63 as JSON floats are integers (as max_new_tokens 2.0 and /v1's seed 1.0 are taken).
+  TgiRequest r;
+  ASSERT_FALSE(tgi(R"({"inputs":"x","parameters":{"seed":1.0}})", r));
+  EXPECT_TRUE(r.opts.sampling.has_seed);
+  EXPECT_EQ(r.opts.sampling.seed, 1u);
+  TgiRequest big;
+  ASSERT_FALSE(tgi(R"({"inputs":"x","parameters":{"seed":9.223372036854775808e18}})", big));
+  EXPECT_EQ(big.opts.sampling.seed, 1ull << 63);
+}
+
 TEST(TgiRequest, DefaultsAndNulls) {
   TgiRequest r;
   ASSERT_FALSE(tgi(R"({"inputs":"x","parameters":{"temperature":null,"seed":null,"stop":null}})", r));
@@ -118,6 +129,10 @@ TEST(TgiRequest, BadInputsGive4xxNamingTheField) {
       {R"({"inputs":"x","parameters":{"seed":1.5}})", 422, "`seed` must be an integer from 0 to 18446744073709551615, got 1.5"},
       {R"({"inputs":"x","parameters":{"seed":18446744073709551616}})", 422, "to 18446744073709551615, got 1.8446744073709552e+19"},
       {R"({"inputs":"x","parameters":{"seed":"7"}})", 422, "`seed` must be an integer from 0 to 18446744073709551615, got string"},
+      {R"({"inputs":"x","parameters":{"seed":-1.0}})", 422, "`seed` must be an integer from 0 to 18446744073709551615, got -1.0"},
+      {R"({"inputs":"x","parameters":{"temperature":1e-300}})", 422,
+       "`temperature` must be 0 or of magnitude at least 1.4e-45 (a 32-bit float), got 1e-300"},
+      {R"({"inputs":"x","parameters":{"top_p":-1e-50}})", 422, "`top_p` must be 0 or of magnitude at least 1.4e-45"},
       {R"({"inputs":"x","parameters":{"stop":["a","b","c","d","e"]}})", 422, "stop"},
       {R"({"inputs":"x","parameters":{"stop":[1]}})", 422, "stop"},
       {R"({"inputs":"x","parameters":{"best_of":2}})", 422, "best_of"},

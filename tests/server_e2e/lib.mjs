@@ -51,7 +51,9 @@ export function deadline(seconds) {
 /// Starts mamba-server with `args` on port 0; resolves once it prints its address.
 export async function startServer(args = [], { quiet = true, env = undefined } = {}) {
   const model = process.env.MAMBA_E2E_MODEL && !args.includes('-m') ? ['-m', process.env.MAMBA_E2E_MODEL] : [];
-  const proc = spawn(SERVER_BIN, ['--host', '127.0.0.1', '--port', '0', '--threads', '1', ...model, ...args], {
+  const host = args.includes('--host') ? [] : ['--host', '127.0.0.1'];
+  const port = args.includes('--port') ? [] : ['--port', '0'];
+  const proc = spawn(SERVER_BIN, [...host, ...port, '--threads', '1', ...model, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: env ? { ...process.env, ...env } : process.env,
   });
@@ -70,7 +72,7 @@ export async function startServer(args = [], { quiet = true, env = undefined } =
     const timer = setTimeout(() => reject(new Error(`server did not start in 60 s; log:\n${log}`)), 60000);
     proc.stdout.on('data', (d) => {
       out += d.toString();
-      const m = out.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      const m = out.match(/listening on (http:\/\/(?:127\.0\.0\.1|\[::1\]):\d+)/);
       if (m) {
         clearTimeout(timer);
         resolve(m[1]);

@@ -42,6 +42,30 @@ await check('negative or past-int size flags → the range in plain numbers, exi
   await expectStartupError(['--max-batch-size', '-3'], /error: --max-batch-size: expected an integer from 0 to 2147483647, got -3\nRun with --help/);
   await expectStartupError(['--max-total-tokens', '99999999999999999999'], /error: --max-total-tokens: expected an integer from 0 to 2147483647, got 99999999999999999999/);
 });
+await check('--max-total-tokens below 2 alone, or not above --max-input-tokens → both flags named', async () => {
+  await expectStartupError(['--max-total-tokens', '1'], /error: --max-total-tokens must be >= 2 \(one prompt token and one generated\), got 1/);
+  await expectStartupError(['--max-input-tokens', '50', '--max-total-tokens', '40'],
+    /error: need 1 <= --max-input-tokens < --max-total-tokens, got --max-input-tokens 50 and --max-total-tokens 40/);
+});
+await check('--host ::1 → the listening line is a usable URL (http://[::1]:PORT)', async () => {
+  let srv;
+  try {
+    srv = await startServer(['--host', '::1', '--port', '0']);
+  } catch (e) {
+    if (/cannot bind/.test(String(e))) {
+      console.log('  (no IPv6 loopback here: not checked)');
+      return;
+    }
+    throw e;
+  }
+  try {
+    assert.match(srv.base, /^http:\/\/\[::1\]:\d+$/);
+    const res = await fetch(srv.base + '/health');
+    assert.equal(res.status, 200);
+  } finally {
+    await srv.stop();
+  }
+});
 await check('--threads -1 → exit 2', () => expectStartupError(['--threads', '-1'], /error: --threads: expected an integer .* got -1/));
 await check('--http-threads above 4096 → exit 2', () =>
   expectStartupError(['--http-threads', '1000000'], /error: --http-threads must be 0 .* to 4096, got 1000000/));

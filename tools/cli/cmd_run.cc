@@ -90,12 +90,22 @@ void run(const RunArgs& a, CLI::App& cmd) {
   if (Status st = opts.sampling.validate(); !st.ok()) fail_flag(st.message());
   if (opts.sampling.has_seed && !opts.sampling.sampling())
     std::fprintf(stderr, "note: --seed has no effect: decoding is greedy (give --temp, or a --top-k/--top-p/--min-p/--typical-p that restricts)\n");
+  if (cmd.count("--temp") && a.temp == 0.0f) {
+    std::string ignored;
+    for (const char* f : {"--top-k", "--top-p", "--min-p", "--typical-p"})
+      if (cmd.count(f)) ignored += ignored.empty() ? f : std::string(", ") + f;
+    if (!ignored.empty()) std::fprintf(stderr, "note: %s: no effect with --temp 0 (greedy decoding)\n", ignored.c_str());
+  }
+  if (a.json && a.echo) std::fprintf(stderr, "note: --echo has no effect with --json (its \"prompt_ids\" hold the prompt)\n");
   const int sources = (cmd.count("--prompt") > 0) + (cmd.count("--file") > 0) + (cmd.count("--prompt-ids") > 0);
   if (sources > 1) fail("give at most one of -p/--prompt, -f/--file, --prompt-ids");
   if (!a.json && (cmd.count("--top-logprobs") || cmd.count("--prompt-logprobs")))
     fail("--top-logprobs and --prompt-logprobs need --json (the streamed text has no place for them)");
-  for (const std::string& s : opts.stop)
+  for (const std::string& s : opts.stop) {
     if (s.empty()) fail("--stop: an empty stop string would stop before the first token");
+    // The generated text is valid UTF-8, so a stop string that is not could never match.
+    if (Status st = require_utf8(s, "--stop"); !st.ok()) fail(st.message());
+  }
 
   // A file's or stdin's one trailing newline (what editors and `echo` add) is not part of the
   // prompt, as in llama.cpp's -f: it would become a "\n" token and change the continuation.
