@@ -148,6 +148,18 @@ if(TIMEOUT)
   if(NOT fin STREQUAL "cancelled" OR NOT int_err MATCHES "finish: cancelled \\(Ctrl-C\\)" OR nids LESS 1)
     message(FATAL_ERROR "run interrupted by SIGINT: exit ${rc}, finish [${fin}] ${jerr}, ids ${nids}\n${int_err}")
   endif()
+  # perplexity likewise prints its figures over the predictions scored before the Ctrl-C (it printed
+  # nothing): 300 000 ids take ~40 s on one thread, the signal comes after 2.
+  execute_process(COMMAND sh -c "seq 1 300000 | awk '{print ($1 * 7919) % 8000}'" OUTPUT_FILE ${WORK}/long_ids.txt)
+  execute_process(COMMAND ${TIMEOUT} --foreground -s INT 2 ${CLI} perplexity -t 1 -m ${model} --ids-file ${WORK}/long_ids.txt --ctx 512
+                  OUTPUT_VARIABLE ppl_out ERROR_VARIABLE ppl_err RESULT_VARIABLE rc)
+  set(scored "")
+  if(ppl_err MATCHES "interrupted \\(Ctrl-C\\) after ([1-9][0-9]*) of 299999 predictions: the figures below cover those")
+    set(scored ${CMAKE_MATCH_1})
+  endif()
+  if(scored STREQUAL "" OR NOT ppl_out MATCHES "^predictions: ${scored}\nmean_nll: [0-9.]+\nperplexity: [0-9.]+\n$")
+    message(FATAL_ERROR "perplexity interrupted by SIGINT: exit ${rc}\nstdout:\n${ppl_out}\nstderr:\n${ppl_err}")
+  endif()
 endif()
 # A word written as "[...]" is text (CLI11 split such vector arguments on commas and dropped the
 # brackets: "[hello]" was encoded as "hello"), and "-d [1,,2]" reaches the id parser whole.

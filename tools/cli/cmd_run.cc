@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/interrupt.h"
 #include "cli/run_common.h"
 #include "mamba/generate.h"
 
@@ -44,35 +45,6 @@ bool same_destination(int fd1, int fd2) {
   struct stat s1 {}, s2 {};
   return ::fstat(fd1, &s1) == 0 && ::fstat(fd2, &s2) == 0 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino;
 }
-
-/// Ctrl-C during `run`: the first SIGINT asks the generation to stop after the current token, so
-/// the text so far, the --json object (finish_reason "cancelled") and the stats are still printed;
-/// then the process ends by SIGINT as before (exit status 130 in a shell). A second Ctrl-C kills at
-/// once (SA_RESETHAND restores the default action).
-volatile std::sig_atomic_t g_interrupted = 0;
-extern "C" void on_sigint(int) { g_interrupted = 1; }
-
-/// Installs on_sigint while alive (unless SIGINT was ignored when mamba-cli started, e.g. under
-/// nohup or in a background job); restores the previous action.
-class InterruptStopsGeneration {
- public:
-  InterruptStopsGeneration() {
-    struct sigaction sa {};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND;
-    if (::sigaction(SIGINT, nullptr, &old_) == 0 && old_.sa_handler != SIG_IGN) installed_ = ::sigaction(SIGINT, &sa, nullptr) == 0;
-  }
-  ~InterruptStopsGeneration() {
-    if (installed_) ::sigaction(SIGINT, &old_, nullptr);
-  }
-  InterruptStopsGeneration(const InterruptStopsGeneration&) = delete;
-  InterruptStopsGeneration& operator=(const InterruptStopsGeneration&) = delete;
-
- private:
-  struct sigaction old_ {};
-  bool installed_ = false;
-};
 
 void run(const RunArgs& a, CLI::App& cmd) {
   GenerateOptions opts = a.gen;
@@ -195,11 +167,12 @@ void run(const RunArgs& a, CLI::App& cmd) {
       return true;
     };
   }
-  std::optional<InterruptStopsGeneration> interrupt;
+  // Ctrl-C (cli/interrupt.h): stop after the current token, print what there is, end as SIGINT.
+  std::optional<CtrlC> interrupt;
   interrupt.emplace();
-  opts.should_stop = [] { return g_interrupted != 0; };  // also between prefill pieces: a long prompt stops soon
+  opts.should_stop = [] { return CtrlC::interrupted(); };  // also between prefill pieces: a long prompt stops soon
   auto res = generate(model, tok, prompt, opts, [&on_token](const TokenEvent& ev) {
-    return (!on_token || on_token(ev)) && g_interrupted == 0;
+    return (!on_token || on_token(ev)) && !CtrlC::interrupted();
   });
   interrupt.reset();
   if (!res.ok()) fail(res.error().message);
@@ -247,13 +220,9 @@ void run(const RunArgs& a, CLI::App& cmd) {
   // Cancelled during the prefill (no token, no decode time): the prompt's rate is not known.
   const bool prefill_cut = res->finish == FinishReason::kCancelled && res->tokens.empty() && res->decode_seconds == 0;
   std::fprintf(stderr, "finish: %s | prompt: %zu tokens, %s | generated: %zu tokens, %.1f tokens/s\n",
-               g_interrupted ? "cancelled (Ctrl-C)" : finish_reason_name(res->finish), prompt.size(),
+               CtrlC::interrupted() ? "cancelled (Ctrl-C)" : finish_reason_name(res->finish), prompt.size(),
                prefill_cut ? "prefill not finished" : fmt::format("{:.1f} tokens/s", pre_tps).c_str(), res->tokens.size(), gen_tps);
-  if (g_interrupted) {  // end as the signal would have, now that the output is complete
-    std::fflush(stdout);
-    std::signal(SIGINT, SIG_DFL);
-    std::raise(SIGINT);
-  }
+  if (CtrlC::interrupted()) CtrlC::end_as_interrupted();  // now that the output is complete
 }
 
 const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
