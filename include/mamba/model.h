@@ -98,7 +98,9 @@ class Model {
   /// (updated in place). Writes logits [batch, logits_width]. Per-row results are bitwise
   /// independent of the batch size and of the other rows (batch invariance). No allocation once
   /// the largest batch size has been seen. Errors: as prefill, plus tokens/states count mismatch,
-  /// a null state, or the same state twice in one batch (kInvalidArgument).
+  /// a null state, or the same state twice in one batch (kInvalidArgument). kNumerical comes only
+  /// after every row's logits are written (the server then fails just the rows that hold a
+  /// non-finite logit; the others are what they would be alone).
   virtual Status step(std::span<const std::int32_t> tokens, std::span<State* const> states,
                       float* logits) = 0;
 };

@@ -104,10 +104,11 @@ std::optional<ApiError> get_float(const json& obj, const char* key, float& out) 
     return ApiError::validation(
         fmt::format("`{}` must be a finite number of magnitude at most 3.4e38 (a 32-bit float), got {}", key, v->dump()));
   }
-  // A non-zero value that a 32-bit float rounds to 0 (1e-300): named, not reported as a zero.
+  // A non-zero value that a 32-bit float rounds to 0 (1e-300): named, not taken as a zero (a
+  // temperature of 1e-300 was reported as "must be strictly positive").
   if (d != 0.0 && static_cast<float>(d) == 0.0f) {
-    return ApiError::validation(
-        fmt::format("`{}` must be 0 or of magnitude at least 1.4e-45 (a 32-bit float), got {}", key, v->dump()));
+    return ApiError::validation(fmt::format(
+        "`{}` must be 0 or of magnitude above 7.1e-46 (a 32-bit float rounds it to 0), got {}", key, v->dump()));
   }
   out = static_cast<float>(d);
   return std::nullopt;

@@ -36,6 +36,11 @@ expect_error("error: --seed: expected an integer from 0 to 18446744073709551615,
 expect_error("error: --seed: .*got -5" run -m ${model} -p hi -n 1 --seed -5)
 cli_run_ok(ok run -m ${model} -p hi -n 1 --seed 18446744073709551615)
 
+# A non-zero sampling value that a 32-bit float rounds to 0 is refused (it decoded greedily).
+expect_error("error: --temp: expected 0 or a magnitude above 7.1e-46 \\(a 32-bit float rounds it to 0\\), got '1e-300'"
+             run -m ${model} -p hi -n 1 --temp 1e-300)
+cli_run_ok(tiny run -m ${model} -p hi -n 1 --temp 1e-45 --seed 1)
+
 # A --stop that is not UTF-8 could never match the generated text: refused, naming the byte.
 execute_process(COMMAND sh -c "exec \"$0\" run -t 1 -m \"$1\" -p hi -n 1 --stop \"$(printf 'a\\377b')\"" ${CLI} ${model}
                 ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)

@@ -266,7 +266,7 @@ TEST_F(QuantizedLinear, PackedWeightGivesTheSameBits) {
 TEST_F(QuantizedLinear, ActivationQuantizersBitwiseEqualTheReference) {
   // Step 1 (quant_kernels.h) by the AVX2 and AVX-512 quantizers against the scalar reference, on
   // random groups and on the edge cases, one group each: zeros, ±0, a single value, values so small
-  // that 256·127/amax overflows (amax 1e-36, 2e-37, subnormal: inv = 0, the group contributes
+  // that 256·127/amax overflows (amax 2.1e-36, 3.4e-37, subnormal: inv = 0, the group contributes
   // nothing; before, the reference's codes were undefined and the targets disagreed), just above
   // that bound, huge values, NaN and Inf.
   std::mt19937 rng(31);

@@ -131,9 +131,10 @@ TEST(Scheduler, ANonFiniteLogitFailsOnlyItsOwnRequest) {
     reqs.push_back({make_prompt(3 + i, i), o});
   }
   reqs[2].prompt[0] = 61;  // the poisoned one (make_prompt's ids are < 60)
-  std::vector<Outcome> alone;
-  for (std::size_t i = 0; i < reqs.size(); ++i)
-    if (i != 2) alone.push_back(run_alone(reqs[i]));
+  std::vector<SequenceRequest> healthy = reqs;
+  healthy.erase(healthy.begin() + 2);
+  test::FakeModel reference_model;
+  const std::vector<Outcome> alone = test::run_each_alone(reference_model, nullptr, healthy);
 
   test::FakeModel model;
   model.poison_first_token = 61;

@@ -55,7 +55,8 @@ inline std::string decimal_float(std::string& v) {
 }
 
 /// CLI11 validator of a 32-bit float option (the sampling parameters): a decimal number beyond
-/// ±3.4e38 is refused as typed — it would become ±inf and be reported as "temperature = inf".
+/// ±3.4e38 is refused as typed — it would become ±inf and be reported as "temperature = inf" — and
+/// so is a non-zero one below 7.1e-46, which would become 0 (--temp 1e-300 decoded greedily).
 /// "inf" and "nan" themselves pass (the option's own range check names them).
 inline CLI::Validator float32_range() {
   return CLI::Validator(
@@ -64,6 +65,9 @@ inline CLI::Validator float32_range() {
         const bool typed_inf = v.find_first_of("iInN") != std::string::npos;
         if (!typed_inf && std::fabs(x) > static_cast<double>(std::numeric_limits<float>::max()))
           return "expected a number of magnitude at most 3.4e38 (a 32-bit float), got '" + v + "'";
+        // As the server: a non-zero value that a 32-bit float rounds to 0 is named, not taken as 0.
+        if (!typed_inf && x != 0.0 && static_cast<float>(x) == 0.0f)
+          return "expected 0 or a magnitude above 7.1e-46 (a 32-bit float rounds it to 0), got '" + v + "'";
         return std::string();
       },
       "FLOAT");

@@ -30,6 +30,10 @@ namespace mamba::ops::cpu::bf16dot {
 
 inline constexpr int kBlockRows = 16;
 
+// Helpers in an unnamed namespace: each file (the AVX-512 BF16 one included) gets its own copy, so
+// the linker never hands one compiled with wider instructions to another (cpu_target.h).
+namespace {
+
 /// bf16(v) of the order above: ±0 for a denormal v, else f32_to_bf16 (RNE, NaN stays NaN).
 inline std::uint16_t to_bf16(float v) {
   std::uint32_t u;
@@ -41,6 +45,9 @@ inline std::uint16_t to_bf16(float v) {
 
 /// ⌈K/2⌉: activation pairs per row, weight vectors per block.
 inline std::int64_t pairs(std::int64_t K) { return (K + 1) / 2; }
+
+}  // namespace
+
 /// Bytes of W [N, K] in the blocked layout.
 std::int64_t packed_bytes(std::int64_t N, std::int64_t K);
 /// W (F32 / BF16 / F16 [N, K], contiguous) → the blocked layout in `out` (packed_bytes(N, K) bytes).

@@ -33,11 +33,16 @@ namespace mamba::ops::cpu::quant {
 
 inline constexpr int kGroup = 32;
 
-/// Step 1's inv_g for a group's finite amax_g (every target computes it by this function).
+// In an unnamed namespace: each file (the AVX2 and AVX-512 ones included) gets its own copy, so the
+// linker never hands one compiled with wider instructions to another (cpu_target.h).
+namespace {
+/// Step 1's inv_g for a group's finite amax_g ≥ 0 (every target computes it by this function).
 inline float activation_inverse(float amax) {
+  if (!(amax > 0.0f)) return 0.0f;
   const float inv = 127.0f / amax;
   return inv * 256.0f <= FLT_MAX ? inv : 0.0f;
 }
+}  // namespace
 
 /// Step 1 for one row: x[0, K) → xq[0, K) (qh), xl[0, K) (ql), sx[0, K/32). Scalar reference.
 void quantize_row_ref(const float* x, std::int64_t K, std::int8_t* xq, std::int8_t* xl, float* sx);
