@@ -26,12 +26,16 @@ int main(int argc, char** argv) {
   // A repeated option takes its last value (llama.cpp, TGI's launcher), so a wrapper script's
   // defaults can be overridden by appending; list options (--stop) say TakeAll themselves.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::string model_ref, state_memory = "2GiB";
+  std::string model_ref, tokenizer_ref, state_memory = "2GiB";
   int threads = 0;
   std::string precision = "exact";
   double grace = o.drain_grace_seconds;
   app.add_option("-m,--model", model_ref, "model directory or HF repo id (default: the embedded model)")
       ->check(mamba::cli::non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
+  app.add_option("--tokenizer", tokenizer_ref,
+                 "tokenizer.json to use instead of the model directory's (a file, a directory, or a cached HF repo id such as "
+                 "EleutherAI/gpt-neox-20b)")
+      ->check(mamba::cli::non_empty("a tokenizer.json file, a directory holding one, or an HF repo id ORG/NAME"));
   app.add_option("--host", o.host, "address to listen on")
       ->check(mamba::cli::non_empty("an address such as 127.0.0.1, 0.0.0.0 or ::"))
       ->capture_default_str();
@@ -123,16 +127,23 @@ int main(int argc, char** argv) {
     if (o.model_id.empty()) o.model_id = "mamba";
   }
 
-  // The server reads prompts as text: a checkpoint without tokenizer.json is refused before the
-  // (slower) model load, saying where one comes from.
-  if (auto has_tok = mamba::has_model_file(dir.value(), "tokenizer.json"); !has_tok.ok()) {
+  // The server reads prompts as text: a checkpoint without tokenizer.json (and no --tokenizer) is
+  // refused before the (slower) model load, saying where one comes from.
+  std::string tokenizer_file = (std::filesystem::path(dir.value()) / "tokenizer.json").string();
+  if (!tokenizer_ref.empty()) {
+    auto resolved = mamba::resolve_tokenizer_file(tokenizer_ref);
+    if (!resolved.ok()) {
+      std::fprintf(stderr, "error: --tokenizer: %s\n", resolved.error().message.c_str());
+      return 2;
+    }
+    tokenizer_file = *resolved;
+  } else if (auto has_tok = mamba::has_model_file(dir.value(), "tokenizer.json"); !has_tok.ok()) {
     std::fprintf(stderr, "error: %s\n", has_tok.error().message.c_str());
     return 2;
   } else if (!*has_tok) {
     std::fprintf(stderr,
                  "error: %s has no tokenizer.json, which the server needs to read prompts (state-spaces checkpoints "
-                 "ship without one: they use GPT-NeoX-20B's; copy tokenizer.json from EleutherAI/gpt-neox-20b into "
-                 "the directory)\n",
+                 "ship without one: they use GPT-NeoX-20B's; give it with --tokenizer FILE|DIR|EleutherAI/gpt-neox-20b)\n",
                  dir.value().c_str());
     return 2;
   }
@@ -166,7 +177,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   spdlog::info("precision: {}", mamba::precision_name(lo.precision));
-  auto tok = mamba::Tokenizer::from_file((std::filesystem::path(dir.value()) / "tokenizer.json").string());
+  auto tok = mamba::Tokenizer::from_file(tokenizer_file);
   if (!tok.ok()) {
     std::fprintf(stderr, "error: %s\n", tok.error().message.c_str());
     return 2;

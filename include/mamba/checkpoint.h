@@ -46,6 +46,14 @@ Result<std::string> resolve_default_model();
 /// such an entry as absent.
 Result<bool> has_model_file(const std::string& dir, const std::string& name);
 
+/// Resolves a `--tokenizer` reference to a tokenizer.json file: an existing file (or a link to one)
+/// is returned as is; a directory, or an `ORG/NAME[@REVISION]` in the Hugging Face hub cache
+/// (resolve_model_path's lookup, e.g. EleutherAI/gpt-neox-20b for the state-spaces checkpoints that
+/// ship without one), gives its tokenizer.json. Errors: kInvalidArgument for an empty reference;
+/// kNotFound naming the directory that holds no tokenizer.json, or resolve_model_path's errors;
+/// has_model_file's errors for an entry that is no readable file.
+Result<std::string> resolve_tokenizer_file(const std::string& tokenizer_ref);
+
 /// One named tensor of a checkpoint.
 struct TensorEntry {
   std::string name;  ///< as stored (e.g. "backbone.layers.0.mixer.in_proj.weight")

@@ -139,4 +139,29 @@ Result<std::string> resolve_model_path(const std::string& model_ref) {
                                 model_ref, where, root.string(), repo, rev == "main" ? "" : " --revision " + rev));
 }
 
+Result<std::string> resolve_tokenizer_file(const std::string& tokenizer_ref) {
+  if (tokenizer_ref.empty())
+    return make_error(ErrorCode::kInvalidArgument, "empty tokenizer reference (expected a tokenizer.json file, a directory or ORG/NAME)");
+  std::error_code ec;
+  if (fs::is_regular_file(tokenizer_ref, ec)) return tokenizer_ref;
+  // A directory (or a cached repo): its tokenizer.json, named when it has none.
+  std::string dir = tokenizer_ref;
+  if (!fs::is_directory(tokenizer_ref, ec)) {
+    if (fs::exists(tokenizer_ref, ec))
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: not a regular file (expected a tokenizer.json)", tokenizer_ref));
+    auto resolved = resolve_model_path(tokenizer_ref);
+    if (!resolved.ok()) {
+      Error e = resolved.error();
+      if (e.message.find("no such model directory") != std::string::npos)
+        e.message = fmt::format("{}: no such tokenizer file or directory (and not a Hugging Face repo id of the form [ORG/]NAME[@REVISION])",
+                                tokenizer_ref);
+      return e;
+    }
+    dir = *resolved;
+  }
+  MAMBA_ASSIGN_OR_RETURN(const bool has, has_model_file(dir, "tokenizer.json"));
+  if (!has) return make_error(ErrorCode::kNotFound, fmt::format("{}: holds no tokenizer.json", dir));
+  return (fs::path(dir) / "tokenizer.json").string();
+}
+
 }  // namespace mamba

@@ -3,7 +3,7 @@
 // server that never started; --help exits 0.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { deadline, startServer, SERVER_BIN, check, exitWithChecks } from './lib.mjs';
+import { deadline, startServer, postJson, SERVER_BIN, check, exitWithChecks } from './lib.mjs';
 
 deadline(120);
 
@@ -107,7 +107,7 @@ await check('numbers are plain decimal: 0x50, "" and abc are errors naming the f
   await expectStartupError(['--max-concurrent-requests', ''], /error: --max-concurrent-requests: expected a decimal integer, got ''/);
   await expectStartupError(['--shutdown-grace', 'abc'], /error: --shutdown-grace: expected a decimal number, got 'abc'/);
 });
-await check('a model directory without tokenizer.json → exit 2 saying where one comes from', async () => {
+await check('a model directory without tokenizer.json → exit 2 saying where one comes from; --tokenizer supplies one', async () => {
   const { mkdtempSync, symlinkSync, rmSync } = await import('node:fs');
   const os = await import('node:os');
   const path = await import('node:path');
@@ -116,7 +116,28 @@ await check('a model directory without tokenizer.json → exit 2 saying where on
   const dir = mkdtempSync(path.join(os.tmpdir(), 'mamba-notok-'));
   try {
     for (const f of ['config.json', 'model.safetensors']) symlinkSync(path.join(modelDir, f), path.join(dir, f));
-    await expectStartupError(['-m', dir], /error: .* has no tokenizer\.json, which the server needs .*EleutherAI\/gpt-neox-20b/);
+    await expectStartupError(['-m', dir], /error: .* has no tokenizer\.json, which the server needs .*--tokenizer .*EleutherAI\/gpt-neox-20b/);
+    await expectStartupError(['-m', dir, '--tokenizer', path.join(dir, 'nowhere')], /error: --tokenizer: .*nowhere: no such tokenizer file or directory/);
+    await expectStartupError(['-m', dir, '--tokenizer', dir], /error: --tokenizer: .*: holds no tokenizer\.json/);
+    // --tokenizer as a file or as a directory holding one: the same text as the model with its own.
+    const body = { inputs: 'Once upon a time', parameters: { max_new_tokens: 6 } };
+    const own = await startServer(['-m', modelDir]);
+    let want;
+    try {
+      want = (await postJson(own.base, '/generate', body)).json.generated_text;
+    } finally {
+      await own.stop();
+    }
+    for (const ref of [path.join(modelDir, 'tokenizer.json'), modelDir]) {
+      const srv = await startServer(['-m', dir, '--tokenizer', ref]);
+      try {
+        const r = await postJson(srv.base, '/generate', body);
+        assert.equal(r.status, 200, JSON.stringify(r.json));
+        assert.equal(r.json.generated_text, want, `--tokenizer ${ref}`);
+      } finally {
+        await srv.stop();
+      }
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

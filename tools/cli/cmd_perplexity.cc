@@ -25,7 +25,7 @@ namespace mamba::cli {
 namespace {
 
 struct PplArgs {
-  std::string model, text_file, ids_file;
+  std::string model, tokenizer, text_file, ids_file;
   std::int64_t ctx = 0;
   int threads = 0;
   std::string precision = "exact";
@@ -44,7 +44,7 @@ void run(const PplArgs& a, CLI::App& cmd) {
   if (!have_ids)
     if (Status st = require_utf8(*text, a.text_file); !st.ok()) fail(st.message());
 
-  auto loaded = load_model_and_tokenizer(a.model, a.threads, a.precision);
+  auto loaded = load_model_and_tokenizer(a.model, a.threads, a.precision, a.tokenizer);
   if (!loaded.ok()) fail(loaded.error().message);
   Model& model = *loaded->model;
   // As `run`: which model and tier scored (logs of an exact and an int8 run differ here).
@@ -120,6 +120,8 @@ const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("perplexity", "Mean NLL and perplexity of a text or of token ids");
   cmd->add_option("-m,--model", a->model, "Model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)")
       ->check(non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
+  cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json to use instead of the model directory's (a file, a directory, or a cached HF repo id such as EleutherAI/gpt-neox-20b)")
+      ->check(non_empty("a tokenizer.json file, a directory holding one, or an HF repo id ORG/NAME"));
   cmd->add_option("-f,--file", a->text_file, "Text file to score (tokenized with the model's tokenizer); - = stdin")
       ->check(non_empty("a file path, or - for stdin"));
   cmd->add_option("--ids-file", a->ids_file, "File of token ids (whitespace- or comma-separated); - = stdin")

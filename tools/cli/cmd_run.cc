@@ -25,7 +25,7 @@ namespace mamba::cli {
 namespace {
 
 struct RunArgs {
-  std::string model, prompt, prompt_file, prompt_ids;
+  std::string model, tokenizer, prompt, prompt_file, prompt_ids;
   int n_predict = 128;
   int threads = 0;
   std::string precision = "exact";
@@ -102,7 +102,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
     prompt = std::move(*ids);
   }
 
-  auto loaded = load_model_and_tokenizer(a.model, a.threads, a.precision);
+  auto loaded = load_model_and_tokenizer(a.model, a.threads, a.precision, a.tokenizer);
   if (!loaded.ok()) fail(loaded.error().message);
   Model& model = *loaded->model;
   const Tokenizer* tok = loaded->tokenizer ? &*loaded->tokenizer : nullptr;
@@ -230,6 +230,8 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt (streamed to stdout)");
   cmd->add_option("-m,--model", a->model, "Model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)")
       ->check(non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
+  cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json to use instead of the model directory's (a file, a directory, or a cached HF repo id such as EleutherAI/gpt-neox-20b)")
+      ->check(non_empty("a tokenizer.json file, a directory holding one, or an HF repo id ORG/NAME"));
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text");
   cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file, pipe or - (stdin)")->check(non_empty("a file path, or - for stdin"));
   cmd->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 12,7,99 (for checkpoints without tokenizer)");

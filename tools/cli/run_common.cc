@@ -27,7 +27,12 @@ void fail(const std::string& message) {
 
 void fail_flag(const std::string& message) { fail(message + "\nRun with --help for more information."); }
 
-Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision) {
+Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision,
+                                             const std::string& tokenizer_ref) {
+  std::string tokenizer_file;
+  if (!tokenizer_ref.empty()) {
+    MAMBA_ASSIGN_OR_RETURN(tokenizer_file, resolve_tokenizer_file(tokenizer_ref));
+  }
   std::string dir;
   if (model_ref.empty()) {
     MAMBA_ASSIGN_OR_RETURN(dir, resolve_default_model());
@@ -43,9 +48,12 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
   LoadedModel out;
   MAMBA_ASSIGN_OR_RETURN(out.model, Model::load(dir, lo));
   out.dir = out.model->checkpoint().dir();
-  MAMBA_ASSIGN_OR_RETURN(const bool has_tok, has_model_file(out.dir, "tokenizer.json"));
-  if (has_tok) {
-    MAMBA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_file((std::filesystem::path(out.dir) / "tokenizer.json").string()));
+  if (tokenizer_file.empty()) {
+    MAMBA_ASSIGN_OR_RETURN(const bool has_tok, has_model_file(out.dir, "tokenizer.json"));
+    if (has_tok) tokenizer_file = (std::filesystem::path(out.dir) / "tokenizer.json").string();
+  }
+  if (!tokenizer_file.empty()) {
+    MAMBA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_file(tokenizer_file));
     out.tokenizer.emplace(std::move(tok));
   }
   return out;

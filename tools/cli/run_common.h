@@ -23,7 +23,8 @@ namespace mamba::cli {
 /// the "Run with --help" line CLI11 prints for the flags it rejects itself (docs/USAGE.md).
 [[noreturn]] void fail_flag(const std::string& message);
 
-/// A loaded model plus its tokenizer.json when the model directory has one.
+/// A loaded model plus its tokenizer: the one `--tokenizer` named, else the model directory's
+/// tokenizer.json when it has one.
 struct LoadedModel {
   std::unique_ptr<Model> model;
   std::optional<Tokenizer> tokenizer;
@@ -34,7 +35,10 @@ struct LoadedModel {
 /// (resolve_default_model(): a MAMBA_MODEL that does not resolve is an error naming it). `threads` 0 = all hardware threads;
 /// `precision` "exact", "bf16" or "int8" (LoadOptions::precision). Errors name the path. Prints
 /// "cpu: TARGET (why), weight prefetch on|off (why)" on stderr before loading (cpu_dispatch_description()).
-Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision = "exact");
+/// `tokenizer_ref` (--tokenizer): empty, or a tokenizer.json, a directory or a cached repo id
+/// (resolve_tokenizer_file), resolved before the model loads so that a bad one is reported at once.
+Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision = "exact",
+                                             const std::string& tokenizer_ref = "");
 
 /// Parses token ids separated by commas and/or whitespace ("12,7, 99\n3"), optionally as one
 /// bracketed list ("[12, 7, 99]", as JSON prints it). `what` names the source in errors (e.g.

@@ -1,0 +1,61 @@
+# --tokenizer gives a checkpoint without tokenizer.json (the state-spaces format) the tokenizer it
+# was trained with: a file, a directory holding one, or a repo id in the HF hub cache. Text prompts
+# then tokenize exactly as the ids would be given (GPT-NeoX: "Hello world" = 12092 1533), and a bad
+# reference is an error naming it (exit 2), never the model's own tokenizer in its place.
+include(${CMAKE_CURRENT_LIST_DIR}/cli_util.cmake)
+require_shared()
+set(model ${SHARED}/fixtures/mamba1-tiny-ssm/model)
+set(tok ${SHARED}/tokenizer/gpt-neox-20b.json)
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK}/dir ${WORK}/empty)
+file(COPY_FILE ${tok} ${WORK}/dir/tokenizer.json)
+# A hub cache holding EleutherAI/gpt-neox-20b's tokenizer only (as `huggingface-cli download
+# EleutherAI/gpt-neox-20b tokenizer.json` leaves it).
+set(snap ${WORK}/hub/models--EleutherAI--gpt-neox-20b/snapshots/0123abc)
+file(MAKE_DIRECTORY ${snap} ${WORK}/hub/models--EleutherAI--gpt-neox-20b/refs)
+file(WRITE ${WORK}/hub/models--EleutherAI--gpt-neox-20b/refs/main "0123abc\n")
+file(COPY_FILE ${tok} ${snap}/tokenizer.json)
+
+cli_run_ok(ids run -m ${model} --prompt-ids 12092,1533 -n 6 --json)
+string(JSON want GET "${ids_OUT}" ids)
+foreach(ref ${tok} ${WORK}/dir)
+  cli_run_ok(t run -m ${model} --tokenizer ${ref} -p "Hello world" -n 6 --json)
+  string(JSON got_prompt GET "${t_OUT}" prompt_ids)
+  string(JSON got GET "${t_OUT}" ids)
+  string(REGEX REPLACE "[ \n]" "" got_prompt "${got_prompt}")
+  if(NOT got_prompt STREQUAL "[12092,1533]" OR NOT got STREQUAL want)
+    message(FATAL_ERROR "run --tokenizer ${ref}: prompt ids ${got_prompt} (want [12092,1533]), ids ${got} (want ${want})")
+  endif()
+endforeach()
+execute_process(COMMAND ${CMAKE_COMMAND} -E env HF_HUB_CACHE=${WORK}/hub
+                        ${CLI} run -t 1 -m ${model} --tokenizer EleutherAI/gpt-neox-20b -p "Hello world" -n 6 --json
+                OUTPUT_VARIABLE hub_out ERROR_VARIABLE hub_err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "run --tokenizer EleutherAI/gpt-neox-20b (hub cache): exit ${rc}\n${hub_err}")
+endif()
+string(JSON got GET "${hub_out}" ids)
+if(NOT got STREQUAL want)
+  message(FATAL_ERROR "run --tokenizer EleutherAI/gpt-neox-20b: ids ${got}, want ${want}")
+endif()
+
+# perplexity and tokenize take it too.
+file(WRITE ${WORK}/text.txt "Hello world, this is a test.")
+cli_run_ok(p perplexity -m ${model} --tokenizer ${WORK}/dir -f ${WORK}/text.txt)
+if(NOT p_OUT MATCHES "predictions: [1-9]")
+  message(FATAL_ERROR "perplexity --tokenizer: ${p_OUT}\n${p_ERR}")
+endif()
+cli_run_ok(tk tokenize --tokenizer ${WORK}/dir "Hello world")
+string(STRIP "${tk_OUT}" tk)
+if(NOT tk STREQUAL "12092 1533")
+  message(FATAL_ERROR "tokenize --tokenizer DIR: '${tk}'")
+endif()
+
+# Bad references: named, exit 2.
+expect_error("error: ${WORK}/nowhere: no such tokenizer file or directory" run -m ${model} --tokenizer ${WORK}/nowhere -p hi -n 1)
+expect_error("error: ${WORK}/empty: holds no tokenizer.json" run -m ${model} --tokenizer ${WORK}/empty -p hi -n 1)
+expect_error("error: ${WORK}/empty: holds no tokenizer.json" perplexity -m ${model} --tokenizer ${WORK}/empty -f ${WORK}/text.txt)
+# (execute_process directly: a list expansion would drop the empty argument.)
+execute_process(COMMAND ${CLI} run -t 1 -m ${model} --tokenizer "" -p hi -n 1 ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "error: --tokenizer: must not be empty")
+  message(FATAL_ERROR "run --tokenizer '': exit ${rc}\n${err}")
+endif()
