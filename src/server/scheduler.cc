@@ -214,22 +214,19 @@ void Scheduler::decode_step() {
   // used to end every request of its step). Any other error fails the whole step.
   std::vector<bool> failed(batch, false);
   if (!st.ok()) {
-    // Per row only when some row does hold a non-finite logit (else the error is not about rows).
-    bool per_row = st.error().code == ErrorCode::kNumerical;
-    std::vector<std::int64_t> bad_at(batch, 0);
-    if (per_row) {
-      bool any = false;
+    // bad_at[b]: the first non-finite logit of row b, or −1. Per row only when some row does hold
+    // one (else the error is not about rows: every row fails with it).
+    std::vector<std::int64_t> bad_at(batch, -1);
+    bool per_row = false;
+    if (st.error().code == ErrorCode::kNumerical)
       for (std::size_t b = 0; b < batch; ++b) {
         bad_at[b] = ops::find_non_finite(step_logits_.data() + b * static_cast<std::size_t>(width), width);
-        any = any || bad_at[b] >= 0;
+        per_row = per_row || bad_at[b] >= 0;
       }
-      per_row = any;
-      if (!any) std::fill(bad_at.begin(), bad_at.end(), 0);
-    }
     for (std::size_t b = 0; b < batch; ++b) {
       const float* row = step_logits_.data() + b * static_cast<std::size_t>(width);
       const std::int64_t bad = bad_at[b];
-      if (bad < 0) continue;
+      if (per_row && bad < 0) continue;
       Sequence& s = *running_[rows[b]];
       s.has_pending = false;
       s.done = true;
