@@ -65,10 +65,11 @@ inline constexpr std::int64_t kPromptLogprobsPiece = 1024;
 /// names one and `tok` is given, the tokenizer's EOS (tokenizer_eos_id): the original state-spaces
 /// checkpoints' config.json has no EOS, and mamba_ssm's generation stops at GPT-NeoX's
 /// `<|endoftext|>` (id 0) through the tokenizer, as llama.cpp does. Empty: no EOS (generation runs
-/// to its token limit). Errors: kFormat naming generation_config.json / tokenizer_config.json when
-/// malformed.
+/// to its token limit). `tokenizer_dir`: where the tokenizer's tokenizer_config.json is read (the
+/// directory of a tokenizer given apart from the model, `--tokenizer`); empty = `model_dir`.
+/// Errors: kFormat naming generation_config.json / tokenizer_config.json when malformed.
 Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config,
-                                                const Tokenizer* tok = nullptr);
+                                                const Tokenizer* tok = nullptr, const std::string& tokenizer_dir = "");
 
 /// The tokenizer's own EOS, an id below `id_limit` (the model's vocab_size: a model cannot produce
 /// another): tokenizer_config.json's `eos_token` (a string, or an object with "content") in

@@ -80,7 +80,8 @@ Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_di
   return std::optional<std::int32_t>();
 }
 
-Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config, const Tokenizer* tok) {
+Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config, const Tokenizer* tok,
+                                                const std::string& tokenizer_dir) {
   MAMBA_ASSIGN_OR_RETURN(auto gen, read_json_object_file(model_dir, "generation_config.json"));
   if (gen) {
     const std::filesystem::path path = std::filesystem::path(model_dir) / "generation_config.json";
@@ -100,7 +101,7 @@ Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, co
   for (auto id : config.eos_token_ids)
     if (id >= 0 && id <= INT32_MAX) ids.push_back(static_cast<std::int32_t>(id));
   if (ids.empty() && tok != nullptr) {
-    MAMBA_ASSIGN_OR_RETURN(auto id, tokenizer_eos_id(model_dir, *tok, config.vocab_size));
+    MAMBA_ASSIGN_OR_RETURN(auto id, tokenizer_eos_id(tokenizer_dir.empty() ? model_dir : tokenizer_dir, *tok, config.vocab_size));
     if (id) ids.push_back(*id);
   }
   return ids;

@@ -149,12 +149,18 @@ Result<std::string> resolve_tokenizer_file(const std::string& tokenizer_ref) {
   if (!fs::is_directory(tokenizer_ref, ec)) {
     if (fs::exists(tokenizer_ref, ec))
       return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: not a regular file (expected a tokenizer.json)", tokenizer_ref));
+    std::error_code link_ec;
+    if (fs::is_symlink(tokenizer_ref, link_ec))  // there, but pointing nowhere (or in a loop)
+      return make_error(ErrorCode::kNotFound, fmt::format("{}: symbolic link to {}, which cannot be opened", tokenizer_ref,
+                                                          fs::read_symlink(tokenizer_ref, link_ec).string()));
     auto resolved = resolve_model_path(tokenizer_ref);
     if (!resolved.ok()) {
       Error e = resolved.error();
       if (e.message.find("no such model directory") != std::string::npos)
         e.message = fmt::format("{}: no such tokenizer file or directory (and not a Hugging Face repo id of the form [ORG/]NAME[@REVISION])",
                                 tokenizer_ref);
+      else if (e.message.rfind("model '", 0) == 0)  // the cache lookup's listing: it is a tokenizer that was looked for
+        e.message = "tokenizer" + e.message.substr(5);
       return e;
     }
     dir = *resolved;

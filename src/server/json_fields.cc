@@ -62,9 +62,12 @@ std::optional<ApiError> get_int(const json& obj, const char* key, std::int64_t l
     x = v->get<std::int64_t>();
   } else if (v->is_number_float()) {
     double d = v->get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || d < -9.2e18 || d > 9.2e18) {
+    if (!std::isfinite(d) || d != std::floor(d)) {
       return ApiError::validation(fmt::format("`{}` must be an integer, got {}", key, v->dump()));
     }
+    // [−2^63, 2^63) converts exactly; beyond, the range check's message (as for an integer).
+    if (d < -0x1p63 || d >= 0x1p63)
+      return ApiError::validation(fmt::format("`{}` must be between {} and {}, got {}", key, lo, hi, v->dump()));
     x = static_cast<std::int64_t>(d);
   } else {
     return ApiError::validation(fmt::format("`{}` must be an integer, got {}", key, v->type_name()));
@@ -108,7 +111,7 @@ std::optional<ApiError> get_float(const json& obj, const char* key, float& out) 
   // temperature of 1e-300 was reported as "must be strictly positive").
   if (d != 0.0 && static_cast<float>(d) == 0.0f) {
     return ApiError::validation(fmt::format(
-        "`{}` must be 0 or of magnitude above 7.1e-46 (a 32-bit float rounds it to 0), got {}", key, v->dump()));
+        "`{}` = {} is below 7.1e-46 in magnitude, which a 32-bit float rounds to 0 (give 0 itself, or a larger value)", key, v->dump()));
   }
   out = static_cast<float>(d);
   return std::nullopt;

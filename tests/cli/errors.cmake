@@ -37,7 +37,7 @@ file(WRITE ${WORK}/trail.ids "[1, 2, 3,]\n")
 cli_run_ok(trailing perplexity -m ${model} --ids-file ${WORK}/trail.ids)
 # An id past the model's vocabulary names the file and the item (1-based, as the parser does).
 file(WRITE ${WORK}/oov.ids "1 2 8192")
-expect_error("error: .*/oov.ids: token id 8192 \\(item 3\\) is outside the model's vocabulary \\[0, 8192\\)" perplexity -m ${model} --ids-file ${WORK}/oov.ids)
+expect_error("error: .*/oov.ids: token id 8192 \\(item 3\\) is outside the vocabulary \\[0, 8192\\) \\(the model's\\)" perplexity -m ${model} --ids-file ${WORK}/oov.ids)
 # Id lists: one optional pair of brackets around the whole list (as JSON prints it), both or neither.
 expect_error("error: --decode: unbalanced brackets: the list starts with '\\['" tokenize -m ${model} -d "[1,2")
 expect_error("error: --prompt-ids: unbalanced brackets: the list ends with '\\]'" run -m ${model} --prompt-ids "1,2]")

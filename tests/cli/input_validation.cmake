@@ -37,7 +37,7 @@ expect_error("error: --seed: .*got -5" run -m ${model} -p hi -n 1 --seed -5)
 cli_run_ok(ok run -m ${model} -p hi -n 1 --seed 18446744073709551615)
 
 # A non-zero sampling value that a 32-bit float rounds to 0 is refused (it decoded greedily).
-expect_error("error: --temp: expected 0 or a magnitude above 7.1e-46 \\(a 32-bit float rounds it to 0\\), got '1e-300'"
+expect_error("error: --temp: '1e-300' is below 7.1e-46 in magnitude, which a 32-bit float rounds to 0"
              run -m ${model} -p hi -n 1 --temp 1e-300)
 cli_run_ok(tiny run -m ${model} -p hi -n 1 --temp 1e-45 --seed 1)
 

@@ -38,6 +38,26 @@ if(NOT got STREQUAL want)
   message(FATAL_ERROR "run --tokenizer EleutherAI/gpt-neox-20b: ids ${got}, want ${want}")
 endif()
 
+# The EOS fallback (no EOS in config.json / generation_config.json) comes from the given tokenizer's
+# directory, not the model's: " world" (1533, the first token generated here) made the EOS in one
+# tokenizer_config.json and the other in turn.
+set(copy ${WORK}/model_with_cfg)
+file(COPY ${model}/ DESTINATION ${copy})
+file(WRITE ${copy}/tokenizer_config.json "{\"eos_token\": \"\\u0120world\"}")  # JSON's \u0120 = Ġ
+cli_run_ok(m run -m ${copy} --tokenizer ${WORK}/dir -p "Hello world" -n 5 --json)
+string(JSON fin GET "${m_OUT}" finish_reason)
+if(NOT fin STREQUAL "length")
+  message(FATAL_ERROR "the model directory's tokenizer_config.json named the EOS under --tokenizer DIR: finish ${fin}\n${m_OUT}")
+endif()
+file(COPY_FILE ${copy}/tokenizer_config.json ${WORK}/dir/tokenizer_config.json)
+cli_run_ok(d run -m ${model} --tokenizer ${WORK}/dir -p "Hello world" -n 5 --json)
+string(JSON fin GET "${d_OUT}" finish_reason)
+string(JSON n LENGTH "${d_OUT}" ids)
+if(NOT fin STREQUAL "eos_token" OR NOT n EQUAL 1)
+  message(FATAL_ERROR "the tokenizer directory's tokenizer_config.json EOS was not used: finish ${fin}, ${n} ids\n${d_OUT}")
+endif()
+file(REMOVE ${WORK}/dir/tokenizer_config.json)
+
 # perplexity and tokenize take it too.
 file(WRITE ${WORK}/text.txt "Hello world, this is a test.")
 cli_run_ok(p perplexity -m ${model} --tokenizer ${WORK}/dir -f ${WORK}/text.txt)
@@ -50,7 +70,10 @@ if(NOT tk STREQUAL "12092 1533")
   message(FATAL_ERROR "tokenize --tokenizer DIR: '${tk}'")
 endif()
 
-# Bad references: named, exit 2.
+# Bad references: named, exit 2 (a dangling link by itself, not as a missing cached repo).
+file(CREATE_LINK ${WORK}/nowhere ${WORK}/dangling.json SYMBOLIC)
+expect_error("error: ${WORK}/dangling.json: symbolic link to ${WORK}/nowhere, which cannot be opened"
+             run -m ${model} --tokenizer ${WORK}/dangling.json -p hi -n 1)
 expect_error("error: ${WORK}/nowhere: no such tokenizer file or directory" run -m ${model} --tokenizer ${WORK}/nowhere -p hi -n 1)
 expect_error("error: ${WORK}/empty: holds no tokenizer.json" run -m ${model} --tokenizer ${WORK}/empty -p hi -n 1)
 expect_error("error: ${WORK}/empty: holds no tokenizer.json" perplexity -m ${model} --tokenizer ${WORK}/empty -f ${WORK}/text.txt)

@@ -131,8 +131,8 @@ TEST(TgiRequest, BadInputsGive4xxNamingTheField) {
       {R"({"inputs":"x","parameters":{"seed":"7"}})", 422, "`seed` must be an integer from 0 to 18446744073709551615, got string"},
       {R"({"inputs":"x","parameters":{"seed":-1.0}})", 422, "`seed` must be an integer from 0 to 18446744073709551615, got -1.0"},
       {R"({"inputs":"x","parameters":{"temperature":1e-300}})", 422,
-       "`temperature` must be 0 or of magnitude above 7.1e-46 (a 32-bit float rounds it to 0), got 1e-300"},
-      {R"({"inputs":"x","parameters":{"top_p":-1e-50}})", 422, "`top_p` must be 0 or of magnitude above 7.1e-46"},
+       "`temperature` = 1e-300 is below 7.1e-46 in magnitude, which a 32-bit float rounds to 0"},
+      {R"({"inputs":"x","parameters":{"top_p":-1e-50}})", 422, "`top_p` = -1e-50 is below 7.1e-46 in magnitude"},
       {R"({"inputs":"x","parameters":{"stop":["a","b","c","d","e"]}})", 422, "stop"},
       {R"({"inputs":"x","parameters":{"stop":[1]}})", 422, "stop"},
       {R"({"inputs":"x","parameters":{"best_of":2}})", 422, "best_of"},
@@ -156,6 +156,20 @@ TEST(TgiRequest, BadInputsGive4xxNamingTheField) {
     EXPECT_TRUE(body["error"].is_string());
     EXPECT_TRUE(body["error_type"].is_string());
   }
+}
+
+TEST(OpenAiRequest, SeedAsAnIntegralFloatDownToMinus2To63) {
+  // The signed range of OpenAI's seed as JSON floats: −2^63 exactly is taken (it was "must be an
+  // integer"); 2^63 (what 9223372036854775807 becomes as a double) is named as out of range.
+  OpenAiRequest lo;
+  ASSERT_FALSE(completion(R"({"prompt":"a","seed":-9.223372036854775808e18})", lo));
+  EXPECT_EQ(lo.opts.sampling.seed, std::uint64_t{1} << 63);
+  OpenAiRequest hi;
+  const auto e = completion(R"({"prompt":"a","seed":9.223372036854775807e18})", hi);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("`seed` must be between -9223372036854775808 and 9223372036854775807, got 9.223372036854776e+18"),
+            std::string::npos)
+      << e->message;
 }
 
 TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {

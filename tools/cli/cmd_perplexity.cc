@@ -66,12 +66,14 @@ void run(const PplArgs& a, CLI::App& cmd) {
   }
   if (ids.size() < 2) fail(fmt::format("perplexity needs at least 2 token ids, got {}", ids.size()));
   const std::int64_t vocab = vocab_limit(tok, model);
+  // Which side sets the limit: the model's vocabulary, or a smaller tokenizer's.
+  const std::string vocab_note = vocab < model.config().vocab_size ? " (the tokenizer's; the model's is larger)" : " (the model's)";
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] >= vocab) {
       if (have_ids)  // named as parse_ids names items: the file, 1-based
-        fail(fmt::format("{}: token id {} (item {}) is outside the model's vocabulary [0, {})", input_name, ids[i], i + 1, vocab));
-      fail(fmt::format("{}: the tokenizer gave token id {} (position {}), outside the model's vocabulary [0, {})", input_name,
-                       ids[i], i, vocab));
+        fail(fmt::format("{}: token id {} (item {}) is outside the vocabulary [0, {}){}", input_name, ids[i], i + 1, vocab, vocab_note));
+      fail(fmt::format("{}: the tokenizer gave token id {} (position {}), outside the vocabulary [0, {}){}", input_name,
+                       ids[i], i, vocab, vocab_note));
     }
 
   const std::int64_t total = static_cast<std::int64_t>(ids.size()) - 1;  // predictions overall

@@ -109,6 +109,14 @@ void run(const RunArgs& a, CLI::App& cmd) {
   const std::string precision_note = a.precision != "exact" ? ", precision " + a.precision : std::string();
   std::fprintf(stderr, "model: %s (%s, %lld layers%s%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),
                static_cast<long long>(model.config().n_layer), precision_note.c_str(), tok ? "" : ", no tokenizer");
+  // A tokenizer given apart from the model (--tokenizer): the EOS fallback reads its directory's
+  // tokenizer_config.json, not the model directory's (generate() would read the latter).
+  if (!loaded->tokenizer_dir.empty() && !opts.ignore_eos && opts.eos_ids.empty()) {
+    auto eos = model_eos_ids(loaded->dir, model.config(), tok, loaded->tokenizer_dir);
+    if (!eos.ok()) fail(eos.error().message);
+    opts.eos_ids = std::move(*eos);
+    opts.ignore_eos = opts.eos_ids.empty();  // none: nothing to stop at (not the model directory's)
+  }
 
   if (!cmd.count("--prompt-ids")) {
     if (cmd.count("--prompt")) {

@@ -67,7 +67,7 @@ inline CLI::Validator float32_range() {
           return "expected a number of magnitude at most 3.4e38 (a 32-bit float), got '" + v + "'";
         // As the server: a non-zero value that a 32-bit float rounds to 0 is named, not taken as 0.
         if (!typed_inf && x != 0.0 && static_cast<float>(x) == 0.0f)
-          return "expected 0 or a magnitude above 7.1e-46 (a 32-bit float rounds it to 0), got '" + v + "'";
+          return "'" + v + "' is below 7.1e-46 in magnitude, which a 32-bit float rounds to 0 (give 0 itself, or a larger value)";
         return std::string();
       },
       "FLOAT");

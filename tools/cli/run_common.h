@@ -29,6 +29,9 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
   std::optional<Tokenizer> tokenizer;
   std::string dir;  ///< resolved model directory
+  /// The directory of a tokenizer given with --tokenizer (its tokenizer_config.json names the EOS
+  /// that model_eos_ids falls back to); empty when the model directory's own is used.
+  std::string tokenizer_dir;
 };
 
 /// `model_ref`: a directory or an HF repo id; empty → $MAMBA_MODEL, else the embedded default model
