@@ -46,8 +46,9 @@ Result<std::string> resolve_default_model();
 /// such an entry as absent.
 Result<bool> has_model_file(const std::string& dir, const std::string& name);
 
-/// Resolves a `--tokenizer` reference to a tokenizer.json file: an existing file (or a link to one)
-/// is returned as is; a directory, or an `ORG/NAME[@REVISION]` in the Hugging Face hub cache
+/// Resolves a `--tokenizer` reference to a tokenizer.json file whose path always has a directory
+/// part (its tokenizer_config.json sits there): an existing file (or a link to one) is returned as
+/// is (a bare name as ./NAME); a directory, or an `ORG/NAME[@REVISION]` in the Hugging Face hub cache
 /// (resolve_model_path's lookup, e.g. EleutherAI/gpt-neox-20b for the state-spaces checkpoints that
 /// ship without one), gives its tokenizer.json. Errors: kInvalidArgument for an empty reference;
 /// kNotFound naming the directory that holds no tokenizer.json, or resolve_model_path's errors;

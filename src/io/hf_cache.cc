@@ -143,7 +143,8 @@ Result<std::string> resolve_tokenizer_file(const std::string& tokenizer_ref) {
   if (tokenizer_ref.empty())
     return make_error(ErrorCode::kInvalidArgument, "empty tokenizer reference (expected a tokenizer.json file, a directory or ORG/NAME)");
   std::error_code ec;
-  if (fs::is_regular_file(tokenizer_ref, ec)) return tokenizer_ref;
+  // A bare file name as ./NAME: callers read the tokenizer's directory as the path's parent.
+  if (fs::is_regular_file(tokenizer_ref, ec)) return fs::path(tokenizer_ref).has_parent_path() ? tokenizer_ref : (fs::path(".") / tokenizer_ref).string();
   // A directory (or a cached repo): its tokenizer.json, named when it has none.
   std::string dir = tokenizer_ref;
   if (!fs::is_directory(tokenizer_ref, ec)) {

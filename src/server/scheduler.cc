@@ -211,8 +211,8 @@ void Scheduler::decode_step() {
   metrics_.decode_batch_sum += static_cast<std::int64_t>(batch);
   // A non-finite logit fails only the rows that have one: Model::step wrote every row's logits, and
   // each row's are bitwise independent of its batch mates, so the others go on (one request's NaN
-  // used to end every request of its step). Any other error fails the whole step.
-  std::vector<bool> failed(batch, false);
+  // used to end every request of its step). Any other error fails the whole step. A failed row is
+  // marked done (no row of `ready` was), which the sampling and emitting below skip.
   if (!st.ok()) {
     // bad_at[b]: the first non-finite logit of row b, or −1. Per row only when some row does hold
     // one (else the error is not about rows: every row fails with it).
@@ -233,7 +233,6 @@ void Scheduler::decode_step() {
       s.error = per_row ? make_error(ErrorCode::kNumerical,
                                      fmt::format("non-finite logit {} at id {} (weights or activations overflowed)", row[bad], bad))
                         : st.error();
-      failed[b] = true;
     }
   }
   // Each row's log-softmax, sampling and detokenising (~50 µs greedy, ~200 µs sampled over a 50K
@@ -244,8 +243,8 @@ void Scheduler::decode_step() {
   // std::bad_alloc from the detokenizer, fails that request alone.
   std::vector<std::optional<Result<TokenEvent>>> events(batch);
   ops::parallel_tasks(static_cast<std::int64_t>(batch), [&](std::int64_t b) {
-    if (failed[static_cast<std::size_t>(b)]) return;
     Sequence& s = *running_[rows[static_cast<std::size_t>(b)]];
+    if (s.done) return;
     std::optional<Result<TokenEvent>>& ev = events[static_cast<std::size_t>(b)];
     try {
       ev.emplace(s.gen->next(
@@ -257,8 +256,8 @@ void Scheduler::decode_step() {
     }
   });
   for (std::size_t b = 0; b < batch; ++b) {
-    if (failed[b]) continue;
     Sequence& s = *running_[rows[b]];
+    if (s.done) continue;
     s.has_pending = false;
     emit_or_fail(s, std::move(*events[b]));
   }

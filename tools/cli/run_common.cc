@@ -50,7 +50,7 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
   LoadedModel out;
   MAMBA_ASSIGN_OR_RETURN(out.model, Model::load(dir, lo));
   out.dir = out.model->checkpoint().dir();
-  out.tokenizer_dir = tokenizer_dir.empty() && !tokenizer_file.empty() ? std::string(".") : tokenizer_dir;
+  out.tokenizer_dir = tokenizer_dir;
   if (tokenizer_file.empty()) {
     MAMBA_ASSIGN_OR_RETURN(const bool has_tok, has_model_file(out.dir, "tokenizer.json"));
     if (has_tok) tokenizer_file = (std::filesystem::path(out.dir) / "tokenizer.json").string();
