@@ -304,22 +304,24 @@ Status MambaModel::forward(std::span<const std::int32_t> tokens, std::span<const
   float* x = Scratch::get(scratch_.x, T * d);    // [T, d] normed block input
   float* mix = Scratch::get(scratch_.mix, T * d);// [T, d] mixer output
 
+  // Each block: x = norm(h); h += mixer(x). The residual add runs fused with the next norm
+  // (add_rms_norm), the last block's with norm_f over the rows that get logits.
   ops::embedding(weights_.embedding, tokens, h);
+  ops::rms_norm(h, d, T, d, params_[0].norm.data(), eps, x, d);
   for (std::int64_t l = 0; l < c.n_layer; ++l) {
     const auto li = static_cast<std::size_t>(l);
-    ops::rms_norm(h, d, T, d, params_[li].norm.data(), eps, x, d);
     const MixerContext ctx{c, weights_.layers[li], params_[li], l, scratch_, decode};
     if (c.arch == Arch::kMamba2)
       mamba2_mixer(ctx, x, T, seqs, mix);
     else
       mamba1_mixer(ctx, x, T, seqs, mix);
-    ops::add_inplace(h, mix, T * d);
+    if (l + 1 < c.n_layer) ops::add_rms_norm(h, mix, T, d, params_[li + 1].norm.data(), eps, x);
   }
   for (const SeqSlice& q : seqs) q.state->position += q.len;
   if (logits == nullptr || logits_row0 >= T) return {};
 
   const std::int64_t n_out = T - logits_row0;
-  ops::rms_norm(h + logits_row0 * d, d, n_out, d, norm_f_.data(), eps, x, d);
+  ops::add_rms_norm(h + logits_row0 * d, mix + logits_row0 * d, n_out, d, norm_f_.data(), eps, x);
   ops::linear(x, d, n_out, weights_.lm_head, TensorView(), logits, V);
   if (const std::int64_t i = ops::find_non_finite(logits, n_out * V); i >= 0)
     return make_error(ErrorCode::kNumerical,

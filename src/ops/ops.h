@@ -106,6 +106,12 @@ void embedding(const TensorView& table, std::span<const std::int32_t> ids, float
 void rms_norm(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t D, const float* w, float eps,
               float* y, std::int64_t ldy);
 
+/// The residual add fused with the next RMSNorm: h[m] += r[m], then y[m] = rms_norm(h[m]) · w, row by
+/// row (one pass over the rows instead of a separate add over [M, D]; the same values as the add
+/// followed by rms_norm). h: [M, D] fp32 residual stream, updated in place; r: [M, D] the block's
+/// output; w: [D] fp32; y: [M, D] (all contiguous, ld = D); y must not alias h or r.
+void add_rms_norm(float* h, const float* r, std::int64_t M, std::int64_t D, const float* w, float eps, float* y);
+
 /// Grouped gated RMSNorm (state-spaces RMSNormGated, norm_before_gate=False), in place:
 /// v = y · silu(z); each of the G contiguous groups of E/G channels of v is RMS-normalised on its
 /// own; y = v_normed · w. y: [M, E] (ldy); z: [M, E] (ldz); w: [E] fp32. E % G == 0.
@@ -144,8 +150,6 @@ void softplus_clamp(float* dt, std::int64_t lddt, std::int64_t M, std::int64_t n
 void silu_mul(const float* z, std::int64_t ldz, const float* x, std::int64_t ldx, std::int64_t M, std::int64_t n,
               float* out, std::int64_t ldo);
 
-/// h[i] += x[i], i < n (the fp32 residual add).
-void add_inplace(float* h, const float* x, std::int64_t n);
 
 /// Index of the first element of x[0, n) that is NaN or ±inf, or −1 when every one is finite (the
 /// model's logits check). One vectorised pass; the element-wise search runs only inside the block of
@@ -174,7 +178,7 @@ std::int64_t argmax(const float* x, std::int64_t n);
 struct SelectiveScanArgs {
   std::int64_t L = 0, E = 0, N = 0;
   const float* u = nullptr;  std::int64_t ldu = 0;   ///< [L, E] conv output
-  const float* dt = nullptr; std::int64_t lddt = 0;  ///< [L, E] Δ (after softplus)
+  const float* dt = nullptr; std::int64_t lddt = 0;  ///< [L, E] Δ, or with dt_softplus its pre-activation
   const float* A = nullptr;                          ///< [E, N] = −exp(A_log)
   const float* B = nullptr;  std::int64_t ldb = 0;   ///< [L, N]
   const float* C = nullptr;  std::int64_t ldc = 0;   ///< [L, N]
@@ -186,6 +190,10 @@ struct SelectiveScanArgs {
   /// differently from a row of a longer call. False for prefill, also for a one-token piece, so
   /// that any split of a prompt gives bitwise the unsplit result.
   bool decode_step = false;
+  /// dt holds δ·dt_projᵀ + bias, and the scan takes Δ = softplus(dt) as it reads each value (fused:
+  /// mamba_ssm's delta_softplus), bitwise what softplus_clamp(…, lo = 0, hi = +inf) then the scan
+  /// gives; dt itself is not written.
+  bool dt_softplus = false;
 };
 /// Runs the scan above for one sequence: reads u, dt, A, B, C, D, z (unchanged), advances
 /// ssm_state in place and writes y (which must not alias the inputs). Parallel over channel blocks

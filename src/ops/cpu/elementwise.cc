@@ -1,4 +1,4 @@
-// CPU element-wise ops: dt softplus/clamp and silu gate (vector exp/log1p, kernels.h), residual add.
+// CPU element-wise ops: dt softplus/clamp and silu gate (vector exp/log1p, kernels.h).
 #include <algorithm>
 
 #include "ops/cpu/kernels.h"
@@ -25,11 +25,6 @@ void silu_mul(const float* z, std::int64_t ldz, const float* x, std::int64_t ldx
   cpu::parallel_for(M, M * n * 8 >= cpu::kParallelMinWork, [&](std::int64_t m0, std::int64_t m1) {
     for (std::int64_t m = m0; m < m1; ++m) k.silu_mul_row(z + m * ldz, x + m * ldx, out + m * ldo, n);
   });
-}
-
-void add_inplace(float* h, const float* x, std::int64_t n) {
-  const ProfileScope profile(OpKind::kElementwise);
-  for (std::int64_t i = 0; i < n; ++i) h[i] += x[i];
 }
 
 }  // namespace mamba::ops

@@ -20,7 +20,7 @@ struct Kernels {
   int lanes;  ///< fp32 lanes per vector (4 / 8 / 16)
 
   /// Mamba-1 selective scan of channels [e0, e1) over all a.L tokens (ops::selective_scan's
-  /// formula; Δ already softplus-ed). scratch: ≥ scan_scratch_floats(N) floats
+  /// formula; Δ = a.dt, or softplus(a.dt) with a.dt_softplus). scratch: ≥ scan_scratch_floats(N) floats
   /// (transposed state and A of a tile of channels).
   /// A decode step (a.decode_step, L = 1) runs a row-wise variant (no transposes; y summed over n
   /// in another order, so not bitwise one row of a longer call, only within rounding); every other
@@ -97,8 +97,14 @@ struct Kernels {
 /// 16 KiB at N = 16) stay in L1 while the tile runs through the tokens.
 inline constexpr std::int64_t kScanTileChannels = 128;
 
-/// Floats of scratch scan_channels needs at d_state N (any target, any channel range).
-inline std::int64_t scan_scratch_floats(std::int64_t N) { return 2 * N * kScanTileChannels; }
+/// Tokens per pass of the prefill scan over a tile's channel groups.
+inline constexpr std::int64_t kScanTokenChunk = 16;
+
+/// Floats of scratch scan_channels needs at d_state N (any target, any channel range): the tile's
+/// transposed state and A, and Δ of one token chunk (a.dt_softplus).
+inline std::int64_t scan_scratch_floats(std::int64_t N) {
+  return 2 * N * kScanTileChannels + kScanTokenChunk * kScanTileChannels;
+}
 
 /// The kernels of cpu_target().
 const Kernels& cpu_kernels();

@@ -1,4 +1,4 @@
-// CPU RMSNorm and grouped gated RMSNorm. Per-row sums of squares in double (kernels.h sumsq_row,
+// CPU RMSNorm (alone and fused with the residual add) and grouped gated RMSNorm. Per-row sums of squares in double (kernels.h sumsq_row,
 // a fixed order within the row, so the result of a row never depends on the other rows).
 #include <cmath>
 
@@ -32,6 +32,19 @@ void rms_norm(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t D, 
       // HF: hidden * torch.rsqrt(variance + eps), in fp32.
       const float r = inv_rms(k.sumsq_row(xm, D), D, eps);
       k.scale_row(xm, r, w, ym, D);
+    }
+  });
+}
+
+void add_rms_norm(float* h, const float* r, std::int64_t M, std::int64_t D, const float* w, float eps, float* y) {
+  const ProfileScope profile(OpKind::kNorm);
+  const cpu::Kernels& k = cpu::cpu_kernels();
+  cpu::parallel_for(M, M * D * 4 >= cpu::kParallelMinWork, [&](std::int64_t m0, std::int64_t m1) {
+    for (std::int64_t m = m0; m < m1; ++m) {
+      float* __restrict hm = h + m * D;
+      const float* __restrict rm = r + m * D;
+      for (std::int64_t i = 0; i < D; ++i) hm[i] += rm[i];
+      k.scale_row(hm, inv_rms(k.sumsq_row(hm, D), D, eps), w, y + m * D, D);
     }
   });
 }

@@ -95,8 +95,9 @@ void silu_mul(const float* z, std::int64_t ldz, const float* x, std::int64_t ldx
     }
 }
 
-void add_inplace(float* h, const float* x, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) h[i] += x[i];
+void add_rms_norm(float* h, const float* r, std::int64_t M, std::int64_t D, const float* w, float eps, float* y) {
+  for (std::int64_t i = 0; i < M * D; ++i) h[i] += r[i];
+  rms_norm(h, D, M, D, w, eps, y, D);
 }
 
 double sum_exp(const float* x, float shift, std::int64_t n) {
@@ -113,7 +114,9 @@ void selective_scan(const SelectiveScanArgs& a) {
   for (std::int64_t e = 0; e < a.E; ++e) {
     std::vector<double> h(a.ssm_state + e * a.N, a.ssm_state + (e + 1) * a.N);
     for (std::int64_t t = 0; t < a.L; ++t) {
-      const double dt = a.dt[t * a.lddt + e], u = a.u[t * a.ldu + e];
+      double dt = a.dt[t * a.lddt + e];
+      if (a.dt_softplus) dt = float(dt > 20.0 ? dt : std::log1p(std::exp(dt)));  // as softplus_clamp
+      const double u = a.u[t * a.ldu + e];
       double y = 0;
       for (std::int64_t n = 0; n < a.N; ++n) {
         h[n] = std::exp(dt * a.A[e * a.N + n]) * h[n] + dt * u * a.B[t * a.ldb + n];

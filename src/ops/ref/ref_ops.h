@@ -23,7 +23,7 @@ void softplus_clamp(float* dt, std::int64_t lddt, std::int64_t M, std::int64_t n
                     float hi);
 void silu_mul(const float* z, std::int64_t ldz, const float* x, std::int64_t ldx, std::int64_t M, std::int64_t n,
               float* out, std::int64_t ldo);
-void add_inplace(float* h, const float* x, std::int64_t n);
+void add_rms_norm(float* h, const float* r, std::int64_t M, std::int64_t D, const float* w, float eps, float* y);
 /// Σ_i exp(double(x[i]) − shift), in order, in double.
 double sum_exp(const float* x, float shift, std::int64_t n);
 /// out[i] = float(exp(double(fl(x[i] − shift)))).
