@@ -21,6 +21,17 @@ bool append_nfc(std::string_view s, std::string& out) {
   return ok;
 }
 
+/// Whether starter `b` composes with the segment `a` before it: NFC of the pair differs from the
+/// pair of NFCs (the segment as a whole: T jamo composes with an L V pair, not with V alone). True for Hangul V / T jamo after L / LV and for the few
+/// other starters that are the second of a canonical composition (NFC_Quick_Check = Maybe, e.g.
+/// Bengali / Oriya / Tamil / Sinhala two-part vowel signs). Every such second is ≥ U+0300.
+bool composes_with_previous(std::string_view a, std::string_view b, utf8proc_int32_t b_code) {
+  if (b_code < 0x300) return false;
+  std::string ab, sep;
+  if (!append_nfc(std::string(a).append(b), ab) || !append_nfc(a, sep) || !append_nfc(b, sep)) return true;
+  return ab != sep;
+}
+
 }  // namespace
 
 NormalizedOffsets::NormalizedOffsets(std::string_view input, std::string_view normalized) : input_size_(input.size()) {
@@ -42,9 +53,14 @@ NormalizedOffsets::NormalizedOffsets(std::string_view input, std::string_view no
     const utf8proc_ssize_t len = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(input.data() + i),
                                                   static_cast<utf8proc_ssize_t>(input.size() - i), &c);
     if (len <= 0) return;  // invalid UTF-8: identity
-    if (i > seg && utf8proc_get_property(c)->combining_class == 0) {  // a starter opens a segment
-      if (!close_segment(i)) return;
-      seg = i;
+    if (i > seg && utf8proc_get_property(c)->combining_class == 0) {
+      // A starter opens a segment, unless it composes with the starter before it (then NFC of the
+      // two segments apart would not be NFC of the whole).
+      const std::string_view cs = input.substr(i, static_cast<std::size_t>(len));
+      if (!composes_with_previous(input.substr(seg, i - seg), cs, c)) {
+        if (!close_segment(i)) return;
+        seg = i;
+      }
     }
     i += static_cast<std::size_t>(len);
   }

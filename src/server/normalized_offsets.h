@@ -14,9 +14,9 @@ namespace mamba::server {
 
 /// Maps byte offsets of `normalized` to byte offsets of `input`, where `normalized` is what the
 /// tokenizer made of `input`. When `normalized` is `input` cut into segments at every starter
-/// (a code point of canonical combining class 0) with each segment put in NFC (UAX #15; utf8proc)
-/// — what NFC does to all but rare inputs (starters that compose with each other: Hangul jamo) —
-/// an offset maps to its segment's bounds in `input`. Otherwise (other normalisers, special tokens
+/// (a code point of canonical combining class 0) that does not compose with the starter before it
+/// (Hangul V / T jamo after L / LV do), with each segment put in NFC (UAX #15; utf8proc) — what NFC
+/// does — an offset maps to its segment's bounds in `input`. Otherwise (other normalisers, special tokens
 /// in the text) offsets map to themselves, clamped to `input`'s size (the behaviour before).
 /// Both strings must be valid UTF-8 and outlive nothing (copies what it needs).
 class NormalizedOffsets {

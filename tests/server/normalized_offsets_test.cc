@@ -21,15 +21,40 @@ TEST(NormalizedOffsets, NfcChangedInputMapsSegmentBounds) {
   EXPECT_EQ(m.stop(1), 3u);
 }
 
+// Hangul jamo L + V (+ T) are starters that compose with each other: one segment, the syllable's
+// bounds in the input. "a" + L V + " " + L V T + "b" → "a가 각b".
+TEST(NormalizedOffsets, HangulJamoThatComposeFormOneSegment) {
+  const std::string input = "a\xE1\x84\x80\xE1\x85\xA1 \xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8" "b";
+  const std::string nfc = "a\xEA\xB0\x80 \xEA\xB0\x81" "b";
+  const NormalizedOffsets m(input, nfc);
+  ASSERT_TRUE(m.mapped());
+  EXPECT_EQ(m.start(1), 1u);   // 가 starts after "a"
+  EXPECT_EQ(m.stop(4), 7u);    // and ends after both jamo (3 + 3 bytes)
+  EXPECT_EQ(m.start(4), 7u);   // " "
+  EXPECT_EQ(m.start(5), 8u);   // 각: L V T, 9 bytes of input
+  EXPECT_EQ(m.stop(8), 17u);
+  EXPECT_EQ(m.start(8), 17u);  // "b"
+  EXPECT_EQ(m.stop(9), 18u);
+  EXPECT_EQ(m.stop(2), 7u);    // inside the syllable: its end for a stop, its start for a start
+  EXPECT_EQ(m.start(2), 1u);
+  // Two L jamo in a row do not compose: L | L V, each its own segment.
+  const NormalizedOffsets ll("\xE1\x84\x80\xE1\x84\x80\xE1\x85\xA1", "\xE1\x84\x80\xEA\xB0\x80");
+  ASSERT_TRUE(ll.mapped());
+  EXPECT_EQ(ll.stop(3), 3u);
+  EXPECT_EQ(ll.start(3), 3u);
+  EXPECT_EQ(ll.stop(6), 9u);
+  // A two-part vowel sign (Bengali E + AA, both starters, compose to O).
+  const NormalizedOffsets beng("\xE0\xA6\x95\xE0\xA7\x87\xE0\xA6\xBE", "\xE0\xA6\x95\xE0\xA7\x8B");
+  ASSERT_TRUE(beng.mapped());
+  EXPECT_EQ(beng.start(3), 3u);
+  EXPECT_EQ(beng.stop(6), 9u);
+}
+
 TEST(NormalizedOffsets, IdentityWhenUnchangedOrNotSegmentwiseNfc) {
   const NormalizedOffsets same("plain text", "plain text");
   EXPECT_FALSE(same.mapped());
   EXPECT_EQ(same.start(5), 5u);
   EXPECT_EQ(same.stop(99), 10u);  // clamped to the input
-  // Hangul jamo L + V are both starters that compose: not segment-wise NFC, offsets as they were.
-  const NormalizedOffsets jamo("\xE1\x84\x80\xE1\x85\xA1", "\xEA\xB0\x80");
-  EXPECT_FALSE(jamo.mapped());
-  EXPECT_EQ(jamo.stop(3), 3u);
   // Another normaliser's output (a prepended "▁"): identity.
   const NormalizedOffsets other("hi", "\xE2\x96\x81hi");
   EXPECT_FALSE(other.mapped());
