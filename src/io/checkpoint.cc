@@ -141,6 +141,8 @@ Result<bool> probe_model_file(const std::string& dir, const std::string& name, c
   const fs::path p = fs::path(dir) / name;
   std::error_code ec;
   const fs::file_status link = fs::symlink_status(p, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)  // e.g. EACCES on dir
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", p.string(), ec.message()));
   if (link.type() == fs::file_type::not_found || link.type() == fs::file_type::none) return false;
   const fs::file_status st = fs::status(p, ec);
   if (ec && ec != std::errc::no_such_file_or_directory)  // e.g. a link loop: "Too many levels of symbolic links"
