@@ -21,12 +21,20 @@ bool append_nfc(std::string_view s, std::string& out) {
   return ok;
 }
 
+/// Longest segment a starter is tested against (bytes): Hangul L V T is 9, a consonant with a
+/// two-part vowel sign and marks a few more. A longer one (a starter and a long run of marks) is
+/// cut before the next starter untested; where that cut is wrong, the whole-text check after the
+/// pass falls back to offsets unmapped. This bounds the work per starter (a run of starters that
+/// keep merging, U+0F73 …, made it cubic in the run's length).
+constexpr std::size_t kMaxTestedSegment = 64;
+
 /// Whether starter `b` composes with the segment `a` before it: NFC of the pair differs from the
-/// pair of NFCs (the segment as a whole: T jamo composes with an L V pair, not with V alone). True for Hangul V / T jamo after L / LV and for the few
-/// other starters that are the second of a canonical composition (NFC_Quick_Check = Maybe, e.g.
-/// Bengali / Oriya / Tamil / Sinhala two-part vowel signs). Every such second is ≥ U+0300.
+/// pair of NFCs (the segment as a whole: T jamo composes with an L V pair, not with V alone). True
+/// for Hangul V / T jamo after L / LV, the other starters that are the second of a canonical
+/// composition (NFC_Quick_Check = Maybe: Bengali / Oriya / Tamil / Sinhala two-part vowel signs …)
+/// and the starters whose decomposition begins with a mark (U+0F73). All of them are ≥ U+0300.
 bool composes_with_previous(std::string_view a, std::string_view b, utf8proc_int32_t b_code) {
-  if (b_code < 0x300) return false;
+  if (b_code < 0x300 || a.size() > kMaxTestedSegment) return false;
   std::string ab, sep;
   if (!append_nfc(std::string(a).append(b), ab) || !append_nfc(a, sep) || !append_nfc(b, sep)) return true;
   return ab != sep;
