@@ -3,22 +3,21 @@
 #include <utf8proc.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
+
+#include "tokenizer/normalizer.h"
+#include "tokenizer/unicode.h"
 
 namespace mamba::server {
 
 namespace {
 
-/// NFC of one segment appended to `out`; false when utf8proc refuses it.
-bool append_nfc(std::string_view s, std::string& out) {
-  utf8proc_uint8_t* r = nullptr;
-  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()),
-                                          &r, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-  const bool ok = n >= 0 && r != nullptr;
-  if (ok) out.append(reinterpret_cast<const char*>(r), static_cast<std::size_t>(n));
-  std::free(r);
-  return ok;
+/// NFC of `s` (valid UTF-8) appended to `out`, as the tokenizer's normalizer makes it (long runs of
+/// marks ordered in O(n log n), not by utf8proc's quadratic exchanges).
+void append_nfc(std::string_view s, std::string& out) {
+  std::string t(s);
+  tok::UnicodeNormalizer(tok::UnicodeForm::kNFC).normalize(t);
+  out += t;
 }
 
 /// Longest segment a starter is tested against (bytes): Hangul L V T is 9, a consonant with a
@@ -36,7 +35,9 @@ constexpr std::size_t kMaxTestedSegment = 64;
 bool composes_with_previous(std::string_view a, std::string_view b, utf8proc_int32_t b_code) {
   if (b_code < 0x300 || a.size() > kMaxTestedSegment) return false;
   std::string ab, sep;
-  if (!append_nfc(std::string(a).append(b), ab) || !append_nfc(a, sep) || !append_nfc(b, sep)) return true;
+  append_nfc(std::string(a).append(b), ab);
+  append_nfc(a, sep);
+  append_nfc(b, sep);
   return ab != sep;
 }
 
@@ -45,8 +46,10 @@ bool composes_with_previous(std::string_view a, std::string_view b, utf8proc_int
 NormalizedOffsets::NormalizedOffsets(std::string_view input, std::string_view normalized) : input_size_(input.size()) {
   if (input == normalized) return;  // identity
   // One pass first: another normaliser's text (or special tokens) is not the input's NFC at all.
+  if (tok::utf8_valid_prefix(input) != input.size()) return;  // invalid UTF-8: identity
   std::string whole;
-  if (!append_nfc(input, whole) || whole != normalized) return;
+  append_nfc(input, whole);
+  if (whole != normalized) return;
   std::vector<std::size_t> in_starts, norm_starts;
   std::string built;
   built.reserve(normalized.size());
@@ -54,7 +57,7 @@ NormalizedOffsets::NormalizedOffsets(std::string_view input, std::string_view no
   auto close_segment = [&](std::size_t end) {
     in_starts.push_back(seg);
     norm_starts.push_back(built.size());
-    return append_nfc(input.substr(seg, end - seg), built);
+    append_nfc(input.substr(seg, end - seg), built);
   };
   while (i < input.size()) {
     utf8proc_int32_t c = 0;
@@ -66,13 +69,13 @@ NormalizedOffsets::NormalizedOffsets(std::string_view input, std::string_view no
       // two segments apart would not be NFC of the whole).
       const std::string_view cs = input.substr(i, static_cast<std::size_t>(len));
       if (!composes_with_previous(input.substr(seg, i - seg), cs, c)) {
-        if (!close_segment(i)) return;
+        close_segment(i);
         seg = i;
       }
     }
     i += static_cast<std::size_t>(len);
   }
-  if (input.size() > seg && !close_segment(input.size())) return;
+  if (input.size() > seg) close_segment(input.size());
   if (built != normalized) return;  // not (segment-wise) NFC of the input: identity
   in_starts.push_back(input.size());
   norm_starts.push_back(built.size());

@@ -7,6 +7,7 @@
 #include <utf8proc.h>
 
 #include "server/normalized_offsets.h"
+#include "tokenizer/normalizer.h"
 
 namespace mamba::server {
 namespace {
@@ -77,6 +78,16 @@ TEST(NormalizedOffsets, LongRunsOfMergingStartersStayLinear) {
     EXPECT_LE(m.stop(n), input.size());
   }
   EXPECT_EQ(m.stop(nfc.size()), input.size());
+  // One letter and 320 000 marks of alternating classes (1 MB): one segment, put in NFC by the
+  // tokenizer's normalizer (utf8proc alone reorders such a run in quadratic time: hours).
+  std::string marks = "a";
+  for (int i = 0; i < 160000; ++i) marks += "\xE0\xBD\xB2\xE0\xBD\xB1";  // U+0F72 U+0F71
+  std::string marks_nfc = marks;
+  tok::UnicodeNormalizer(tok::UnicodeForm::kNFC).normalize(marks_nfc);
+  const NormalizedOffsets one(marks, marks_nfc);
+  ASSERT_TRUE(one.mapped());
+  EXPECT_EQ(one.start(4), 0u);
+  EXPECT_EQ(one.stop(4), marks.size());
 }
 
 TEST(NormalizedOffsets, IdentityWhenUnchangedOrNotSegmentwiseNfc) {

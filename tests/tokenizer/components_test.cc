@@ -2,9 +2,14 @@
 // merge order, added tokens, Metaspace + byte fallback, post-processing, StreamDecoder.
 #include <gtest/gtest.h>
 
+#include <utf8proc.h>
+
+#include <chrono>
+#include <cstdlib>
 #include <random>
 
 #include "mamba/tokenizer.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/pattern.h"
 #include "tokenizer/tiny_tokenizers.h"
 #include "tokenizer/unicode.h"
@@ -139,6 +144,53 @@ TEST(TokenizerComponents, StreamDecoderRandomIdsProperty) {
       expect_stream_exact(*t, ids);
     }
   }
+}
+
+// Long runs of combining marks are put in canonical order by a sort before utf8proc sees them
+// (utf8proc's neighbour exchanges are quadratic in a run): the same text as utf8proc alone, in every
+// form, on random text of marks of several classes, letters that decompose to marks or compose
+// with them, Hangul jamo and a compatibility decomposition of 18 code points.
+TEST(TokenizerComponents, NormalizerLongMarkRunsMatchUtf8proc) {
+  using mamba::tok::UnicodeForm;
+  const char32_t alphabet[] = {U'a', U'e', U'x', 0x301, 0x327, 0x316, 0xF71, 0xF72, 0xF73, 0x344, 0x3099, 0x1100, 0x1161,
+                               0x11A8, 0xE9, 0x1E0B, 0xFDFA, 0x5B4, 0x0B47, 0x0B3E};
+  std::mt19937 rng(31);
+  const std::pair<UnicodeForm, int> forms[] = {
+      {UnicodeForm::kNFC, UTF8PROC_STABLE | UTF8PROC_COMPOSE},
+      {UnicodeForm::kNFD, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE},
+      {UnicodeForm::kNFKC, UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT},
+      {UnicodeForm::kNFKD, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT}};
+  for (int round = 0; round < 200; ++round) {
+    std::string text;
+    const int n = 1 + static_cast<int>(rng() % 300);
+    const bool marks_only = round % 2 == 0;  // half the rounds: long runs of marks after one letter
+    for (int i = 0; i < n; ++i) {
+      const char32_t c = marks_only && i > 0 ? alphabet[3 + rng() % 7] : alphabet[rng() % std::size(alphabet)];
+      mamba::tok::utf8_append(text, c);
+    }
+    for (const auto& [form, options] : forms) {
+      std::string ours = text;
+      mamba::tok::UnicodeNormalizer(form).normalize(ours);
+      utf8proc_uint8_t* r = nullptr;
+      const utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                                                static_cast<utf8proc_ssize_t>(text.size()), &r, static_cast<utf8proc_option_t>(options));
+      ASSERT_GT(len, 0);
+      const std::string want(reinterpret_cast<const char*>(r), static_cast<std::size_t>(len));
+      std::free(r);
+      ASSERT_EQ(ours, want) << "round " << round << ", form " << static_cast<int>(form);
+    }
+  }
+  // 1 MB of alternating U+0F72 U+0F71 (classes 130, 129): NFC orders them, 129s first. utf8proc
+  // alone took 47 s for a quarter of it (quadratic); the bound below only catches that.
+  std::string text = "a";
+  for (int i = 0; i < 160000; ++i) text += "\xE0\xBD\xB2\xE0\xBD\xB1";
+  const auto t0 = std::chrono::steady_clock::now();
+  mamba::tok::UnicodeNormalizer(UnicodeForm::kNFC).normalize(text);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+  std::string want = "a";
+  for (int i = 0; i < 160000; ++i) want += "\xE0\xBD\xB1";
+  for (int i = 0; i < 160000; ++i) want += "\xE0\xBD\xB2";
+  EXPECT_TRUE(text == want);
 }
 
 }  // namespace
