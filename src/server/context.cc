@@ -109,19 +109,14 @@ std::string token_text(const ServerContext& ctx, std::int32_t id) {
 
 std::string sse_data(const std::string& payload) { return "data: " + payload + "\n\n"; }
 
-/// How long a closed stream's log line waits for the scheduler to drop its sequence.
-constexpr auto kCloseLogWait = std::chrono::seconds(2);
-
 void set_sse_response(httplib::Response& res, std::shared_ptr<RequestStream> stream, SseHandlers h) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   auto closed = std::make_shared<std::atomic<bool>>(false);
-  // Logs the request once, with its final stats (ended = the stream has ended, so they are final).
-  auto close_once = [stream, h, closed](const std::optional<Error>& err, bool ended) {
+  // Logs the request once, with its final stats. (Captures no stream: the stream holds it.)
+  auto close_once = [h, closed](const SequenceStats& st, const std::optional<Error>& err) {
     if (closed->exchange(true) || !h.on_close) return;
-    SequenceStats cancelled;
-    cancelled.finish = FinishReason::kCancelled;
-    h.on_close(ended ? stream->stats() : cancelled, err);
+    h.on_close(st, err);
   };
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -160,7 +155,7 @@ void set_sse_response(httplib::Response& res, std::shared_ptr<RequestStream> str
               (void)write(h.on_error(generation_error(c)));
             }
             if (h.on_end) (void)write(h.on_end());
-            close_once(u.error, true);
+            close_once(stream->stats(), u.error);
             sink.done();
             return true;
           }
@@ -168,10 +163,10 @@ void set_sse_response(httplib::Response& res, std::shared_ptr<RequestStream> str
       },
       [stream, close_once](bool /*success*/) {
         // Connection closed (normally or not): make sure the sequence leaves the scheduler, and
-        // log it with the counts it reached (the scheduler drops a cancelled sequence at its next
-        // step; a client gone mid-stream was logged with zeros before).
+        // log it with the counts it reached, when the scheduler drops it (at its next step, which
+        // under load can be seconds away: a timed wait here logged zeros then).
         stream->cancel();
-        close_once(std::nullopt, stream->wait_done(kCloseLogWait));
+        stream->on_end(close_once);
       });
 }
 

@@ -15,9 +15,19 @@ bool RequestStream::take(Update& out, std::chrono::milliseconds timeout) {
   return true;
 }
 
-bool RequestStream::wait_done(std::chrono::milliseconds timeout) {
-  std::unique_lock lk(mu_);
-  return cv_.wait_for(lk, timeout, [&] { return done_; });
+void RequestStream::on_end(std::function<void(const SequenceStats&, const std::optional<Error>&)> fn) {
+  {
+    std::lock_guard lk(mu_);
+    if (!done_) {
+      on_end_ = std::move(fn);
+      return;
+    }
+  }
+  fn(stats_, error_);  // ended: stats_ and error_ no longer change
+}
+
+void RequestStream::run_on_end(std::function<void(const SequenceStats&, const std::optional<Error>&)> fn) {
+  if (fn) fn(stats_, error_);
 }
 
 void RequestStream::push(TokenEvent ev) {
@@ -37,23 +47,29 @@ void RequestStream::publish_prompt(PromptScores scores) {
 }
 
 void RequestStream::finish(SequenceStats stats, std::optional<TokenEvent> last) {
+  std::function<void(const SequenceStats&, const std::optional<Error>&)> fn;
   {
     std::lock_guard lk(mu_);
     if (last) pending_.push_back(std::move(*last));
     stats_ = std::move(stats);
     done_ = true;
+    fn = std::move(on_end_);
   }
   cv_.notify_all();
+  run_on_end(std::move(fn));
 }
 
 void RequestStream::fail(Error err, SequenceStats stats) {
+  std::function<void(const SequenceStats&, const std::optional<Error>&)> fn;
   {
     std::lock_guard lk(mu_);
     stats_ = std::move(stats);
     error_ = std::move(err);
     done_ = true;
+    fn = std::move(on_end_);
   }
   cv_.notify_all();
+  run_on_end(std::move(fn));
 }
 
 }  // namespace mamba::server

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -55,9 +56,11 @@ class RequestStream {
   /// Waits up to `timeout` for tokens or the end; moves them out. Returns false on timeout with
   /// nothing new.
   bool take(Update& out, std::chrono::milliseconds timeout);
-  /// Waits up to `timeout` for the end without taking anything; true once the stream has ended
-  /// (stats() is then final).
-  bool wait_done(std::chrono::milliseconds timeout);
+  /// Runs `fn(stats, error)` once, when the stream has ended: at once on this thread if it has,
+  /// else on the producer's thread right after finish() / fail() (so a consumer that leaves early —
+  /// its client gone — still learns the counts the sequence reached, however long the scheduler
+  /// takes to drop it). One callback per stream; `fn` must not call back into the stream.
+  void on_end(std::function<void(const SequenceStats&, const std::optional<Error>&)> fn);
   /// Asks the scheduler to drop the sequence (idempotent).
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
@@ -77,6 +80,8 @@ class RequestStream {
   void fail(Error err, SequenceStats stats);
 
  private:
+  /// fn(stats_, error_) when set (after done_, outside the lock).
+  void run_on_end(std::function<void(const SequenceStats&, const std::optional<Error>&)> fn);
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<TokenEvent> pending_;
@@ -84,6 +89,7 @@ class RequestStream {
   bool done_ = false;
   std::optional<Error> error_;
   SequenceStats stats_;
+  std::function<void(const SequenceStats&, const std::optional<Error>&)> on_end_;
   std::atomic<bool> cancelled_{false};
 };
 

@@ -3,6 +3,7 @@
 // concurrent decode steps are batched, the in-flight limit answers overloaded.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -283,6 +284,60 @@ TEST(Scheduler, StopDrainsThenCancels) {
   EXPECT_EQ(o1.finish, FinishReason::kLength);
   EXPECT_EQ(o1.ids.size(), 20u);
   EXPECT_EQ(o2.finish, FinishReason::kCancelled);
+}
+
+// on_end: a consumer that leaves early (its client gone) learns the counts its sequence reached
+// when the scheduler ends it, however late; once, whichever of on_end and finish / fail comes first.
+TEST(RequestStream, OnEndRunsOnceWithTheFinalStats) {
+  {
+    RequestStream s;
+    int calls = 0;
+    SequenceStats got;
+    s.on_end([&](const SequenceStats& st, const std::optional<Error>& err) {
+      ++calls;
+      got = st;
+      EXPECT_FALSE(err.has_value());
+    });
+    EXPECT_EQ(calls, 0);
+    SequenceStats st;
+    st.prompt_tokens = 3;
+    st.generated_tokens = 7;
+    st.finish = FinishReason::kCancelled;
+    s.finish(st);
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(got.prompt_tokens, 3);
+    EXPECT_EQ(got.generated_tokens, 7);
+    EXPECT_EQ(got.finish, FinishReason::kCancelled);
+  }
+  {
+    RequestStream s;
+    SequenceStats st;
+    st.generated_tokens = 2;
+    s.fail(Error{ErrorCode::kNumerical, "boom"}, st);
+    int calls = 0;
+    s.on_end([&](const SequenceStats& got, const std::optional<Error>& err) {
+      ++calls;
+      EXPECT_EQ(got.generated_tokens, 2);
+      ASSERT_TRUE(err.has_value());
+      EXPECT_EQ(err->message, "boom");
+    });
+    EXPECT_EQ(calls, 1);  // already ended: at once
+  }
+  for (int round = 0; round < 200; ++round) {  // racing the producer: still exactly once
+    RequestStream s;
+    std::atomic<int> calls{0};
+    std::thread producer([&] {
+      SequenceStats st;
+      st.generated_tokens = round;
+      s.finish(st);
+    });
+    s.on_end([&](const SequenceStats& got, const std::optional<Error>&) {
+      EXPECT_EQ(got.generated_tokens, round);
+      ++calls;
+    });
+    producer.join();
+    EXPECT_EQ(calls.load(), 1) << "round " << round;
+  }
 }
 
 }  // namespace
