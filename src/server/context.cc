@@ -1,5 +1,7 @@
 #include "server/context.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -17,6 +19,18 @@ void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics) {
   }
   res.status = err.status;
   res.set_content(err.body(), "application/json");
+}
+
+void set_json_body(httplib::Response& res, std::string body) {
+  constexpr std::size_t kTrimBytes = std::size_t{1} << 20;
+  const bool large = body.size() >= kTrimBytes;
+  res.body = std::move(body);
+  res.set_header("Content-Type", "application/json");
+#ifdef __GLIBC__
+  if (large) ::malloc_trim(0);
+#else
+  (void)large;
+#endif
 }
 
 std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::string& text,

@@ -252,11 +252,14 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
            {"object", chat ? "chat.completion" : "text_completion"},
            {"created", created},
            {"model", model},
-           {"choices", json::array({choice})},
+           {"choices", json::array({std::move(choice)})},
            {"usage", usage_json(c.stats)}};
   res.set_header("x-prompt-tokens", std::to_string(c.stats.prompt_tokens));
   res.set_header("x-generated-tokens", std::to_string(c.stats.generated_tokens));
-  res.set_content(dump_json(out), "application/json");
+  c = Collected();  // the tokens' copies, before the answer's text is made
+  std::string answer = dump_json(out);
+  out = json();
+  set_json_body(res, std::move(answer));
 }
 
 }  // namespace

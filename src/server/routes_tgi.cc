@@ -137,17 +137,16 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
     json details{{"finish_reason", finish_reason_name(c.stats.finish)},
                  {"generated_tokens", c.stats.generated_tokens},
                  {"seed", seed_json(*r, c.stats)},
-                 {"prefill", prefill},
-                 {"tokens", tokens}};
-    if (r->opts.top_logprobs > 0) details["top_tokens"] = top;
-    out["details"] = details;
+                 {"prefill", std::move(prefill)},
+                 {"tokens", std::move(tokens)}};
+    if (r->opts.top_logprobs > 0) details["top_tokens"] = std::move(top);
+    out["details"] = std::move(details);
   }
   set_timing_headers(res, c.stats, r->inputs.size());
-  if (mode == TgiMode::kCompat) {
-    res.set_content(dump_json(json::array({out})), "application/json");
-  } else {
-    res.set_content(dump_json(out), "application/json");
-  }
+  c = Collected();  // the tokens' copies, before the answer's text is made
+  std::string answer = dump_json(mode == TgiMode::kCompat ? json::array({std::move(out)}) : std::move(out));
+  out = json();
+  set_json_body(res, std::move(answer));
 }
 
 void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
