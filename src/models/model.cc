@@ -152,6 +152,16 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
                       fmt::format("precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps) and the avx512 dispatch target; "
                                   "this one runs {}: use precision exact (--precision exact, the default)", ops::cpu::cpu_target_description()));
   MAMBA_ASSIGN_OR_RETURN(ModelWeights w, bind_weights(ckpt));
+  if (opts.precision == Precision::kBF16) {  // as int8 without quantized weights: a tier that would change nothing
+    bool any_float = ops::pack_weight_bytes(w.lm_head) == 0;
+    for (const LayerWeights& lw : w.layers)
+      for (const TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj})
+        any_float = any_float || (!v->empty() && ops::pack_weight_bytes(*v) == 0);
+    if (!any_float)
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: precision bf16 applies to float (f32 / bf16 / f16) projections, and every projection "
+                                    "of this checkpoint is {}: use precision exact or int8", ckpt.dir(), ckpt.config().quant_type));
+  }
   const ModelConfig& c = ckpt.config();
   std::vector<LayerParams> params(static_cast<std::size_t>(c.n_layer));
   for (std::int64_t l = 0; l < c.n_layer; ++l) {

@@ -58,5 +58,21 @@ TEST(Bf16Tier, ParsesAndRefusesClearly) {
   EXPECT_NE(m.error().message.find("AVX-512 BF16"), std::string::npos) << m.error().message;
 }
 
+// A checkpoint whose projections are all q8 / q4 (the embedded Mamba-2 model quantized) has nothing
+// for the tier to run: refused, as precision int8 is for a float checkpoint (it loaded and ran the
+// exact tier's arithmetic while reporting bf16).
+TEST(Bf16Tier, RefusedWhereNoProjectionIsFloat) {
+  MAMBA_REQUIRE_BF16_TIER();
+  const test::QuantizedCopy q(embedded_dir(), QuantType::kQ8);
+  ASSERT_TRUE(q.ok());
+  LoadOptions lo;
+  lo.precision = Precision::kBF16;
+  auto m = Model::load(q.dir(), lo);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(m.error().message.find("every projection of this checkpoint is q8"), std::string::npos) << m.error().message;
+  EXPECT_TRUE(Model::load(q.dir()).ok());
+}
+
 }  // namespace
 }  // namespace mamba
