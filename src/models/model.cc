@@ -153,10 +153,13 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
                                   "this one runs {}: use precision exact (--precision exact, the default)", ops::cpu::cpu_target_description()));
   MAMBA_ASSIGN_OR_RETURN(ModelWeights w, bind_weights(ckpt));
   if (opts.precision == Precision::kBF16) {  // as int8 without quantized weights: a tier that would change nothing
-    bool any_float = ops::pack_weight_bytes(w.lm_head) == 0;
+    // What pack_projections gives the tier's copy: no blocked integer copy, a bf16 one.
+    auto takes_bf16 = [](const TensorView& v) {
+      return !v.empty() && ops::pack_weight_bytes(v) == 0 && ops::pack_weight_bf16_bytes(v) > 0;
+    };
+    bool any_float = takes_bf16(w.lm_head);
     for (const LayerWeights& lw : w.layers)
-      for (const TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj})
-        any_float = any_float || (!v->empty() && ops::pack_weight_bytes(*v) == 0);
+      for (const TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj}) any_float = any_float || takes_bf16(*v);
     if (!any_float)
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("{}: precision bf16 applies to float (f32 / bf16 / f16) projections, and every projection "

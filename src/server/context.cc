@@ -1,8 +1,13 @@
 #include "server/context.h"
 
+#ifdef __GLIBC__
 #include <malloc.h>
+#endif
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -21,16 +26,30 @@ void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics) {
   res.set_content(err.body(), "application/json");
 }
 
+namespace {
+/// malloc_trim(0) on a thread of its own a second after a large answer was made (by then it has
+/// usually been sent and its buffers freed), one at a time: the trim walks every malloc arena under
+/// its lock (hundreds of ms after a burst of large answers, stalling other threads' malloc
+/// meanwhile), so it runs neither on the request path nor once per answer.
+void trim_heap_soon() {
+#ifdef __GLIBC__
+  static std::atomic<bool> pending{false};
+  if (pending.exchange(true)) return;  // the pending trim covers this answer too
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    pending.store(false);
+    ::malloc_trim(0);
+  }).detach();
+#endif
+}
+}  // namespace
+
 void set_json_body(httplib::Response& res, std::string body) {
   constexpr std::size_t kTrimBytes = std::size_t{1} << 20;
   const bool large = body.size() >= kTrimBytes;
   res.body = std::move(body);
   res.set_header("Content-Type", "application/json");
-#ifdef __GLIBC__
-  if (large) ::malloc_trim(0);
-#else
-  (void)large;
-#endif
+  if (large) trim_heap_soon();
 }
 
 std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::string& text,

@@ -45,9 +45,10 @@ struct ServerContext {
 void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics);
 
 /// Sets `body` (a finished JSON document, taken) as the answer. A large answer (details or logprobs
-/// of tens of thousands of tokens: the DOM that made it ~20× its size) is followed by
-/// malloc_trim, so the memory freed by the handler's thread goes back to the system instead of
-/// staying in that thread's malloc arena (8 such requests at once left a server at 2.5 GB).
+/// of tens of thousands of tokens: the DOM that made it ~10× its size) is followed, a second later
+/// on another thread, by malloc_trim, so the memory freed by the handler's thread goes back to the
+/// system instead of staying in that thread's malloc arena (8 such requests at once left a server
+/// at 2.5 GB).
 void set_json_body(httplib::Response& res, std::string body);
 
 /// The request fields prepare_prompt's errors name: TGI's or OpenAI's.
