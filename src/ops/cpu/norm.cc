@@ -1,5 +1,6 @@
-// CPU RMSNorm (alone and fused with the residual add) and grouped gated RMSNorm. Per-row sums of squares in double (kernels.h sumsq_row,
-// a fixed order within the row, so the result of a row never depends on the other rows).
+// CPU RMSNorm (alone and fused with the residual add, which the profile then counts as norm) and
+// grouped gated RMSNorm. Per-row sums of squares in double (kernels.h sumsq_row, a fixed order
+// within the row, so the result of a row never depends on the other rows).
 #include <cmath>
 
 #include "ops/cpu/kernels.h"
