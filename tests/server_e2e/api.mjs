@@ -55,6 +55,23 @@ await check('POST /tokenize', async () => {
   assert.deepEqual(e.json.choices[0].logprobs.text_offset, [0, 2, 5]);
 });
 
+await check('a large answer (details and top tokens of 4000 tokens, ~1.7 MB) arrives whole, as application/json', async () => {
+  const r = await postJson(base, '/generate', {
+    inputs: PROMPT,
+    parameters: { max_new_tokens: 4000, details: true, top_n_tokens: 5, do_sample: true, temperature: 1.0, seed: 1 },
+  });
+  assert.equal(r.status, 200, r.text.slice(0, 200));
+  assert.equal(r.headers.get('content-type'), 'application/json');
+  const d = r.json.details;
+  assert.equal(d.tokens.length, d.generated_tokens);
+  assert.equal(d.top_tokens.length, d.generated_tokens);
+  if (d.finish_reason === 'length') assert.ok(r.text.length >= 1 << 20, `${r.text.length} bytes for 4000 tokens`);
+  // The heap trim after a large answer runs on its own thread: the server goes on serving.
+  const again = await postJson(base, '/v1/completions', { prompt: PROMPT, max_tokens: 4 });
+  assert.equal(again.status, 200);
+  assert.equal(again.headers.get('content-type'), 'application/json');
+});
+
 let greedy;
 await check('POST /generate with details, prefill and top tokens', async () => {
   const r = await postJson(base, '/generate', {
