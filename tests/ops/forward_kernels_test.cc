@@ -191,7 +191,7 @@ TEST(Gemm, MatchesDoubleOnOddShapes) {
     for_each_target([&] {
       for (bool acc : {false, true}) {
         auto C = C0;
-        ops::cpu::cpu_kernels().gemm(M, n, K, A.data(), lda, B.data(), ldb, C.data(), ldc, acc);
+        ops::cpu::cpu_kernels().gemm(M, n, K, A.data(), lda, B.data(), ldb, C.data(), ldc, {.accumulate = acc});
         for (std::int64_t i = 0; i < M; ++i)
           for (std::int64_t j = 0; j < n; ++j) {
             double want = acc ? C0[i * ldc + j] : 0.0;
@@ -205,7 +205,7 @@ TEST(Gemm, MatchesDoubleOnOddShapes) {
         for (std::int64_t i = 0; i < M; ++i)
           for (std::int64_t k = 0; k < K; ++k) At[k * (M + 1) + i] = A[i * lda + k];
         auto Ct = C0;
-        ops::cpu::cpu_kernels().gemm_at(M, n, K, At.data(), M + 1, B.data(), ldb, Ct.data(), ldc, acc);
+        ops::cpu::cpu_kernels().gemm_at(M, n, K, At.data(), M + 1, B.data(), ldb, Ct.data(), ldc, {.accumulate = acc});
         EXPECT_TRUE(bitwise_equal(Ct, C));
       }
     });
@@ -222,11 +222,50 @@ TEST(Gemm, ColumnsDoNotDependOnTheTileWidth) {
     for_each_target([&] {
       for (bool acc : {false, true}) {
         auto wide = C0, narrow = C0;
-        ops::cpu::cpu_kernels().gemm(M, 64, K, A.data(), K, B.data(), 64, wide.data(), ldc, acc);
+        ops::cpu::cpu_kernels().gemm(M, 64, K, A.data(), K, B.data(), 64, wide.data(), ldc, {.accumulate = acc});
         for (std::int64_t j0 : {0, 32})
-          ops::cpu::cpu_kernels().gemm(M, 32, K, A.data(), K, B.data() + j0, 64, narrow.data() + j0, ldc, acc);
+          ops::cpu::cpu_kernels().gemm(M, 32, K, A.data(), K, B.data() + j0, 64, narrow.data() + j0, ldc, {.accumulate = acc});
         EXPECT_TRUE(bitwise_equal(wide, narrow)) << M << "x64x" << K << (acc ? " accumulate" : "");
       }
+    });
+  }
+}
+
+TEST(Gemm, BetaAndRowScaleEqualTheSeparatePasses) {
+  // C = (beta·C + A·B) · row_scale in one call must be bitwise: scale C by beta (one rounding),
+  // the plain accumulating gemm, then scale each row (one rounding) — what the SSD ran before
+  // folding its decays into the GEMM. Shapes through both tiles (64 columns: the 4-vector tile on
+  // AVX-512) and ragged ones, rows past a tile's 6, gemm and gemm_at, every target.
+  std::mt19937 rng(29);
+  for (auto [M, n, K] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{64, 64, 128}, {13, 64, 64}, {7, 33, 19},
+                         {1, 5, 3}, {9, 80, 0}}) {
+    const std::int64_t lda = K + 1, ldb = n + 3, ldc = n + 2;
+    auto A = random_vec(M * lda, rng), B = random_vec(std::max<std::int64_t>(K, 1) * ldb, rng);
+    auto C0 = random_vec(M * ldc, rng), rs = random_vec(M, rng, 0.0f, 1.0f);
+    std::vector<float> At(std::max<std::int64_t>(K, 1) * M);
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t k = 0; k < K; ++k) At[k * M + i] = A[i * lda + k];
+    for_each_target([&] {
+      const auto& kern = ops::cpu::cpu_kernels();
+      for (bool acc : {false, true})
+        for (float beta : {1.0f, 0.37f, 0.0f})
+          for (const float* row_scale : {static_cast<const float*>(nullptr), static_cast<const float*>(rs.data())}) {
+            auto want = C0;
+            for (std::int64_t i = 0; i < M; ++i)
+              for (std::int64_t j = 0; j < n; ++j) want[i * ldc + j] *= beta;
+            kern.gemm(M, n, K, A.data(), lda, B.data(), ldb, want.data(), ldc, {.accumulate = acc});
+            if (row_scale != nullptr)
+              for (std::int64_t i = 0; i < M; ++i)
+                for (std::int64_t j = 0; j < n; ++j) want[i * ldc + j] *= row_scale[i];
+            const ops::cpu::GemmOut out{.accumulate = acc, .beta = beta, .row_scale = row_scale};
+            auto got = C0, got_t = C0;
+            kern.gemm(M, n, K, A.data(), lda, B.data(), ldb, got.data(), ldc, out);
+            kern.gemm_at(M, n, K, At.data(), M, B.data(), ldb, got_t.data(), ldc, out);
+            const std::string what = fmt::format("{}x{}x{} acc {} beta {} row_scale {}", M, n, K, acc, beta,
+                                                 row_scale != nullptr);
+            EXPECT_TRUE(bitwise_equal(got, want)) << what;
+            EXPECT_TRUE(bitwise_equal(got_t, want)) << what;
+          }
     });
   }
 }

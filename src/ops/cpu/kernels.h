@@ -16,6 +16,16 @@
 
 namespace mamba::ops::cpu {
 
+/// How a gemm / gemm_at call writes C (Kernels::gemm): accumulate onto C scaled by beta or
+/// overwrite it, and optionally scale each finished row i by row_scale[i] (M floats, borrowed for
+/// the call). The SSD folds its decays in here (the state's E·h before Bᵀ·(X∘w) is added, and
+/// Y_off's E_i) instead of running separate passes over C.
+struct GemmOut {
+  bool accumulate = false;
+  float beta = 1.0f;
+  const float* row_scale = nullptr;
+};
+
 struct Kernels {
   int lanes;  ///< fp32 lanes per vector (4 / 8 / 16)
 
@@ -27,14 +37,17 @@ struct Kernels {
   /// call, a one-token prefill piece included, is bitwise the rows of any longer call.
   void (*scan_channels)(const SelectiveScanArgs& a, std::int64_t e0, std::int64_t e1, float* scratch);
 
-  /// C[M, n] (ldc) = (accumulate ? C : 0) + A[M, K] (lda) · B[K, n] (ldb), fp32, row-major. Each
-  /// C element is Σ_k in ascending k order (fused multiply-adds where the ISA has them).
+  /// C[M, n] (ldc) = ((accumulate ? out.beta · C : 0) + A[M, K] (lda) · B[K, n] (ldb)) · row_scale,
+  /// fp32, row-major (GemmOut: accumulate, beta, row_scale). Each C element is one chain: start
+  /// c = round(beta · C) (or 0), then c = fma(A[i, k], B[k, j], c) for k ascending (fused
+  /// multiply-adds where the ISA has them), then, with row_scale, round(c · row_scale[i]) — bitwise
+  /// what scaling C first and the result after, as separate passes, would give (one rounding each).
   void (*gemm)(std::int64_t M, std::int64_t n, std::int64_t K, const float* A, std::int64_t lda, const float* B,
-               std::int64_t ldb, float* C, std::int64_t ldc, bool accumulate);
+               std::int64_t ldb, float* C, std::int64_t ldc, const GemmOut& out);
 
   /// gemm with A stored transposed: At is [K, M] (lda ≥ M), A[i, k] = At[k·lda + i].
   void (*gemm_at)(std::int64_t M, std::int64_t n, std::int64_t K, const float* At, std::int64_t lda, const float* B,
-                  std::int64_t ldb, float* C, std::int64_t ldc, bool accumulate);
+                  std::int64_t ldb, float* C, std::int64_t ldc, const GemmOut& out);
 
   /// One row i of the SSD's decayed, Δ-weighted C·Bᵀ: f[j] ·= dA for j < n_decay (= i), then
   /// w[j] = cb[j] · f[j] for j < n (= i + 1), then w[j] = 0 for n ≤ j < m (m ≤ n: none).

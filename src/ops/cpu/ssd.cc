@@ -69,9 +69,12 @@ void step_head(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::
 
 /// One head over the chunk [t0, t0 + Lc); CB: the group's [Lc, Lc] C·Bᵀ (rows i, cols ≤ i);
 /// hT: the head's state TRANSPOSED, [N, P] (in/out), so both state GEMMs read it directly.
+/// h_zero: the incoming state is all zeros and hT was not filled (a fresh prompt's first chunk):
+/// Y_off and the state's decay are then skipped (0 either way while every decay E_i is finite;
+/// otherwise hT is zeroed and the chunk runs in full, so a NaN/inf decay still reaches y and h).
 /// Every vector loop goes through the target's kernels (this file is compiled for the baseline ISA).
 void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::int64_t t0, std::int64_t Lc,
-                const float* CB, float* hT) {
+                const float* CB, float* hT, bool h_zero) {
   static thread_local std::vector<float> a_buf, dA_buf, E_buf, F_buf, dt_buf, W_buf, Xw_buf;
   const std::int64_t P = a.P, N = a.N, g = head / (a.H / a.G);
   float* av = grow(a_buf, Lc);
@@ -109,19 +112,20 @@ void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std:
     k.ssd_decay_row(Wi, F, CB + i * Lc, dA[i], i, i + 1, std::min(Lc, (i / kStrip + 1) * kStrip));
     Wi[i] += Dh;
   }
-  // Y_off = C · hᵀ, then y_i = E_i·Y_off_i.
-  k.gemm(Lc, P, N, C, a.ldc, hT, P, y, a.ldy, false);
-  for (std::int64_t i = 0; i < Lc; ++i) k.scale_row(y + i * a.ldy, E[i], nullptr, y + i * a.ldy, P);
-  // y += W · X over causal strips (row strip [i0, i1) needs columns j < i1 only).
+  const bool skip_state = h_zero && std::isfinite(E[Lc - 1]);  // E_i ≤ … finite: E_last is their product
+  if (h_zero && !skip_state) std::fill(hT, hT + N * P, 0.0f);
+  // Y_off = C · hᵀ with row i scaled by E_i (the GEMM's row_scale): y_i = E_i·(C_i · hᵀ).
+  if (!skip_state) k.gemm(Lc, P, N, C, a.ldc, hT, P, y, a.ldy, {.accumulate = false, .beta = 1.0f, .row_scale = E});
+  // y += W · X over causal strips (row strip [i0, i1) needs columns j < i1 only); with no Y_off,
+  // y = W · X.
   for (std::int64_t i0 = 0; i0 < Lc; i0 += kStrip) {
     const std::int64_t i1 = std::min(Lc, i0 + kStrip);
-    k.gemm(i1 - i0, P, i1, W + i0 * Lc, Lc, x, a.ldx, y + i0 * a.ldy, a.ldy, true);
+    k.gemm(i1 - i0, P, i1, W + i0 * Lc, Lc, x, a.ldx, y + i0 * a.ldy, a.ldy, {.accumulate = !skip_state});
   }
   // h_cᵀ = E_last·hᵀ + Bᵀ · (X ∘ w)   (X ∘ w: [Lc, P], row j = w_j·x_j, w_j = F_last[j]: F holds the
-  // last row's values; B rows passed as Aᵀ).
+  // last row's values; B rows passed as Aᵀ; E_last·hᵀ as the GEMM's beta).
   for (std::int64_t j = 0; j < Lc; ++j) k.scale_row(x + j * a.ldx, F[j], nullptr, Xw + j * P, P);
-  k.scale_row(hT, E[Lc - 1], nullptr, hT, N * P);
-  k.gemm_at(N, P, Lc, B, a.ldb, Xw, P, hT, P, true);
+  k.gemm_at(N, P, Lc, B, a.ldb, Xw, P, hT, P, {.accumulate = !skip_state, .beta = E[Lc - 1]});
 }
 
 /// Longest internal chunk. The chunked form is exact for any chunking; short chunks cut the
@@ -134,15 +138,49 @@ std::int64_t to_next_cut(std::int64_t pos, std::int64_t Q) {
   return std::min(kMaxChunk - pos % kMaxChunk, Q - pos % Q);
 }
 
+/// dst[j·ld_dst + i] = src[i·ld_src + j] for i < rows, j < cols: 4 × 4 blocks through two rounds
+/// of shuffles (GCC vector extensions: SSE on the baseline x86-64 this file is built for), the
+/// ragged edges one element at a time. An exact copy.
+void transpose(const float* src, std::int64_t ld_src, float* dst, std::int64_t ld_dst, std::int64_t rows,
+               std::int64_t cols) {
+  typedef float v4 __attribute__((vector_size(16), aligned(4), may_alias));
+  typedef int i4 __attribute__((vector_size(16)));
+  const std::int64_t r4 = rows - rows % 4, c4 = cols - cols % 4;
+  for (std::int64_t i = 0; i < r4; i += 4)
+    for (std::int64_t j = 0; j < c4; j += 4) {
+      const v4 a0 = *reinterpret_cast<const v4*>(src + i * ld_src + j);
+      const v4 a1 = *reinterpret_cast<const v4*>(src + (i + 1) * ld_src + j);
+      const v4 a2 = *reinterpret_cast<const v4*>(src + (i + 2) * ld_src + j);
+      const v4 a3 = *reinterpret_cast<const v4*>(src + (i + 3) * ld_src + j);
+      const v4 t0 = __builtin_shuffle(a0, a1, i4{0, 4, 1, 5}), t1 = __builtin_shuffle(a0, a1, i4{2, 6, 3, 7});
+      const v4 t2 = __builtin_shuffle(a2, a3, i4{0, 4, 1, 5}), t3 = __builtin_shuffle(a2, a3, i4{2, 6, 3, 7});
+      *reinterpret_cast<v4*>(dst + j * ld_dst + i) = __builtin_shuffle(t0, t2, i4{0, 1, 4, 5});
+      *reinterpret_cast<v4*>(dst + (j + 1) * ld_dst + i) = __builtin_shuffle(t0, t2, i4{2, 3, 6, 7});
+      *reinterpret_cast<v4*>(dst + (j + 2) * ld_dst + i) = __builtin_shuffle(t1, t3, i4{0, 1, 4, 5});
+      *reinterpret_cast<v4*>(dst + (j + 3) * ld_dst + i) = __builtin_shuffle(t1, t3, i4{2, 3, 6, 7});
+    }
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = i < r4 ? c4 : 0; j < cols; ++j) dst[j * ld_dst + i] = src[i * ld_src + j];
+}
+
 /// h [P, N] ← hT [N, P] (and the reverse with to_T).
 void transpose_state(float* h, float* hT, std::int64_t P, std::int64_t N, bool to_T) {
-  for (std::int64_t p = 0; p < P; ++p)
-    for (std::int64_t n = 0; n < N; ++n) {
-      if (to_T)
-        hT[n * P + p] = h[p * N + n];
-      else
-        h[p * N + n] = hT[n * P + p];
-    }
+  if (to_T)
+    transpose(h, N, hT, P, P, N);
+  else
+    transpose(hT, P, h, N, N, P);
+}
+
+/// Whether every element of x[0, n) is ±0 (a NaN is not): one pass without an early exit, which
+/// the compiler vectorises.
+bool all_zero(const float* x, std::int64_t n) {
+  std::uint32_t any = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint32_t u;
+    std::memcpy(&u, x + i, sizeof u);
+    any |= u & 0x7fffffffu;
+  }
+  return any == 0;
 }
 
 /// Decode: the chunk state of one head (already [P, N]) into chunk_states[chunk].
@@ -198,7 +236,7 @@ void ssd(const SsdArgs& a) {
       if (i0 >= Lc) continue;
       const std::int64_t i1 = std::min(Lc, i0 + kStrip);
       k.gemm(i1 - i0, i1, N, a.C + (t0 + i0) * a.ldc + g * N, a.ldc, Bt + g * N * L + t0, L,
-             CB + (c * G + g) * cb_size + i0 * Lc, Lc, false);
+             CB + (c * G + g) * cb_size + i0 * Lc, Lc, {});
     }
   });
   cpu::parallel_for(H, parallel, [&](std::int64_t head0, std::int64_t head1) {
@@ -206,10 +244,13 @@ void ssd(const SsdArgs& a) {
     float* hT = grow(hT_buf, per_head);  // [N, P] this head's state, transposed
     for (std::int64_t head = head0; head < head1; ++head) {
       float* h = a.ssm_state + head * per_head;
-      transpose_state(h, hT, P, N, true);
+      // A fresh prompt's state is all zeros (−0 counts, NaN does not): no transpose, and its first
+      // chunk skips what the zero state would contribute (head_chunk).
+      const bool h_zero = all_zero(h, per_head);
+      if (!h_zero) transpose_state(h, hT, P, N, true);
       for (std::int64_t c = 0; c < n_chunks; ++c) {
         const std::int64_t t0 = st[c], Lc = st[c + 1] - t0, pos_end = a.position + t0 + Lc;
-        head_chunk(k, a, head, t0, Lc, CB + (c * G + head / (H / G)) * cb_size, hT);
+        head_chunk(k, a, head, t0, Lc, CB + (c * G + head / (H / G)) * cb_size, hT, h_zero && c == 0);
         if (a.chunk_states && (pos_end % a.Q == 0 || c + 1 == n_chunks)) {
           const std::int64_t chunk = (pos_end - 1) / a.Q - a.position / a.Q;
           transpose_state(a.chunk_states + (chunk * H + head) * per_head, hT, P, N, false);
