@@ -1,7 +1,8 @@
 // The CPU backend's compute thread pool (src/ops/cpu/thread_pool.h): every thread index runs once
 // per region, all writes are visible when the region returns, nested regions run on the caller,
-// concurrent callers are serialised, parallel_for covers each item exactly once, and parallel_tasks
-// runs each task once, ops inside it included.
+// concurrent callers are serialised, parallel_for (and parallel_for_balanced, whose fast threads
+// take a slow one's tail) covers each item exactly once, and parallel_tasks runs each task once, ops
+// inside it included.
 #include "ops/cpu/thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -102,6 +103,51 @@ TEST(ThreadPool, ParallelForCoversEachItemOnceInContiguousRanges) {
     }
   }
   ops::set_num_threads(saved);
+}
+
+TEST(ThreadPool, ParallelForBalancedCoversEachItemOnceInGrainAlignedCalls) {
+  const int saved = ops::num_threads();
+  for (int threads : {1, 2, 3, 5}) {
+    ops::set_num_threads(threads);
+    for (std::int64_t n : {0, 1, 7, 100, 1001}) {
+      for (std::int64_t grain : {1, 4, 24}) {
+        for (bool parallel : {false, true}) {
+          std::vector<std::atomic<int>> count(static_cast<std::size_t>(n));
+          ops::cpu::parallel_for_balanced(n, grain, parallel, [&](std::int64_t b, std::int64_t e) {
+            EXPECT_LT(b, e);
+            EXPECT_EQ(b % grain, 0) << "a call starts inside a grain";
+            EXPECT_TRUE(e % grain == 0 || e == n) << "a call ends inside a grain";
+            for (std::int64_t i = b; i < e; ++i) ++count[static_cast<std::size_t>(i)];
+          });
+          for (std::int64_t i = 0; i < n; ++i)
+            ASSERT_EQ(count[static_cast<std::size_t>(i)].load(), 1)
+                << "item " << i << ", n " << n << ", grain " << grain << ", threads " << threads;
+        }
+      }
+    }
+  }
+  ops::set_num_threads(saved);
+}
+
+TEST(ThreadPool, ParallelForBalancedGivesASlowThreadsTailToTheOthers) {
+  // Two threads, 64 items: every item the worker runs takes 1 ms, the caller's none. A static
+  // split runs 32 on each; balanced, the caller ends its range at once and then takes the worker's
+  // items from the back (or the worker's whole share, when it is late to wake): more than 32.
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: regions of 2 are OpenMP regions";
+  const int saved = ops::num_threads();
+  ops::set_num_threads(2);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> on_caller{0}, total{0};
+  ops::cpu::parallel_for_balanced(64, 1, true, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      ++total;
+      if (std::this_thread::get_id() == caller) ++on_caller;
+      else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  ops::set_num_threads(saved);
+  EXPECT_EQ(total.load(), 64);
+  EXPECT_GT(on_caller.load(), 32) << "the caller did not take the slow worker's tail";
 }
 
 TEST(ThreadPool, ParallelTasksRunEachTaskOnceWithOpsInside) {

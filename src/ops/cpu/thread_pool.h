@@ -17,6 +17,7 @@
 // Bodies must not throw.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -48,6 +49,23 @@ void parallel_region(int nt, RegionBody body);
 template <class F>
 void parallel_for(std::int64_t n, bool parallel, F&& f);
 
+/// Items [0, n) over nt = min(num_threads(), ⌈n / grain⌉) threads, balanced at run time: thread t
+/// owns the contiguous range [n·t/nt, n·(t+1)/nt) (in whole grains) and takes it front to back,
+/// each call f(begin, end) half of what is left of it (at least one grain: a few long calls, so a
+/// kernel's prefetch runs ahead over most of the range); once its range is used up it takes one
+/// grain at a time from the BACK of another thread's range until none is left. So when one core
+/// runs slower (a shared host, another process, a busier SMT sibling) the other ends its tail
+/// instead of waiting for it. Which thread runs an item varies from call to call, and so does how
+/// the items are cut into calls: f must compute each item the same way whatever range it comes
+/// in and whoever runs it (the kernels here do: per-output fixed orders). All on the caller as
+/// f(0, n) when !parallel or one thread; more than kMaxBalancedThreads threads, or more than 2³²
+/// grains: the static split of parallel_for.
+template <class F>
+void parallel_for_balanced(std::int64_t n, std::int64_t grain, bool parallel, F&& f);
+
+/// Most threads parallel_for_balanced keeps cursors for (on the caller's stack).
+inline constexpr int kMaxBalancedThreads = 64;
+
 template <class F>
 void parallel_for(std::int64_t n, bool parallel, F&& f) {
   const int T = num_threads();
@@ -57,6 +75,57 @@ void parallel_for(std::int64_t n, bool parallel, F&& f) {
     return;
   }
   parallel_region(nt, [&](int t, int k) { f(n * t / k, n * (t + 1) / k); });
+}
+
+template <class F>
+void parallel_for_balanced(std::int64_t n, std::int64_t grain, bool parallel, F&& f) {
+  if (grain < 1) grain = 1;
+  const std::int64_t grains = (n + grain - 1) / grain;
+  const int T = num_threads();
+  const int nt = static_cast<int>(grains < T ? grains : T);
+  if (!parallel || nt <= 1) {
+    if (n > 0) f(std::int64_t{0}, n);
+    return;
+  }
+  if (nt > kMaxBalancedThreads || grains > 0xFFFFFFFF) return parallel_for(n, parallel, std::forward<F>(f));
+  // Cursor t: front (high 32 bits) and back (low 32) of thread t's range, in grains; one cache
+  // line each, so an owner's claims touch no other thread's line until it steals.
+  struct alignas(64) Cursor {
+    std::atomic<std::uint64_t> fb;
+  };
+  Cursor cur[kMaxBalancedThreads];
+  for (int t = 0; t < nt; ++t)
+    cur[t].fb.store(static_cast<std::uint64_t>(grains * t / nt) << 32 | static_cast<std::uint64_t>(grains * (t + 1) / nt),
+                    std::memory_order_relaxed);
+  auto run = [&](std::uint64_t g) {
+    const std::int64_t b = static_cast<std::int64_t>(g) * grain, e = b + grain < n ? b + grain : n;
+    f(b, e);
+  };
+  parallel_region(nt, [&](int t, int) {
+    // Own range, front to back.
+    for (std::uint64_t v = cur[t].fb.load(std::memory_order_relaxed);;) {
+      const std::uint64_t front = v >> 32, back = v & 0xFFFFFFFFu;
+      if (front >= back) break;
+      const std::uint64_t take = (back - front + 1) / 2;  // half of what is left (at least one grain)
+      if (cur[t].fb.compare_exchange_weak(v, (front + take) << 32 | back, std::memory_order_relaxed)) {
+        const std::int64_t b = static_cast<std::int64_t>(front) * grain, e = static_cast<std::int64_t>(front + take) * grain;
+        f(b, e < n ? e : n);
+        v = cur[t].fb.load(std::memory_order_relaxed);
+      }
+    }
+    // Then the others' tails, back to front, starting with the next thread's.
+    for (int k = 1; k < nt; ++k) {
+      Cursor& c = cur[(t + k) % nt];
+      for (std::uint64_t v = c.fb.load(std::memory_order_relaxed);;) {
+        const std::uint64_t front = v >> 32, back = v & 0xFFFFFFFFu;
+        if (front >= back) break;
+        if (c.fb.compare_exchange_weak(v, front << 32 | (back - 1), std::memory_order_relaxed)) {
+          run(back - 1);
+          v = c.fb.load(std::memory_order_relaxed);
+        }
+      }
+    }
+  });
 }
 
 }  // namespace mamba::ops::cpu
