@@ -129,6 +129,23 @@ TEST(ThreadPool, ParallelForBalancedCoversEachItemOnceInGrainAlignedCalls) {
   ops::set_num_threads(saved);
 }
 
+TEST(ThreadPool, ParallelForBalancedNestedInARegionIsOneCall) {
+  // Inside a region parallel_region runs its body on the calling thread alone: the balanced loop
+  // then makes one call over everything (not one per grain of the other threads' ranges).
+  const int saved = ops::num_threads();
+  ops::set_num_threads(2);
+  std::atomic<int> calls{0}, items{0};
+  ops::cpu::parallel_region(2, [&](int, int) {
+    ops::cpu::parallel_for_balanced(100, 1, true, [&](std::int64_t b, std::int64_t e) {
+      ++calls;
+      items += static_cast<int>(e - b);
+    });
+  });
+  ops::set_num_threads(saved);
+  EXPECT_EQ(items.load(), 200);  // each of the two outer shares covered all 100
+  EXPECT_EQ(calls.load(), 2);
+}
+
 TEST(ThreadPool, ParallelForBalancedGivesASlowThreadsTailToTheOthers) {
   // Two threads, 64 items: every item the worker runs takes 1 ms, the caller's none. A static
   // split runs 32 on each; balanced, the caller ends its range at once and then takes the worker's

@@ -72,6 +72,8 @@ void step_head(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::
 /// h_zero: the incoming state is all zeros and hT was not filled (a fresh prompt's first chunk):
 /// Y_off and the state's decay are then skipped (0 either way while every decay E_i is finite;
 /// otherwise hT is zeroed and the chunk runs in full, so a NaN/inf decay still reaches y and h).
+/// An infinite C then gives y = ±inf, as the recurrence does from a zero state (C·0 in Y_off
+/// would have made it NaN).
 /// Every vector loop goes through the target's kernels (this file is compiled for the baseline ISA).
 void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::int64_t t0, std::int64_t Lc,
                 const float* CB, float* hT, bool h_zero) {

@@ -101,7 +101,11 @@ void parallel_for_balanced(std::int64_t n, std::int64_t grain, bool parallel, F&
     const std::int64_t b = static_cast<std::int64_t>(g) * grain, e = b + grain < n ? b + grain : n;
     f(b, e);
   };
-  parallel_region(nt, [&](int t, int) {
+  parallel_region(nt, [&](int t, int k) {
+    if (k == 1) {  // run on this thread alone (a region nested in another): one call
+      f(std::int64_t{0}, n);
+      return;
+    }
     // Own range, front to back.
     for (std::uint64_t v = cur[t].fb.load(std::memory_order_relaxed);;) {
       const std::uint64_t front = v >> 32, back = v & 0xFFFFFFFFu;
