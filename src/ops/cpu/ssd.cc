@@ -114,7 +114,8 @@ void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std:
     k.ssd_decay_row(Wi, F, CB + i * Lc, dA[i], i, i + 1, std::min(Lc, (i / kStrip + 1) * kStrip));
     Wi[i] += Dh;
   }
-  const bool skip_state = h_zero && std::isfinite(E[Lc - 1]);  // E_i ≤ … finite: E_last is their product
+  // E_last finite ⇒ every E_i finite: E is a running product, and an inf or NaN in it persists.
+  const bool skip_state = h_zero && std::isfinite(E[Lc - 1]);
   if (h_zero && !skip_state) std::fill(hT, hT + N * P, 0.0f);
   // Y_off = C · hᵀ with row i scaled by E_i (the GEMM's row_scale): y_i = E_i·(C_i · hᵀ).
   if (!skip_state) k.gemm(Lc, P, N, C, a.ldc, hT, P, y, a.ldy, {.accumulate = false, .beta = 1.0f, .row_scale = E});
