@@ -143,6 +143,26 @@ TEST(Linear, ModelShapesMatchCanonicalOrder) {
   }
 }
 
+TEST(Linear, LongRowsInKSlicesMatchCanonicalOrder) {
+  // Many input rows and K ≥ 1024: the AVX-512 target sweeps K in slices (linear_tile.inc
+  // sweep_sliced), the 16-lane accumulators carried between them; the last slice holds the K % 16
+  // tail. Every target, 1 and 2 threads, each dtype, bitwise the canonical order.
+  const TargetGuard guard;
+  struct Shape { std::int64_t M, K, N; };
+  for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+    ops::cpu::set_cpu_target_for_test(t);
+    for (int threads : {1, 2}) {
+      ops::set_num_threads(threads);
+      for (const DType dt : {DType::kBF16, DType::kF32, DType::kF16})
+        for (const Shape s : {Shape{50, 1797, 37}, Shape{13, 1536, 130}, Shape{9, 2048, 7}, Shape{64, 1040, 64},
+                              Shape{61, 1024, 25}, Shape{10, 2311, 11}}) {
+          check_against_canonical_and_ref(make_problem(s.M, s.K, s.N, dt, s.N % 2 == 1, unsigned(s.K * 3 + s.N)));
+          if (HasFatalFailure()) return;
+        }
+    }
+  }
+}
+
 TEST(Linear, RowsAloneEqualRowsInABatchForAnyThreadCount) {
   const TargetGuard guard;
   for (CpuTarget t : ops::cpu::supported_cpu_targets()) {

@@ -146,6 +146,10 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 // else 2 × 3.
 constexpr int kNrOneRow = 4, kNrStream = 1, kStreams = 3, kNr = 3, kNrWide = kNr, kMr = 2;
 constexpr std::int64_t kStreamMinK = 256, kWideMinK = 0;  // kNrWide = kNr: one tile width
+/// No K-sliced sweep on this target (kSliceMinK = 0: off; micro_slice_any is never called).
+constexpr std::int64_t kKSlice = 0, kSliceMinK = 0;
+inline void micro_slice_any(int, int, const float*, std::int64_t, const float*, std::int64_t, std::int64_t, std::int64_t,
+                            float*, const float*, float*, std::int64_t) {}
 
 /// The x row as micro_stream<T> reads it. BF16: every whole 16-element block permuted to
 /// [x0..3, x8..11, x4..7, x12..15] (in `buf`, K floats), the lane order in which vpunpcklwd /
