@@ -74,16 +74,27 @@ inline float tree16(__m256 lo, __m256 hi) {
 /// rows apart), y and bias → column n0. kPf: also prefetch, one k-step at a time, the rows that
 /// come next (rs = 1: the NR rows after the group; rs > 1: the row after each of the NR), so that
 /// DRAM streams them while this group computes.
+///
+/// K-slices (the many-rows sweep of long rows, linear_tile.inc sweep_sliced): the steps [k0, k1)
+/// only, the accumulators starting from zero (k0 = 0) or from acc_buf (MR·NR outputs, row-major,
+/// 16 floats each) and stored back there unless k1 = K, whose slice also holds the K % 16 tail and
+/// finishes the outputs. A chain split at 16-element steps and carried through memory is the same
+/// chain: bitwise the one-pass result. One pass: k0 = 0, k1 = K, acc_buf unused.
 template <WT T, int MR, int NR, bool kPf>
 void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std::int64_t rs, const float* bias, float* y,
-           std::int64_t ldy) {
+           std::int64_t ldy, std::int64_t k0 = 0, std::int64_t k1 = -1, float* acc_buf = nullptr) {
+  if (k1 < 0) k1 = K;
   __m256 acc[MR][NR][2];
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 8
-    for (int n = 0; n < NR; ++n) acc[m][n][0] = acc[m][n][1] = _mm256_setzero_ps();
+    for (int n = 0; n < NR; ++n)
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h)
+        acc[m][n][h] = k0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(acc_buf + (m * NR + n) * 16 + 8 * h);
   const std::int64_t k16 = K - K % 16;
-  for (std::int64_t k = 0; k < k16; k += 16) {
+  const bool last = k1 == K;
+  for (std::int64_t k = k0, kend = last ? k16 : k1; k < kend; k += 16) {
     if constexpr (kPf) {
       constexpr std::int64_t esz = T == WT::kF32 ? 4 : 2;
 #pragma GCC unroll 8
@@ -108,6 +119,15 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
         for (int m = 0; m < MR; ++m) acc[m][n][h] = _mm256_fmadd_ps(xv[m], wv, acc[m][n][h]);
       }
     }
+  }
+  if (!last) {  // a K-slice before the last: carry the chains
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 8
+      for (int n = 0; n < NR; ++n)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) _mm256_storeu_ps(acc_buf + (m * NR + n) * 16 + 8 * h, acc[m][n][h]);
+    return;
   }
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m)
@@ -146,71 +166,17 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 // else 2 × 3.
 constexpr int kNrOneRow = 4, kNrStream = 1, kStreams = 3, kNr = 3, kNrWide = kNr, kMr = 2;
 constexpr std::int64_t kStreamMinK = 256, kWideMinK = 0;  // kNrWide = kNr: one tile width
-/// Many rows, K ≥ kSliceMinK: K in slices of kKSlice (micro_slice), as on AVX-512: a 2 × 3 tile's
+/// Many rows, K ≥ kSliceMinK: K in slices of kKSlice (micro over [k0, k1)), as on AVX-512: a 2 × 3 tile's
 /// rows over all of K spill L1 for long rows (avx2 target forced on Zen 5, M = 512, bf16 weights,
 /// 2 threads, GFLOP/s unsliced → sliced: 1536 × 768 170 → 164, so not below 2048; 2560 × 2560
 /// 183–188 → 205; 4096 × 4096 135–136 → 189–197; 5120 × 2560 125–128 → 180–183).
 constexpr std::int64_t kKSlice = 768, kSliceMinK = 2048;
 
-/// One K-slice [k0, k1) of micro<kF32, MR, NR, false> (rs = 1): the accumulators (two 8-lane
-/// halves per output: the 16 canonical lanes) start from zero (k0 = 0) or from acc (row-major
-/// (m, n), 16 floats each) and are stored back, or — for the last slice (k1 = K, with the K % 16
-/// tail) — reduced, tailed and biased as micro does: bitwise micro's results.
-template <int MR, int NR>
-void micro_slice(const float* x, std::int64_t ldx, const float* w, std::int64_t K, std::int64_t k0, std::int64_t k1,
-                 float* acc_buf, const float* bias, float* y, std::int64_t ldy) {
-  __m256 acc[MR][NR][2];
-#pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
-    for (int n = 0; n < NR; ++n)
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h)
-        acc[m][n][h] = k0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(acc_buf + (m * NR + n) * 16 + 8 * h);
-  const bool last = k1 == K;
-  const std::int64_t kend = last ? K - K % 16 : k1;
-  for (std::int64_t k = k0; k < kend; k += 16) {
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      __m256 xv[MR];
-#pragma GCC unroll 8
-      for (int m = 0; m < MR; ++m) {
-        xv[m] = _mm256_loadu_ps(x + m * ldx + k + 8 * h);
-        __asm__("" : "+x"(xv[m]));
-      }
-#pragma GCC unroll 8
-      for (int n = 0; n < NR; ++n) {
-        __m256 wv = _mm256_loadu_ps(w + n * K + k + 8 * h);
-        __asm__("" : "+x"(wv));
-#pragma GCC unroll 8
-        for (int m = 0; m < MR; ++m) acc[m][n][h] = _mm256_fmadd_ps(xv[m], wv, acc[m][n][h]);
-      }
-    }
-  }
-  if (!last) {
-#pragma GCC unroll 8
-    for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
-      for (int n = 0; n < NR; ++n)
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) _mm256_storeu_ps(acc_buf + (m * NR + n) * 16 + 8 * h, acc[m][n][h]);
-    return;
-  }
-#pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
-    for (int n = 0; n < NR; ++n) {
-      float r = tree16(acc[m][n][0], acc[m][n][1]);
-      for (std::int64_t k = kend; k < K; ++k) r = __builtin_fmaf(x[m * ldx + k], w[n * K + k], r);
-      y[m * ldy + n] = bias != nullptr ? r + bias[n] : r;
-    }
-}
-
-/// micro_slice<mr, nr> for run-time mr ∈ [1, 2], nr ∈ [1, 3].
+/// micro<kF32, mr, nr, false> over one K-slice [k0, k1) (sweep_sliced), for run-time mr ∈ [1, 2], nr ∈ [1, 3].
 void micro_slice_any(int mr, int nr, const float* x, std::int64_t ldx, const float* w, std::int64_t K, std::int64_t k0,
                      std::int64_t k1, float* acc_buf, const float* bias, float* y, std::int64_t ldy) {
 #define MAMBA_SLICE(MR, NR) \
-  if (mr == MR && nr == NR) return micro_slice<MR, NR>(x, ldx, w, K, k0, k1, acc_buf, bias, y, ldy);
+  if (mr == MR && nr == NR) return micro<WT::kF32, MR, NR, false>(x, ldx, w, K, 1, bias, y, ldy, k0, k1, acc_buf);
   MAMBA_SLICE(2, 3) MAMBA_SLICE(2, 2) MAMBA_SLICE(2, 1) MAMBA_SLICE(1, 3) MAMBA_SLICE(1, 2) MAMBA_SLICE(1, 1)
 #undef MAMBA_SLICE
 }

@@ -105,16 +105,24 @@ inline __m512 tree16x16(const __m512 (&v)[16]) {
 /// rows apart), y and bias → column n0. kPf: also prefetch, one k-step at a time, the rows that
 /// come next (rs = 1: the NR rows after the group; rs > 1: the row after each of the NR), so that
 /// DRAM streams them while this group computes.
+///
+/// K-slices (the many-rows sweep of long rows, linear_tile.inc sweep_sliced): the steps [k0, k1)
+/// only, the accumulators starting from zero (k0 = 0) or from acc_buf (MR·NR outputs, row-major,
+/// 16 floats each) and stored back there unless k1 = K, whose slice also holds the K % 16 tail and
+/// finishes the outputs. A chain split at 16-element steps and carried through memory is the same
+/// chain: bitwise the one-pass result. One pass: k0 = 0, k1 = K, acc_buf unused.
 template <WT T, int MR, int NR, bool kPf>
 void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std::int64_t rs, const float* bias, float* y,
-           std::int64_t ldy) {
+           std::int64_t ldy, std::int64_t k0 = 0, std::int64_t k1 = -1, float* acc_buf = nullptr) {
+  if (k1 < 0) k1 = K;
   __m512 acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 16
-    for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
+    for (int n = 0; n < NR; ++n) acc[m][n] = k0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(acc_buf + (m * NR + n) * 16);
   const std::int64_t k16 = K - K % 16;
-  for (std::int64_t k = 0; k < k16; k += 16) {
+  const bool last = k1 == K;
+  for (std::int64_t k = k0, kend = last ? k16 : k1; k < kend; k += 16) {
     if constexpr (kPf) {
       constexpr std::int64_t esz = T == WT::kF32 ? 4 : 2;
 #pragma GCC unroll 16
@@ -135,6 +143,13 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
 #pragma GCC unroll 16
       for (int m = 0; m < MR; ++m) acc[m][n] = _mm512_fmadd_ps(xv[m], wv, acc[m][n]);
     }
+  }
+  if (!last) {  // a K-slice before the last: carry the chains
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 16
+      for (int n = 0; n < NR; ++n) _mm512_storeu_ps(acc_buf + (m * NR + n) * 16, acc[m][n]);
+    return;
   }
   if constexpr (MR == 4 && (NR == 4 || NR == 6)) {
     if (K % 16 == 0 && rs == 1) {  // no scalar tail, contiguous outputs: 16 trees at once
@@ -221,95 +236,11 @@ void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const 
 #undef MAMBA_MICRO
 }
 
-/// One K-slice [k0, k1) of micro<kF32, MR, NR, false> (rs = 1): the MR × NR 16-lane accumulators
-/// start from zero (k0 = 0) or from acc (MR·NR vectors, row-major (m, n)), run the canonical FMA
-/// chain over the slice's 16-element steps, and are stored back to acc — or, for the last slice
-/// (k1 = K, which holds the K % 16 tail), reduced, tailed and biased as micro does. A chain split
-/// at 16-element steps and carried through memory is the same chain: bitwise micro's results.
-template <int MR, int NR>
-void micro_slice(const float* x, std::int64_t ldx, const float* w, std::int64_t K, std::int64_t k0, std::int64_t k1,
-                 float* acc_buf, const float* bias, float* y, std::int64_t ldy) {
-  __m512 acc[MR][NR];
-#pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 16
-    for (int n = 0; n < NR; ++n) acc[m][n] = k0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(acc_buf + (m * NR + n) * 16);
-  const bool last = k1 == K;
-  const std::int64_t kend = last ? K - K % 16 : k1;
-  for (std::int64_t k = k0; k < kend; k += 16) {
-    __m512 xv[MR];
-#pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m) {
-      xv[m] = _mm512_loadu_ps(x + m * ldx + k);
-      __asm__("" : "+v"(xv[m]));
-    }
-#pragma GCC unroll 16
-    for (int n = 0; n < NR; ++n) {
-      __m512 wv = _mm512_loadu_ps(w + n * K + k);
-      __asm__("" : "+v"(wv));
-#pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m) acc[m][n] = _mm512_fmadd_ps(xv[m], wv, acc[m][n]);
-    }
-  }
-  if (!last) {
-#pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 16
-      for (int n = 0; n < NR; ++n) _mm512_storeu_ps(acc_buf + (m * NR + n) * 16, acc[m][n]);
-    return;
-  }
-  if constexpr (MR == 4 && (NR == 4 || NR == 6)) {
-    if (K % 16 == 0) {  // the same 16-trees-at-once epilogue as micro
-      __m512 v[16];
-#pragma GCC unroll 4
-      for (int m = 0; m < 4; ++m)
-#pragma GCC unroll 4
-        for (int n = 0; n < 4; ++n) v[4 * n + m] = acc[m][n];
-      const __m512 r = tree16x16(v);
-      const __m128 b = bias != nullptr ? _mm_loadu_ps(bias) : _mm_setzero_ps();
-      auto store = [&](int m, __m128 q) { _mm_storeu_ps(y + m * ldy, bias != nullptr ? _mm_add_ps(q, b) : q); };
-      store(0, _mm512_extractf32x4_ps(r, 0));
-      store(1, _mm512_extractf32x4_ps(r, 1));
-      store(2, _mm512_extractf32x4_ps(r, 2));
-      store(3, _mm512_extractf32x4_ps(r, 3));
-      if constexpr (NR == 6) {
-        const __m512 zero = _mm512_setzero_ps();
-#pragma GCC unroll 4
-        for (int m = 0; m < 4; ++m) {
-          v[m] = acc[m][4];
-          v[4 + m] = acc[m][5];
-          v[8 + m] = zero;
-          v[12 + m] = zero;
-        }
-        const __m512 r2 = tree16x16(v);
-        const __m128 b2 = bias != nullptr ? _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(bias + 4)))
-                                          : _mm_setzero_ps();
-        auto store2 = [&](int m, __m128 q) {
-          _mm_storel_pi(reinterpret_cast<__m64*>(y + m * ldy + 4), bias != nullptr ? _mm_add_ps(q, b2) : q);
-        };
-        store2(0, _mm512_extractf32x4_ps(r2, 0));
-        store2(1, _mm512_extractf32x4_ps(r2, 1));
-        store2(2, _mm512_extractf32x4_ps(r2, 2));
-        store2(3, _mm512_extractf32x4_ps(r2, 3));
-      }
-      return;
-    }
-  }
-#pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
-    for (int n = 0; n < NR; ++n) {
-      float r = tree16(acc[m][n]);
-      for (std::int64_t k = kend; k < K; ++k) r = __builtin_fmaf(x[m * ldx + k], w[n * K + k], r);
-      y[m * ldy + n] = bias != nullptr ? r + bias[n] : r;
-    }
-}
-
-/// micro_slice<mr, nr> for run-time mr ∈ [1, 4], nr ∈ [1, 6].
+/// micro<kF32, mr, nr, false> over one K-slice [k0, k1) (sweep_sliced), for run-time mr ∈ [1, 4], nr ∈ [1, 6].
 void micro_slice_any(int mr, int nr, const float* x, std::int64_t ldx, const float* w, std::int64_t K, std::int64_t k0,
                      std::int64_t k1, float* acc_buf, const float* bias, float* y, std::int64_t ldy) {
 #define MAMBA_SLICE(MR, NR) \
-  if (mr == MR && nr == NR) return micro_slice<MR, NR>(x, ldx, w, K, k0, k1, acc_buf, bias, y, ldy);
+  if (mr == MR && nr == NR) return micro<WT::kF32, MR, NR, false>(x, ldx, w, K, 1, bias, y, ldy, k0, k1, acc_buf);
   MAMBA_SLICE(4, 6) MAMBA_SLICE(4, 5) MAMBA_SLICE(4, 4) MAMBA_SLICE(4, 3) MAMBA_SLICE(4, 2) MAMBA_SLICE(4, 1)
   MAMBA_SLICE(3, 6) MAMBA_SLICE(3, 5) MAMBA_SLICE(3, 4) MAMBA_SLICE(3, 3) MAMBA_SLICE(3, 2) MAMBA_SLICE(3, 1)
   MAMBA_SLICE(2, 6) MAMBA_SLICE(2, 5) MAMBA_SLICE(2, 4) MAMBA_SLICE(2, 3) MAMBA_SLICE(2, 2) MAMBA_SLICE(2, 1)
@@ -335,7 +266,7 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 // K = 48: there the epilogue dominates and the 4 × 4 tile's single 16-tree pass wins).
 constexpr int kNrOneRow = 16, kNrStream = 1, kStreams = 3, kNr = 4, kNrWide = 6, kMr = 4;
 constexpr std::int64_t kStreamMinK = 256, kWideMinK = 256;
-/// Many rows, K ≥ kSliceMinK: the sweep runs K in slices of kKSlice (micro_slice): a 4 × 6 tile's
+/// Many rows, K ≥ kSliceMinK: the sweep runs K in slices of kKSlice (micro over [k0, k1)): a 4 × 6 tile's
 /// rows over all of K (K = 1536: 60 KiB) spill L1, which made prefill GEMMs with long rows
 /// L2-bound (Zen 5, M = 512, bf16 weights, 2 threads, GFLOP/s before → after: K = 768 (one slice)
 /// 335–355; 1536 × 768 263–278 → 314–338; 2560 × 2560 278–292 → 335–370; 4096 × 4096 249–266 →
