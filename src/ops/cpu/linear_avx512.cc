@@ -33,7 +33,6 @@ namespace {
 
 using WT = LinearWeight;
 
-constexpr std::int64_t kDirectMaxRows = 8;  // up to this many rows: read weights in their dtype
 constexpr std::int64_t kRowBlock = 48;       // input rows per block in the many-rows path
 
 template <WT T> inline __m512 load16(const void* w, std::int64_t i) {

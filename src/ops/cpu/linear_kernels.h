@@ -26,6 +26,11 @@ struct LinearProblem {
   std::int64_t ldy;
 };
 
+/// Input rows up to which the SIMD tiles read the weights straight from memory in their dtype
+/// (decode batches); more rows convert weight blocks to fp32 first (prefill). Both targets use it,
+/// and ops::linear picks its thread split by it.
+inline constexpr std::int64_t kDirectMaxRows = 8;
+
 /// Weight rows per fp32-converted block for K columns (an L2-sized block; a multiple of 12, the
 /// least common multiple of the micro-kernels' row counts). Defined in linear.cc (baseline code).
 std::int64_t linear_block_rows(std::int64_t K);

@@ -226,10 +226,7 @@ void ssd(const SsdArgs& a) {
     for (std::int64_t item = item0; item < item1; ++item) {
       const std::int64_t g = item / t_blocks, t0 = item % t_blocks * kTransposeRows;
       const std::int64_t t1 = std::min(L, t0 + kTransposeRows);
-      for (std::int64_t n = 0; n < N; ++n) {
-        float* dst = Bt + (g * N + n) * L;
-        for (std::int64_t t = t0; t < t1; ++t) dst[t] = a.B[t * a.ldb + g * N + n];
-      }
+      transpose(a.B + t0 * a.ldb + g * N, a.ldb, Bt + g * N * L + t0, L, t1 - t0, N);
     }
   });
   cpu::parallel_for(n_chunks * G * max_strips, parallel, [&](std::int64_t item0, std::int64_t item1) {

@@ -97,38 +97,29 @@ void parallel_for_balanced(std::int64_t n, std::int64_t grain, bool parallel, F&
   for (int t = 0; t < nt; ++t)
     cur[t].fb.store(static_cast<std::uint64_t>(grains * t / nt) << 32 | static_cast<std::uint64_t>(grains * (t + 1) / nt),
                     std::memory_order_relaxed);
-  auto run = [&](std::uint64_t g) {
-    const std::int64_t b = static_cast<std::int64_t>(g) * grain, e = b + grain < n ? b + grain : n;
-    f(b, e);
+  // Claims grains from cursor c until it is empty, calling f on each claim: from the front, half of
+  // what is left each time (the owner), or from the back, one grain at a time (another thread).
+  auto drain = [&](Cursor& c, bool owner) {
+    for (std::uint64_t v = c.fb.load(std::memory_order_relaxed);;) {
+      const std::uint64_t front = v >> 32, back = v & 0xFFFFFFFFu;
+      if (front >= back) return;
+      const std::uint64_t take = owner ? (back - front + 1) / 2 : 1;
+      const std::uint64_t g0 = owner ? front : back - 1;
+      if (!c.fb.compare_exchange_weak(v, owner ? (front + take) << 32 | back : front << 32 | (back - 1),
+                                      std::memory_order_relaxed))
+        continue;  // v holds the current word
+      const std::int64_t b = static_cast<std::int64_t>(g0) * grain, e = static_cast<std::int64_t>(g0 + take) * grain;
+      f(b, e < n ? e : n);
+      v = c.fb.load(std::memory_order_relaxed);
+    }
   };
-  parallel_region(nt, [&](int t, int k) {
-    if (k == 1) {  // run on this thread alone (a region nested in another): one call
+  parallel_region(nt, [&](int t, int threads) {
+    if (threads == 1) {  // run on this thread alone (a region nested in another): one call
       f(std::int64_t{0}, n);
       return;
     }
-    // Own range, front to back.
-    for (std::uint64_t v = cur[t].fb.load(std::memory_order_relaxed);;) {
-      const std::uint64_t front = v >> 32, back = v & 0xFFFFFFFFu;
-      if (front >= back) break;
-      const std::uint64_t take = (back - front + 1) / 2;  // half of what is left (at least one grain)
-      if (cur[t].fb.compare_exchange_weak(v, (front + take) << 32 | back, std::memory_order_relaxed)) {
-        const std::int64_t b = static_cast<std::int64_t>(front) * grain, e = static_cast<std::int64_t>(front + take) * grain;
-        f(b, e < n ? e : n);
-        v = cur[t].fb.load(std::memory_order_relaxed);
-      }
-    }
-    // Then the others' tails, back to front, starting with the next thread's.
-    for (int k = 1; k < nt; ++k) {
-      Cursor& c = cur[(t + k) % nt];
-      for (std::uint64_t v = c.fb.load(std::memory_order_relaxed);;) {
-        const std::uint64_t front = v >> 32, back = v & 0xFFFFFFFFu;
-        if (front >= back) break;
-        if (c.fb.compare_exchange_weak(v, front << 32 | (back - 1), std::memory_order_relaxed)) {
-          run(back - 1);
-          v = c.fb.load(std::memory_order_relaxed);
-        }
-      }
-    }
+    drain(cur[t], true);  // own range, front to back
+    for (int i = 1; i < nt; ++i) drain(cur[(t + i) % nt], false);  // then the others' tails
   });
 }
 
