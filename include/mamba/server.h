@@ -26,7 +26,7 @@ struct ServerOptions {
   int port = 8080;                           ///< 0 = pick a free port (see Server::port())
   int max_concurrent_requests = 128;         ///< running + queued; beyond → 429 overloaded
   int max_batch_size = 0;                    ///< sequences per decode step; 0 = number of slots
-  int max_batch_prefill_tokens = 4096;       ///< prompt tokens prefilled per scheduler iteration
+  int max_batch_prefill_tokens = 512;        ///< prompt tokens prefilled per scheduler iteration
   int max_input_tokens = 65536;              ///< prompt tokens per request (after truncate)
   int max_total_tokens = 131072;             ///< prompt + max_new_tokens per request
   std::int64_t state_memory_bytes = std::int64_t{2} << 30;  ///< budget for preallocated States

@@ -36,7 +36,7 @@ struct SchedulerOptions {
   int slots = 1;                        ///< state slots (preallocated)
   int max_in_flight = 128;              ///< running + queued; submit beyond → overloaded
   int max_batch_size = 0;               ///< sequences per decode step; 0 = slots
-  int max_batch_prefill_tokens = 4096;  ///< prompt tokens per iteration
+  int max_batch_prefill_tokens = 512;   ///< prompt tokens per iteration
 };
 
 /// A validated generation request (ids already tokenized and truncated).
