@@ -19,6 +19,11 @@
 #include "server/listen_address.h"
 #include "cli/option_rules.h"
 
+namespace {
+/// The line after a flag's error, as mamba-cli's (SERVER.md: "a bad flag adds the hint line").
+constexpr const char* kHelpHint = "Run with --help for more information.\n";
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"mamba-server: TGI- and OpenAI-compatible HTTP server for Mamba models (continuous batching)", "mamba-server"};
   app.set_version_flag("--version", std::string("mamba-server ") + MAMBA_VERSION);
@@ -41,12 +46,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--port", o.port, "port (0 = any free port, printed at start)")->check(CLI::Range(0, 65535))->capture_default_str();
   app.add_option("--max-concurrent-requests", o.max_concurrent_requests,
-                 "requests in the server (running + queued); more get 429")->check(mamba::cli::non_negative_int())->capture_default_str();
+                 "requests in the server (running + queued); more get 429")->check(mamba::cli::positive_int())->capture_default_str();
   app.add_option("--max-batch-size", o.max_batch_size, "sequences per decode step (0 = number of state slots)")->check(mamba::cli::non_negative_int())->capture_default_str();
   app.add_option("--max-batch-prefill-tokens", o.max_batch_prefill_tokens,
-                 "prompt tokens prefilled per scheduler iteration (long prompts go in pieces)")->check(mamba::cli::non_negative_int())->capture_default_str();
-  app.add_option("--max-input-tokens", o.max_input_tokens, "longest prompt in tokens")->check(mamba::cli::non_negative_int())->capture_default_str();
-  app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")->check(mamba::cli::non_negative_int())->capture_default_str();
+                 "prompt tokens prefilled per scheduler iteration (long prompts go in pieces)")->check(mamba::cli::positive_int())->capture_default_str();
+  app.add_option("--max-input-tokens", o.max_input_tokens, "longest prompt in tokens")->check(mamba::cli::positive_int())->capture_default_str();
+  app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")->check(mamba::cli::positive_int())->capture_default_str();
   app.add_option("--state-memory", state_memory, "memory for preallocated sequence states (e.g. 2GiB, 512MiB)")->capture_default_str();
   app.add_option("--threads", threads, "compute threads (0 = all hardware threads, at most 1024)")
       ->check(mamba::cli::thread_count())  // at parse time, worded as mamba-cli's
@@ -63,7 +68,7 @@ int main(int argc, char** argv) {
   mamba::cli::strict_numbers(app);  // "010" is ten, "" and "0x10" are errors (CLI11 alone: 8, 0, 16)
   // Startup errors look like mamba-cli's: one "error: ..." line on stderr, exit 2.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return "error: " + std::string(e.what()) + "\nRun with --help for more information.\n";
+    return "error: " + std::string(e.what()) + "\n" + kHelpHint;
   });
   try {
     app.parse(argc, argv);
@@ -85,14 +90,14 @@ int main(int argc, char** argv) {
   o.drain_grace_seconds = grace;
   // --max-total-tokens alone: the default --max-input-tokens follows it (total − 1), as TGI's launcher.
   if (app.count("--max-total-tokens") > 0 && app.count("--max-input-tokens") == 0 && o.max_total_tokens < 2) {
-    std::fprintf(stderr, "error: --max-total-tokens must be >= 2 (one prompt token and one generated), got %d\n", o.max_total_tokens);
+    std::fprintf(stderr, "error: --max-total-tokens must be >= 2 (one prompt token and one generated), got %d\n%s", o.max_total_tokens, kHelpHint);
     return 2;
   }
   if (app.count("--max-total-tokens") > 0 && app.count("--max-input-tokens") == 0 && o.max_input_tokens >= o.max_total_tokens &&
       o.max_total_tokens >= 2)
     o.max_input_tokens = o.max_total_tokens - 1;
-  if (mamba::Status v = mamba::validate_server_options(o); !v.ok()) {
-    std::fprintf(stderr, "error: %s\n", v.message().c_str());
+  if (mamba::Status v = mamba::validate_server_options(o); !v.ok()) {  // a flag's value (or two flags together)
+    std::fprintf(stderr, "error: %s\n%s", v.message().c_str(), kHelpHint);
     return 2;
   }
 

@@ -166,7 +166,9 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   const std::string oid = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", id);
   const std::int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
                                    std::chrono::system_clock::now().time_since_epoch()).count();
-  const std::string model = r->model.empty() ? ctx.opts.model_id : r->model;
+  // The served model's id whatever the request named (one model per server; TGI takes any name and
+  // answers with its own, vLLM refuses others — an answer never names a model that did not run).
+  const std::string model = ctx.opts.model_id;
   const std::string echo_prefix = (!chat && r->echo) ? r->prompt : std::string();
 
   if (r->stream) {

@@ -173,6 +173,7 @@ await check('POST /v1/completions (stream and not)', async () => {
   const r = await postJson(base, '/v1/completions', body);
   assert.equal(r.status, 200, r.text);
   assert.equal(r.json.object, 'text_completion');
+  assert.equal(r.json.model, 'mamba2-books-7m-bpe8k', 'the served model, not the name asked for ("x")');
   assert.equal(r.json.choices[0].text, greedy.generated_text);
   assert.equal(r.json.usage.completion_tokens, greedy.details.generated_tokens);
   assert.equal(r.json.usage.total_tokens, r.json.usage.prompt_tokens + r.json.usage.completion_tokens);
@@ -180,6 +181,7 @@ await check('POST /v1/completions (stream and not)', async () => {
   const s = await postSse(base, '/v1/completions', { ...body, stream: true, stream_options: { include_usage: true } });
   assert.equal(s.events.at(-1), '[DONE]');
   const chunks = s.events.slice(0, -1);
+  chunks.forEach((c, i) => assert.equal(c.model, 'mamba2-books-7m-bpe8k', `chunk ${i}: the served model`));
   assert.equal(chunks.filter((c) => c.choices.length).map((c) => c.choices[0].text).join(''), greedy.generated_text);
   assert.equal(chunks.at(-1).usage.completion_tokens, greedy.details.generated_tokens);
   assert.ok(['stop', 'length'].includes(chunks.at(-2).choices[0].finish_reason));
@@ -191,6 +193,7 @@ await check('POST /v1/chat/completions (stream and not)', async () => {
   const r = await postJson(base, '/v1/chat/completions', body);
   assert.equal(r.status, 200, r.text);
   assert.equal(r.json.object, 'chat.completion');
+  assert.equal(r.json.model, 'mamba2-books-7m-bpe8k', 'the served model, not the name asked for ("x")');
   assert.equal(r.json.choices[0].message.role, 'assistant');
   const content = r.json.choices[0].message.content;
   assert.equal(typeof content, 'string');

@@ -88,15 +88,15 @@ inline void strict_numbers(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) strict_numbers(*sub);
 }
 
-/// CLI11 validator: a decimal integer in [0, hi], else "expected an integer from 0<zero_note> to hi,
+/// CLI11 validator: a decimal integer in [lo, hi], else "expected an integer from lo<lo_note> to hi,
 /// got V" (the value as typed).
-inline CLI::Validator decimal_int_upto(long long hi, const std::string& zero_note, const std::string& type_name) {
+inline CLI::Validator decimal_int_in(long long lo, long long hi, const std::string& lo_note, const std::string& type_name) {
   return CLI::Validator(
-      [hi, zero_note](std::string& v) {
-        long long n = -1;
+      [lo, hi, lo_note](std::string& v) {
+        long long n = lo - 1;
         const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (ec == std::errc() && p == v.data() + v.size() && n >= 0 && n <= hi) return std::string();
-        return fmt::format("expected an integer from 0{} to {}, got {}", zero_note, hi, v);
+        if (ec == std::errc() && p == v.data() + v.size() && n >= lo && n <= hi) return std::string();
+        return fmt::format("expected an integer from {}{} to {}, got {}", lo, lo_note, hi, v);
       },
       type_name);
 }
@@ -104,12 +104,15 @@ inline CLI::Validator decimal_int_upto(long long hi, const std::string& zero_not
 /// CLI11 validator of a thread count: a decimal integer in [0, kMaxThreads] (0 = all hardware
 /// threads). Checked at parse time, before any model is loaded (100000 threads crashed OpenMP).
 inline CLI::Validator thread_count() {
-  return decimal_int_upto(kMaxThreads, " (all hardware threads)", fmt::format("INT in [0, {}]", kMaxThreads));
+  return decimal_int_in(0, kMaxThreads, " (all hardware threads)", fmt::format("INT in [0, {}]", kMaxThreads));
 }
 
 /// CLI11 validator of an int option that must not be negative: a decimal integer in [0, INT_MAX],
 /// worded like thread_count ("expected an integer from 0 to 2147483647, got -3"; CLI11's own
 /// NonNegativeNumber printed its bound as a 310-digit double, and "Could not convert" past INT_MAX).
-inline CLI::Validator non_negative_int() { return decimal_int_upto(std::numeric_limits<int>::max(), "", "INT >= 0"); }
+inline CLI::Validator non_negative_int() { return decimal_int_in(0, std::numeric_limits<int>::max(), "", "INT >= 0"); }
+
+/// The same for an int option that must be at least 1 ("expected an integer from 1 to 2147483647, got 0").
+inline CLI::Validator positive_int() { return decimal_int_in(1, std::numeric_limits<int>::max(), "", "INT >= 1"); }
 
 }  // namespace mamba::cli
