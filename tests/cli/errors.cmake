@@ -33,6 +33,10 @@ expect_error("error: --ctx: expected an integer from 1 to 9223372036854775807, g
 file(WRITE ${WORK}/lead.ids ",1,2")
 expect_error("error: .*/lead.ids: empty item before item 1 \\(the list starts with a comma\\)" perplexity -m ${model} --ids-file ${WORK}/lead.ids)
 expect_error("error: --prompt-ids: empty item after item 2 \\(two commas\\)" run -m ${model} --prompt-ids "1,2,,")
+# The ids file is read and parsed before the model loads (as run -f): its error, not the model's.
+file(WRITE ${WORK}/bad.ids "1 2 x")
+expect_error("error: .*/bad.ids: 'x' \\(item 3\\) is not a token id" perplexity -m /no/such/model --ids-file ${WORK}/bad.ids)
+expect_error("error: .*at least 2 token ids" perplexity -m /no/such/model --ids-file ${WORK}/one.ids)
 file(WRITE ${WORK}/trail.ids "[1, 2, 3,]\n")
 cli_run_ok(trailing perplexity -m ${model} --ids-file ${WORK}/trail.ids)
 # An id past the model's vocabulary names the file and the item (1-based, as the parser does).

@@ -8,7 +8,12 @@ endif()
 get_filename_component(name ${MODEL_DIR} NAME)
 file(MAKE_DIRECTORY ${WORK})
 set(ids_file ${WORK}/ppl-${name}.ids)
-write_ppl_ids(${MODEL_DIR}/reference.safetensors ${ids_file} ppl.ids)
+# Through scripts/ppl-ids.cmake, the command the README gives for making the ids file.
+execute_process(COMMAND ${CMAKE_COMMAND} -DIN=${MODEL_DIR}/reference.safetensors -DOUT=${ids_file} -P ${SRC}/scripts/ppl-ids.cmake
+                RESULT_VARIABLE ids_rc ERROR_VARIABLE ids_err)
+if(NOT ids_rc EQUAL 0)
+  message(FATAL_ERROR "scripts/ppl-ids.cmake failed (${ids_rc}): ${ids_err}")
+endif()
 file(READ ${MODEL_DIR}/reference.json ref)
 string(JSON ref_ppl GET "${ref}" ppl_window ppl)
 cli_run_ok(r perplexity -m ${MODEL_DIR} --ids-file ${ids_file})

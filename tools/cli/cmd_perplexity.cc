@@ -43,6 +43,14 @@ void run(const PplArgs& a, CLI::App& cmd) {
   if (!text.ok()) fail(text.error().message);
   if (!have_ids)
     if (Status st = require_utf8(*text, a.text_file); !st.ok()) fail(st.message());
+  // So are the ids themselves (only the vocabulary check needs the model).
+  std::vector<std::int32_t> ids;
+  if (have_ids) {
+    auto parsed = parse_ids(*text, input_name);
+    if (!parsed.ok()) fail(parsed.error().message);
+    ids = std::move(*parsed);
+    if (ids.size() < 2) fail(fmt::format("perplexity needs at least 2 token ids, got {}", ids.size()));
+  }
 
   auto loaded = load_model_and_tokenizer(a.model, a.threads, a.precision, a.tokenizer);
   if (!loaded.ok()) fail(loaded.error().message);
@@ -53,12 +61,7 @@ void run(const PplArgs& a, CLI::App& cmd) {
   const Tokenizer* tok = loaded->tokenizer ? &*loaded->tokenizer : nullptr;
   const std::int64_t width = model.logits_width();
 
-  std::vector<std::int32_t> ids;
-  if (have_ids) {
-    auto parsed = parse_ids(*text, input_name);
-    if (!parsed.ok()) fail(parsed.error().message);
-    ids = std::move(*parsed);
-  } else {
+  if (!have_ids) {
     if (!tok) fail(fmt::format("{} has no tokenizer.json: use --ids-file with token ids", loaded->dir));
     auto enc = tok->encode(*text, /*add_special_tokens=*/true);
     if (!enc.ok()) fail(enc.error().message);
