@@ -46,6 +46,7 @@
 #include "ops/cpu/cpu_target.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
+#include "cli/option_rules.h"
 
 namespace mb = mamba::bench;
 using mamba::ops::OpKind;
@@ -489,7 +490,7 @@ int main(int argc, char** argv) {
   std::string precision = "exact";
   app.add_option("--precision", precision,
                  "projection arithmetic the models load with: exact (default), bf16 or int8 (the tiers, LoadOptions::precision)")
-      ->check(CLI::IsMember({"exact", "bf16", "int8"}))
+      ->check(mamba::cli::precision_tier())
       ->capture_default_str();
   app.add_option("--gemm-seconds", o.gemm_seconds, "minimum seconds per GEMM shape measurement (≥ 0.01; short = rough)")
       ->check(CLI::Range(0.01, 60.0))

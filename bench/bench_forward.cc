@@ -25,6 +25,7 @@
 #include "mamba/checkpoint.h"
 #include "mamba/model.h"
 #include "ops/ops.h"
+#include "cli/option_rules.h"
 
 namespace {
 
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
   std::string precision = "exact";
   app.add_option("--precision", precision,
                  "projection arithmetic the models load with: exact (default), bf16 or int8 (README §Precision)")
-      ->check(CLI::IsMember({"exact", "bf16", "int8"}))
+      ->check(mamba::cli::precision_tier())
       ->capture_default_str();
   if (const auto rc = mamba::bench::parse_args(app, argc, argv)) return *rc;
   mamba::LoadOptions load_options;

@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision,
                  "projection arithmetic: exact (fp32), bf16 (bf16 activations, AVX-512 BF16 dot products) or int8 (q8/q4 "
                  "checkpoints: 8-bit activations, AVX-512 VNNI); README §Precision")
-      ->check(CLI::IsMember({"exact", "bf16", "int8"}))
+      ->check(mamba::cli::precision_tier())
       ->capture_default_str();
   app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32, at most 4096)")->capture_default_str();
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (all routes but /health)");

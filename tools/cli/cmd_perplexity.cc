@@ -20,6 +20,7 @@
 #include "cli/run_common.h"
 #include "mamba/generate.h"
 #include "mamba/sampling.h"
+#include "cli/option_rules.h"
 
 namespace mamba::cli {
 namespace {
@@ -137,7 +138,7 @@ const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {
   cmd->add_option("--precision", a->precision,
                   "projection arithmetic: exact (fp32, default), bf16 (bf16 activations, AVX-512 BF16 dot products) or "
                   "int8 (q8/q4 checkpoints: 8-bit activations, AVX-512 VNNI); faster batched decode and prefill, README §Precision")
-      ->check(CLI::IsMember({"exact", "bf16", "int8"}))
+      ->check(precision_tier())
       ->capture_default_str();
   cmd->callback([a, cmd] { run(*a, *cmd); });
 });

@@ -20,6 +20,7 @@
 #include "cli/interrupt.h"
 #include "cli/run_common.h"
 #include "mamba/generate.h"
+#include "cli/option_rules.h"
 
 namespace mamba::cli {
 namespace {
@@ -265,7 +266,7 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_option("--precision", a->precision,
                   "projection arithmetic: exact (fp32, default), bf16 (bf16 activations, AVX-512 BF16 dot products) or "
                   "int8 (q8/q4 checkpoints: 8-bit activations, AVX-512 VNNI); faster batched decode and prefill, README §Precision")
-      ->check(CLI::IsMember({"exact", "bf16", "int8"}))
+      ->check(precision_tier())
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object: ids, text, logprobs, ... instead of streaming");
   cmd->add_option("--top-logprobs", a->gen.top_logprobs, "With --json: the K most likely tokens per step (0 to 100)")
