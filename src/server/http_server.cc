@@ -328,7 +328,14 @@ Status Server::start() {
     ApiError e;
     e.status = res.status;
     switch (res.status) {
-      case 404: e.type = "not_found"; e.message = fmt::format("no route for {} {}", req.method, req.path); break;
+      case 404:
+        e.type = "not_found";
+        // The OpenAI SDK's models.retrieve(id) of an id this server does not serve.
+        if ((req.method == "GET" || req.method == "HEAD") && req.path.rfind("/v1/models/", 0) == 0)
+          e.message = fmt::format("no model '{}' here: this server serves '{}' (GET /v1/models)", req.path.substr(11), ctx.opts.model_id);
+        else
+          e.message = fmt::format("no route for {} {}", req.method, req.path);
+        break;
       case 405: e.type = "method_not_allowed"; e.message = fmt::format("method {} not allowed on {}", req.method, req.path); break;
       case 413: e.type = "payload_too_large"; e.message = fmt::format("request body exceeds {} bytes", ctx.opts.max_body_bytes); break;
       case 400: e.type = "malformed_request"; e.message = "malformed HTTP request"; break;

@@ -36,7 +36,7 @@ await check('GET /v1/models', async () => {
   assert.deepEqual(await one.json(), j.data[0]);
   const other = await fetch(base + '/v1/models/' + j.data[0].id + 'x');
   assert.equal(other.status, 404);
-  assert.equal(typeof (await other.json()).error, 'string');
+  assert.equal((await other.json()).error, `no model '${j.data[0].id}x' here: this server serves '${j.data[0].id}' (GET /v1/models)`);
 });
 
 await check('POST /tokenize', async () => {
