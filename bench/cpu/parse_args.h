@@ -14,10 +14,12 @@
 namespace mamba::bench {
 
 /// Parses argv into `app` (numbers as plain decimal: cli::strict_numbers). Returns nullopt to go on, else the exit status to return from main:
-/// 0 after --help, 2 after a parse error, which prints one "error: ..." line (CLI11_PARSE's own
+/// 0 after --help, 2 after a parse error, which prints "error: ..." and the --help hint as mamba-cli (CLI11_PARSE's own
 /// exit codes, 105 and others, told a script nothing).
 inline std::optional<int> parse_args(CLI::App& app, int argc, char** argv) {
-  app.failure_message([](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n"; });
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "error: " + std::string(e.what()) + "\nRun with --help for more information.\n";
+  });
   // CLI11's delimiter split drops empty items ("16,,32" read as 16,32): a list with one is refused.
   for (int i = 1; i < argc; ++i) {
     const std::string v = argv[i];
