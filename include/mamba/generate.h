@@ -86,6 +86,10 @@ struct TokenEvent {
   bool special = false;
   std::string token_text;              ///< decode([id]) (for details / logprobs)
   std::string text_delta;              ///< text released to the user at this step (stop-safe, UTF-8 complete)
+  /// Text this token completes in the decoded output, before stop strings hold any back (UTF-8
+  /// complete; a token ending the sequence also carries what the decoder still held): the running
+  /// sum of these is where each token's text starts (OpenAI's text_offset), whatever was released.
+  std::string decoded_delta;
   std::vector<std::pair<std::int32_t, float>> top;  ///< top_logprobs best, descending
 };
 

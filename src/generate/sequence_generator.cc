@@ -59,10 +59,15 @@ struct SequenceGenerator::Impl {
   StopMatcher stop;
   std::vector<float> logprobs;     // [vocab_limit] scratch
 
-  /// Releases everything the decoder and the stop matcher hold (end of the sequence).
-  std::string release_all() {
+  /// Releases everything the decoder and the stop matcher hold (end of the sequence); what the
+  /// decoder still held is also appended to `decoded` when given.
+  std::string release_all(std::string* decoded = nullptr) {
     std::string out;
-    if (decoder) out = stop.push(decoder->flush());
+    if (decoder) {
+      std::string rest = decoder->flush();
+      if (decoded) *decoded += rest;
+      out = stop.push(rest);
+    }
     out += stop.flush();
     return out;
   }
@@ -117,7 +122,7 @@ Result<TokenEvent> SequenceGenerator::next(std::span<float> logits) {
   }
   if (!s.opts.ignore_eos && s.eos_ids.count(id)) {
     finish_ = FinishReason::kEosToken;  // the EOS token's own text is not emitted
-    released = s.release_all();
+    released = s.release_all(&ev.decoded_delta);
   } else {
     if (s.decoder) {
       auto delta = s.decoder->push(id);
@@ -125,12 +130,13 @@ Result<TokenEvent> SequenceGenerator::next(std::span<float> logits) {
         finish_ = FinishReason::kError;
         return delta.error();
       }
+      ev.decoded_delta = *delta;
       released = s.stop.push(*delta);
     }
     if (s.stop.stopped()) {
       finish_ = FinishReason::kStopSequence;
     } else if (static_cast<std::int64_t>(ids_.size()) >= s.opts.max_new_tokens) {
-      released += s.release_all();
+      released += s.release_all(&ev.decoded_delta);
       finish_ = s.stop.stopped() ? FinishReason::kStopSequence : FinishReason::kLength;
     }
   }

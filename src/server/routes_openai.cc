@@ -68,7 +68,7 @@ struct LogprobsBuilder {
       tokens.push_back(t.token_text);
       lps.push_back(lp_json(t.logprob));
       offs.push_back(offset);
-      offset += utf8_chars(t.text_delta);
+      offset += utf8_chars(t.decoded_delta);  // where the next token's text starts, held-back text included
       tops.push_back(top_dict(ctx, t.top, t.id, t.logprob));
     }
     return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
@@ -214,7 +214,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
         } else {
           choice["text"] = t.text_delta;
           choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, one, *offset) : json(nullptr);
-          if (!r->logprobs) *offset += utf8_chars(t.text_delta);
+          if (!r->logprobs) *offset += utf8_chars(t.decoded_delta);
         }
         choice["finish_reason"] = last ? json(openai_finish(st.finish)) : json(nullptr);
         out += chunk(choice);

@@ -188,6 +188,24 @@ await check('POST /v1/completions (stream and not)', async () => {
   chunks.slice(0, -1).forEach((c, i) => assert.equal(c.usage, null, `chunk ${i}: "usage": null before the last (OpenAI)`));
 });
 
+await check('text_offset: where each token starts in text, also while a stop string holds text back', async () => {
+  const body = { model: 'x', prompt: 'It was a dark', max_tokens: 6, temperature: 0, logprobs: 0 };
+  const a = await postJson(base, '/v1/completions', body);
+  assert.equal(a.status, 200, a.text);
+  const plain = a.json.choices[0];
+  assert.ok([...plain.text].length >= 5, plain.text);
+  // A stop string that begins with the text's 2nd–5th characters and never completes: those are held
+  // back until the mismatch, which must not move any token's offset.
+  const stop = [...plain.text].slice(1, 5).join('') + '\u0001';
+  const b = await postJson(base, '/v1/completions', { ...body, stop: [stop] });
+  assert.equal(b.status, 200, b.text);
+  assert.equal(b.json.choices[0].text, plain.text);
+  assert.deepEqual(b.json.choices[0].logprobs.text_offset, plain.logprobs.text_offset);
+  const s = await postSse(base, '/v1/completions', { ...body, stop: [stop], stream: true });
+  const offs = s.events.slice(0, -1).flatMap((c) => (c.choices[0]?.logprobs ? c.choices[0].logprobs.text_offset : []));
+  assert.deepEqual(offs, plain.logprobs.text_offset);
+});
+
 await check('POST /v1/chat/completions (stream and not)', async () => {
   const body = { model: 'x', messages: [{ role: 'user', content: 'Tell me about the sea.' }], max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 2 };
   const r = await postJson(base, '/v1/chat/completions', body);
