@@ -72,6 +72,16 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
   // else samples.
   s.do_sample = s.temperature > 0.0f;
   RETURN_IF_API_ERROR(get_stop(b, "stop", static_cast<std::size_t>(limits.max_stop_sequences), o.stop));
+  // vLLM's extensions: the two the engine has, and the others refused by name rather than ignored
+  // (a client that sends them expects their effect).
+  RETURN_IF_API_ERROR(get_bool(b, "ignore_eos", o.ignore_eos));
+  RETURN_IF_API_ERROR(get_bool(b, "include_stop_str_in_output", o.include_stop_text));
+  RETURN_IF_API_ERROR(reject_if_set(b, "stop_token_ids", "stop on token ids is not implemented (use `stop` strings)"));
+  std::int64_t min_tokens = 0;
+  RETURN_IF_API_ERROR(get_int(b, "min_tokens", 0, INT64_MAX, min_tokens));
+  if (min_tokens > 0) return ApiError::validation("`min_tokens` is not supported by this server: a minimum length is not implemented");
+  if (const auto t = b.find("truncate_prompt_tokens"); t != b.end() && !t->is_null())
+    return ApiError::validation("`truncate_prompt_tokens` is not supported by this server: prompt truncation is TGI's `truncate` on /generate");
   RETURN_IF_API_ERROR(reject_if_set(b, "logit_bias", "logit_bias is not implemented"));
   RETURN_IF_API_ERROR(reject_if_set(b, "tools", "tool calling is not implemented"));
   // {"type": "text"} is OpenAI's default (plain text, what this server returns): accepted, as vLLM.

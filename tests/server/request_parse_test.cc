@@ -243,6 +243,12 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"prompt":"x","typical_p":0})", 422, "typical_p"},
       // OpenAI and vLLM refuse stream options on a request that does not stream.
       {R"({"prompt":"x","stream_options":{"include_usage":true}})", 422, "`stream_options` is only allowed"},
+      // vLLM's extensions the engine lacks are refused by name, not ignored.
+      {R"({"prompt":"x","stop_token_ids":[200]})", 422, "`stop_token_ids` is not supported"},
+      {R"({"prompt":"x","min_tokens":3})", 422, "`min_tokens` is not supported"},
+      {R"({"prompt":"x","truncate_prompt_tokens":2})", 422, "`truncate_prompt_tokens` is not supported"},
+      {R"({"prompt":"x","ignore_eos":"garbage"})", 422, "`ignore_eos` must be a boolean"},
+      {R"({"prompt":"x","include_stop_str_in_output":1})", 422, "`include_stop_str_in_output` must be a boolean"},
       {R"({"prompt":"x","stream":false,"stream_options":{"include_usage":false}})", 422, "`stream_options`"},
   };
   for (const auto& c : cases) {
@@ -252,6 +258,15 @@ TEST(OpenAiRequest, BadInputs) {
     EXPECT_EQ(e->status, c.status) << c.body;
     EXPECT_NE(e->message.find(c.mentions), std::string::npos) << e->message;
   }
+  // ... and the two it has set the generation's options; their neutral values are accepted.
+  OpenAiRequest vllm;
+  ASSERT_FALSE(completion(R"({"prompt":"x","ignore_eos":true,"include_stop_str_in_output":true})", vllm).has_value());
+  EXPECT_TRUE(vllm.opts.ignore_eos);
+  EXPECT_TRUE(vllm.opts.include_stop_text);
+  OpenAiRequest neutral;
+  ASSERT_FALSE(completion(R"({"prompt":"x","min_tokens":0,"stop_token_ids":[],"truncate_prompt_tokens":null})", neutral).has_value());
+  EXPECT_FALSE(neutral.opts.ignore_eos);
+  EXPECT_FALSE(neutral.opts.include_stop_text);
   OpenAiRequest empty_options;  // an empty stream_options sets nothing: accepted, as vLLM
   EXPECT_FALSE(completion(R"({"prompt":"x","stream_options":{}})", empty_options).has_value());
   const BadCase chat_cases[] = {
