@@ -31,6 +31,10 @@ struct SamplingParams {
   /// frequency penalty runs over all input ids; mamba-cli); false = generated tokens only (OpenAI's
   /// definition, vLLM). The repetition penalty always covers prompt + generated (HF, TGI, vLLM).
   bool penalties_count_prompt = true;
+  /// TGI's frequency penalty (its /generate; HeterogeneousFrequencyPenaltyLogitsProcessor): the
+  /// token's count divided by the number of ids so far (prompt + generated), i.e. its frequency:
+  /// logit −= f · count / length. Needs penalties_count_prompt. false: OpenAI's plain count.
+  bool frequency_penalty_per_length = false;
   std::uint64_t seed = 0;           ///< same seed + same input → same output
   bool has_seed = false;            ///< false: seed drawn from std::random_device (then reported)
 
@@ -67,6 +71,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<std::int32_t> counts_;            ///< [vocab_limit] occurrences in prompt + generated
   std::vector<std::int32_t> generated_counts_;  ///< [vocab_limit] in generated tokens (empty when unused)
+  std::int64_t observed_ = 0;                   ///< ids observed (prompt + generated): TGI's length
   std::vector<std::int32_t> scratch_idx_;
   std::vector<std::uint64_t> scratch_keys_[2];  ///< radix-sort buffers (sampler.cc sort_by_score)
   std::vector<float> scratch_terms_;            ///< softmax terms exp(score − max) of the survivors

@@ -246,6 +246,8 @@ Status SamplingParams::validate() const {
     return invalid("frequency_penalty", frequency_penalty, "in [-2, 2]");
   if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f))
     return invalid("presence_penalty", presence_penalty, "in [-2, 2]");
+  if (frequency_penalty_per_length && !penalties_count_prompt)
+    return make_error(ErrorCode::kInvalidArgument, "frequency_penalty_per_length (TGI's) counts the prompt: needs penalties_count_prompt");
   return {};
 }
 
@@ -267,12 +269,14 @@ Sampler::Sampler(const SamplingParams& params, std::int64_t vocab_limit)
 }
 
 void Sampler::observe(std::int32_t id) {
+  ++observed_;
   if (id < 0 || id >= vocab_limit_) return;
   ++counts_[static_cast<std::size_t>(id)];
   if (!generated_counts_.empty()) ++generated_counts_[static_cast<std::size_t>(id)];
 }
 
 void Sampler::observe_prompt(std::int32_t id) {
+  ++observed_;
   if (id >= 0 && id < vocab_limit_) ++counts_[static_cast<std::size_t>(id)];
 }
 
@@ -310,7 +314,11 @@ Result<std::int32_t> Sampler::sample(std::span<float> logits) {
       if (v == kNegInf) continue;  // banned stays banned
       if (rep) v = v < 0.0f ? v * p_.repetition_penalty : v / p_.repetition_penalty;
       const std::int32_t f = fc[static_cast<std::size_t>(i)];
-      if (freq && f > 0) v -= p_.frequency_penalty * static_cast<float>(f) + p_.presence_penalty;
+      if (freq && f > 0) {
+        // TGI: the frequency count / length (in fp32, as its token_freq /= input_size); OpenAI: the count.
+        const float fr = p_.frequency_penalty_per_length ? static_cast<float>(f) / static_cast<float>(observed_) : static_cast<float>(f);
+        v -= p_.frequency_penalty * fr + p_.presence_penalty;
+      }
       v = std::clamp(v, -kMax, kMax);
     }
   }

@@ -56,6 +56,7 @@ std::optional<ApiError> parse_tgi_request(const json& body, const RequestLimits&
   }
   if (p.contains("frequency_penalty") && !p["frequency_penalty"].is_null()) {
     RETURN_IF_API_ERROR(get_float(p, "frequency_penalty", s.frequency_penalty));
+    s.frequency_penalty_per_length = true;  // TGI's: the count over the sequence's length
     if (!(s.frequency_penalty >= -2.0f && s.frequency_penalty <= 2.0f)) {
       return ApiError::validation("`frequency_penalty` must be >= -2.0 and <= 2.0");
     }

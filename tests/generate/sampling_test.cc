@@ -470,6 +470,27 @@ TEST(Sampler, PenaltiesCountThePromptOnlyWhenAsked) {
   }
 }
 
+// TGI's /generate: the frequency penalty scales the token's frequency (count / ids so far), not its
+// count. Prompt [0, 0, 0, 1], f = 0.4: TGI 1.0 − 0.4·3/4 = 0.7 > 0.5 − 0.4·1/4 = 0.4;
+// OpenAI's count 1.0 − 1.2 = −0.2 < 0.5 − 0.4 = 0.1.
+TEST(Sampler, TgiFrequencyPenaltyIsTheCountOverTheLength) {
+  for (bool per_length : {true, false}) {
+    SamplingParams f;
+    f.frequency_penalty = 0.4f;
+    f.frequency_penalty_per_length = per_length;
+    Sampler a(f, 2);
+    for (std::int32_t id : {0, 0, 0, 1}) a.observe_prompt(id);
+    EXPECT_EQ(draw(a, {1.0f, 0.5f}), per_length ? 0 : 1) << per_length;
+    a.observe(1);  // a generated id lengthens it too: TGI 0 at 3/5, 1 at 2/5 → 0.76 − 0.24 = 0.52 > 0.52 − 0.16;
+    // OpenAI's counts 0.76 − 1.2 = −0.44 < 0.52 − 0.8 = −0.28
+    EXPECT_EQ(draw(a, {0.76f, 0.52f}), per_length ? 0 : 1) << per_length;
+  }
+  SamplingParams bad;
+  bad.frequency_penalty_per_length = true;
+  bad.penalties_count_prompt = false;
+  EXPECT_FALSE(bad.validate().ok());
+}
+
 TEST(Sampler, MinPDropsUnlikelyTokens) {
   // probs 0.5, 0.3, 0.2 → min_p 0.5 keeps prob ≥ 0.25: ids 0 and 1.
   const std::vector<float> l{std::log(0.5f), std::log(0.3f), std::log(0.2f)};

@@ -50,6 +50,7 @@ TEST(TgiRequest, FullParameters) {
   EXPECT_FLOAT_EQ(r.opts.sampling.min_p, 0.05f);
   EXPECT_FLOAT_EQ(r.opts.sampling.repetition_penalty, 1.2f);
   EXPECT_FLOAT_EQ(r.opts.sampling.frequency_penalty, 0.5f);
+  EXPECT_TRUE(r.opts.sampling.frequency_penalty_per_length);  // TGI's: count / length
   EXPECT_FLOAT_EQ(r.opts.sampling.presence_penalty, -0.25f);
   EXPECT_TRUE(r.opts.sampling.penalties_count_prompt);  // TGI's frequency penalty runs over all input ids
   EXPECT_TRUE(r.opts.include_stop_text);                // TGI's generated_text ends with the stop sequence
@@ -206,6 +207,7 @@ TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {
   OpenAiRequest ext;
   ASSERT_FALSE(completion(R"({"prompt":"a","frequency_penalty":1,"typical_p":0.5,"top_k":-1,"stop":["x"]})", ext));
   EXPECT_FALSE(ext.opts.sampling.penalties_count_prompt);
+  EXPECT_FALSE(ext.opts.sampling.frequency_penalty_per_length);  // OpenAI: the plain count
   EXPECT_FALSE(ext.opts.include_stop_text);
   EXPECT_FLOAT_EQ(ext.opts.sampling.typical_p, 0.5f);
   EXPECT_EQ(ext.opts.sampling.top_k, 0);
