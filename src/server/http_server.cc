@@ -331,8 +331,10 @@ Status Server::start() {
       case 404:
         e.type = "not_found";
         // The OpenAI SDK's models.retrieve(id) of an id this server does not serve.
-        if ((req.method == "GET" || req.method == "HEAD") && req.path.rfind("/v1/models/", 0) == 0)
-          e.message = fmt::format("no model '{}' here: this server serves '{}' (GET /v1/models)", req.path.substr(11), ctx.opts.model_id);
+        if (constexpr std::string_view kModels = "/v1/models/";
+            (req.method == "GET" || req.method == "HEAD") && req.path.starts_with(kModels))
+          e.message = fmt::format("no model '{}' here: this server serves '{}' (GET /v1/models)", req.path.substr(kModels.size()),
+                                  ctx.opts.model_id);
         else
           e.message = fmt::format("no route for {} {}", req.method, req.path);
         break;

@@ -28,7 +28,7 @@ struct ChatMessage {
 
 struct OpenAiRequest {
   bool chat = false;
-  std::string model;
+  std::string model;                     ///< as sent (checked to be a string); answers name the served model
   std::string prompt;                    ///< text prompt (chat: formatted messages)
   std::vector<std::int32_t> prompt_ids;  ///< completions only: prompt given as token ids
   bool stream = false;

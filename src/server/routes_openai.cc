@@ -213,8 +213,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
           choice["logprobs"] = r->logprobs ? LogprobsBuilder::chat(ctx, one, r->top_logprobs) : json(nullptr);
         } else {
           choice["text"] = t.text_delta;
-          choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, one, *offset) : json(nullptr);
-          if (!r->logprobs) *offset += utf8_chars(t.decoded_delta);
+          choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, one, *offset) : json(nullptr);  // advances *offset
         }
         choice["finish_reason"] = last ? json(openai_finish(st.finish)) : json(nullptr);
         out += chunk(choice);
