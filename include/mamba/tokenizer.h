@@ -57,6 +57,12 @@ class Tokenizer {
   /// vocab rows 50277–50279 of the GPT-NeoX models) → kInvalidArgument naming it.
   Result<std::string> decode(std::span<const std::int32_t> ids, bool skip_special_tokens = false) const;
 
+  /// The bytes token `id` stands for on its own: decode({id}) without turning invalid UTF-8 into
+  /// U+FFFD, so a token that is part of a character gives its own bytes (GPT-NeoX "âĢ" → E2 80,
+  /// where decode gives "\uFFFD"); the result need not be valid UTF-8. OpenAI's logprobs `bytes`.
+  /// An id < 0 or ≥ size() → kInvalidArgument naming it.
+  Result<std::string> token_bytes(std::int32_t id) const;
+
   /// Number of ids the tokenizer defines (max id + 1 over the vocab and added tokens).
   std::int64_t size() const;
   /// The token string of `id` (vocab form, e.g. "Ġthe"), or nullopt.

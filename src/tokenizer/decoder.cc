@@ -11,6 +11,12 @@ void ByteLevelDecoder::decode_chain(std::vector<std::string>& tokens) const {
   tokens.assign(1, utf8_lossy(bytes));
 }
 
+void ByteLevelDecoder::decode_chain_raw(std::vector<std::string>& tokens) const {
+  std::string bytes;
+  for (const auto& t : tokens) byte_level_decode_token(t, bytes);
+  tokens.assign(1, std::move(bytes));
+}
+
 void MetaspaceDecoder::decode_chain(std::vector<std::string>& tokens) const {
   for (std::size_t k = 0; k < tokens.size(); ++k) {
     const std::string& t = tokens[k];
@@ -45,9 +51,11 @@ int parse_hex_byte(std::string_view s) {
   return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
-void flush_bytes(std::string& bytes, std::vector<std::string>& out) {
+/// Ends a run of byte tokens: its bytes as one token when they are valid UTF-8 (or `raw`), else
+/// one U+FFFD per byte.
+void flush_bytes(std::string& bytes, std::vector<std::string>& out, bool raw) {
   if (bytes.empty()) return;
-  if (utf8_valid_prefix(bytes) == bytes.size()) {
+  if (raw || utf8_valid_prefix(bytes) == bytes.size()) {
     out.push_back(bytes);
   } else {
     for (std::size_t k = 0; k < bytes.size(); ++k) out.emplace_back(kReplacementChar);
@@ -55,9 +63,7 @@ void flush_bytes(std::string& bytes, std::vector<std::string>& out) {
   bytes.clear();
 }
 
-}  // namespace
-
-void ByteFallbackDecoder::decode_chain(std::vector<std::string>& tokens) const {
+void byte_fallback(std::vector<std::string>& tokens, bool raw) {
   std::vector<std::string> out;
   out.reserve(tokens.size());
   std::string bytes;
@@ -67,13 +73,18 @@ void ByteFallbackDecoder::decode_chain(std::vector<std::string>& tokens) const {
     if (byte >= 0) {
       bytes.push_back(static_cast<char>(byte));
     } else {
-      flush_bytes(bytes, out);
+      flush_bytes(bytes, out, raw);
       out.push_back(std::move(t));
     }
   }
-  flush_bytes(bytes, out);
+  flush_bytes(bytes, out, raw);
   tokens = std::move(out);
 }
+
+}  // namespace
+
+void ByteFallbackDecoder::decode_chain(std::vector<std::string>& tokens) const { byte_fallback(tokens, false); }
+void ByteFallbackDecoder::decode_chain_raw(std::vector<std::string>& tokens) const { byte_fallback(tokens, true); }
 
 void FuseDecoder::decode_chain(std::vector<std::string>& tokens) const {
   std::string joined;
@@ -112,6 +123,11 @@ void StripDecoder::decode_chain(std::vector<std::string>& tokens) const {
 
 void ReplaceDecoder::decode_chain(std::vector<std::string>& tokens) const {
   for (auto& t : tokens) t = pattern_.replace_all(t, content_);
+}
+
+void ReplaceDecoder::decode_chain_raw(std::vector<std::string>& tokens) const {
+  for (auto& t : tokens)
+    if (utf8_valid_prefix(t) == t.size()) t = pattern_.replace_all(t, content_);
 }
 
 }  // namespace mamba::tok

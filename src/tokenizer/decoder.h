@@ -16,6 +16,10 @@ class Decoder {
   virtual ~Decoder() = default;
   /// Rewrites `tokens` in place (HF decode_chain).
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+  /// As decode_chain, but bytes stay raw: the decoders that turn invalid UTF-8 into U+FFFD
+  /// (ByteLevel, ByteFallback) keep the bytes instead, so the result may be invalid UTF-8
+  /// (Tokenizer::token_bytes: a token that is part of a character).
+  virtual void decode_chain_raw(std::vector<std::string>& tokens) const { decode_chain(tokens); }
 };
 
 /// HF ByteLevel decoder: all tokens' characters mapped back to bytes, decoded as UTF-8 with
@@ -23,6 +27,7 @@ class Decoder {
 class ByteLevelDecoder final : public Decoder {
  public:
   void decode_chain(std::vector<std::string>& tokens) const override;
+  void decode_chain_raw(std::vector<std::string>& tokens) const override;  ///< the bytes, not made valid
 };
 
 /// HF Metaspace decoder: replacement → ' '; on the first token (unless prepend_scheme is
@@ -42,6 +47,7 @@ class MetaspaceDecoder final : public Decoder {
 class ByteFallbackDecoder final : public Decoder {
  public:
   void decode_chain(std::vector<std::string>& tokens) const override;
+  void decode_chain_raw(std::vector<std::string>& tokens) const override;  ///< each "<0xXX>" its byte
 };
 
 /// HF Fuse: all tokens joined into one.
@@ -66,6 +72,9 @@ class ReplaceDecoder final : public Decoder {
  public:
   ReplaceDecoder(SplitPattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void decode_chain(std::vector<std::string>& tokens) const override;
+  /// As decode_chain; a token that is not valid UTF-8 (raw bytes from an earlier decoder) is left
+  /// as it is (the pattern matches text).
+  void decode_chain_raw(std::vector<std::string>& tokens) const override;
 
  private:
   SplitPattern pattern_;
@@ -78,6 +87,9 @@ class SequenceDecoder final : public Decoder {
   explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> items) : items_(std::move(items)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& d : items_) d->decode_chain(tokens);
+  }
+  void decode_chain_raw(std::vector<std::string>& tokens) const override {
+    for (const auto& d : items_) d->decode_chain_raw(tokens);
   }
 
  private:

@@ -43,8 +43,9 @@ struct Tokenizer::Impl {
   void encode_into(std::string_view text, std::vector<std::int32_t>& out) const;
   /// Token strings of `ids` (all < size), skipping special tokens when asked and undefined ids.
   void ids_to_tokens(std::span<const std::int32_t> ids, bool skip_special, std::vector<std::string>& out) const;
-  /// Runs the decoder over tokens (or joins them with ' ' when there is none).
-  std::string decode_tokens(std::vector<std::string>& tokens) const;
+  /// Runs the decoder over tokens (or joins them with ' ' when there is none); `raw`: the
+  /// decoders' byte-keeping chain (Decoder::decode_chain_raw).
+  std::string decode_tokens(std::vector<std::string>& tokens, bool raw = false) const;
 };
 
 }  // namespace mamba

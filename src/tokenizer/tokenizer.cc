@@ -57,10 +57,14 @@ void Tokenizer::Impl::ids_to_tokens(std::span<const std::int32_t> ids, bool skip
   }
 }
 
-std::string Tokenizer::Impl::decode_tokens(std::vector<std::string>& tokens) const {
+std::string Tokenizer::Impl::decode_tokens(std::vector<std::string>& tokens, bool raw) const {
   std::string out;
   if (decoder) {
-    decoder->decode_chain(tokens);
+    if (raw) {
+      decoder->decode_chain_raw(tokens);
+    } else {
+      decoder->decode_chain(tokens);
+    }
     for (const auto& t : tokens) out.append(t);
   } else {
     for (std::size_t k = 0; k < tokens.size(); ++k) {
@@ -95,6 +99,17 @@ Result<std::string> Tokenizer::decode(std::span<const std::int32_t> ids, bool sk
   std::vector<std::string> tokens;
   impl_->ids_to_tokens(ids, skip_special_tokens, tokens);
   return impl_->decode_tokens(tokens);
+}
+
+Result<std::string> Tokenizer::token_bytes(std::int32_t id) const {
+  if (id < 0 || id >= impl_->size) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("token_bytes: token id {} is out of range: {} defines ids 0..{}",
+                                                               id, impl_->source, impl_->size - 1));
+  }
+  std::vector<std::string> tokens;
+  const std::int32_t one[1] = {id};
+  impl_->ids_to_tokens(one, /*skip_special=*/false, tokens);
+  return impl_->decode_tokens(tokens, /*raw=*/true);
 }
 
 std::int64_t Tokenizer::size() const { return impl_->size; }

@@ -88,6 +88,32 @@ TEST(TokenizerComponents, MetaspaceByteFallbackAndTemplate) {
   EXPECT_EQ(*tok->decode(Ids{1, kSpA}, true), "a");
 }
 
+// token_bytes: a token's own bytes (OpenAI's logprobs `bytes`), where decode of the one token turns
+// part of a character into U+FFFD; a byte-level encoding's token bytes join into the text's bytes.
+TEST(TokenizerComponents, TokenBytesKeepPartsOfCharacters) {
+  auto bl = Tokenizer::from_json_text(mamba::test::tiny_byte_level_json());
+  auto sp = Tokenizer::from_json_text(mamba::test::tiny_metaspace_json());
+  ASSERT_TRUE(bl.ok() && sp.ok());
+  EXPECT_EQ(*bl->decode(Ids{0xF0}), "\xEF\xBF\xBD");
+  EXPECT_EQ(*bl->token_bytes(0xF0), "\xF0");
+  EXPECT_EQ(*bl->token_bytes(258), " the");                       // Ġthe
+  EXPECT_EQ(*bl->token_bytes(261), "<|endoftext|>");              // an added (special) token
+  EXPECT_EQ(*sp->token_bytes(3 + 0xC3), "\xC3");                  // <0xC3> by byte fallback
+  EXPECT_EQ(*sp->decode(Ids{3 + 0xC3}), "\xEF\xBF\xBD");
+  EXPECT_EQ(*sp->token_bytes(286), *sp->decode(Ids{286}));        // ▁a: as decode (a first token)
+  const std::string text = "h\xC3\xA9 \xF0\x9F\x98\x80 \xE6\x97\xA5 the thing<|endoftext|>";
+  const auto ids = bl->encode(text);
+  ASSERT_TRUE(ids.ok());
+  std::string joined;
+  for (std::int32_t id : *ids) joined += *bl->token_bytes(id);
+  EXPECT_EQ(joined, text);
+  for (std::int32_t bad : {-1, 263}) {
+    auto r = bl->token_bytes(bad);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find(std::to_string(bad)), std::string::npos) << r.error().message;
+  }
+}
+
 // Feeds ids one at a time; checks every released piece is whole UTF-8 without U+FFFD (when the
 // full decode has none) and that the concatenation equals decode(all).
 void expect_stream_exact(const Tokenizer& tok, const Ids& ids) {
