@@ -1,7 +1,8 @@
 // Sampling with HF transformers / TGI semantics.
 //
 // Order of logits processors (as HF's generate: transformers/generation/utils.py
-// _get_logits_processor): repetition_penalty → frequency/presence penalty → temperature → top_k →
+// _get_logits_processor, with OpenAI's logit_bias first, as vLLM applies it before its penalties):
+// logit_bias → repetition_penalty → frequency/presence penalty → temperature → top_k →
 // top_p → min_p → typical_p → draw (multinomial over the survivors). Greedy (argmax) when
 // do_sample is false and no warper is set (TGI: temperature ≠ 1, top_k > 0, top_p < 1,
 // typical_p < 1, min_p > 0 turn sampling on), or when temperature == 0.
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "mamba/status.h"
@@ -35,6 +37,10 @@ struct SamplingParams {
   /// token's count divided by the number of ids so far (prompt + generated), i.e. its frequency:
   /// logit −= f · count / length. Needs penalties_count_prompt. false: OpenAI's plain count.
   bool frequency_penalty_per_length = false;
+  /// OpenAI's logit_bias: (token id, bias) pairs, bias added to that id's raw logit before every
+  /// other processor (−100 in effect bans the id, +100 in effect forces it). Ids distinct, ≥ 0 and
+  /// < the sampler's vocab_limit; biases in [−100, 100] (OpenAI's range).
+  std::vector<std::pair<std::int32_t, float>> logit_bias;
   std::uint64_t seed = 0;           ///< same seed + same input → same output
   bool has_seed = false;            ///< false: seed drawn from std::random_device (then reported)
 
@@ -48,8 +54,8 @@ struct SamplingParams {
 class Sampler {
  public:
   /// `vocab_limit`: ids ≥ this are masked (tokenizer size; or logits width without a tokenizer),
-  /// ≥ 1. Invalid params (SamplingParams::validate) or vocab_limit < 1 make every sample() return
-  /// that error (kInvalidArgument).
+  /// ≥ 1. Invalid params (SamplingParams::validate), vocab_limit < 1 or a logit_bias id ≥
+  /// vocab_limit make every sample() return that error (kInvalidArgument).
   Sampler(const SamplingParams& params, std::int64_t vocab_limit);
   /// Records a generated token (or any context token when the prompt's are not told apart) for
   /// the penalties.

@@ -19,13 +19,6 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-/// `value` in its own type: a float prints as the user wrote it (min_p = -0.1, not -0.10000000149011612).
-template <class T>
-Error invalid(const char* name, T value, const char* range) {
-  return make_error(ErrorCode::kInvalidArgument,
-                    fmt::format("sampling parameter {} = {} is out of range: must be {}", name, value, range));
-}
-
 /// Uniform double in [0, 1) from 53 random bits (platform-independent, unlike
 /// std::uniform_real_distribution whose algorithm is implementation-defined).
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
@@ -234,33 +227,14 @@ class ScoreBuckets {
 
 }  // namespace
 
-Status SamplingParams::validate() const {
-  if (!std::isfinite(temperature) || temperature < 0.0f) return invalid("temperature", temperature, "finite and >= 0");
-  if (top_k < 0) return invalid("top_k", top_k, ">= 0 (0 = off)");
-  if (!(top_p > 0.0f && top_p <= 1.0f)) return invalid("top_p", top_p, "in (0, 1]");
-  if (!(min_p >= 0.0f && min_p < 1.0f)) return invalid("min_p", min_p, "in [0, 1)");
-  if (!(typical_p > 0.0f && typical_p <= 1.0f)) return invalid("typical_p", typical_p, "in (0, 1]");
-  if (!std::isfinite(repetition_penalty) || repetition_penalty <= 0.0f)
-    return invalid("repetition_penalty", repetition_penalty, "finite and > 0 (1 = off)");
-  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f))
-    return invalid("frequency_penalty", frequency_penalty, "in [-2, 2]");
-  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f))
-    return invalid("presence_penalty", presence_penalty, "in [-2, 2]");
-  if (frequency_penalty_per_length && !penalties_count_prompt)
-    return make_error(ErrorCode::kInvalidArgument, "frequency_penalty_per_length (TGI's) counts the prompt: needs penalties_count_prompt");
-  return {};
-}
-
-bool SamplingParams::sampling() const {
-  if (temperature == 0.0f) return false;
-  return do_sample || temperature != 1.0f || top_k > 0 || top_p < 1.0f || typical_p < 1.0f || min_p > 0.0f;
-}
-
 Sampler::Sampler(const SamplingParams& params, std::int64_t vocab_limit)
     : p_(params), vocab_limit_(std::max<std::int64_t>(vocab_limit, 1)) {
   params_status_ = p_.validate();
   if (params_status_.ok() && vocab_limit < 1)
     params_status_ = make_error(ErrorCode::kInvalidArgument, fmt::format("sampler: vocab_limit {} (expected >= 1)", vocab_limit));
+  for (const auto& [id, bias] : p_.logit_bias)
+    if (params_status_.ok() && id >= vocab_limit)
+      params_status_ = make_error(ErrorCode::kInvalidArgument, fmt::format("sampling parameter logit_bias: token id {} is outside the vocabulary [0, {})", id, vocab_limit));
   seed_ = p_.has_seed ? p_.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   rng_.seed(seed_);
   counts_.assign(static_cast<std::size_t>(vocab_limit_), 0);
@@ -296,6 +270,11 @@ Result<std::int32_t> Sampler::sample(std::span<float> logits) {
   }
   for (std::size_t i = static_cast<std::size_t>(n); i < logits.size(); ++i) logits[i] = kNegInf;  // padded rows
 
+  // OpenAI's logit_bias, on the raw logits (a −inf stays −inf; a sum past the float range saturates).
+  constexpr float kMax = std::numeric_limits<float>::max();
+  for (const auto& [id, bias] : p_.logit_bias)
+    if (id < n && logits[id] != kNegInf) logits[id] = std::clamp(logits[id] + bias, -kMax, kMax);
+
   // RepetitionPenaltyLogitsProcessor: tokens seen in the context (prompt + generated).
   // OpenAI-style frequency / presence penalties over the same counts, or over the generated
   // tokens' alone (penalties_count_prompt false).
@@ -305,7 +284,6 @@ Result<std::int32_t> Sampler::sample(std::span<float> logits) {
   // A penalty far from 1 (any finite one > 0 is accepted, as TGI) can push a finite score past the
   // float range (score / 1e-40): saturated at ±FLT_MAX, which keeps the order HF's fp32 arithmetic
   // means (the penalised ids first or last) without +inf − +inf = NaN probabilities downstream.
-  constexpr float kMax = std::numeric_limits<float>::max();
   if (rep || freq) {
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int32_t c = counts_[static_cast<std::size_t>(i)];

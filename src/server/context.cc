@@ -140,6 +140,11 @@ std::string token_text(const ServerContext& ctx, std::int32_t id) {
   return r.ok() ? std::move(r).value() : std::string();
 }
 
+std::string token_bytes(const ServerContext& ctx, std::int32_t id) {
+  auto r = ctx.tok->token_bytes(id);
+  return r.ok() ? std::move(r).value() : std::string();
+}
+
 std::string sse_data(const std::string& payload) { return "data: " + payload + "\n\n"; }
 
 void set_sse_response(httplib::Response& res, std::shared_ptr<RequestStream> stream, SseHandlers h) {

@@ -91,6 +91,9 @@ void log_request(std::uint64_t id, const char* route, const SequenceStats& st, c
 
 /// Decodes one id (for details / logprobs); "" when the tokenizer refuses it.
 std::string token_text(const ServerContext& ctx, std::int32_t id);
+/// The raw bytes of one id (Tokenizer::token_bytes: part of a character stays its bytes; for
+/// OpenAI's logprobs `bytes`); "" when the tokenizer refuses it.
+std::string token_bytes(const ServerContext& ctx, std::int32_t id);
 
 /// Sets a text/event-stream response that pumps `stream`: `on_tokens(tokens, done)` returns the
 /// SSE text for a batch of tokens (done: the batch ends the stream normally, stats valid);

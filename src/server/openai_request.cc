@@ -15,6 +15,30 @@ using nlohmann::json;
 
 namespace {
 
+/// OpenAI's `logit_bias`: an object of token id (a decimal string) → bias in [-100, 100], or null.
+/// The ids' upper bound (the vocabulary) is checked by the route, which knows it.
+std::optional<ApiError> get_logit_bias(const json& b, std::vector<std::pair<std::int32_t, float>>& out) {
+  const auto it = b.find("logit_bias");
+  if (it == b.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object())
+    return ApiError::validation(fmt::format("`logit_bias` must be an object of token id → bias, got {}", it->type_name()));
+  for (const auto& [key, value] : it->items()) {
+    const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos;
+    const std::int64_t id = digits ? std::stoll(key) : -1;
+    if (id < 0 || id > INT32_MAX)
+      return ApiError::validation(fmt::format("`logit_bias` keys must be token ids (non-negative integers as strings), got \"{}\"", key));
+    if (!value.is_number())
+      return ApiError::validation(fmt::format("`logit_bias` value of token {} must be a number, got {}", key, value.type_name()));
+    const double bias = value.get<double>();
+    if (!(bias >= -100.0 && bias <= 100.0))
+      return ApiError::validation(fmt::format("`logit_bias` value of token {} must be between -100 and 100, got {}", key, bias));
+    for (const auto& [seen, unused] : out)
+      if (seen == id) return ApiError::validation(fmt::format("`logit_bias` names token id {} twice", id));
+    out.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(bias));
+  }
+  return std::nullopt;
+}
+
 // Fields shared by both endpoints.
 std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits, int default_max_tokens,
                                      OpenAiRequest& out) {
@@ -82,7 +106,7 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
   if (min_tokens > 0) return ApiError::validation("`min_tokens` is not supported by this server: a minimum length is not implemented");
   if (const auto t = b.find("truncate_prompt_tokens"); t != b.end() && !t->is_null())
     return ApiError::validation("`truncate_prompt_tokens` is not supported by this server: prompt truncation is TGI's `truncate` on /generate");
-  RETURN_IF_API_ERROR(reject_if_set(b, "logit_bias", "logit_bias is not implemented"));
+  RETURN_IF_API_ERROR(get_logit_bias(b, s.logit_bias));
   RETURN_IF_API_ERROR(reject_if_set(b, "tools", "tool calling is not implemented"));
   // {"type": "text"} is OpenAI's default (plain text, what this server returns): accepted, as vLLM.
   if (auto rf = b.find("response_format");

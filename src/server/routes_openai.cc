@@ -32,6 +32,8 @@ const char* openai_finish(FinishReason r) {
 
 json lp_json(float lp) { return std::isfinite(lp) ? json(lp) : json(-9999.0); }
 
+/// OpenAI's `bytes`: the token's own bytes (Tokenizer::token_bytes) as integers 0–255, so the
+/// tokens of one character join into its UTF-8 (their `token` texts each show U+FFFD).
 json bytes_json(const std::string& s) {
   json b = json::array();
   for (unsigned char ch : s) b.push_back(static_cast<int>(ch));
@@ -121,9 +123,9 @@ struct LogprobsBuilder {
       json tl = json::array();
       for (const auto& [id, lp] : t.top) {
         std::string s = token_text(ctx, id);
-        tl.push_back(json{{"token", s}, {"logprob", lp_json(lp)}, {"bytes", bytes_json(s)}});
+        tl.push_back(json{{"token", s}, {"logprob", lp_json(lp)}, {"bytes", bytes_json(token_bytes(ctx, id))}});
       }
-      content.push_back(json{{"token", t.token_text}, {"logprob", lp_json(t.logprob)}, {"bytes", bytes_json(t.token_text)}, {"top_logprobs", tl}});
+      content.push_back(json{{"token", t.token_text}, {"logprob", lp_json(t.logprob)}, {"bytes", bytes_json(token_bytes(ctx, t.id))}, {"top_logprobs", tl}});
     }
     return json{{"content", content}};
   }
@@ -148,6 +150,10 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   if (auto e = prepare_prompt(ctx, r->prompt, r->prompt_ids, 0, r->opts.max_new_tokens, r->max_tokens_given, fields, sreq.prompt)) {
     return send_error(res, *e, ctx.metrics);
   }
+  const std::int64_t vocab = vocab_limit(ctx.tok.get(), *ctx.model);
+  for (const auto& [id, bias] : r->opts.sampling.logit_bias)
+    if (id >= vocab)
+      return send_error(res, ApiError::validation(fmt::format("`logit_bias` token id {} is outside the vocabulary [0, {})", id, vocab)), ctx.metrics);
   if (r->echo && r->prompt.empty()) {
     auto d = ctx.tok->decode(sreq.prompt, false);
     if (d.ok()) r->prompt = d.value();

@@ -441,6 +441,53 @@ TEST(Sampler, FrequencyAndPresencePenalties) {
   EXPECT_EQ(draw(b, {1.2f, 0.5f}), 0);   // 1.2 − 0.6 = 0.6 > 0.5
 }
 
+// OpenAI's logit_bias: added to the raw logit before the penalties (vLLM's order), for greedy and
+// sampled decoding alike; −100 bans, a −inf stays −inf, bad entries are refused by name.
+TEST(Sampler, LogitBiasShiftsRawLogitsBeforeThePenalties) {
+  SamplingParams p;
+  p.logit_bias = {{1, 0.75f}};
+  Sampler a(p, 3);
+  EXPECT_EQ(draw(a, {2.0f, 1.5f, -1.0f}), 1);  // 1.5 + 0.75 > 2.0
+  p.logit_bias = {{0, -100.0f}};
+  Sampler ban(p, 3);
+  EXPECT_EQ(draw(ban, {50.0f, 1.5f, -1.0f}), 1);
+  // Order: the bias, then the repetition penalty (a case where the two orders pick different ids).
+  SamplingParams order;
+  order.repetition_penalty = 2.0f;
+  order.logit_bias = {{0, -3.0f}};
+  Sampler o(order, 2);
+  o.observe(0);
+  // bias first: (1.0 − 3.0) × 2 = −4.0 < −3.5 → id 1; penalty first: 1.0 / 2 − 3.0 = −2.5 > −3.5 → id 0.
+  EXPECT_EQ(draw(o, {1.0f, -3.5f}), 1);
+  // −inf stays −inf (a +100 bias does not resurrect a banned id).
+  p.logit_bias = {{0, 100.0f}};
+  Sampler inf(p, 2);
+  EXPECT_EQ(draw(inf, {-std::numeric_limits<float>::infinity(), -5.0f}), 1);
+  // Sampling: a +100 bias on one id makes it (in effect) certain at temperature 1.
+  SamplingParams ps = seeded(7);
+  ps.do_sample = true;
+  ps.logit_bias = {{2, 100.0f}};
+  Sampler sm(ps, 4);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(draw(sm, {3.0f, 2.0f, 1.0f, 0.0f}), 2);
+}
+
+TEST(Sampler, LogitBiasRefusesBadEntries) {
+  auto message = [](std::vector<std::pair<std::int32_t, float>> bias, std::int64_t vocab) {
+    SamplingParams p;
+    p.logit_bias = std::move(bias);
+    Sampler s(p, vocab);
+    std::vector<float> row(static_cast<std::size_t>(vocab), 0.0f);
+    auto r = s.sample(row);
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  EXPECT_EQ(message({{3, 1.0f}}, 4), "ok");
+  EXPECT_NE(message({{4, 1.0f}}, 4).find("token id 4 is outside the vocabulary [0, 4)"), std::string::npos);
+  EXPECT_NE(message({{-1, 1.0f}}, 4).find("token id -1 is negative"), std::string::npos);
+  EXPECT_NE(message({{1, 100.5f}}, 4).find("must be in [-100, 100]"), std::string::npos);
+  EXPECT_NE(message({{1, std::nanf("")}}, 4).find("must be in [-100, 100]"), std::string::npos);
+  EXPECT_NE(message({{1, 1.0f}, {2, 1.0f}, {1, -1.0f}}, 4).find("token id 1 is given twice"), std::string::npos);
+}
+
 // OpenAI's (and vLLM's) frequency/presence penalties count generated tokens only; TGI's and the
 // CLI's count the prompt too. The repetition penalty covers the prompt either way.
 TEST(Sampler, PenaltiesCountThePromptOnlyWhenAsked) {

@@ -2,6 +2,8 @@
 // name the field for every kind of bad input (never an exception, never a 500).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "mamba/server.h"
@@ -223,6 +225,16 @@ TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {
   EXPECT_TRUE(one.echo);
   OpenAiRequest text_format;
   EXPECT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"text"}})", text_format));
+  // logit_bias: token id strings → biases, on both routes; null and {} set none.
+  OpenAiRequest bias;
+  ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"50256":-100,"7":2.5,"0":100}})", bias));
+  std::sort(bias.opts.sampling.logit_bias.begin(), bias.opts.sampling.logit_bias.end());  // order is immaterial
+  EXPECT_EQ(bias.opts.sampling.logit_bias, (std::vector<std::pair<std::int32_t, float>>{{0, 100.0f}, {7, 2.5f}, {50256, -100.0f}}));
+  for (const char* body : {R"({"prompt":"a","logit_bias":null})", R"({"prompt":"a","logit_bias":{}})"}) {
+    OpenAiRequest none;
+    ASSERT_FALSE(completion(body, none)) << body;
+    EXPECT_TRUE(none.opts.sampling.logit_bias.empty()) << body;
+  }
 }
 
 TEST(OpenAiRequest, BadInputs) {
@@ -239,7 +251,13 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"prompt":"x","temperature":3})", 422, "temperature"},
       {R"({"prompt":"x","max_tokens":-5})", 422, "max_tokens"},
       {R"({"prompt":"x","logprobs":9})", 422, "logprobs"},
-      {R"({"prompt":"x","logit_bias":{"5":1}})", 422, "logit_bias"},
+      {R"({"prompt":"x","logit_bias":[5,1]})", 422, "`logit_bias` must be an object of token id → bias, got array"},
+      {R"({"prompt":"x","logit_bias":{"five":1}})", 422, "`logit_bias` keys must be token ids (non-negative integers as strings), got \"five\""},
+      {R"({"prompt":"x","logit_bias":{"-5":1}})", 422, "got \"-5\""},
+      {R"({"prompt":"x","logit_bias":{"99999999999":1}})", 422, "got \"99999999999\""},
+      {R"({"prompt":"x","logit_bias":{"5":"1"}})", 422, "`logit_bias` value of token 5 must be a number, got string"},
+      {R"({"prompt":"x","logit_bias":{"5":100.5}})", 422, "`logit_bias` value of token 5 must be between -100 and 100, got 100.5"},
+      {R"({"prompt":"x","logit_bias":{"5":1,"05":2}})", 422, "`logit_bias` names token id 5 twice"},
       {R"({"prompt":"x","stream":"yes"})", 422, "stream"},
       {R"({"prompt":"x","top_k":-2})", 422, "top_k"},
       {R"({"prompt":"x","typical_p":0})", 422, "typical_p"},

@@ -233,6 +233,35 @@ await check('POST /v1/chat/completions (stream and not)', async () => {
   assert.equal(pc.map((c) => c.choices[0].delta.content ?? '').join(''), pr.json.choices[0].message.content);
 });
 
+await check('logit_bias (OpenAI routes): bans and forces tokens; chat logprobs `bytes` are the token\'s own bytes', async () => {
+  const body = { prompt: PROMPT, max_tokens: 4, temperature: 0, logprobs: 0 };
+  const plain = await postJson(base, '/v1/completions', body);
+  assert.equal(plain.status, 200, plain.text);
+  const first = plain.json.choices[0].logprobs.tokens[0];
+  const greedy = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 1, details: true } });
+  const firstId = greedy.json.details.tokens[0].id;
+  assert.equal(greedy.json.details.tokens[0].text, first);
+  const banned = await postJson(base, '/v1/completions', { ...body, logit_bias: { [firstId]: -100 } });
+  assert.equal(banned.status, 200, banned.text);
+  assert.notEqual(banned.json.choices[0].logprobs.tokens[0], first, banned.text);
+  // Id 160 is the byte 0xE2 alone (the embedded tokenizer's "â"): its text is U+FFFD, its bytes
+  // [0xE2] (OpenAI: bytes join across the tokens of one character), not U+FFFD's EF BF BD.
+  const chat = await postJson(base, '/v1/chat/completions', {
+    messages: [{ role: 'user', content: 'Hi' }], max_tokens: 1, temperature: 0, logprobs: true, top_logprobs: 1, logit_bias: { 160: 100 } });
+  assert.equal(chat.status, 200, chat.text);
+  const c = chat.json.choices[0].logprobs.content[0];
+  assert.equal(c.token, '\uFFFD', chat.text);
+  assert.deepEqual(c.bytes, [0xe2], chat.text);
+  // The reported logprobs are the model's (raw, as vLLM's default), not the biased ones.
+  assert.ok(c.logprob < -1, chat.text);
+  for (const [bias, mentions] of [[{ 8192: 1 }, 'token id 8192 is outside the vocabulary [0, 8192)'],
+                                  [{ 5: 101 }, 'between -100 and 100'], [{ x: 1 }, 'keys must be token ids']]) {
+    const r = await postJson(base, '/v1/completions', { ...body, logit_bias: bias });
+    assert.equal(r.status, 422, r.text);
+    assert.ok(r.json.error.includes(mentions), r.text);
+  }
+});
+
 const bad = [
   ['/generate', '{"inputs": "x", "parameters": {"max_new_tokens": ', 400],  // truncated JSON
   ['/generate', '[]', 400],

@@ -30,6 +30,7 @@ struct RunArgs {
   int n_predict = 128;
   int threads = 0;
   std::string precision = "exact";
+  std::vector<std::string> logit_bias;  ///< --logit-bias items, ID+BIAS / ID-BIAS (llama.cpp's form)
   float temp = 1.0f;
   GenerateOptions gen;
   std::uint64_t seed = 0;
@@ -47,8 +48,22 @@ bool same_destination(int fd1, int fd2) {
   return ::fstat(fd1, &s1) == 0 && ::fstat(fd2, &s2) == 0 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino;
 }
 
+/// One --logit-bias item, llama.cpp's TOKEN_ID(+|-)BIAS (e.g. 15043+1, 50256-100), or a clear error.
+std::pair<std::int32_t, float> parse_logit_bias(const std::string& item) {
+  const std::size_t sign = item.find_first_of("+-");
+  const std::string id_text = item.substr(0, sign);
+  const bool digits = !id_text.empty() && id_text.size() <= 10 && id_text.find_first_not_of("0123456789") == std::string::npos;
+  char* end = nullptr;
+  const std::string bias_text = sign == std::string::npos ? std::string() : item.substr(sign);
+  const double bias = bias_text.size() > 1 ? std::strtod(bias_text.c_str(), &end) : 0.0;
+  if (!digits || std::stoll(id_text) > INT32_MAX || bias_text.size() < 2 || end != bias_text.c_str() + bias_text.size())
+    fail_flag(fmt::format("--logit-bias: expected TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1, 50256-100), got '{}'", item));
+  return {static_cast<std::int32_t>(std::stoll(id_text)), static_cast<float>(bias)};
+}
+
 void run(const RunArgs& a, CLI::App& cmd) {
   GenerateOptions opts = a.gen;
+  for (const std::string& item : a.logit_bias) opts.sampling.logit_bias.push_back(parse_logit_bias(item));
   // -1: no limit (until EOS, or Ctrl-C), as llama.cpp's -n -1.
   opts.max_new_tokens = a.n_predict == -1 ? std::numeric_limits<int>::max() : a.n_predict;
   if (cmd.count("--temp")) {
@@ -107,6 +122,9 @@ void run(const RunArgs& a, CLI::App& cmd) {
   if (!loaded.ok()) fail(loaded.error().message);
   Model& model = *loaded->model;
   const Tokenizer* tok = loaded->tokenizer ? &*loaded->tokenizer : nullptr;
+  for (const auto& [id, bias] : opts.sampling.logit_bias)
+    if (id >= vocab_limit(tok, model))
+      fail_flag(fmt::format("--logit-bias: token id {} is outside the vocabulary [0, {})", id, vocab_limit(tok, model)));
   const std::string precision_note = a.precision != "exact" ? ", precision " + a.precision : std::string();
   std::fprintf(stderr, "model: %s (%s, %lld layers%s%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),
                static_cast<long long>(model.config().n_layer), precision_note.c_str(), tok ? "" : ", no tokenizer");
@@ -256,6 +274,12 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_option("--repeat-penalty", a->gen.sampling.repetition_penalty, "HF repetition penalty (> 0, 1 = off)")->check(float32_range());
   cmd->add_option("--frequency-penalty", a->gen.sampling.frequency_penalty, "OpenAI frequency penalty in [-2, 2]")->check(float32_range());
   cmd->add_option("--presence-penalty", a->gen.sampling.presence_penalty, "OpenAI presence penalty in [-2, 2]")->check(float32_range());
+  cmd->add_option("--logit-bias", a->logit_bias,
+                  "Add BIAS in [-100, 100] to a token's logit before sampling, as TOKEN_ID+BIAS or TOKEN_ID-BIAS "
+                  "(repeatable; -100 in effect bans the token)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--seed", a->seed, "RNG seed 0 to 2^64-1 (same seed + same input = same output)")->check(uint64_value());
   cmd->add_option("--stop", a->gen.stop, "Stop string (repeatable); its text is not printed")
       ->expected(1)

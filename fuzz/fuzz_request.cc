@@ -1,0 +1,58 @@
+// libFuzzer target: the server's request bodies (bytes → JSON object → TGI /generate, OpenAI
+// /v1/completions and /v1/chat/completions requests: prompt forms, sampling fields, stop strings,
+// logit_bias, messages). Any body gives a request or a 4xx error with a message, never a crash; an
+// accepted request's sampling parameters pass SamplingParams::validate and its numbers are in range.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/json_fields.h"
+#include "server/openai_request.h"
+#include "server/tgi_request.h"
+
+namespace {
+
+using mamba::server::ApiError;
+
+void check_error(const ApiError& e) {
+  if (e.status < 400 || e.status >= 500 || e.message.empty() || e.body().empty()) std::abort();
+}
+
+void check_accepted(const mamba::GenerateOptions& o, const mamba::server::RequestLimits& limits) {
+  if (!o.sampling.validate().ok()) std::abort();
+  if (o.max_new_tokens < 0 || o.max_new_tokens > limits.max_total_tokens) std::abort();
+  if (o.stop.size() > static_cast<std::size_t>(limits.max_stop_sequences)) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string body(reinterpret_cast<const char*>(data), size);
+  nlohmann::json j;
+  if (auto e = mamba::server::parse_body_object(body, j)) {
+    check_error(*e);
+    return 0;
+  }
+  const mamba::server::RequestLimits limits;
+  mamba::server::TgiRequest tgi;
+  if (auto e = mamba::server::parse_tgi_request(j, limits, tgi)) {
+    check_error(*e);
+  } else {
+    check_accepted(tgi.opts, limits);
+  }
+  for (bool chat : {false, true}) {
+    mamba::server::OpenAiRequest r;
+    auto e = chat ? mamba::server::parse_chat_request(j, limits, r) : mamba::server::parse_completion_request(j, limits, r);
+    if (e) {
+      check_error(*e);
+    } else {
+      check_accepted(r.opts, limits);
+      for (const auto& [id, bias] : r.opts.sampling.logit_bias)
+        if (id < 0 || !(bias >= -100.0f && bias <= 100.0f)) std::abort();
+    }
+  }
+  return 0;
+}
