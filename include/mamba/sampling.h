@@ -39,7 +39,8 @@ struct SamplingParams {
   bool frequency_penalty_per_length = false;
   /// OpenAI's logit_bias: (token id, bias) pairs, bias added to that id's raw logit before every
   /// other processor (−100 in effect bans the id, +100 in effect forces it). Ids distinct, ≥ 0 and
-  /// < the sampler's vocab_limit; biases in [−100, 100] (OpenAI's range).
+  /// < the sampler's vocab_limit; biases in [−100, 100] (OpenAI's range) or −inf (the id banned, as
+  /// llama.cpp's `ID-inf`; banning every id is an error of sample()).
   std::vector<std::pair<std::int32_t, float>> logit_bias;
   std::uint64_t seed = 0;           ///< same seed + same input → same output
   bool has_seed = false;            ///< false: seed drawn from std::random_device (then reported)

@@ -272,8 +272,14 @@ Result<std::int32_t> Sampler::sample(std::span<float> logits) {
 
   // OpenAI's logit_bias, on the raw logits (a −inf stays −inf; a sum past the float range saturates).
   constexpr float kMax = std::numeric_limits<float>::max();
-  for (const auto& [id, bias] : p_.logit_bias)
-    if (id < n && logits[id] != kNegInf) logits[id] = std::clamp(logits[id] + bias, -kMax, kMax);
+  bool banned = false;
+  for (const auto& [id, bias] : p_.logit_bias) {
+    if (id >= n || logits[id] == kNegInf) continue;
+    banned |= bias == kNegInf;
+    logits[id] = bias == kNegInf ? kNegInf : std::clamp(logits[id] + bias, -kMax, kMax);
+  }
+  if (banned && logits[ops::argmax(logits.data(), n)] == kNegInf)
+    return make_error(ErrorCode::kInvalidArgument, "sampler: logit_bias bans every token (-inf on each id the model could pick)");
 
   // RepetitionPenaltyLogitsProcessor: tokens seen in the context (prompt + generated).
   // OpenAI-style frequency / presence penalties over the same counts, or over the generated

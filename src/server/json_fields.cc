@@ -21,6 +21,45 @@ std::string dump_json(const nlohmann::ordered_json& j) {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+void JsonArrayWriter::push_raw(std::string_view json_text) {
+  text_ += text_.empty() ? '[' : ',';
+  text_ += json_text;
+}
+
+std::string JsonArrayWriter::take() {
+  std::string out = text_.empty() ? std::string("[") : std::move(text_);
+  out += ']';
+  text_.clear();
+  return out;
+}
+
+std::string dump_with_members(const nlohmann::ordered_json& obj,
+                              std::initializer_list<std::pair<std::string_view, std::string_view>> raw) {
+  std::string out = "{";
+  auto member = [&out](std::string_view key, std::string_view value_text) {
+    if (out.size() > 1) out += ',';
+    out += dump_json(nlohmann::ordered_json(std::string(key)));
+    out += ':';
+    out += value_text;
+  };
+  auto raw_text = [&raw](std::string_view key) -> const std::string_view* {
+    for (const auto& r : raw)
+      if (r.first == key) return &r.second;
+    return nullptr;
+  };
+  for (const auto& [k, v] : obj.items()) {
+    if (const std::string_view* text = raw_text(k)) {
+      member(k, *text);
+    } else {
+      member(k, dump_json(v));
+    }
+  }
+  for (const auto& [k, text] : raw)
+    if (!obj.contains(k)) member(k, text);
+  out += '}';
+  return out;
+}
+
 std::optional<ApiError> parse_body_object(const std::string& body, json& out) {
   if (body.empty()) return ApiError::malformed("request body is empty: expected a JSON object");
   try {

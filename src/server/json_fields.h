@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -35,5 +38,30 @@ std::optional<ApiError> reject_if_set(const nlohmann::json& obj, const char* key
 std::string dump_json(const nlohmann::json& j);
 /// dump_json for an object whose keys keep their insertion order (OpenAI responses).
 std::string dump_json(const nlohmann::ordered_json& j);
+
+/// A JSON array written element by element as text, for answers with one entry per token (logprobs
+/// of up to --max-total-tokens tokens): only one element's DOM lives at a time, where a DOM of the
+/// whole answer took ~12 times the answer's size.
+class JsonArrayWriter {
+ public:
+  void push(const nlohmann::ordered_json& v) { push_raw(dump_json(v)); }
+  /// `json_text` must be one JSON value's text (a dump_json result, or "null").
+  void push_raw(std::string_view json_text);
+  /// The array's text "[...]"; the writer is left empty.
+  std::string take();
+
+ private:
+  std::string text_;
+};
+
+/// `obj` (a JSON object) as text with the values of the members named in `raw` replaced by their
+/// JSON text (one JSON value's text each; a member not in `obj` comes last): splices text from
+/// JsonArrayWriter into an answer, the members in `obj`'s order (a placeholder value keeps a
+/// member's place).
+std::string dump_with_members(const nlohmann::ordered_json& obj,
+                              std::initializer_list<std::pair<std::string_view, std::string_view>> raw);
+inline std::string dump_with_member(const nlohmann::ordered_json& obj, std::string_view key, std::string_view json_text) {
+  return dump_with_members(obj, {{key, json_text}});
+}
 
 }  // namespace mamba::server

@@ -1,5 +1,8 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
+#include <unordered_set>
+
 #include <fmt/format.h>
 
 #include "server/json_fields.h"
@@ -15,26 +18,38 @@ using nlohmann::json;
 
 namespace {
 
+/// A key as an error message shows it: at most 40 bytes (a rejected key may be megabytes long).
+std::string shown_key(const std::string& key) {
+  return key.size() <= 40 ? key : key.substr(0, 40) + fmt::format("… ({} bytes)", key.size());
+}
+
 /// OpenAI's `logit_bias`: an object of token id (a decimal string) → bias in [-100, 100], or null.
-/// The ids' upper bound (the vocabulary) is checked by the route, which knows it.
+/// The ids' upper bound (the vocabulary) is checked by the route, which knows it. Linear in the
+/// object's size (a 600,000-key object is refused or taken at once, never quadratically).
 std::optional<ApiError> get_logit_bias(const json& b, std::vector<std::pair<std::int32_t, float>>& out) {
   const auto it = b.find("logit_bias");
   if (it == b.end() || it->is_null()) return std::nullopt;
   if (!it->is_object())
     return ApiError::validation(fmt::format("`logit_bias` must be an object of token id → bias, got {}", it->type_name()));
+  std::unordered_set<std::int32_t> seen;
   for (const auto& [key, value] : it->items()) {
-    const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos;
-    const std::int64_t id = digits ? std::stoll(key) : -1;
-    if (id < 0 || id > INT32_MAX)
-      return ApiError::validation(fmt::format("`logit_bias` keys must be token ids (non-negative integers as strings), got \"{}\"", key));
+    if (key.empty() || key.find_first_not_of("0123456789") != std::string::npos)
+      return ApiError::validation(fmt::format("`logit_bias` keys must be token ids (non-negative integers as strings), got \"{}\"", shown_key(key)));
+    const std::size_t lead = std::min(key.find_first_not_of('0'), key.size() - 1);  // "0007" is 7
+    if (key.size() - lead > 10 || std::stoll(key.substr(lead)) > INT32_MAX)
+      return ApiError::validation(fmt::format("`logit_bias` key \"{}\" is not a token id of this model: too large", shown_key(key)));
+    const auto id = static_cast<std::int32_t>(std::stoll(key.substr(lead)));
     if (!value.is_number())
-      return ApiError::validation(fmt::format("`logit_bias` value of token {} must be a number, got {}", key, value.type_name()));
+      return ApiError::validation(fmt::format("`logit_bias` value of token {} must be a number, got {}", id, value.type_name()));
     const double bias = value.get<double>();
     if (!(bias >= -100.0 && bias <= 100.0))
-      return ApiError::validation(fmt::format("`logit_bias` value of token {} must be between -100 and 100, got {}", key, bias));
-    for (const auto& [seen, unused] : out)
-      if (seen == id) return ApiError::validation(fmt::format("`logit_bias` names token id {} twice", id));
-    out.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(bias));
+      return ApiError::validation(fmt::format("`logit_bias` value of token {} must be between -100 and 100, got {}", id, value.dump()));
+    if (bias != 0.0 && static_cast<float>(bias) == 0.0f)  // as every real-valued field (get_float)
+      return ApiError::validation(fmt::format(
+          "`logit_bias` value of token {} = {} is below 7.1e-46 in magnitude, which a 32-bit float rounds to 0 (give 0 itself, or a larger value)",
+          id, value.dump()));
+    if (!seen.insert(id).second) return ApiError::validation(fmt::format("`logit_bias` names token id {} twice", id));
+    out.emplace_back(id, static_cast<float>(bias));
   }
   return std::nullopt;
 }

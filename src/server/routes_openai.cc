@@ -48,42 +48,43 @@ std::size_t utf8_chars(std::string_view s) {
   return n;
 }
 
-struct LogprobsBuilder {
-  /// A completions top_logprobs entry: token text → logprob, from the likeliest (`top` is
-  /// descending), then the chosen token (sampled, or the prompt's) when it is not among them — as
-  /// OpenAI's legacy API ("up to logprobs + 1 elements") and vLLM; with logprobs 0 only the chosen
-  /// one. A text seen before keeps the likelier value.
-  static json top_dict(const ServerContext& ctx, const std::vector<std::pair<std::int32_t, float>>& top,
-                       std::int32_t chosen, float chosen_lp) {
-    json m = json::object();
-    for (const auto& [id, lp] : top) {
-      std::string s = token_text(ctx, id);
-      if (!m.contains(s)) m[s] = lp_json(lp);
-    }
-    if (std::string s = token_text(ctx, chosen); !m.contains(s)) m[s] = lp_json(chosen_lp);
-    return m;
+/// A completions top_logprobs entry: token text → logprob, from the likeliest (`top` is descending),
+/// then the chosen token (sampled, or the prompt's) when it is not among them — as OpenAI's legacy
+/// API ("up to logprobs + 1 elements") and vLLM; with logprobs 0 only the chosen one. A text seen
+/// before keeps the likelier value.
+json top_dict(const ServerContext& ctx, const std::vector<std::pair<std::int32_t, float>>& top, std::int32_t chosen,
+              float chosen_lp) {
+  json m = json::object();
+  for (const auto& [id, lp] : top) {
+    std::string s = token_text(ctx, id);
+    if (!m.contains(s)) m[s] = lp_json(lp);
   }
-  // completions: {tokens, token_logprobs, top_logprobs, text_offset}; chat: {content: [...]}
-  static json completion(const ServerContext& ctx, const std::vector<TokenEvent>& toks, std::size_t& offset) {
-    json tokens = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
+  if (std::string s = token_text(ctx, chosen); !m.contains(s)) m[s] = lp_json(chosen_lp);
+  return m;
+}
+
+/// A completion's `logprobs` ({tokens, token_logprobs, top_logprobs, text_offset}) written as text
+/// entry by entry (JsonArrayWriter): with echo the prompt's tokens first (add_prompt), then the
+/// generated ones (add_tokens).
+class CompletionLogprobs {
+ public:
+  /// The generated tokens; `offset`: where the next token's text starts in the answer's text, in
+  /// characters (advanced past each token, held-back stop text included).
+  void add_tokens(const ServerContext& ctx, const std::vector<TokenEvent>& toks, std::size_t& offset) {
     for (const auto& t : toks) {
-      tokens.push_back(t.token_text);
-      lps.push_back(lp_json(t.logprob));
-      offs.push_back(offset);
-      offset += utf8_chars(t.decoded_delta);  // where the next token's text starts, held-back text included
-      tops.push_back(top_dict(ctx, t.top, t.id, t.logprob));
+      tokens_.push(t.token_text);
+      lps_.push(lp_json(t.logprob));
+      offs_.push(offset);
+      offset += utf8_chars(t.decoded_delta);
+      tops_.push(top_dict(ctx, t.top, t.id, t.logprob));
     }
-    return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
   }
-  /// Puts the prompt's tokens in front of a completion's `lp` (echo): token i's logprob given
-  /// the ones before (prompt_lps[i − 1]; null for the first), its text_offset where its text starts
-  /// in `echoed` (the prompt as sent: decoded offsets mapped through NormalizedOffsets), its top_logprobs
-  /// dict (prompt_tops[i − 1] and the prompt token itself; null for the first, as OpenAI's and
-  /// vLLM's).
-  static void prepend_prompt(const ServerContext& ctx, const std::vector<std::int32_t>& prompt, std::string_view echoed,
-                             const std::vector<float>& prompt_lps,
-                             const std::vector<std::vector<std::pair<std::int32_t, float>>>& prompt_tops, json& lp) {
-    json tokens = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
+  /// The prompt's tokens (echo): token i's logprob given the ones before (prompt_lps[i − 1]; null
+  /// for the first), its text_offset where its text starts in `echoed` (the prompt as sent: decoded
+  /// offsets mapped through NormalizedOffsets), its top_logprobs dict (prompt_tops[i − 1] and the
+  /// prompt token itself; null for the first, as OpenAI's and vLLM's).
+  void add_prompt(const ServerContext& ctx, const std::vector<std::int32_t>& prompt, std::string_view echoed,
+                  const std::vector<float>& prompt_lps, const std::vector<std::vector<std::pair<std::int32_t, float>>>& prompt_tops) {
     // Token starts in the decoded (normalised) prompt, then mapped to characters of the echoed one.
     StreamDecoder dec(*ctx.tok, /*skip_special_tokens=*/false);
     std::string decoded;
@@ -94,42 +95,39 @@ struct LogprobsBuilder {
     }
     const NormalizedOffsets map(echoed, decoded);
     std::size_t byte = 0, chars = 0;  // chars of echoed[0, byte): starts map monotonically
+    static const std::vector<std::pair<std::int32_t, float>> kNone;
     for (std::size_t i = 0; i < prompt.size(); ++i) {
-      tokens.push_back(token_text(ctx, prompt[i]));
-      lps.push_back(i == 0 || i - 1 >= prompt_lps.size() ? json(nullptr) : lp_json(prompt_lps[i - 1]));
-      if (i == 0 || i - 1 >= prompt_lps.size()) {
-        tops.push_back(nullptr);
-      } else {
-        static const std::vector<std::pair<std::int32_t, float>> kNone;
-        tops.push_back(top_dict(ctx, i - 1 < prompt_tops.size() ? prompt_tops[i - 1] : kNone, prompt[i], prompt_lps[i - 1]));
-      }
+      tokens_.push(token_text(ctx, prompt[i]));
+      const bool scored = i > 0 && i - 1 < prompt_lps.size();
+      lps_.push(scored ? lp_json(prompt_lps[i - 1]) : json(nullptr));
+      tops_.push(scored ? top_dict(ctx, i - 1 < prompt_tops.size() ? prompt_tops[i - 1] : kNone, prompt[i], prompt_lps[i - 1]) : json(nullptr));
       const std::size_t to = std::max(byte, map.start(starts[i]));
       chars += utf8_chars(echoed.substr(byte, to - byte));
       byte = to;
-      offs.push_back(chars);
+      offs_.push(chars);
     }
-    auto put_in_front = [&lp](json front, const char* key) {
-      for (auto& v : lp[key]) front.push_back(std::move(v));
-      lp[key] = std::move(front);
-    };
-    put_in_front(std::move(tokens), "tokens");
-    put_in_front(std::move(lps), "token_logprobs");
-    put_in_front(std::move(offs), "text_offset");
-    put_in_front(std::move(tops), "top_logprobs");
   }
-  static json chat(const ServerContext& ctx, const std::vector<TokenEvent>& toks, int top) {
-    json content = json::array();
-    for (const auto& t : toks) {
-      json tl = json::array();
-      for (const auto& [id, lp] : t.top) {
-        std::string s = token_text(ctx, id);
-        tl.push_back(json{{"token", s}, {"logprob", lp_json(lp)}, {"bytes", bytes_json(token_bytes(ctx, id))}});
-      }
-      content.push_back(json{{"token", t.token_text}, {"logprob", lp_json(t.logprob)}, {"bytes", bytes_json(token_bytes(ctx, t.id))}, {"top_logprobs", tl}});
-    }
-    return json{{"content", content}};
+  /// The object's text; the builder is left empty.
+  std::string take() {
+    return fmt::format(R"({{"tokens":{},"token_logprobs":{},"top_logprobs":{},"text_offset":{}}})", tokens_.take(), lps_.take(),
+                       tops_.take(), offs_.take());
   }
+
+ private:
+  JsonArrayWriter tokens_, lps_, tops_, offs_;
 };
+
+/// A chat answer's `logprobs` ({content: [{token, logprob, bytes, top_logprobs}]}) as text.
+std::string chat_logprobs(const ServerContext& ctx, const std::vector<TokenEvent>& toks) {
+  JsonArrayWriter content;
+  for (const auto& t : toks) {
+    json tl = json::array();
+    for (const auto& [id, lp] : t.top)
+      tl.push_back(json{{"token", token_text(ctx, id)}, {"logprob", lp_json(lp)}, {"bytes", bytes_json(token_bytes(ctx, id))}});
+    content.push(json{{"token", t.token_text}, {"logprob", lp_json(t.logprob)}, {"bytes", bytes_json(token_bytes(ctx, t.id))}, {"top_logprobs", std::move(tl)}});
+  }
+  return fmt::format(R"({{"content":{}}})", content.take());
+}
 
 json usage_json(const SequenceStats& st) {
   return json{{"prompt_tokens", st.prompt_tokens},
@@ -181,18 +179,19 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     auto offset = std::make_shared<std::size_t>(utf8_chars(echo_prefix));
     auto first = std::make_shared<bool>(true);
     const char* object = chat ? "chat.completion.chunk" : "text_completion";
-    auto chunk = [r, oid, created, model, object](json choice) {
-      json c{{"id", oid}, {"object", object}, {"created", created}, {"model", model}, {"choices", json::array({choice})}};
+    // One chunk: `choice` with `logprobs` (JSON text) added.
+    auto chunk = [r, oid, created, model, object](const json& choice, const std::string& logprobs = "null") {
+      json c{{"id", oid}, {"object", object}, {"created", created}, {"model", model}, {"choices", nullptr}};
       if (r->include_usage) c["usage"] = nullptr;  // OpenAI: every chunk but the usage one has "usage": null
-      return sse_data(dump_json(c));
+      return sse_data(dump_with_member(c, "choices", fmt::format("[{}]", dump_with_member(choice, "logprobs", logprobs))));
     };
     SseHandlers h;
     if (echo_logprobs) {  // the echo chunk with the prompt's logprobs, once its prefill is done
       h.on_prompt = [&ctx, first, chunk, echo_prefix, prompt_ids](const RequestStream::PromptScores& ps) {
         *first = false;
-        json lp{{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()}, {"text_offset", json::array()}};
-        LogprobsBuilder::prepend_prompt(ctx, prompt_ids, echo_prefix, ps.logprobs, ps.top, lp);
-        return chunk(json{{"index", 0}, {"text", echo_prefix}, {"logprobs", lp}, {"finish_reason", nullptr}});
+        CompletionLogprobs lp;
+        lp.add_prompt(ctx, prompt_ids, echo_prefix, ps.logprobs, ps.top);
+        return chunk(json{{"index", 0}, {"text", echo_prefix}, {"logprobs", nullptr}, {"finish_reason", nullptr}}, lp.take());
       };
     }
     h.on_tokens = [&ctx, r, object, chunk, chat, offset, first, echo_prefix, oid, created, model](
@@ -213,16 +212,22 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
         // has nothing to say without logprobs: no empty chunk (OpenAI sends none).
         if (!last && t.text_delta.empty() && !r->logprobs) continue;
         json choice{{"index", 0}};
-        std::vector<TokenEvent> one{t};
+        std::string logprobs = "null";
+        const std::vector<TokenEvent> one{t};
         if (chat) {
           choice["delta"] = json{{"content", t.text_delta}};
-          choice["logprobs"] = r->logprobs ? LogprobsBuilder::chat(ctx, one, r->top_logprobs) : json(nullptr);
+          if (r->logprobs) logprobs = chat_logprobs(ctx, one);
         } else {
           choice["text"] = t.text_delta;
-          choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, one, *offset) : json(nullptr);  // advances *offset
+          if (r->logprobs) {
+            CompletionLogprobs lp;
+            lp.add_tokens(ctx, one, *offset);  // advances *offset
+            logprobs = lp.take();
+          }
         }
+        choice["logprobs"] = nullptr;  // its place: chunk() puts the text there
         choice["finish_reason"] = last ? json(openai_finish(st.finish)) : json(nullptr);
-        out += chunk(choice);
+        out += chunk(choice, logprobs);
       }
       if (done && toks.empty()) {  // max_tokens 0 with echo: no token, the end still says why
         out += chunk(json{{"index", 0}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", openai_finish(st.finish)}});
@@ -244,28 +249,36 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   Collected c = collect(*rs, [&conn] { return conn.closed(); });
   log_request(id, route, c.stats, c.error);
   if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(res, generation_error(c), ctx.metrics);
-  json choice{{"index", 0}, {"finish_reason", openai_finish(c.stats.finish)}};
+  // The answer as text, its logprobs written entry by entry (a DOM of a long answer's logprobs
+  // took ~12 times the answer's size).
+  json choice{{"index", 0}};
+  std::string logprobs = "null";
   if (chat) {
     choice["message"] = json{{"role", "assistant"}, {"content", c.text}};
-    choice["logprobs"] = r->logprobs ? LogprobsBuilder::chat(ctx, c.tokens, r->top_logprobs) : json(nullptr);
+    if (r->logprobs) logprobs = chat_logprobs(ctx, c.tokens);
   } else {
-    std::size_t offset = utf8_chars(echo_prefix);
     choice["text"] = echo_prefix + c.text;
-    choice["logprobs"] = r->logprobs ? LogprobsBuilder::completion(ctx, c.tokens, offset) : json(nullptr);
-    if (echo_logprobs) LogprobsBuilder::prepend_prompt(ctx, prompt_ids, echo_prefix, c.stats.prompt_logprobs, c.stats.prompt_top_logprobs,
-                                                     choice["logprobs"]);
+    if (r->logprobs) {
+      CompletionLogprobs lp;
+      if (echo_logprobs) lp.add_prompt(ctx, prompt_ids, echo_prefix, c.stats.prompt_logprobs, c.stats.prompt_top_logprobs);
+      std::size_t offset = utf8_chars(echo_prefix);
+      lp.add_tokens(ctx, c.tokens, offset);
+      logprobs = lp.take();
+    }
   }
-  json out{{"id", oid},
-           {"object", chat ? "chat.completion" : "text_completion"},
-           {"created", created},
-           {"model", model},
-           {"choices", json::array({std::move(choice)})},
-           {"usage", usage_json(c.stats)}};
+  choice["logprobs"] = nullptr;  // its place: the text goes there
+  choice["finish_reason"] = openai_finish(c.stats.finish);
+  const json out{{"id", oid},
+                 {"object", chat ? "chat.completion" : "text_completion"},
+                 {"created", created},
+                 {"model", model},
+                 {"choices", nullptr},
+                 {"usage", usage_json(c.stats)}};
   res.set_header("x-prompt-tokens", std::to_string(c.stats.prompt_tokens));
   res.set_header("x-generated-tokens", std::to_string(c.stats.generated_tokens));
   c = Collected();  // the tokens' copies, before the answer's text is made
-  std::string answer = dump_json(out);
-  out = json();
+  std::string answer = dump_with_member(out, "choices", fmt::format("[{}]", dump_with_member(choice, "logprobs", logprobs)));
+  logprobs = std::string();
   set_json_body(res, std::move(answer));
 }
 

@@ -117,35 +117,39 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
   Collected c = collect(*rs, [&conn] { return conn.closed(); });
   log_request(id, route, c.stats, c.error);
   if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(res, generation_error(c), ctx.metrics);
-  json out{{"generated_text", prefix + c.text}};
+  // The answer as text, its per-token arrays written entry by entry (a DOM of a long answer's
+  // details took ~11 times the answer's size).
+  const nlohmann::ordered_json out{{"generated_text", prefix + c.text}};  // "details" only when asked, as TGI
+  std::string details;
   if (r->details) {
-    json prefill = json::array();
+    JsonArrayWriter prefill, tokens, top;
     if (r->decoder_input_details) {
       for (std::size_t i = 0; i < prompt_ids->size(); ++i) {
         const std::int32_t pid = (*prompt_ids)[i];
         json lp = i == 0 || i - 1 >= c.stats.prompt_logprobs.size() ? json(nullptr)
                                                                      : logprob_json(c.stats.prompt_logprobs[i - 1]);
-        prefill.push_back(json{{"id", pid}, {"text", token_text(ctx, pid)}, {"logprob", lp}});
+        prefill.push_raw(dump_json(json{{"id", pid}, {"text", token_text(ctx, pid)}, {"logprob", lp}}));
       }
     }
-    json tokens = json::array();
-    json top = json::array();
     for (const auto& t : c.tokens) {
-      tokens.push_back(token_json(t, t.token_text));
-      if (r->opts.top_logprobs > 0) top.push_back(top_tokens_json(ctx, t));
+      tokens.push_raw(dump_json(token_json(t, t.token_text)));
+      if (r->opts.top_logprobs > 0) top.push_raw(dump_json(top_tokens_json(ctx, t)));
     }
-    json details{{"finish_reason", finish_reason_name(c.stats.finish)},
-                 {"generated_tokens", c.stats.generated_tokens},
-                 {"seed", seed_json(*r, c.stats)},
-                 {"prefill", std::move(prefill)},
-                 {"tokens", std::move(tokens)}};
-    if (r->opts.top_logprobs > 0) details["top_tokens"] = std::move(top);
-    out["details"] = std::move(details);
+    // TGI's member order (its Details struct).
+    const nlohmann::ordered_json d{{"finish_reason", finish_reason_name(c.stats.finish)},
+                                   {"generated_tokens", c.stats.generated_tokens},
+                                   {"seed", seed_json(*r, c.stats)},
+                                   {"prefill", nullptr},
+                                   {"tokens", nullptr}};
+    const std::string top_text = r->opts.top_logprobs > 0 ? top.take() : std::string();
+    details = r->opts.top_logprobs > 0 ? dump_with_members(d, {{"prefill", prefill.take()}, {"tokens", tokens.take()}, {"top_tokens", top_text}})
+                                       : dump_with_members(d, {{"prefill", prefill.take()}, {"tokens", tokens.take()}});
   }
   set_timing_headers(res, c.stats, r->inputs.size());
   c = Collected();  // the tokens' copies, before the answer's text is made
-  std::string answer = dump_json(mode == TgiMode::kCompat ? json::array({std::move(out)}) : std::move(out));
-  out = json();
+  std::string answer = r->details ? dump_with_member(out, "details", details) : dump_json(out);
+  details = std::string();
+  if (mode == TgiMode::kCompat) answer = fmt::format("[{}]", answer);
   set_json_body(res, std::move(answer));
 }
 

@@ -93,7 +93,7 @@ std::optional<ApiError> parse_tgi_request(const json& body, const RequestLimits&
   RETURN_IF_API_ERROR(reject_if_set(p, "adapter_id", "adapters are not implemented"));
   // OpenAI fields TGI does not have: refused here as on the OpenAI routes (TGI would drop them
   // silently, and a user moving a request between the APIs would get an answer without them).
-  RETURN_IF_API_ERROR(reject_if_set(p, "logit_bias", "logit_bias is not implemented"));
+  RETURN_IF_API_ERROR(reject_if_set(p, "logit_bias", "TGI's /generate has no logit bias; the OpenAI routes (/v1/completions, /v1/chat/completions) take `logit_bias`"));
   std::int64_t n = 1;
   RETURN_IF_API_ERROR(get_int(p, "n", 1, 1 << 20, n));
   if (n != 1) return ApiError::validation(fmt::format("`n` must be 1 (several answers are not supported), got {}", n));

@@ -1,6 +1,6 @@
-# `run --logit-bias ID±B` (llama.cpp's form): −100 bans the greedy token, +100 forces a token at every
-# step, the reported logprobs stay the model's; malformed items and ids outside the vocabulary are
-# flag errors (exit 2) naming the item.
+# `run --logit-bias ID±B` (llama.cpp's form): −100 or −inf bans the greedy token, +100 forces a token
+# at every step, a repeated id adds up, the reported logprobs stay the model's; malformed items and
+# ids outside the vocabulary are flag errors (exit 2) naming the item.
 include(${CMAKE_CURRENT_LIST_DIR}/cli_util.cmake)
 set(model ${SRC}/models/mamba2-books-7m-bpe8k)
 cli_run_ok(plain run -m ${model} -p "The sea" -n 4 --json)
@@ -26,5 +26,16 @@ foreach(item 13 13+ 13+x a+1 -5+1 "13 +1" 99999999999+1)
   expect_error("--logit-bias: expected TOKEN_ID\\+BIAS or TOKEN_ID-BIAS" run -m ${model} -p hi -n 1 --logit-bias "${item}")
 endforeach()
 expect_error("logit_bias: the bias of token id 13 is 1000: must be in \\[-100, 100\\]" run -m ${model} -p hi -n 1 --logit-bias 13+1000)
-expect_error("logit_bias: token id 13 is given twice" run -m ${model} -p hi -n 1 --logit-bias 13+1 --logit-bias 13-1)
+# A repeated id adds up (llama.cpp): 60 + 40 forces 777 as +100 does; -l ID-inf bans (short form).
+cli_run_ok(summed run -m ${model} -p "The sea" -n 4 --json -l 777+60 --logit-bias 777+40)
+json_int_list(summed_ids "${summed_OUT}" ids)
+if(NOT summed_ids STREQUAL "777;777;777;777")
+  message(FATAL_ERROR "-l 777+60 --logit-bias 777+40 should add up to +100: ${summed_OUT}")
+endif()
+cli_run_ok(inf run -m ${model} -p "The sea" -n 4 --json -l ${first}-inf)
+json_int_list(inf_ids "${inf_OUT}" ids)
+if(NOT inf_ids STREQUAL banned_ids)
+  message(FATAL_ERROR "-l ${first}-inf should ban as -100 did: ${inf_OUT} vs ${banned_OUT}")
+endif()
+expect_error("must be in \\[-100, 100\\] \\(or -inf: banned\\)" run -m ${model} -p hi -n 1 -l 13+inf)
 expect_error("--logit-bias: token id 8192 is outside the vocabulary \\[0, 8192\\)" run -m ${model} -p hi -n 1 --logit-bias 8192+1)

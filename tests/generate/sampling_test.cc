@@ -486,6 +486,21 @@ TEST(Sampler, LogitBiasRefusesBadEntries) {
   EXPECT_NE(message({{1, 100.5f}}, 4).find("must be in [-100, 100]"), std::string::npos);
   EXPECT_NE(message({{1, std::nanf("")}}, 4).find("must be in [-100, 100]"), std::string::npos);
   EXPECT_NE(message({{1, 1.0f}, {2, 1.0f}, {1, -1.0f}}, 4).find("token id 1 is given twice"), std::string::npos);
+  EXPECT_NE(message({{1, std::numeric_limits<float>::infinity()}}, 4).find("must be in [-100, 100]"), std::string::npos);
+  // −inf bans an id (llama.cpp's ID-inf); banning every id the model could pick is an error.
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(message({{0, -kInf}, {2, -kInf}}, 4), "ok");
+  EXPECT_NE(message({{0, -kInf}, {1, -kInf}, {2, -kInf}, {3, -kInf}}, 4).find("bans every token"), std::string::npos);
+  SamplingParams p;
+  p.logit_bias = {{0, -kInf}};
+  Sampler s(p, 3);
+  EXPECT_EQ(draw(s, {9.0f, 1.0f, 2.0f}), 2);
+  // A whole vocabulary's biases are checked quickly (the duplicate check is not quadratic).
+  SamplingParams big;
+  for (std::int32_t id = 0; id < 200000; ++id) big.logit_bias.emplace_back(id, 0.5f);
+  EXPECT_TRUE(big.validate().ok());
+  big.logit_bias.emplace_back(123456, 1.0f);
+  EXPECT_NE(big.validate().message().find("token id 123456 is given twice"), std::string::npos);
 }
 
 // OpenAI's (and vLLM's) frequency/presence penalties count generated tokens only; TGI's and the

@@ -230,6 +230,17 @@ TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {
   ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"50256":-100,"7":2.5,"0":100}})", bias));
   std::sort(bias.opts.sampling.logit_bias.begin(), bias.opts.sampling.logit_bias.end());  // order is immaterial
   EXPECT_EQ(bias.opts.sampling.logit_bias, (std::vector<std::pair<std::int32_t, float>>{{0, 100.0f}, {7, 2.5f}, {50256, -100.0f}}));
+  // Leading zeros name the same id (vLLM's int(key)); a rejected key is shown cut to 40 bytes.
+  OpenAiRequest zeros;
+  ASSERT_FALSE(completion(R"({"prompt":"a","logit_bias":{"0000000000287":-1,"0":2}})", zeros));
+  std::sort(zeros.opts.sampling.logit_bias.begin(), zeros.opts.sampling.logit_bias.end());
+  EXPECT_EQ(zeros.opts.sampling.logit_bias, (std::vector<std::pair<std::int32_t, float>>{{0, 2.0f}, {287, -1.0f}}));
+  OpenAiRequest long_key;
+  const std::string body = R"({"prompt":"a","logit_bias":{")" + std::string(100000, 'x') + R"(":1}})";
+  auto e = completion(body.c_str(), long_key);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_LT(e->message.size(), 200u) << e->message;
+  EXPECT_NE(e->message.find("(100000 bytes)"), std::string::npos) << e->message;
   for (const char* body : {R"({"prompt":"a","logit_bias":null})", R"({"prompt":"a","logit_bias":{}})"}) {
     OpenAiRequest none;
     ASSERT_FALSE(completion(body, none)) << body;
@@ -254,7 +265,9 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"prompt":"x","logit_bias":[5,1]})", 422, "`logit_bias` must be an object of token id → bias, got array"},
       {R"({"prompt":"x","logit_bias":{"five":1}})", 422, "`logit_bias` keys must be token ids (non-negative integers as strings), got \"five\""},
       {R"({"prompt":"x","logit_bias":{"-5":1}})", 422, "got \"-5\""},
-      {R"({"prompt":"x","logit_bias":{"99999999999":1}})", 422, "got \"99999999999\""},
+      {R"({"prompt":"x","logit_bias":{"99999999999":1}})", 422, "`logit_bias` key \"99999999999\" is not a token id of this model: too large"},
+      {R"({"prompt":"x","logit_bias":{"2147483648":1}})", 422, "too large"},
+      {R"({"prompt":"x","logit_bias":{"5":1e-300}})", 422, "`logit_bias` value of token 5 = 1e-300 is below 7.1e-46"},
       {R"({"prompt":"x","logit_bias":{"5":"1"}})", 422, "`logit_bias` value of token 5 must be a number, got string"},
       {R"({"prompt":"x","logit_bias":{"5":100.5}})", 422, "`logit_bias` value of token 5 must be between -100 and 100, got 100.5"},
       {R"({"prompt":"x","logit_bias":{"5":1,"05":2}})", 422, "`logit_bias` names token id 5 twice"},

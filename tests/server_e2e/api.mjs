@@ -100,6 +100,14 @@ await check('POST /generate with details, prefill and top tokens', async () => {
   }
   assert.equal(Number(r.headers.get('x-prompt-tokens')), toks.length);
   assert.equal(Number(r.headers.get('x-generated-tokens')), d.generated_tokens);
+  // TGI's member order (its Details struct); without `details` the answer has no such member (TGI
+  // skips a None), on / (a one-element array) too; details without top_n_tokens has no top_tokens.
+  assert.deepEqual(Object.keys(d), ['finish_reason', 'generated_tokens', 'seed', 'prefill', 'tokens', 'top_tokens']);
+  const plain = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 12 } });
+  assert.deepEqual(plain.json, { generated_text: r.json.generated_text });
+  const compat = await postJson(base, '/', { inputs: PROMPT, parameters: { max_new_tokens: 12, details: true } });
+  assert.deepEqual(Object.keys(compat.json[0].details), ['finish_reason', 'generated_tokens', 'seed', 'prefill', 'tokens']);
+  assert.deepEqual(compat.json[0].details.tokens, d.tokens);
 });
 
 await check('POST /generate_stream: concatenated tokens == generated_text == /generate', async () => {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -48,7 +49,7 @@ bool same_destination(int fd1, int fd2) {
   return ::fstat(fd1, &s1) == 0 && ::fstat(fd2, &s2) == 0 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino;
 }
 
-/// One --logit-bias item, llama.cpp's TOKEN_ID(+|-)BIAS (e.g. 15043+1, 50256-100), or a clear error.
+/// One --logit-bias item, llama.cpp's TOKEN_ID(+|-)BIAS (e.g. 15043+1, 0-100, 0-inf), or a clear error.
 std::pair<std::int32_t, float> parse_logit_bias(const std::string& item) {
   const std::size_t sign = item.find_first_of("+-");
   const std::string id_text = item.substr(0, sign);
@@ -57,13 +58,23 @@ std::pair<std::int32_t, float> parse_logit_bias(const std::string& item) {
   const std::string bias_text = sign == std::string::npos ? std::string() : item.substr(sign);
   const double bias = bias_text.size() > 1 ? std::strtod(bias_text.c_str(), &end) : 0.0;
   if (!digits || std::stoll(id_text) > INT32_MAX || bias_text.size() < 2 || end != bias_text.c_str() + bias_text.size())
-    fail_flag(fmt::format("--logit-bias: expected TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1, 50256-100), got '{}'", item));
+    fail_flag(fmt::format("--logit-bias: expected TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1, 0-100, 0-inf), got '{}'", item));
   return {static_cast<std::int32_t>(std::stoll(id_text)), static_cast<float>(bias)};
 }
 
 void run(const RunArgs& a, CLI::App& cmd) {
   GenerateOptions opts = a.gen;
-  for (const std::string& item : a.logit_bias) opts.sampling.logit_bias.push_back(parse_logit_bias(item));
+  // A repeated id adds up, as llama.cpp's biases do (the library takes each id once).
+  for (const std::string& item : a.logit_bias) {
+    const auto [id, bias] = parse_logit_bias(item);
+    auto& lb = opts.sampling.logit_bias;
+    auto same = std::find_if(lb.begin(), lb.end(), [id = id](const auto& e) { return e.first == id; });
+    if (same == lb.end()) {
+      lb.emplace_back(id, bias);
+    } else {
+      same->second += bias;
+    }
+  }
   // -1: no limit (until EOS, or Ctrl-C), as llama.cpp's -n -1.
   opts.max_new_tokens = a.n_predict == -1 ? std::numeric_limits<int>::max() : a.n_predict;
   if (cmd.count("--temp")) {
@@ -274,9 +285,9 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_option("--repeat-penalty", a->gen.sampling.repetition_penalty, "HF repetition penalty (> 0, 1 = off)")->check(float32_range());
   cmd->add_option("--frequency-penalty", a->gen.sampling.frequency_penalty, "OpenAI frequency penalty in [-2, 2]")->check(float32_range());
   cmd->add_option("--presence-penalty", a->gen.sampling.presence_penalty, "OpenAI presence penalty in [-2, 2]")->check(float32_range());
-  cmd->add_option("--logit-bias", a->logit_bias,
+  cmd->add_option("-l,--logit-bias", a->logit_bias,
                   "Add BIAS in [-100, 100] to a token's logit before sampling, as TOKEN_ID+BIAS or TOKEN_ID-BIAS "
-                  "(repeatable; -100 in effect bans the token)")
+                  "(repeatable, a repeated id adds up; TOKEN_ID-inf bans the token)")
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

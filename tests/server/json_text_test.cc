@@ -1,0 +1,36 @@
+// JsonArrayWriter / dump_with_members: the text they build parses back to the DOM the answer would
+// have been (members in the object's order, a raw member in its placeholder's place).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server/json_fields.h"
+
+namespace mamba::server {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+TEST(JsonText, ArrayWriterAndMembersSpliceInPlace) {
+  JsonArrayWriter w;
+  EXPECT_EQ(w.take(), "[]");
+  w.push(ordered_json{{"t", "\xC3\xA9\"\n"}, {"lp", -1.5}});
+  w.push_raw("null");
+  w.push(ordered_json(7));
+  const std::string arr = w.take();
+  EXPECT_EQ(arr, R"([{"t":"é\"\n","lp":-1.5},null,7])");
+  EXPECT_EQ(w.take(), "[]");  // left empty
+
+  const ordered_json obj{{"index", 0}, {"logprobs", nullptr}, {"finish_reason", "stop"}};
+  const std::string text = dump_with_member(obj, "logprobs", arr);
+  EXPECT_EQ(text, R"({"index":0,"logprobs":[{"t":"é\"\n","lp":-1.5},null,7],"finish_reason":"stop"})");
+  ordered_json want = obj;
+  want["logprobs"] = ordered_json::parse(arr);
+  EXPECT_EQ(ordered_json::parse(text), want);
+  // A member not in the object comes last; several at once; an empty object.
+  EXPECT_EQ(dump_with_members(ordered_json{{"a", 1}}, {{"z", "[]"}, {"a", "\"x\""}}), R"({"a":"x","z":[]})");
+  EXPECT_EQ(dump_with_member(ordered_json::object(), "k\"ey", "{}"), R"({"k\"ey":{}})");
+}
+
+}  // namespace
+}  // namespace mamba::server
