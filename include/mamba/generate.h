@@ -84,7 +84,7 @@ struct TokenEvent {
   std::int32_t id = 0;
   float logprob = 0.0f;                ///< log-softmax of the raw logits (see sampling.h)
   bool special = false;
-  std::string token_text;              ///< decode([id]) (for details / logprobs)
+  std::string token_text;              ///< Tokenizer::token_text(id) (for details / logprobs)
   std::string text_delta;              ///< text released to the user at this step (stop-safe, UTF-8 complete)
   /// Text this token completes in the decoded output, before stop strings hold any back (UTF-8
   /// complete; a token ending the sequence also carries what the decoder still held): the running
@@ -104,7 +104,8 @@ class SequenceGenerator {
   /// `tok` (may be null) must outlive this object. `opts.sampling` must be valid (validate()).
   SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_limit, const GenerateOptions& opts,
                     std::vector<std::int32_t> eos_ids);
-  /// Registers the prompt ids (penalties count them).
+  /// Registers the prompt ids (penalties count them; the generated text continues the prompt's, so
+  /// a Metaspace / Strip decoder keeps the first generated token's leading space). Before next().
   void observe_prompt(std::span<const std::int32_t> prompt);
   /// Consumes the logits row that follows the last token ([logits_width] fp32, at least vocab_limit
   /// values; used as scratch); samples, updates text,

@@ -57,11 +57,16 @@ class Tokenizer {
   /// vocab rows 50277–50279 of the GPT-NeoX models) → kInvalidArgument naming it.
   Result<std::string> decode(std::span<const std::int32_t> ids, bool skip_special_tokens = false) const;
 
-  /// The bytes token `id` stands for on its own: decode({id}) without turning invalid UTF-8 into
-  /// U+FFFD, so a token that is part of a character gives its own bytes (GPT-NeoX "âĢ" → E2 80,
-  /// where decode gives "\uFFFD"); the result need not be valid UTF-8. OpenAI's logprobs `bytes`.
-  /// An id < 0 or ≥ size() → kInvalidArgument naming it.
+  /// The bytes token `id` adds to a text (llama.cpp's token_to_piece): its decoding after a plain
+  /// token, so a first-token rule (Metaspace / Strip removing the leading space of "▁Hello") does
+  /// not apply, and without turning invalid UTF-8 into U+FFFD, so a token that is part of a
+  /// character gives its own bytes (GPT-NeoX "âĢ" → E2 80, where decode gives "\uFFFD"); the
+  /// result need not be valid UTF-8. OpenAI's logprobs `bytes`. An id < 0 or ≥ size() →
+  /// kInvalidArgument naming it.
   Result<std::string> token_bytes(std::int32_t id) const;
+  /// token_bytes as text (UTF-8; part of a character becomes U+FFFD, as decode does): a token's
+  /// own text in details and logprobs (" Hello" for "▁Hello", where decode({id}) gives "Hello").
+  Result<std::string> token_text(std::int32_t id) const;
 
   /// Number of ids the tokenizer defines (max id + 1 over the vocab and added tokens).
   std::int64_t size() const;
@@ -92,7 +97,12 @@ class Tokenizer {
 /// O(ids since the last released piece). Holds a pointer to the Tokenizer (must outlive it).
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer& tok, bool skip_special_tokens = false);
+  /// `context`: ids the text continues (a generation's prompt). Its last few ids are decoded first
+  /// and their text left out, so the first piece reads as it does inside the sequence (a Metaspace
+  /// or Strip decoder keeps the leading space of "▁Hello", as TGI's and vLLM's incremental
+  /// detokenizers do); the pieces then concatenate to decode(context + ids) minus decode(context).
+  /// Context ending inside a character or a byte-fallback run is not used. flush() drops it.
+  explicit StreamDecoder(const Tokenizer& tok, bool skip_special_tokens = false, std::span<const std::int32_t> context = {});
   /// Adds one id; returns the newly completed text (possibly empty). Id ≥ size() → error.
   Result<std::string> push(std::int32_t id);
   /// Returns whatever is still held (incomplete UTF-8 at the end is decoded as HF would, with

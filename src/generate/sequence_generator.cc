@@ -81,6 +81,8 @@ SequenceGenerator::SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_li
 
 void SequenceGenerator::observe_prompt(std::span<const std::int32_t> prompt) {
   for (auto id : prompt) impl_->sampler.observe_prompt(id);
+  // The generated text continues the prompt's (a leading space a first-token rule would drop stays).
+  if (impl_->decoder && ids_.empty()) impl_->decoder.emplace(*impl_->tok, impl_->opts.skip_special_tokens, prompt);
 }
 
 std::uint64_t SequenceGenerator::seed() const { return impl_->sampler.seed(); }
@@ -116,8 +118,7 @@ Result<TokenEvent> SequenceGenerator::next(std::span<float> logits) {
   std::string released;
   if (s.tok) {
     ev.special = s.tok->is_special(id);
-    std::int32_t one[1] = {id};
-    auto piece = s.tok->decode(one, false);
+    auto piece = s.tok->token_text(id);
     if (piece.ok()) ev.token_text = std::move(*piece);
   }
   if (!s.opts.ignore_eos && s.eos_ids.count(id)) {

@@ -135,8 +135,7 @@ void log_request(std::uint64_t id, const char* route, const SequenceStats& st, c
 }
 
 std::string token_text(const ServerContext& ctx, std::int32_t id) {
-  std::int32_t one[1] = {id};
-  auto r = ctx.tok->decode(one, /*skip_special_tokens=*/false);
+  auto r = ctx.tok->token_text(id);
   return r.ok() ? std::move(r).value() : std::string();
 }
 

@@ -89,7 +89,7 @@ ApiError generation_error(const Collected& c);
 /// Logs one line: request id, route, prompt/generated tokens, queue/prefill/decode ms, finish.
 void log_request(std::uint64_t id, const char* route, const SequenceStats& st, const std::optional<Error>& err);
 
-/// Decodes one id (for details / logprobs); "" when the tokenizer refuses it.
+/// One id's text (Tokenizer::token_text, for details / logprobs); "" when the tokenizer refuses it.
 std::string token_text(const ServerContext& ctx, std::int32_t id);
 /// The raw bytes of one id (Tokenizer::token_bytes: part of a character stays its bytes; for
 /// OpenAI's logprobs `bytes`); "" when the tokenizer refuses it.

@@ -38,6 +38,11 @@ struct Tokenizer::Impl {
   tok::AddedTokenMatcher raw_matcher;         ///< tokens with normalized = false
   tok::AddedTokenMatcher normalized_matcher;  ///< tokens with normalized = true
   std::int64_t size = 0;
+  /// A plain token c (not special, no whitespace, decode([c, c]) = decode([c]) twice) that
+  /// token_bytes puts in front of an id, so decoders that treat the first token specially
+  /// (Metaspace's and Strip's removal of its leading space) do not change the id's own text;
+  /// −1 when the vocabulary's first ids have none (then decode([id]) alone).
+  std::int32_t context_id = -1;
 
   /// Appends the ids of `text` (valid UTF-8) without post-processing.
   void encode_into(std::string_view text, std::vector<std::int32_t>& out) const;
@@ -46,6 +51,10 @@ struct Tokenizer::Impl {
   /// Runs the decoder over tokens (or joins them with ' ' when there is none); `raw`: the
   /// decoders' byte-keeping chain (Decoder::decode_chain_raw).
   std::string decode_tokens(std::vector<std::string>& tokens, bool raw = false) const;
+  /// decode(ids) through decode_tokens (raw: bytes kept, see Decoder::decode_chain_raw).
+  std::string decode_ids(std::span<const std::int32_t> ids, bool skip_special, bool raw) const;
+  /// Picks context_id (after loading).
+  void choose_context_id();
 };
 
 }  // namespace mamba

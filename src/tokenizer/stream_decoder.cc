@@ -12,8 +12,6 @@
 
 namespace mamba {
 
-StreamDecoder::StreamDecoder(const Tokenizer& tok, bool skip_special_tokens) : tok_(&tok), skip_special_(skip_special_tokens) {}
-
 namespace {
 
 std::string decode_window(const Tokenizer& tok, std::span<const std::int32_t> ids, bool skip_special) {
@@ -26,7 +24,29 @@ bool ends_with_replacement(std::string_view s) {
   return s.size() >= tok::kReplacementChar.size() && s.substr(s.size() - tok::kReplacementChar.size()) == tok::kReplacementChar;
 }
 
+bool is_byte_token(const Tokenizer& tok, std::int32_t id) {
+  const auto t = tok.id_to_token(id);
+  return t && t->size() == 6 && t->compare(0, 3, "<0x") == 0 && (*t)[5] == '>';
+}
+
+/// Context ids kept in front of the first generated id: enough for any decoder's first-token rule.
+constexpr std::size_t kContextIds = 4;
+
 }  // namespace
+
+StreamDecoder::StreamDecoder(const Tokenizer& tok, bool skip_special_tokens, std::span<const std::int32_t> context)
+    : tok_(&tok), skip_special_(skip_special_tokens) {
+  const std::span<const std::int32_t> tail = context.size() > kContextIds ? context.last(kContextIds) : context;
+  if (tail.empty()) return;
+  for (std::int32_t id : tail)
+    if (id < 0 || id >= tok.size()) return;
+  if (tok.impl().decoder_has_byte_fallback && is_byte_token(tok, tail.back())) return;  // a run the next ids may continue
+  std::string text = decode_window(tok, tail, skip_special_tokens);
+  if (ends_with_replacement(text)) return;  // inside a character the next ids may complete
+  ids_.assign(tail.begin(), tail.end());
+  read_index_ = ids_.size();
+  prefix_text_ = std::move(text);
+}
 
 Result<std::string> StreamDecoder::push(std::int32_t id) {
   if (id < 0 || id >= tok_->size()) {
@@ -34,11 +54,8 @@ Result<std::string> StreamDecoder::push(std::int32_t id) {
                       fmt::format("StreamDecoder: token id {} is out of range: the tokenizer defines ids 0..{}", id, tok_->size() - 1));
   }
   ids_.push_back(id);
-  if (tok_->impl().decoder_has_byte_fallback) {
-    // Hold a run of byte tokens until it ends: its decoding depends on all of its bytes.
-    const auto t = tok_->id_to_token(id);
-    if (t && t->size() == 6 && t->compare(0, 3, "<0x") == 0 && (*t)[5] == '>') return std::string();
-  }
+  // Hold a run of byte tokens until it ends: its decoding depends on all of its bytes.
+  if (tok_->impl().decoder_has_byte_fallback && is_byte_token(*tok_, id)) return std::string();
   std::string text = decode_window(*tok_, ids_, skip_special_);
   if (text.size() <= prefix_text_.size() || text.compare(0, prefix_text_.size(), prefix_text_) != 0 ||
       ends_with_replacement(text)) {

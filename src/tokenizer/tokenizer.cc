@@ -101,15 +101,46 @@ Result<std::string> Tokenizer::decode(std::span<const std::int32_t> ids, bool sk
   return impl_->decode_tokens(tokens);
 }
 
+std::string Tokenizer::Impl::decode_ids(std::span<const std::int32_t> ids, bool skip_special, bool raw) const {
+  std::vector<std::string> tokens;
+  ids_to_tokens(ids, skip_special, tokens);
+  return decode_tokens(tokens, raw);
+}
+
+void Tokenizer::Impl::choose_context_id() {
+  constexpr std::int32_t kSearched = 4096;  // a plain letter is among the first ids of every vocabulary seen
+  for (std::int32_t c = 0; c < std::min<std::int64_t>(size, kSearched); ++c) {
+    if (added_by_id.count(c)) continue;
+    const std::int32_t one[1] = {c}, two[2] = {c, c};
+    const std::string text = decode_ids(one, false, true);
+    if (text.empty() || tok::utf8_valid_prefix(text) != text.size()) continue;
+    if (text.find_first_of(" \t\r\n") != std::string::npos) continue;
+    if (decode_ids(two, false, true) != text + text) continue;
+    context_id = c;
+    return;
+  }
+}
+
 Result<std::string> Tokenizer::token_bytes(std::int32_t id) const {
   if (id < 0 || id >= impl_->size) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("token_bytes: token id {} is out of range: {} defines ids 0..{}",
                                                                id, impl_->source, impl_->size - 1));
   }
-  std::vector<std::string> tokens;
   const std::int32_t one[1] = {id};
-  impl_->ids_to_tokens(one, /*skip_special=*/false, tokens);
-  return impl_->decode_tokens(tokens, /*raw=*/true);
+  if (impl_->context_id >= 0) {
+    // The id after a plain token: its text as it reads inside a sequence (Metaspace's and Strip's
+    // first-token rule would drop a leading space of "▁Hello").
+    const std::int32_t ctx[1] = {impl_->context_id}, pair[2] = {impl_->context_id, id};
+    const std::string before = impl_->decode_ids(ctx, false, true), both = impl_->decode_ids(pair, false, true);
+    if (both.compare(0, before.size(), before) == 0) return both.substr(before.size());
+  }
+  return impl_->decode_ids(one, false, true);
+}
+
+Result<std::string> Tokenizer::token_text(std::int32_t id) const {
+  auto bytes = token_bytes(id);
+  if (!bytes.ok()) return bytes;
+  return tok::utf8_lossy(*bytes);
 }
 
 std::int64_t Tokenizer::size() const { return impl_->size; }

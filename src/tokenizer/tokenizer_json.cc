@@ -430,6 +430,7 @@ Result<Tokenizer> Tokenizer::from_json_text(const std::string& json_text, const 
     impl.size = impl.model->id_limit();
     for (const auto& a : impl.added_tokens) impl.size = std::max<std::int64_t>(impl.size, std::int64_t{a.id} + 1);
     if (impl.size == 0) return make_error(ErrorCode::kFormat, fmt::format("{}: no tokens (empty model.vocab and no added_tokens)", source));
+    impl.choose_context_id();
     return t;
   } catch (const std::exception& e) {
     // Defensive: a JSON accessor threw (e.g. a type mismatch this loader did not anticipate).

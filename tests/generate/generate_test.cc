@@ -11,6 +11,7 @@
 
 #include "mamba/checkpoint.h"
 #include "mamba/generate.h"
+#include "mamba/tokenizer.h"
 #include "common/test_util.h"
 
 namespace mamba {
@@ -325,6 +326,35 @@ TEST_F(GenerateTest, CancelAndErrors) {
   auto bp = generate(*model, &*tok_, prompt, badp);
   ASSERT_FALSE(bp.ok());
   EXPECT_NE(bp.error().message.find("top_p"), std::string::npos);
+}
+
+// With a SentencePiece-style decoder (the first token's leading space dropped, as Mistral's and
+// Llama's tokenizers do) the generated text continues the prompt's: "▁a" generated after a prompt
+// reads " a" (TGI's and vLLM's incremental detokenization), and the details text is " a" too.
+TEST(SequenceGenerator, TextContinuesThePromptsWithAMetaspaceDecoder) {
+  const char* json = R"({"version":"1.0","added_tokens":[],"normalizer":null,
+    "pre_tokenizer":{"type":"Metaspace","replacement":"\u2581","prepend_scheme":"first","split":true},
+    "post_processor":null,
+    "decoder":{"type":"Metaspace","replacement":"\u2581","prepend_scheme":"first","split":true},
+    "model":{"type":"BPE","unk_token":"<unk>","vocab":{"<unk>":0,"\u2581":1,"a":2,"b":3,"\u2581a":4},
+             "merges":[["\u2581","a"]]}})";
+  auto tok = Tokenizer::from_json_text(json, "metaspace.json");
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  ASSERT_EQ(*tok->encode("a a"), (std::vector<std::int32_t>{4, 4}));
+  GenerateOptions o;
+  o.max_new_tokens = 2;
+  for (bool with_prompt : {true, false}) {
+    SequenceGenerator g(&*tok, 5, o, {});
+    if (with_prompt) g.observe_prompt(std::vector<std::int32_t>{4});
+    std::vector<float> row{0, 0, 0, 0, 9};
+    auto a = g.next(row);
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ(a->token_text, " a");
+    row = {0, 0, 0, 9, 0};
+    ASSERT_TRUE(g.next(row).ok());
+    g.flush();
+    EXPECT_EQ(g.text(), with_prompt ? " ab" : "ab");  // without a prompt: decode(ids), as HF
+  }
 }
 
 TEST(SequenceGenerator, IdsOnlyWithoutTokenizer) {

@@ -2,6 +2,7 @@
 // merge order, added tokens, Metaspace + byte fallback, post-processing, StreamDecoder.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <utf8proc.h>
 
 #include <chrono>
@@ -100,7 +101,8 @@ TEST(TokenizerComponents, TokenBytesKeepPartsOfCharacters) {
   EXPECT_EQ(*bl->token_bytes(261), "<|endoftext|>");              // an added (special) token
   EXPECT_EQ(*sp->token_bytes(3 + 0xC3), "\xC3");                  // <0xC3> by byte fallback
   EXPECT_EQ(*sp->decode(Ids{3 + 0xC3}), "\xEF\xBF\xBD");
-  EXPECT_EQ(*sp->token_bytes(286), *sp->decode(Ids{286}));        // ▁a: as decode (a first token)
+  EXPECT_EQ(*sp->token_bytes(286), " a");                          // ▁a keeps its space (not a first token)
+  EXPECT_EQ(*sp->decode(Ids{286}), "a");                           // where decode drops it, as HF
   const std::string text = "h\xC3\xA9 \xF0\x9F\x98\x80 \xE6\x97\xA5 the thing<|endoftext|>";
   const auto ids = bl->encode(text);
   ASSERT_TRUE(ids.ok());
@@ -112,6 +114,55 @@ TEST(TokenizerComponents, TokenBytesKeepPartsOfCharacters) {
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().message.find(std::to_string(bad)), std::string::npos) << r.error().message;
   }
+}
+
+// SentencePiece-style decoders drop the first token's leading space (Metaspace with prepend_scheme
+// "first"; Llama's Replace/ByteFallback/Fuse/Strip): a token's own text keeps it (" a" for "▁a", as
+// llama.cpp's token_to_piece), and a stream given the prompt as context releases the generated
+// text as it reads after the prompt (decode(prompt + ids) − decode(prompt)), as TGI and vLLM do.
+TEST(TokenizerComponents, TokenTextAndStreamContextKeepLeadingSpaces) {
+  auto doc = nlohmann::json::parse(mamba::test::tiny_metaspace_json());
+  auto llama = doc;
+  llama["decoder"] = nlohmann::json::parse(R"({"type":"Sequence","decoders":[
+      {"type":"Replace","pattern":{"String":"\u2581"},"content":" "},{"type":"ByteFallback"},{"type":"Fuse"},
+      {"type":"Strip","content":" ","start":1,"stop":0}]})");
+  const std::int32_t kSpA = 286, kB = 261;
+  for (const auto& [name, json] : {std::pair{"metaspace", doc}, std::pair{"llama", llama}}) {
+    SCOPED_TRACE(name);
+    auto made = Tokenizer::from_json_text(json.dump());
+    ASSERT_TRUE(made.ok()) << made.error().message;
+    const Tokenizer& tok = *made;
+    EXPECT_EQ(*tok.decode(Ids{kSpA}), "a");
+    EXPECT_EQ(*tok.token_text(kSpA), " a");
+    EXPECT_EQ(*tok.token_bytes(kSpA), " a");
+    EXPECT_EQ(*tok.token_text(kB), "b");
+    EXPECT_EQ(*tok.token_text(3 + 0xC3), "\xEF\xBF\xBD");  // part of a character
+    EXPECT_EQ(*tok.token_bytes(3 + 0xC3), "\xC3");
+    mamba::StreamDecoder primed(tok, false, Ids{1, kSpA});
+    std::string text = *primed.push(kSpA);
+    text += *primed.push(kB);
+    text += primed.flush();
+    EXPECT_EQ(text, " ab");
+    EXPECT_EQ(*tok.decode(Ids{kSpA}) + text, *tok.decode(Ids{kSpA, kSpA, kB}));
+    mamba::StreamDecoder plain(tok);
+    text = *plain.push(kSpA);
+    text += *plain.push(kB);
+    text += plain.flush();
+    EXPECT_EQ(text, "ab");  // no context: decode(ids), the first space dropped
+    // Context ending in a byte-fallback run is not used (the run may go on): decode(ids) then.
+    mamba::StreamDecoder run(tok, false, Ids{kSpA, 3 + 0xC3});
+    text = *run.push(3 + 0xA9);
+    text += run.flush();
+    EXPECT_EQ(text, *tok.decode(Ids{3 + 0xA9}));
+  }
+  // A byte-level context ending inside a character is not used either.
+  auto bl = Tokenizer::from_json_text(mamba::test::tiny_byte_level_json());
+  ASSERT_TRUE(bl.ok());
+  mamba::StreamDecoder cut(*bl, false, Ids{'a', 0xF0});
+  std::string text = *cut.push(0x9F);
+  text += *cut.push('b');
+  text += cut.flush();
+  EXPECT_EQ(text, *bl->decode(Ids{0x9F, 'b'}));
 }
 
 // Feeds ids one at a time; checks every released piece is whole UTF-8 without U+FFFD (when the
