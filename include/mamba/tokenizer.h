@@ -92,7 +92,8 @@ class Tokenizer {
 /// Incremental detokenizer: the pieces returned by push() for ids fed one at a time, followed by
 /// flush(), concatenate to exactly `decode(all ids, skip_special_tokens)`. Text is released only
 /// at UTF-8 character boundaries: a piece never ends in a partial character and contains U+FFFD
-/// only where decode(all) has one that no later id can change (a run of "<0xXX>" byte-fallback
+/// only where decode(all) has one that no later id can change (bytes that can never form a
+/// character, such as a lone continuation byte, are released as U+FFFD at once) (a run of "<0xXX>" byte-fallback
 /// tokens is held until it ends, since HF decodes such a run as a whole). Cost per push is
 /// O(ids since the last released piece). Holds a pointer to the Tokenizer (must outlive it).
 class StreamDecoder {

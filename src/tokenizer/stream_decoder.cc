@@ -1,7 +1,7 @@
 // StreamDecoder: incremental detokenization in the manner of HF tokenizers' DecodeStream. The
 // window ids_ = [prefix ids (already emitted) | ids not yet emitted]; each push decodes the window
-// and releases the text past the prefix's own decoding, unless it ends in U+FFFD (an incomplete
-// UTF-8 character that later ids may complete). After a release the released ids become the new
+// and releases the text past the prefix's own decoding, unless it ends in U+FFFD standing for an
+// incomplete UTF-8 character that later ids may complete (invalid bytes are released at once). After a release the released ids become the new
 // prefix, so decoders that treat the first token specially (Metaspace, Strip) see context. With a
 // ByteFallback decoder a run of "<0xXX>" tokens is held until a non-byte token ends it (an invalid
 // run decodes to one U+FFFD per byte, so earlier bytes of the run are not final before its end).
@@ -57,9 +57,13 @@ Result<std::string> StreamDecoder::push(std::int32_t id) {
   // Hold a run of byte tokens until it ends: its decoding depends on all of its bytes.
   if (tok_->impl().decoder_has_byte_fallback && is_byte_token(*tok_, id)) return std::string();
   std::string text = decode_window(*tok_, ids_, skip_special_);
-  if (text.size() <= prefix_text_.size() || text.compare(0, prefix_text_.size(), prefix_text_) != 0 ||
-      ends_with_replacement(text)) {
-    return std::string();
+  if (text.size() <= prefix_text_.size() || text.compare(0, prefix_text_.size(), prefix_text_) != 0) return std::string();
+  // A U+FFFD at the end is held only while later ids can still complete the character (the raw
+  // bytes end in a valid but incomplete sequence); invalid bytes (a lone continuation byte) are final.
+  if (ends_with_replacement(text)) {
+    std::vector<std::string> tokens;
+    tok_->impl().ids_to_tokens(ids_, skip_special_, tokens);
+    if (tok::utf8_ends_incomplete(tok_->impl().decode_tokens(tokens, /*raw=*/true))) return std::string();
   }
   std::string released = text.substr(prefix_text_.size());
   ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(read_index_));

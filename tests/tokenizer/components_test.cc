@@ -202,6 +202,11 @@ TEST(TokenizerComponents, StreamDecoderReleasesWholeCharacters) {
   EXPECT_EQ(*sd.push(0x9F), "");
   EXPECT_EQ(*sd.push(0x98), "");
   EXPECT_EQ(*sd.push(0x80), "\xF0\x9F\x98\x80");
+  // Bytes no later id can complete are released at once: a lone continuation byte, a lead byte
+  // followed by a non-continuation one (decode gives U+FFFD for each such part, whatever follows).
+  EXPECT_EQ(*sd.push(0x80), "\xEF\xBF\xBD");
+  EXPECT_EQ(*sd.push(0xE6), "");
+  EXPECT_EQ(*sd.push('b'), "\xEF\xBF\xBD" "b");
   EXPECT_EQ(*sd.push(0xE6), "");
   EXPECT_EQ(sd.flush(), "\xEF\xBF\xBD");  // an unfinished character at the end, as decode gives it
   auto err = sd.push(263);
