@@ -7,7 +7,9 @@
 //   2:    encode with a Mistral-legacy pipeline (Prepend/Replace normalizer, byte-fallback BPE,
 //         Replace/ByteFallback/Fuse/Strip decoder).
 //   3:    the rest is a tokenizer.json; when it loads, encode and decode a fixed text.
-//   4:    the rest is a list of 16-bit ids for decode and StreamDecoder on every pipeline.
+//   4:    the rest is a list of 16-bit ids for decode, token_text / token_bytes and StreamDecoder
+//         (alone, and continuing its first third as context) on every pipeline.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -118,6 +120,31 @@ void check_stream(const mamba::Tokenizer& tok, const std::vector<std::int32_t>& 
   }
   streamed += sd.flush();
   if (streamed != *full) std::abort();
+  // Each id's own text / bytes: valid UTF-8 text, and the text is the bytes made valid.
+  for (std::int32_t id : ids) {
+    auto text = tok.token_text(id);
+    auto bytes = tok.token_bytes(id);
+    if (!text.ok() || !bytes.ok() || *text != mamba::tok::utf8_lossy(*bytes)) std::abort();
+  }
+  // With the first third as context (a prompt): the pieces are the rest's text after the context's
+  // last ≤ 4 ids, or decode(rest) when the context is not used (it ends inside a character or a
+  // byte-fallback run); each piece valid UTF-8.
+  const std::size_t k = ids.size() / 3;
+  const std::vector<std::int32_t> context(ids.begin(), ids.begin() + k), rest(ids.begin() + k, ids.end());
+  mamba::StreamDecoder primed(tok, false, context);
+  std::string after;
+  for (std::int32_t id : rest) {
+    auto piece = primed.push(id);
+    if (!piece.ok() || mamba::tok::utf8_valid_prefix(*piece) != piece->size()) std::abort();
+    after += *piece;
+  }
+  after += primed.flush();
+  const std::vector<std::int32_t> tail(context.size() > 4 ? context.end() - 4 : context.begin(), context.end());
+  std::vector<std::int32_t> tail_rest = tail;
+  tail_rest.insert(tail_rest.end(), rest.begin(), rest.end());
+  const std::string t = *tok.decode(tail), tr = *tok.decode(tail_rest);
+  const bool as_continuation = tr.compare(0, t.size(), t) == 0 && after == tr.substr(t.size());
+  if (!as_continuation && after != *tok.decode(rest)) std::abort();
 }
 
 }  // namespace
@@ -150,6 +177,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (id >= 0 && id < tok->size()) in_range.push_back(id);
       }
       (void)tok->decode(in_range);
+    }
+    for (std::int32_t id = 0; id < std::min<std::int64_t>(tok->size(), 64); ++id) {
+      auto text = tok->token_text(id);
+      if (text.ok() && mamba::tok::utf8_valid_prefix(*text) != text->size()) std::abort();
     }
   } else {
     for (const auto& tok : toks) {
