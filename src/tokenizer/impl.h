@@ -43,6 +43,7 @@ struct Tokenizer::Impl {
   /// (Metaspace's and Strip's removal of its leading space) do not change the id's own text;
   /// −1 when the vocabulary's first ids have none (then decode([id]) alone).
   std::int32_t context_id = -1;
+  std::string context_text;  ///< decode_ids({context_id}, raw)
 
   /// Appends the ids of `text` (valid UTF-8) without post-processing.
   void encode_into(std::string_view text, std::vector<std::int32_t>& out) const;

@@ -117,6 +117,7 @@ void Tokenizer::Impl::choose_context_id() {
     if (text.find_first_of(" \t\r\n") != std::string::npos) continue;
     if (decode_ids(two, false, true) != text + text) continue;
     context_id = c;
+    context_text = text;
     return;
   }
 }
@@ -130,9 +131,10 @@ Result<std::string> Tokenizer::token_bytes(std::int32_t id) const {
   if (impl_->context_id >= 0) {
     // The id after a plain token: its text as it reads inside a sequence (Metaspace's and Strip's
     // first-token rule would drop a leading space of "▁Hello").
-    const std::int32_t ctx[1] = {impl_->context_id}, pair[2] = {impl_->context_id, id};
-    const std::string before = impl_->decode_ids(ctx, false, true), both = impl_->decode_ids(pair, false, true);
-    if (both.compare(0, before.size(), before) == 0) return both.substr(before.size());
+    const std::int32_t pair[2] = {impl_->context_id, id};
+    const std::string& before = impl_->context_text;
+    std::string both = impl_->decode_ids(pair, false, true);
+    if (both.compare(0, before.size(), before) == 0) return both.erase(0, before.size());
   }
   return impl_->decode_ids(one, false, true);
 }
