@@ -90,19 +90,24 @@ class Tokenizer {
 };
 
 /// Incremental detokenizer: the pieces returned by push() for ids fed one at a time, followed by
-/// flush(), concatenate to exactly `decode(all ids, skip_special_tokens)`. Text is released only
-/// at UTF-8 character boundaries: a piece never ends in a partial character and contains U+FFFD
-/// only where decode(all) has one that no later id can change (bytes that can never form a
-/// character, such as a lone continuation byte, are released as U+FFFD at once) (a run of "<0xXX>" byte-fallback
-/// tokens is held until it ends, since HF decodes such a run as a whole). Cost per push is
-/// O(ids since the last released piece). Holds a pointer to the Tokenizer (must outlive it).
+/// flush(), concatenate to exactly `decode(all ids, skip_special_tokens)` (without a context; see
+/// the constructor). Text is released only at UTF-8 character boundaries: a piece never ends in a
+/// partial character and contains U+FFFD only where decode(all) has one that no later id can change
+/// (bytes that can never form a character, such as a lone continuation byte or a lead byte followed
+/// by another lead byte, are released as U+FFFD at once; a run of "<0xXX>" byte-fallback tokens is
+/// held until it ends, since HF decodes such a run as a whole). Should the text of ids already
+/// released change with later ids (a byte-fallback run continuing across a skipped special token),
+/// the later ids' text is released on its own: text is never dropped. Cost per push is O(ids since
+/// the last released piece). Holds a pointer to the Tokenizer (must outlive it).
 class StreamDecoder {
  public:
-  /// `context`: ids the text continues (a generation's prompt). Its last few ids are decoded first
-  /// and their text left out, so the first piece reads as it does inside the sequence (a Metaspace
-  /// or Strip decoder keeps the leading space of "▁Hello", as TGI's and vLLM's incremental
-  /// detokenizers do); the pieces then concatenate to decode(context + ids) minus decode(context).
-  /// Context ending inside a character or a byte-fallback run is not used. flush() drops it.
+  /// `context`: ids the text continues (a generation's prompt; copied, need not outlive this). Its
+  /// last ≤ 4 ids that give text (skipped special tokens left out, a trailing byte-fallback run cut
+  /// off: the generated ids may continue it) are decoded first and their text left out, so the first
+  /// piece reads as it does inside the sequence (a Metaspace or Strip decoder keeps the leading space
+  /// of "▁Hello", as TGI's and vLLM's incremental detokenizers do): the pieces concatenate to
+  /// decode(c + ids) minus decode(c) for those ids c. A context with an id out of range or ending
+  /// inside a character is not used (decode(ids) as without one). flush() drops it.
   explicit StreamDecoder(const Tokenizer& tok, bool skip_special_tokens = false, std::span<const std::int32_t> context = {});
   /// Adds one id; returns the newly completed text (possibly empty). Id ≥ size() → error.
   Result<std::string> push(std::int32_t id);
@@ -116,6 +121,11 @@ class StreamDecoder {
   std::vector<std::int32_t> ids_;  ///< window: prefix ids (already released) + pending ids
   std::size_t read_index_ = 0;     ///< ids_[0, read_index_) is the prefix
   std::string prefix_text_;        ///< decode(prefix ids) — subtracted from the window's text
+
+  /// decode(ids_[from, to)) (raw: bytes kept, Decoder::decode_chain_raw).
+  std::string window_text(std::size_t from, std::size_t to, bool raw) const;
+  /// Releases the text of ids_[read_index_, to) (`text` = window_text(0, to)); ids_[to, …) stay pending.
+  std::string release(std::size_t to, std::string text);
 };
 
 }  // namespace mamba

@@ -106,17 +106,19 @@ std::string utf8_lossy(std::string_view bytes) {
   return out;
 }
 
-bool utf8_ends_incomplete(std::string_view s) {
+std::size_t utf8_incomplete_tail(std::string_view s) {
   // Look back at most 3 bytes for a lead byte whose sequence runs past the end.
   for (std::size_t back = 1; back <= 3 && back <= s.size(); ++back) {
     const auto c = static_cast<unsigned char>(s[s.size() - back]);
     if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking
-    if (c < 0xC0) return false;
+    if (c < 0xC0) return 0;
     std::size_t m = 0;
-    return valid_seq_len(s, s.size() - back, &m) == 0 && m == back && utf8_len(c) > back;
+    return valid_seq_len(s, s.size() - back, &m) == 0 && m == back && utf8_len(c) > back ? back : 0;
   }
-  return false;
+  return 0;
 }
+
+bool utf8_ends_incomplete(std::string_view s) { return utf8_incomplete_tail(s) > 0; }
 
 bool is_whitespace(char32_t c) {
   switch (c) {

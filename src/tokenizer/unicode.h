@@ -37,6 +37,8 @@ std::string utf8_lossy(std::string_view bytes);
 
 /// True when `s` ends with an incomplete (but so far valid) multi-byte UTF-8 sequence.
 bool utf8_ends_incomplete(std::string_view s);
+/// Length in bytes (1–3) of the valid but incomplete UTF-8 sequence that `s` ends with, or 0.
+std::size_t utf8_incomplete_tail(std::string_view s);
 
 bool is_whitespace(char32_t c);   ///< Rust char::is_whitespace (White_Space property)
 bool is_numeric(char32_t c);      ///< Rust char::is_numeric (Nd, Nl, No)

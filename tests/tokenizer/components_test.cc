@@ -214,6 +214,56 @@ TEST(TokenizerComponents, StreamDecoderReleasesWholeCharacters) {
   EXPECT_NE(err.error().message.find("263"), std::string::npos);
 }
 
+// A run of lead bytes (E2 E2 E2 …) can never form a character before its last byte: each is
+// released as U+FFFD when the next arrives (it was held to the end, and each push decoded the whole
+// growing run). Text whose released part changes later (a byte-fallback run continuing across a
+// skipped special token) is released on its own, never dropped.
+TEST(TokenizerComponents, StreamDecoderReleasesLeadByteRunsAndNeverDropsText) {
+  auto bl = Tokenizer::from_json_text(mamba::test::tiny_byte_level_json());
+  auto sp = Tokenizer::from_json_text(mamba::test::tiny_metaspace_json());
+  ASSERT_TRUE(bl.ok() && sp.ok());
+  mamba::StreamDecoder sd(*bl);
+  EXPECT_EQ(*sd.push('x'), "x");
+  EXPECT_EQ(*sd.push(0xE2), "");
+  EXPECT_EQ(*sd.push(0xE2), "\xEF\xBF\xBD");
+  EXPECT_EQ(*sd.push(0xE2), "\xEF\xBF\xBD");
+  EXPECT_EQ(*sd.push('a'), "\xEF\xBF\xBD" "a");
+  EXPECT_EQ(*sd.push(0xE2), "");
+  EXPECT_EQ(*sd.push(0x82), "");  // E2 82: still a valid beginning
+  EXPECT_EQ(*sd.push(0xAC), "\xE2\x82\xAC");  // €
+  EXPECT_EQ(sd.flush(), "");
+  Ids run(3000, 0xE2);
+  std::string streamed;
+  for (std::int32_t id : run) streamed += *sd.push(id);
+  EXPECT_EQ(streamed.size(), 2999u * 3);  // all but the last, as they come
+  streamed += sd.flush();
+  EXPECT_EQ(streamed, *bl->decode(run));
+
+  // Skipped <s> (id 1) between the bytes of 好 (E5 A5 BD) and a lone E4: decode(all) reads the
+  // four bytes as one invalid run (4 × U+FFFD), but 好 was already released.
+  const Ids ids{3 + 0xE5, 3 + 0xA5, 3 + 0xBD, 1, 3 + 0xE4, 286, 261};
+  mamba::StreamDecoder skip(*sp, /*skip_special_tokens=*/true);
+  std::string text;
+  for (std::int32_t id : ids) text += *skip.push(id);
+  text += skip.flush();
+  EXPECT_EQ(text, "\xE5\xA5\xBD" "\xEF\xBF\xBD" " ab");
+  EXPECT_EQ(*sp->decode(ids, true), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" " ab");
+  // The same bytes as a prompt (context) ending in the run: the run is cut off the context, so the
+  // generated ids are not merged into it, and nothing is lost.
+  mamba::StreamDecoder primed(*sp, true, Ids{286, 3 + 0xE5, 3 + 0xA5, 3 + 0xBD, 1});
+  text.clear();
+  for (std::int32_t id : Ids{3 + 0xE4, 286, 261}) text += *primed.push(id);
+  text += primed.flush();
+  EXPECT_EQ(text, "\xEF\xBF\xBD" " ab");
+  // A prompt ending in "\n" as a byte token (<0x0A>, as Llama's and Mistral's): the context stops
+  // before it and still gives the first generated "▁a" its space.
+  mamba::StreamDecoder newline(*sp, false, Ids{286, 3 + 0x0A});
+  text = *newline.push(286);
+  text += *newline.push(261);
+  text += newline.flush();
+  EXPECT_EQ(text, " ab");
+}
+
 TEST(TokenizerComponents, StreamDecoderRandomIdsProperty) {
   auto bl = Tokenizer::from_json_text(mamba::test::tiny_byte_level_json());
   auto sp = Tokenizer::from_json_text(mamba::test::tiny_metaspace_json());
