@@ -62,7 +62,7 @@ class Tokenizer {
   /// not apply, and without turning invalid UTF-8 into U+FFFD, so a token that is part of a
   /// character gives its own bytes (GPT-NeoX "âĢ" → E2 80, where decode gives "\uFFFD"); the
   /// result need not be valid UTF-8. OpenAI's logprobs `bytes`. An id < 0 or ≥ size() →
-  /// kInvalidArgument naming it.
+  /// kInvalidArgument naming it; an id in range that the vocabulary leaves undefined → "".
   Result<std::string> token_bytes(std::int32_t id) const;
   /// token_bytes as text (UTF-8; part of a character becomes U+FFFD, as decode does): a token's
   /// own text in details and logprobs (" Hello" for "▁Hello", where decode({id}) gives "Hello").

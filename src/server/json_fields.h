@@ -44,6 +44,7 @@ std::string dump_json(const nlohmann::ordered_json& j);
 /// whole answer took ~12 times the answer's size.
 class JsonArrayWriter {
  public:
+  /// Appends `v` (dump_json: invalid UTF-8 in its strings becomes U+FFFD; never throws).
   void push(const nlohmann::ordered_json& v) { push_raw(dump_json(v)); }
   /// `json_text` must be one JSON value's text (a dump_json result, or "null").
   void push_raw(std::string_view json_text);
@@ -60,6 +61,7 @@ class JsonArrayWriter {
 /// member's place).
 std::string dump_with_members(const nlohmann::ordered_json& obj,
                               std::initializer_list<std::pair<std::string_view, std::string_view>> raw);
+/// dump_with_members for one member.
 inline std::string dump_with_member(const nlohmann::ordered_json& obj, std::string_view key, std::string_view json_text) {
   return dump_with_members(obj, {{key, json_text}});
 }

@@ -18,7 +18,9 @@ class Decoder {
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
   /// As decode_chain, but bytes stay raw: the decoders that turn invalid UTF-8 into U+FFFD
   /// (ByteLevel, ByteFallback) keep the bytes instead, so the result may be invalid UTF-8
-  /// (Tokenizer::token_bytes: a token that is part of a character).
+  /// (Tokenizer::token_bytes: a token that is part of a character). Decoders after them take such
+  /// bytes as they come: Metaspace and Strip step over them (utf8_next clamps at the end), Replace
+  /// leaves a token that is not valid UTF-8 as it is.
   virtual void decode_chain_raw(std::vector<std::string>& tokens) const { decode_chain(tokens); }
 };
 

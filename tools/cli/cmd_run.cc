@@ -59,20 +59,26 @@ std::pair<std::int32_t, float> parse_logit_bias(const std::string& item) {
   const double bias = bias_text.size() > 1 ? std::strtod(bias_text.c_str(), &end) : 0.0;
   if (!digits || std::stoll(id_text) > INT32_MAX || bias_text.size() < 2 || end != bias_text.c_str() + bias_text.size())
     fail_flag(fmt::format("--logit-bias: expected TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1, 0-100, 0-inf), got '{}'", item));
+  // Each item in range as given (a sum of repeats is clamped, not refused), as the server's rule.
+  if (!(bias >= -100.0 && bias <= 100.0) && bias != -std::numeric_limits<double>::infinity())
+    fail_flag(fmt::format("--logit-bias '{}': the bias must be in [-100, 100] (or -inf: banned)", item));
+  if (bias != 0.0 && static_cast<float>(bias) == 0.0f)
+    fail_flag(fmt::format("--logit-bias '{}': the bias is below 7.1e-46 in magnitude, which a 32-bit float rounds to 0", item));
   return {static_cast<std::int32_t>(std::stoll(id_text)), static_cast<float>(bias)};
 }
 
 void run(const RunArgs& a, CLI::App& cmd) {
   GenerateOptions opts = a.gen;
-  // A repeated id adds up, as llama.cpp's biases do (the library takes each id once).
+  // A repeated id adds up, as llama.cpp's biases do (the library takes each id once), clamped to
+  // [-100, 100]; -inf bans whatever else is given.
   for (const std::string& item : a.logit_bias) {
     const auto [id, bias] = parse_logit_bias(item);
     auto& lb = opts.sampling.logit_bias;
     auto same = std::find_if(lb.begin(), lb.end(), [id = id](const auto& e) { return e.first == id; });
     if (same == lb.end()) {
       lb.emplace_back(id, bias);
-    } else {
-      same->second += bias;
+    } else if (same->second != -std::numeric_limits<float>::infinity()) {  // banned stays banned
+      same->second = bias == -std::numeric_limits<float>::infinity() ? bias : std::clamp(same->second + bias, -100.0f, 100.0f);
     }
   }
   // -1: no limit (until EOS, or Ctrl-C), as llama.cpp's -n -1.
