@@ -22,15 +22,25 @@ std::string dump_json(const nlohmann::ordered_json& j) {
 }
 
 void JsonArrayWriter::push_raw(std::string_view json_text) {
-  text_ += text_.empty() ? '[' : ',';
+  text_ += empty_ ? '[' : ',';
   text_ += json_text;
+  empty_ = false;
 }
 
 std::string JsonArrayWriter::take() {
-  std::string out = text_.empty() ? std::string("[") : std::move(text_);
-  out += ']';
-  text_.clear();
+  if (empty_) text_ += '[';
+  text_ += ']';
+  std::string out = std::move(text_);
+  text_ = prefix_;
+  empty_ = true;
   return out;
+}
+
+std::pair<std::string, std::string> dump_around_member(const nlohmann::ordered_json& obj, std::string_view key) {
+  constexpr std::string_view kMark = "\x01";  // a placeholder text no dump contains (control characters are escaped)
+  std::string all = dump_with_member(obj, key, kMark);
+  const std::size_t at = all.rfind(kMark);
+  return {all.substr(0, at), all.substr(at + kMark.size())};
 }
 
 std::string dump_with_members(const nlohmann::ordered_json& obj,

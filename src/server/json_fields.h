@@ -44,15 +44,20 @@ std::string dump_json(const nlohmann::ordered_json& j);
 /// whole answer took ~12 times the answer's size.
 class JsonArrayWriter {
  public:
+  /// `prefix`: text the array follows in take()'s result (e.g. `{"content":`), so the caller can
+  /// finish an object in place instead of copying the array into it.
+  explicit JsonArrayWriter(std::string prefix = {}) : prefix_(std::move(prefix)), text_(prefix_) {}
   /// Appends `v` (dump_json: invalid UTF-8 in its strings becomes U+FFFD; never throws).
   void push(const nlohmann::ordered_json& v) { push_raw(dump_json(v)); }
   /// `json_text` must be one JSON value's text (a dump_json result, or "null").
   void push_raw(std::string_view json_text);
-  /// The array's text "[...]"; the writer is left empty.
+  /// The prefix and the array's text "[...]"; the writer is left empty (with its prefix).
   std::string take();
 
  private:
+  std::string prefix_;
   std::string text_;
+  bool empty_ = true;
 };
 
 /// `obj` (a JSON object) as text with the values of the members named in `raw` replaced by their
@@ -61,6 +66,12 @@ class JsonArrayWriter {
 /// member's place).
 std::string dump_with_members(const nlohmann::ordered_json& obj,
                               std::initializer_list<std::pair<std::string_view, std::string_view>> raw);
+/// `obj` (a JSON object) as the two texts around member `key`'s value: the first ends with
+/// `"key":`, the second holds the members after it and the closing brace (the member comes last
+/// when `obj` has no such key). before + value text + after = dump_with_member(obj, key, value
+/// text), without the value text being copied.
+std::pair<std::string, std::string> dump_around_member(const nlohmann::ordered_json& obj, std::string_view key);
+
 /// dump_with_members for one member.
 inline std::string dump_with_member(const nlohmann::ordered_json& obj, std::string_view key, std::string_view json_text) {
   return dump_with_members(obj, {{key, json_text}});

@@ -107,26 +107,32 @@ class CompletionLogprobs {
       offs_.push(chars);
     }
   }
-  /// The object's text; the builder is left empty.
+  /// The object's text (its arrays appended in place, each freed as it goes); the builder is left empty.
   std::string take() {
-    return fmt::format(R"({{"tokens":{},"token_logprobs":{},"top_logprobs":{},"text_offset":{}}})", tokens_.take(), lps_.take(),
-                       tops_.take(), offs_.take());
+    std::string out = tokens_.take();
+    out += lps_.take();
+    out += tops_.take();
+    out += offs_.take();
+    out += '}';
+    return out;
   }
 
  private:
-  JsonArrayWriter tokens_, lps_, tops_, offs_;
+  JsonArrayWriter tokens_{R"({"tokens":)"}, lps_{R"(,"token_logprobs":)"}, tops_{R"(,"top_logprobs":)"}, offs_{R"(,"text_offset":)"};
 };
 
 /// A chat answer's `logprobs` ({content: [{token, logprob, bytes, top_logprobs}]}) as text.
 std::string chat_logprobs(const ServerContext& ctx, const std::vector<TokenEvent>& toks) {
-  JsonArrayWriter content;
+  JsonArrayWriter content(R"({"content":)");
   for (const auto& t : toks) {
     json tl = json::array();
     for (const auto& [id, lp] : t.top)
       tl.push_back(json{{"token", token_text(ctx, id)}, {"logprob", lp_json(lp)}, {"bytes", bytes_json(token_bytes(ctx, id))}});
     content.push(json{{"token", t.token_text}, {"logprob", lp_json(t.logprob)}, {"bytes", bytes_json(token_bytes(ctx, t.id))}, {"top_logprobs", std::move(tl)}});
   }
-  return fmt::format(R"({{"content":{}}})", content.take());
+  std::string out = content.take();
+  out += '}';
+  return out;
 }
 
 json usage_json(const SequenceStats& st) {
@@ -277,8 +283,14 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   res.set_header("x-prompt-tokens", std::to_string(c.stats.prompt_tokens));
   res.set_header("x-generated-tokens", std::to_string(c.stats.generated_tokens));
   c = Collected();  // the tokens' copies, before the answer's text is made
-  std::string answer = dump_with_member(out, "choices", fmt::format("[{}]", dump_with_member(choice, "logprobs", logprobs)));
+  // One string around the logprobs text (never copied into an intermediate).
+  const auto [outer_before, outer_after] = dump_around_member(out, "choices");
+  const auto [choice_before, choice_after] = dump_around_member(choice, "logprobs");
+  std::string answer;
+  answer.reserve(outer_before.size() + choice_before.size() + logprobs.size() + choice_after.size() + outer_after.size() + 2);
+  answer.append(outer_before).append(1, '[').append(choice_before).append(logprobs);
   logprobs = std::string();
+  answer.append(choice_after).append(1, ']').append(outer_after);
   set_json_body(res, std::move(answer));
 }
 

@@ -30,6 +30,21 @@ TEST(JsonText, ArrayWriterAndMembersSpliceInPlace) {
   // A member not in the object comes last; several at once; an empty object.
   EXPECT_EQ(dump_with_members(ordered_json{{"a", 1}}, {{"z", "[]"}, {"a", "\"x\""}}), R"({"a":"x","z":[]})");
   EXPECT_EQ(dump_with_member(ordered_json::object(), "k\"ey", "{}"), R"({"k\"ey":{}})");
+  // The two texts around a member (the value not copied), a string value holding \x01 included.
+  const ordered_json with_ctrl{{"a", "x\x01y"}, {"b", nullptr}, {"c", 1}};
+  const auto [before, after] = dump_around_member(with_ctrl, "b");
+  EXPECT_EQ(before + "[1]" + after, dump_with_member(with_ctrl, "b", "[1]"));
+  EXPECT_EQ(before, R"({"a":"x\u0001y","b":)");
+  EXPECT_EQ(after, R"(,"c":1})");
+  const auto [b2, a2] = dump_around_member(ordered_json{{"a", 1}}, "z");
+  EXPECT_EQ(b2 + "2" + a2, R"({"a":1,"z":2})");
+  // A prefix: the array follows it; left empty (with the prefix) after take().
+  JsonArrayWriter p(R"({"content":)");
+  EXPECT_EQ(p.take(), R"({"content":[])");
+  p.push(ordered_json(1));
+  p.push(ordered_json(2));
+  EXPECT_EQ(p.take(), R"({"content":[1,2])");
+  EXPECT_EQ(p.take(), R"({"content":[])");
 }
 
 }  // namespace
