@@ -36,9 +36,10 @@ std::optional<ApiError> get_logit_bias(const json& b, std::vector<std::pair<std:
     if (key.empty() || key.find_first_not_of("0123456789") != std::string::npos)
       return ApiError::validation(fmt::format("`logit_bias` keys must be token ids (non-negative integers as strings), got \"{}\"", shown_key(key)));
     const std::size_t lead = std::min(key.find_first_not_of('0'), key.size() - 1);  // "0007" is 7
-    if (key.size() - lead > 10 || std::stoll(key.substr(lead)) > INT32_MAX)
+    const long long parsed = key.size() - lead > 10 ? -1 : std::stoll(key.substr(lead));  // ≤ 10 digits: no overflow
+    if (parsed < 0 || parsed > INT32_MAX)
       return ApiError::validation(fmt::format("`logit_bias` key \"{}\" is not a token id of this model: too large", shown_key(key)));
-    const auto id = static_cast<std::int32_t>(std::stoll(key.substr(lead)));
+    const auto id = static_cast<std::int32_t>(parsed);
     if (!value.is_number())
       return ApiError::validation(fmt::format("`logit_bias` value of token {} must be a number, got {}", id, value.type_name()));
     const double bias = value.get<double>();

@@ -68,9 +68,7 @@ void byte_fallback(std::vector<std::string>& tokens, bool raw) {
   out.reserve(tokens.size());
   std::string bytes;
   for (auto& t : tokens) {
-    int byte = -1;
-    if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>') byte = parse_hex_byte(std::string_view(t).substr(3, 2));
-    if (byte >= 0) {
+    if (const int byte = byte_fallback_value(t); byte >= 0) {
       bytes.push_back(static_cast<char>(byte));
     } else {
       flush_bytes(bytes, out, raw);
@@ -82,6 +80,11 @@ void byte_fallback(std::vector<std::string>& tokens, bool raw) {
 }
 
 }  // namespace
+
+int byte_fallback_value(std::string_view t) {
+  if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return -1;
+  return parse_hex_byte(t.substr(3, 2));
+}
 
 void ByteFallbackDecoder::decode_chain(std::vector<std::string>& tokens) const { byte_fallback(tokens, false); }
 void ByteFallbackDecoder::decode_chain_raw(std::vector<std::string>& tokens) const { byte_fallback(tokens, true); }

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tokenizer/pattern.h"
@@ -43,6 +44,10 @@ class MetaspaceDecoder final : public Decoder {
   char32_t replacement_;
   bool strip_first_;
 };
+
+/// The byte a ByteFallback token "<0xXX>" stands for (0–255), or −1 for any other token string
+/// (HF's u8::from_str_radix of the two hex digits).
+int byte_fallback_value(std::string_view token);
 
 /// HF ByteFallback: runs of "<0xXX>" tokens become their bytes as UTF-8, or one U+FFFD per
 /// byte when the run is not valid UTF-8.

@@ -7,6 +7,7 @@
 // run decodes to one U+FFFD per byte, so earlier bytes of the run are not final before its end).
 #include <fmt/format.h>
 
+#include "tokenizer/decoder.h"
 #include "tokenizer/impl.h"
 #include "tokenizer/unicode.h"
 
@@ -18,9 +19,10 @@ bool ends_with_replacement(std::string_view s) {
   return s.size() >= tok::kReplacementChar.size() && s.substr(s.size() - tok::kReplacementChar.size()) == tok::kReplacementChar;
 }
 
+/// A token the ByteFallback decoder reads as a byte (the same test as its own).
 bool is_byte_token(const Tokenizer& tok, std::int32_t id) {
   const auto t = tok.id_to_token(id);
-  return t && t->size() == 6 && t->compare(0, 3, "<0x") == 0 && (*t)[5] == '>';
+  return t && tok::byte_fallback_value(*t) >= 0;
 }
 
 /// Context ids kept in front of the first generated id: enough for any decoder's first-token rule.
@@ -47,9 +49,7 @@ StreamDecoder::StreamDecoder(const Tokenizer& tok, bool skip_special_tokens, std
 }
 
 std::string StreamDecoder::window_text(std::size_t from, std::size_t to, bool raw) const {
-  std::vector<std::string> tokens;
-  tok_->impl().ids_to_tokens(std::span<const std::int32_t>(ids_).subspan(from, to - from), skip_special_, tokens);
-  return tok_->impl().decode_tokens(tokens, raw);
+  return tok_->impl().decode_ids(std::span<const std::int32_t>(ids_).subspan(from, to - from), skip_special_, raw);
 }
 
 std::string StreamDecoder::release(std::size_t to, std::string text) {

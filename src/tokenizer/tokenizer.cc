@@ -96,9 +96,7 @@ Result<std::string> Tokenizer::decode(std::span<const std::int32_t> ids, bool sk
                                     impl_->source, impl_->size - 1));
     }
   }
-  std::vector<std::string> tokens;
-  impl_->ids_to_tokens(ids, skip_special_tokens, tokens);
-  return impl_->decode_tokens(tokens);
+  return impl_->decode_ids(ids, skip_special_tokens, /*raw=*/false);
 }
 
 std::string Tokenizer::Impl::decode_ids(std::span<const std::int32_t> ids, bool skip_special, bool raw) const {
