@@ -1,5 +1,6 @@
 // mamba-server: TGI- and OpenAI-compatible HTTP server with continuous batching (docs/SERVER.md).
 #include <thread>
+#include <cstdlib>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -78,11 +79,11 @@ int main(int argc, char** argv) {
   }
   // An empty --api-key would silently turn authentication off (e.g. --api-key "$UNSET_VAR").
   if (app.count("--api-key") > 0 && o.api_key.empty()) {
-    std::fprintf(stderr, "error: --api-key is empty (omit the flag to serve without authentication)\n");
+    std::fprintf(stderr, "error: --api-key is empty (omit the flag to serve without authentication)\n%s", kHelpHint);
     return 2;
   }
   if (app.count("--model-id") > 0 && o.model_id.empty()) {
-    std::fprintf(stderr, "error: --model-id is empty\n");
+    std::fprintf(stderr, "error: --model-id is empty\n%s", kHelpHint);
     return 2;
   }
   // Logs go to stderr; stdout carries only the "listening on" line (for scripts).
@@ -103,11 +104,15 @@ int main(int argc, char** argv) {
 
   auto mem = mamba::parse_byte_size(state_memory);
   if (!mem.ok()) {
-    std::fprintf(stderr, "error: --state-memory: %s\n", mem.error().message.c_str());
+    std::fprintf(stderr, "error: --state-memory: %s\n%s", mem.error().message.c_str(), kHelpHint);
     return 2;
   }
   o.state_memory_bytes = mem.value();
 
+  // What names the model in /info and /v1/models: -m as given, else $MAMBA_MODEL as set (a repo id
+  // stays a repo id, not its snapshot directory), else the embedded model's directory.
+  std::string id_ref = model_ref;
+  if (const char* env = std::getenv("MAMBA_MODEL"); id_ref.empty() && env != nullptr) id_ref = env;
   if (model_ref.empty()) {  // as mamba-cli: $MAMBA_MODEL (an error naming it when it does not resolve), else the embedded model
     auto def = mamba::resolve_default_model();
     if (!def.ok()) {
@@ -121,14 +126,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", dir.error().message.c_str());
     return 2;
   }
-  if (o.model_id == "mamba") {
+  if (app.count("--model-id") == 0) {
     // A Hugging Face repo id names the model as given (TGI and vLLM report it so), not by its
     // snapshot directory (a commit hash); a directory by its name.
     std::error_code ec;
     // weakly_canonical: "DIR/", "." and "DIR/." name DIR (filename() of "DIR/" is empty).
-    o.model_id = std::filesystem::is_directory(model_ref, ec)
+    if (id_ref.empty()) id_ref = model_ref;
+    o.model_id = std::filesystem::is_directory(id_ref, ec)
                      ? std::filesystem::weakly_canonical(std::filesystem::path(dir.value()), ec).filename().string()
-                     : model_ref;
+                     : id_ref;
     if (o.model_id.empty()) o.model_id = "mamba";
   }
 

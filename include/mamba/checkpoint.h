@@ -2,7 +2,7 @@
 //
 // Formats: HF safetensors (`model.safetensors`, or shards listed by `model.safetensors.index.json`)
 // and state-spaces `pytorch_model.bin` (zip + restricted unpickler; never executes anything).
-// Tensors keep their stored dtype (F32/BF16/F16) and are mmapped without copies when possible
+// Tensors keep their stored dtype (F32/BF16/F16; Q8/Q4 codes and scales in a quantized checkpoint) and are mmapped without copies when possible
 // (pickle storages are mmapped too when stored uncompressed, which torch.save does).
 #pragma once
 

@@ -67,7 +67,8 @@ inline constexpr std::int64_t kPromptLogprobsPiece = 1024;
 /// `<|endoftext|>` (id 0) through the tokenizer, as llama.cpp does. Empty: no EOS (generation runs
 /// to its token limit). `tokenizer_dir`: where the tokenizer's tokenizer_config.json is read (the
 /// directory of a tokenizer given apart from the model, `--tokenizer`); empty = `model_dir`.
-/// Errors: kFormat naming generation_config.json / tokenizer_config.json when malformed.
+/// Errors: kFormat naming generation_config.json / tokenizer_config.json when malformed; kIo when
+/// one cannot be read; kInvalidArgument when an EOS id it names is outside the vocabulary.
 Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config,
                                                 const Tokenizer* tok = nullptr, const std::string& tokenizer_dir = "");
 
@@ -141,8 +142,8 @@ struct GenerateResult {
 /// Prefill + decode loop for one sequence from an empty state: prefill(prompt) (LogitsMode::kAll
 /// only when prompt_logprobs), then SequenceGenerator::next / Model::step until finished.
 /// `tok` may be null. `on_token` (optional) is called for each event; returning false cancels
-/// (finish kCancelled). Errors: kInvalidArgument (empty prompt, an id outside the vocabulary —
-/// min(tokenizer size, logits width), the logits width when `tok` is null —, bad options),
+/// (finish kCancelled). Errors: kInvalidArgument (empty prompt, an id ≥ vocab_limit(tok, model)
+/// — min(tokenizer size, the config's vocab_size, logits width) —, bad options),
 /// and errors from the model or sampler. prompt_logprobs[i] = logprob of prompt[i+1].
 Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<const std::int32_t> prompt,
                                 const GenerateOptions& opts,

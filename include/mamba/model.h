@@ -39,9 +39,9 @@ struct LoadOptions {
                     ///< last one counts for every model (results are bitwise the same for any thread
                     ///< count). At most kMaxThreads (mamba/thread_limit.h), else load fails with
                     ///< kInvalidArgument.
-  /// Default exact. kBF16 on a CPU without AVX-512 BF16, kInt8 on one without AVX-512 VNNI or
-  /// with a checkpoint that is not q8/q4, fail with kInvalidArgument (so does a value that is no
-  /// enumerator).
+  /// Default exact. kBF16 on a CPU without AVX-512 BF16 or with a checkpoint that has no float
+  /// projection (every one q8/q4), kInt8 on one without AVX-512 VNNI or with a checkpoint that is
+  /// not q8/q4, fail with kInvalidArgument (so does a value that is no enumerator).
   Precision precision = Precision::kExact;
 };
 
@@ -85,7 +85,7 @@ class Model {
   /// caller-owned). Mamba-2 uses SSD chunks aligned to absolute positions (state.position), so
   /// prefill split at multiples of chunk_size is bitwise identical to the unsplit prefill; Mamba-1
   /// and Falcon-Mamba prefill split anywhere is too.
-  /// Long prompts are processed internally in pieces of ≤ max(512, chunk_size) tokens cut at
+  /// Long prompts are processed internally in pieces of ≤ 512 tokens rounded up to a multiple of chunk_size (Mamba-2; chunk_size 100: 600), cut at
   /// absolute positions (identical results), so scratch memory stays bounded.
   /// Errors: kInvalidArgument (bad id, empty input, null logits with mode ≠ kNone, a state not made
   /// by this model's new_state() — tensor shapes and dtypes compared — or whose position is

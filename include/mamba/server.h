@@ -31,7 +31,7 @@ struct ServerOptions {
   int max_total_tokens = 131072;             ///< prompt + max_new_tokens per request
   std::int64_t state_memory_bytes = std::int64_t{2} << 30;  ///< budget for preallocated States
   int http_threads = 0;                      ///< HTTP worker threads; 0 = max_concurrent_requests + 32
-  std::string api_key;                       ///< non-empty: require `Authorization: Bearer KEY`
+  std::string api_key;                       ///< non-empty: require `Authorization: Bearer KEY` or `x-api-key: KEY` (all routes but /health)
   std::string model_id = "mamba";           ///< name reported by /info and /v1/models
   double drain_grace_seconds = 30.0;         ///< on shutdown: in-flight requests get this long
   std::size_t max_body_bytes = std::size_t{8} << 20;  ///< larger request bodies → 413

@@ -1,5 +1,6 @@
 // ModelWeights: every tensor the architecture needs, bound by name from a Checkpoint and checked
-// for presence, dtype (F32/BF16/F16) and shape before any compute. One table per architecture
+// for presence, dtype (F32/BF16/F16; Q8/Q4 for the projections and embedding/lm_head of a
+// quantized checkpoint, README §Quantized weights) and shape before any compute. One table per architecture
 // (src/io/weights.cc) drives binding, validation and `mamba-cli inspect`.
 //
 // Views point into the Checkpoint's mappings (stored dtype, no copies): the Checkpoint must
@@ -49,7 +50,8 @@ struct ModelWeights {
 /// `ckpt.mutable_config()`. Errors (kNotFound / kShape) name the file, the tensor, the expected
 /// and the actual shape or dtype; untied config without lm_head.weight → kNotFound; a tensor of a
 /// layer ≥ the config's n_layer (num_hidden_layers) → kShape naming the first such tensor (the
-/// model would silently run without those layers).
+/// model would silently run without those layers); a config with rms_norm = false (LayerNorm
+/// blocks) → kUnsupported.
 Result<ModelWeights> bind_weights(Checkpoint& ckpt);
 
 }  // namespace mamba

@@ -53,13 +53,13 @@ void set_json_body(httplib::Response& res, std::string body) {
 }
 
 std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::string& text,
-                                       const std::vector<std::int32_t>& ids, std::int64_t truncate,
-                                       int& max_new_tokens, bool max_given, const PromptFields& fields,
-                                       std::vector<std::int32_t>& out) {
+                                       bool add_special_tokens, const std::vector<std::int32_t>& ids,
+                                       std::int64_t truncate, int& max_new_tokens, bool max_given,
+                                       const PromptFields& fields, std::vector<std::int32_t>& out) {
   if (!ids.empty()) {
     out = ids;
   } else {
-    auto enc = ctx.tok->encode(text, /*add_special_tokens=*/false);
+    auto enc = ctx.tok->encode(text, add_special_tokens);
     if (!enc.ok()) return ApiError::validation(fmt::format("prompt could not be tokenized: {}", enc.error().message));
     out = std::move(enc).value();
   }

@@ -58,15 +58,16 @@ struct PromptFields {
 };
 inline constexpr PromptFields kTgiFields{"`inputs`", "`max_new_tokens`"};
 
-/// Tokenizes `text` (or takes `ids` when non-empty), applies `truncate` (keep the last N, 0 =
-/// off), checks ids < the vocabulary (min(tokenizer size, logits width)), input ≤ max_input_tokens and input + max_new_tokens ≤
+/// Tokenizes `text` (or takes `ids` when non-empty), with the tokenizer's post-processor specials
+/// (a BOS, as HF `tokenizer(text)`) when `add_special_tokens`, applies `truncate` (keep the last N, 0 =
+/// off), checks ids < vocab_limit (min(tokenizer size, vocab_size, logits width)), input ≤ max_input_tokens and input + max_new_tokens ≤
 /// max_total_tokens. A max_new_tokens the client did not give (`max_given` false: the route's
 /// default) is shrunk to what fits instead, as TGI does. Errors: 422 naming the limit and the
 /// route's fields.
 std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::string& text,
-                                       const std::vector<std::int32_t>& ids, std::int64_t truncate,
-                                       int& max_new_tokens, bool max_given, const PromptFields& fields,
-                                       std::vector<std::int32_t>& out);
+                                       bool add_special_tokens, const std::vector<std::int32_t>& ids,
+                                       std::int64_t truncate, int& max_new_tokens, bool max_given,
+                                       const PromptFields& fields, std::vector<std::int32_t>& out);
 
 /// Submits to the scheduler. Errors: 503 while draining, 429 when full.
 std::optional<ApiError> submit(ServerContext& ctx, SequenceRequest req, std::shared_ptr<RequestStream>& out);

@@ -343,6 +343,9 @@ Status Server::start() {
       case 400: e.type = "malformed_request"; e.message = "malformed HTTP request"; break;
       default: e.type = "error"; e.message = fmt::format("HTTP {}", res.status); break;
     }
+    // A body over the limit and a malformed request are refusals of a request (counted as
+    // rejected, as the 100-continue path's 413); 404 and 405 are not.
+    if (res.status == 413 || res.status == 400) return server::send_error(res, e, ctx.metrics);
     res.set_content(e.body(), "application/json");
   });
   http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {

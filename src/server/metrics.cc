@@ -28,7 +28,7 @@ std::string Metrics::render() const {
   fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"failed\"}} {}\n", requests_failed.load());
   fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"rejected\"}} {}\n", requests_rejected.load());
   fmt::format_to(std::back_inserter(out), "mamba_requests_total{{outcome=\"overloaded\"}} {}\n", requests_overloaded.load());
-  c("mamba_prompt_tokens_total", "Prompt tokens prefilled for finished and running requests.", prompt_tokens);
+  c("mamba_prompt_tokens_total", "Prompt tokens of finished requests (added when a request ends).", prompt_tokens);
   c("mamba_generated_tokens_total", "Tokens generated.", generated_tokens);
   c("mamba_scheduler_iterations_total", "Scheduler iterations that did work.", iterations);
   c("mamba_decode_steps_total", "Batched decode steps (Model::step calls).", decode_steps);

@@ -61,6 +61,7 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
   bool present = false;
   RETURN_IF_API_ERROR(get_string(b, "model", out.model, present));
   RETURN_IF_API_ERROR(get_bool(b, "stream", out.stream));
+  RETURN_IF_API_ERROR(get_bool(b, "add_special_tokens", out.add_special_tokens));
   if (auto it = b.find("stream_options"); it != b.end() && !it->is_null()) {
     if (!it->is_object()) return ApiError::validation("`stream_options` must be an object");
     // As vLLM (and OpenAI): options of a stream on a request that does not stream are an error; an

@@ -38,6 +38,7 @@ struct OpenAiRequest {
   int top_logprobs = 0;
   bool echo = false;                     ///< completions: prepend the prompt text
   bool max_tokens_given = false;         ///< false: opts.max_new_tokens is the route's default (shrunk to fit)
+  bool add_special_tokens = true;        ///< vLLM's extra field: encode the text prompt with the post-processor's BOS etc.
   const char* max_tokens_field = "`max_tokens`";  ///< the field that set it, for errors (chat: `max_completion_tokens` when given)
 };
 

@@ -151,7 +151,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   r->opts.skip_special_tokens = true;
   SequenceRequest sreq;
   const PromptFields fields{r->chat ? "`messages`" : "`prompt`", r->max_tokens_field};
-  if (auto e = prepare_prompt(ctx, r->prompt, r->prompt_ids, 0, r->opts.max_new_tokens, r->max_tokens_given, fields, sreq.prompt)) {
+  if (auto e = prepare_prompt(ctx, r->prompt, r->add_special_tokens, r->prompt_ids, 0, r->opts.max_new_tokens, r->max_tokens_given, fields, sreq.prompt)) {
     return send_error(res, *e, ctx.metrics);
   }
   const std::int64_t vocab = vocab_limit(ctx.tok.get(), *ctx.model);

@@ -1,6 +1,7 @@
 // TGI routes, JSON shapes as text-generation-inference (router/src/lib.rs, server.rs):
 // GenerateResponse {generated_text, details{finish_reason, generated_tokens, seed, prefill[],
 // tokens[], top_tokens[]}}, StreamResponse {index, token, top_tokens, generated_text, details}.
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -63,7 +64,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
     return send_error(res, ApiError::validation("`decoder_input_details` == true is not supported when streaming tokens"), ctx.metrics);
   r->opts.skip_special_tokens = true;
   SequenceRequest sreq;
-  if (auto e = prepare_prompt(ctx, r->inputs, {}, r->truncate, r->opts.max_new_tokens, r->max_new_tokens_given, kTgiFields,
+  if (auto e = prepare_prompt(ctx, r->inputs, r->add_special_tokens, {}, r->truncate, r->opts.max_new_tokens, r->max_new_tokens_given, kTgiFields,
                               sreq.prompt)) {
     return send_error(res, *e, ctx.metrics);
   }
@@ -145,7 +146,10 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
     details = r->opts.top_logprobs > 0 ? dump_with_members(d, {{"prefill", prefill.take()}, {"tokens", tokens.take()}, {"top_tokens", top_text}})
                                        : dump_with_members(d, {{"prefill", prefill.take()}, {"tokens", tokens.take()}});
   }
-  set_timing_headers(res, c.stats, r->inputs.size());
+  // TGI's x-compute-characters counts characters (Rust's chars()), not bytes: the body is valid UTF-8.
+  const auto chars = static_cast<std::size_t>(
+      std::count_if(r->inputs.begin(), r->inputs.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+  set_timing_headers(res, c.stats, chars);
   c = Collected();  // the tokens' copies, before the answer's text is made
   std::string answer = r->details ? dump_with_member(out, "details", details) : dump_json(out);
   details = std::string();
@@ -158,10 +162,22 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
   TgiRequest r;
   if (auto e = parse_tgi_request(body, ctx.limits, r)) return send_error(res, *e, ctx.metrics);
-  auto enc = ctx.tok->encode(r.inputs, false);
-  if (!enc.ok()) return send_error(res, ApiError::validation(enc.error().message), ctx.metrics);
+  // The ids /generate would run: with the post-processor's specials (a BOS) unless the request
+  // says `add_special_tokens: false`. Those added ids are not in the text: span [0, 0), as HF's
+  // offsets give them.
+  auto plain = ctx.tok->encode(r.inputs, false);
+  if (!plain.ok()) return send_error(res, ApiError::validation(plain.error().message), ctx.metrics);
+  std::vector<std::int32_t> ids = *plain;
+  std::size_t text0 = 0;  // where the text's ids start among `ids`
+  if (r.add_special_tokens) {
+    auto full = ctx.tok->encode(r.inputs, true);
+    if (!full.ok()) return send_error(res, ApiError::validation(full.error().message), ctx.metrics);
+    const auto it = std::search(full->begin(), full->end(), plain->begin(), plain->end());
+    text0 = it == full->end() && !plain->empty() ? full->size() : static_cast<std::size_t>(it - full->begin());
+    ids = std::move(full).value();
+  }
   // `parameters.truncate` keeps the last tokens, as for a prompt (TGI's /tokenize truncates too).
-  const auto all = static_cast<std::int64_t>(enc->size());
+  const auto all = static_cast<std::int64_t>(ids.size());
   const std::int64_t first = r.truncate > 0 && all > r.truncate ? all - r.truncate : 0;
   // The same bound as a prompt's: the answer is ~50 bytes of JSON per token (a 7 MiB input made a
   // 380 MB answer and 5 GB of peak memory).
@@ -176,20 +192,26 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   // a character split over several byte tokens is attributed to the token that completes it and
   // the earlier pieces get empty spans (offsets never run past the input). The pieces are the
   // normalised text; NormalizedOffsets maps them back to the input (NFC changed it: e + U+0301).
+  const std::size_t n_text = text0 < ids.size() ? plain->size() : 0;
   StreamDecoder stream(*ctx.tok);
   std::string decoded;
-  std::vector<std::size_t> ends(static_cast<std::size_t>(all));
-  for (std::int64_t i = 0; i < all; ++i) {
-    auto piece = stream.push((*enc)[static_cast<std::size_t>(i)]);
+  std::vector<std::size_t> ends(n_text);
+  for (std::size_t i = 0; i < n_text; ++i) {
+    auto piece = stream.push((*plain)[i]);
     if (piece.ok()) decoded += piece.value();
-    ends[static_cast<std::size_t>(i)] = decoded.size();
+    ends[i] = decoded.size();
   }
   const NormalizedOffsets map(r.inputs, decoded);
   for (std::int64_t i = first; i < all; ++i) {  // offsets stay those of the whole input
-    const std::int32_t id = (*enc)[static_cast<std::size_t>(i)];
-    const std::size_t b = i == 0 ? 0 : ends[static_cast<std::size_t>(i - 1)], e = ends[static_cast<std::size_t>(i)];
-    const std::size_t start = map.start(b);
-    arr.push_back(json{{"id", id}, {"text", token_text(ctx, id)}, {"start", start}, {"stop", std::max(start, map.stop(e))}});
+    const std::int32_t id = ids[static_cast<std::size_t>(i)];
+    std::size_t start = 0, stop = 0;
+    if (static_cast<std::size_t>(i) >= text0 && static_cast<std::size_t>(i) < text0 + n_text) {
+      const std::size_t j = static_cast<std::size_t>(i) - text0;
+      const std::size_t b = j == 0 ? 0 : ends[j - 1], e = ends[j];
+      start = map.start(b);
+      stop = std::max(start, map.stop(e));
+    }
+    arr.push_back(json{{"id", id}, {"text", token_text(ctx, id)}, {"start", start}, {"stop", stop}});
   }
   res.set_content(dump_json(arr), "application/json");
 }

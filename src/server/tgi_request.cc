@@ -19,6 +19,7 @@ std::optional<ApiError> parse_tgi_request(const json& body, const RequestLimits&
   if (!present) return ApiError::validation("`inputs` is required (a string)");
   if (out.inputs.empty()) return ApiError::validation("`inputs` cannot be empty");
   RETURN_IF_API_ERROR(get_bool(body, "stream", out.stream));
+  RETURN_IF_API_ERROR(get_bool(body, "add_special_tokens", out.add_special_tokens));
 
   GenerateOptions& o = out.opts;
   o.max_new_tokens = limits.default_max_new_tokens;

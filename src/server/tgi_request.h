@@ -32,6 +32,7 @@ struct TgiRequest {
   bool return_full_text = false;       ///< prefix generated_text with the prompt text
   std::int64_t truncate = 0;           ///< keep only the last `truncate` prompt tokens (0 = all)
   bool max_new_tokens_given = false;   ///< false: opts.max_new_tokens is the default (shrunk to fit, as TGI)
+  bool add_special_tokens = true;      ///< top-level `add_special_tokens` (TGI's): the post-processor's BOS etc.
 };
 
 /// Validates `body` (a JSON object). Errors: 422 naming the parameter.

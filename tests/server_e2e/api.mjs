@@ -311,13 +311,22 @@ await check('malformed bodies → 4xx with {error, error_type}', async () => {
 });
 
 await check('413 for bodies over 8 MiB, 404 JSON for unknown routes', async () => {
+  const before = (await metrics(base))['mamba_requests_total{outcome="rejected"}'];
   const big = JSON.stringify({ inputs: 'a'.repeat(9 << 20) });
   const r = await postJson(base, '/generate', big);
   assert.equal(r.status, 413);
   assert.equal(r.json.error_type, 'payload_too_large');
+  // A refused body is a rejected request (as the 100-continue path's 413), a 404 is not.
   const n = await postJson(base, '/nope', {});
   assert.equal(n.status, 404);
   assert.equal(typeof n.json.error, 'string');
+  assert.equal((await metrics(base))['mamba_requests_total{outcome="rejected"}'], before + 1);
+});
+
+await check('x-compute-characters counts characters, as TGI (not UTF-8 bytes)', async () => {
+  const r = await postJson(base, '/generate', { inputs: 'Héllo wörld ✓', parameters: { max_new_tokens: 1 } });
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('x-compute-characters'), '13');
 });
 
 await check('a JSON body over 8 KiB sent as form-urlencoded (curl -d) is served, streamed too', async () => {

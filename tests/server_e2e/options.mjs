@@ -176,6 +176,81 @@ await check('a Hugging Face repo id is the default model id, also for a snapshot
     rmSync(hub, { recursive: true, force: true });
   }
 });
+await check('--model-id mamba is kept as given; $MAMBA_MODEL as a repo id names the model when -m is not given', async () => {
+  const { mkdtempSync, mkdirSync, writeFileSync, symlinkSync, rmSync } = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const here = path.dirname(new URL(import.meta.url).pathname);
+  const modelDir = process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k');
+  const named = await startServer(['--model-id', 'mamba']);
+  try {
+    assert.equal((await (await fetch(named.base + '/v1/models')).json()).data[0].id, 'mamba');
+  } finally {
+    assert.equal((await named.stop()).code, 0);
+  }
+  const hub = mkdtempSync(path.join(os.tmpdir(), 'mamba-hub-'));
+  try {
+    const repo = path.join(hub, 'models--me--tiny');
+    mkdirSync(path.join(repo, 'refs'), { recursive: true });
+    mkdirSync(path.join(repo, 'snapshots'), { recursive: true });
+    writeFileSync(path.join(repo, 'refs', 'main'), 'abc123');
+    symlinkSync(path.resolve(modelDir), path.join(repo, 'snapshots', 'abc123'));
+    const srv = await startServer([], { env: { HF_HUB_CACHE: hub, MAMBA_MODEL: 'me/tiny' } });
+    try {
+      assert.equal((await (await fetch(srv.base + '/info')).json()).model_id, 'me/tiny');
+    } finally {
+      assert.equal((await srv.stop()).code, 0);
+    }
+  } finally {
+    rmSync(hub, { recursive: true, force: true });
+  }
+});
+await check('prompts get the tokenizer\'s post-processor specials (a BOS), as TGI / vLLM / HF tokenizer(text); add_special_tokens: false leaves them out', async () => {
+  const { mkdtempSync, readFileSync, writeFileSync, rmSync } = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const { postJson } = await import('./lib.mjs');
+  const here = path.dirname(new URL(import.meta.url).pathname);
+  const modelDir = process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k');
+  // The embedded model's tokenizer with a Llama-style post-processor: BOS = id 0 before the text.
+  const tj = JSON.parse(readFileSync(path.join(modelDir, 'tokenizer.json'), 'utf8'));
+  const bos = tj.added_tokens.find((t) => t.id === 0).content;
+  tj.post_processor = {
+    type: 'TemplateProcessing',
+    single: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
+    pair: [{ Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }],
+    special_tokens: { [bos]: { id: bos, ids: [0], tokens: [bos] } },
+  };
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mamba-bos-'));
+  const tokFile = path.join(dir, 'tokenizer.json');
+  writeFileSync(tokFile, JSON.stringify(tj));
+  const srv = await startServer(['-m', modelDir, '--tokenizer', tokFile]);
+  try {
+    const text = 'Once upon a time';
+    const plain = (await postJson(srv.base, '/tokenize', { inputs: text, add_special_tokens: false })).json;
+    const full = (await postJson(srv.base, '/tokenize', { inputs: text })).json;
+    assert.equal(full.length, plain.length + 1);
+    assert.deepEqual(full[0], { id: 0, text: bos, start: 0, stop: 0 });  // not in the text: HF's (0, 0)
+    assert.deepEqual(full.slice(1), plain);
+    assert.equal(plain.at(-1).stop, text.length);
+    const gen = await postJson(srv.base, '/generate', { inputs: text, parameters: { max_new_tokens: 2, details: true, decoder_input_details: true } });
+    assert.equal(gen.status, 200, gen.text);
+    assert.deepEqual(gen.json.details.prefill.map((t) => t.id), full.map((t) => t.id));
+    const gen2 = await postJson(srv.base, '/generate', { inputs: text, add_special_tokens: false, parameters: { max_new_tokens: 2, details: true, decoder_input_details: true } });
+    assert.deepEqual(gen2.json.details.prefill.map((t) => t.id), plain.map((t) => t.id));
+    for (const [route, body] of [['/v1/completions', { prompt: text }], ['/v1/chat/completions', { messages: [{ role: 'user', content: text }] }]]) {
+      const a = await postJson(srv.base, route, { ...body, max_tokens: 1 });
+      const b = await postJson(srv.base, route, { ...body, max_tokens: 1, add_special_tokens: false });
+      assert.equal(a.status, 200, a.text);
+      assert.equal(a.json.usage.prompt_tokens, b.json.usage.prompt_tokens + 1, route);
+    }
+    const bad = await postJson(srv.base, '/v1/completions', { prompt: text, add_special_tokens: 'yes' });
+    assert.equal(bad.status, 422);
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 await check('a default max_new_tokens shrinks to --max-total-tokens (as TGI); a given one that does not fit is a 422 naming the route\'s fields', async () => {
   const { postJson } = await import('./lib.mjs');
   const srv = await startServer(['--max-input-tokens', '30', '--max-total-tokens', '40']);

@@ -17,7 +17,8 @@
 
 namespace mamba::cli {
 
-/// Prints "error: MESSAGE" on stderr and throws CLI::RuntimeError(1) (main() turns it into exit 1).
+/// Prints "error: MESSAGE" on stderr and throws CLI::RuntimeError(1) (main() turns it into exit 2,
+/// as every error of mamba-cli).
 [[noreturn]] void fail(const std::string& message);
 /// fail() for a flag whose value is out of its range (found after parsing, e.g. --temp -1): adds
 /// the "Run with --help" line CLI11 prints for the flags it rejects itself (docs/USAGE.md).
