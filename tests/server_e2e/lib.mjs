@@ -59,9 +59,11 @@ export async function startServer(args = [], { quiet = true, env = undefined } =
   });
   // Whatever ends this script (a failed assertion, a missing npm package, the deadline), the
   // server goes with it: a left-over server would outlive the test run.
-  process.on('exit', () => {
+  const killOnExit = () => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-  });
+  };
+  process.on('exit', killOnExit);
+  proc.on('exit', () => process.off('exit', killOnExit));  // one hook per live server, not per server started
   let log = '';
   proc.stderr.on('data', (d) => {
     log += d.toString();

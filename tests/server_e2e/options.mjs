@@ -148,19 +148,26 @@ await check('a model directory without tokenizer.json → exit 2 saying where on
     rmSync(dir, { recursive: true, force: true });
   }
 });
-await check('a Hugging Face repo id is the default model id, also for a snapshot named by its hash', async () => {
-  const { mkdtempSync, mkdirSync, writeFileSync, symlinkSync, rmSync } = await import('node:fs');
+/// A Hugging Face hub cache (removed by the caller) holding the embedded model as repo me/tiny at
+/// snapshot abc123, the `main` ref pointing at it.
+async function makeHub() {
+  const { mkdtempSync, mkdirSync, writeFileSync, symlinkSync } = await import('node:fs');
   const os = await import('node:os');
   const path = await import('node:path');
   const here = path.dirname(new URL(import.meta.url).pathname);
   const modelDir = process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k');
   const hub = mkdtempSync(path.join(os.tmpdir(), 'mamba-hub-'));
+  const repo = path.join(hub, 'models--me--tiny');
+  mkdirSync(path.join(repo, 'refs'), { recursive: true });
+  mkdirSync(path.join(repo, 'snapshots'), { recursive: true });
+  writeFileSync(path.join(repo, 'refs', 'main'), 'abc123');
+  symlinkSync(path.resolve(modelDir), path.join(repo, 'snapshots', 'abc123'));
+  return hub;
+}
+await check('a Hugging Face repo id is the default model id, also for a snapshot named by its hash', async () => {
+  const { rmSync } = await import('node:fs');
+  const hub = await makeHub();
   try {
-    const repo = path.join(hub, 'models--me--tiny');
-    mkdirSync(path.join(repo, 'refs'), { recursive: true });
-    mkdirSync(path.join(repo, 'snapshots'), { recursive: true });
-    writeFileSync(path.join(repo, 'refs', 'main'), 'abc123');
-    symlinkSync(path.resolve(modelDir), path.join(repo, 'snapshots', 'abc123'));
     for (const ref of ['me/tiny', 'me/tiny@abc123']) {
       const srv = await startServer(['-m', ref], { env: { HF_HUB_CACHE: hub } });
       try {
@@ -177,24 +184,15 @@ await check('a Hugging Face repo id is the default model id, also for a snapshot
   }
 });
 await check('--model-id mamba is kept as given; $MAMBA_MODEL as a repo id names the model when -m is not given', async () => {
-  const { mkdtempSync, mkdirSync, writeFileSync, symlinkSync, rmSync } = await import('node:fs');
-  const os = await import('node:os');
-  const path = await import('node:path');
-  const here = path.dirname(new URL(import.meta.url).pathname);
-  const modelDir = process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k');
+  const { rmSync } = await import('node:fs');
   const named = await startServer(['--model-id', 'mamba']);
   try {
     assert.equal((await (await fetch(named.base + '/v1/models')).json()).data[0].id, 'mamba');
   } finally {
     assert.equal((await named.stop()).code, 0);
   }
-  const hub = mkdtempSync(path.join(os.tmpdir(), 'mamba-hub-'));
+  const hub = await makeHub();
   try {
-    const repo = path.join(hub, 'models--me--tiny');
-    mkdirSync(path.join(repo, 'refs'), { recursive: true });
-    mkdirSync(path.join(repo, 'snapshots'), { recursive: true });
-    writeFileSync(path.join(repo, 'refs', 'main'), 'abc123');
-    symlinkSync(path.resolve(modelDir), path.join(repo, 'snapshots', 'abc123'));
     const srv = await startServer([], { env: { HF_HUB_CACHE: hub, MAMBA_MODEL: 'me/tiny' } });
     try {
       assert.equal((await (await fetch(srv.base + '/info')).json()).model_id, 'me/tiny');
