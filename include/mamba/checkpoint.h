@@ -51,7 +51,9 @@ Result<bool> has_model_file(const std::string& dir, const std::string& name);
 /// is (a bare name as ./NAME); a directory, or an `ORG/NAME[@REVISION]` in the Hugging Face hub cache
 /// (resolve_model_path's lookup, e.g. EleutherAI/gpt-neox-20b for the state-spaces checkpoints that
 /// ship without one), gives its tokenizer.json. Errors: kInvalidArgument for an empty reference;
-/// kNotFound naming the directory that holds no tokenizer.json, or resolve_model_path's errors;
+/// kNotFound naming the directory that holds no tokenizer.json, or resolve_model_path's errors
+/// (worded for a tokenizer: "tokenizer 'ORG/NAME' not found", and the download line fetches the
+/// file alone, `huggingface-cli download ORG/NAME tokenizer.json`);
 /// has_model_file's errors for an entry that is no readable file.
 Result<std::string> resolve_tokenizer_file(const std::string& tokenizer_ref);
 

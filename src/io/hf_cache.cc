@@ -81,9 +81,11 @@ std::string trim(std::string s) {
   return s.substr(i);
 }
 
-}  // namespace
-
-Result<std::string> resolve_model_path(const std::string& model_ref) {
+/// resolve_model_path for a model (`what` = "model") or a tokenizer ("tokenizer"): `what` names it
+/// in the not-found listing, and `files` (" tokenizer.json", or empty for the whole repo) follows
+/// the repo id in the `huggingface-cli download` line, so that a tokenizer's hint does not fetch a
+/// 40 GB checkpoint for its 2 MB tokenizer.json.
+Result<std::string> resolve_repo(const std::string& model_ref, const char* what, const std::string& files) {
   std::error_code ec;
   if (model_ref.empty()) return make_error(ErrorCode::kInvalidArgument, "empty model reference (expected a directory or ORG/NAME[@REVISION])");
   if (fs::is_directory(model_ref, ec)) return model_ref;
@@ -134,10 +136,14 @@ Result<std::string> resolve_model_path(const std::string& model_ref) {
   std::string where;
   for (const auto& l : looked) where += "\n  " + l;
   return make_error(ErrorCode::kNotFound,
-                    fmt::format("model '{}' not found; looked in:{}\n(hub cache root {}: set HF_HUB_CACHE or HF_HOME to use another)\n"
-                                "download it with: huggingface-cli download {}{}",
-                                model_ref, where, root.string(), repo, rev == "main" ? "" : " --revision " + rev));
+                    fmt::format("{} '{}' not found; looked in:{}\n(hub cache root {}: set HF_HUB_CACHE or HF_HOME to use another)\n"
+                                "download it with: huggingface-cli download {}{}{}",
+                                what, model_ref, where, root.string(), repo, files, rev == "main" ? "" : " --revision " + rev));
 }
+
+}  // namespace
+
+Result<std::string> resolve_model_path(const std::string& model_ref) { return resolve_repo(model_ref, "model", ""); }
 
 Result<std::string> resolve_tokenizer_file(const std::string& tokenizer_ref) {
   if (tokenizer_ref.empty())
@@ -154,14 +160,12 @@ Result<std::string> resolve_tokenizer_file(const std::string& tokenizer_ref) {
     if (fs::is_symlink(tokenizer_ref, link_ec))  // there, but pointing nowhere (or in a loop)
       return make_error(ErrorCode::kNotFound, fmt::format("{}: symbolic link to {}, which cannot be opened", tokenizer_ref,
                                                           fs::read_symlink(tokenizer_ref, link_ec).string()));
-    auto resolved = resolve_model_path(tokenizer_ref);
+    auto resolved = resolve_repo(tokenizer_ref, "tokenizer", " tokenizer.json");
     if (!resolved.ok()) {
       Error e = resolved.error();
       if (e.message.find("no such model directory") != std::string::npos)
         e.message = fmt::format("{}: no such tokenizer file or directory (and not a Hugging Face repo id of the form [ORG/]NAME[@REVISION])",
                                 tokenizer_ref);
-      else if (e.message.rfind("model '", 0) == 0)  // the cache lookup's listing: it is a tokenizer that was looked for
-        e.message = "tokenizer" + e.message.substr(5);
       return e;
     }
     dir = *resolved;
