@@ -20,9 +20,12 @@ namespace mamba {
 /// otherwise `ORG/NAME[@REVISION]` (or a legacy `NAME` without an org) is looked up in the Hugging
 /// Face hub cache exactly as huggingface_hub lays it out ($HF_HUB_CACHE, else the legacy
 /// $HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
-/// ~/.cache/huggingface/hub, with ~ and $VAR in those values expanded; models--ORG--NAME/refs/<rev>
+/// ~/.cache/huggingface/hub, with ~ and $VAR in those values expanded; ~ is $HOME, else — unset or
+/// empty — the password database's home directory, as Python's expanduser; models--ORG--NAME/refs/<rev>
 /// → snapshots/<commit>/; a revision that is no ref names a snapshot directly).
-/// Errors: kNotFound naming every place looked and how to download (`huggingface-cli download ORG/NAME`).
+/// Errors: kNotFound naming every place looked and how to download (`huggingface-cli download ORG/NAME`);
+/// kNotFound saying so when no variable and no home directory locate the cache (it is never looked
+/// for relative to the working directory).
 Result<std::string> resolve_model_path(const std::string& model_ref);
 
 /// Directory of the embedded default model (mamba2-books-7m-bpe8k), searched in order:

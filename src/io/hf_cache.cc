@@ -5,7 +5,11 @@
 // ~/.cache/huggingface/hub (each value with ~ and $VAR expanded, as huggingface_hub's
 // expanduser/expandvars); repo dir models--ORG--NAME (models--NAME for a legacy id without an
 // org, e.g. gpt2); refs/<revision> holds the commit hash; snapshots/<commit>/ holds the files
-// (symlinks into blobs/).
+// (symlinks into blobs/). With no cache variable and no home directory the cache is not looked for
+// (a relative ".cache/huggingface/hub" would depend on the working directory).
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -25,6 +29,22 @@ namespace fs = std::filesystem;
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::string(v) : std::string();
+}
+
+/// The user's home directory: $HOME, else (unset or empty) the password database's entry for this
+/// user, as Python's os.path.expanduser (which huggingface_hub applies to its default
+/// "~/.cache/huggingface") falls back to; empty when neither names one (a container's user id
+/// without a passwd entry).
+std::string home_dir() {
+  if (std::string h = env("HOME"); !h.empty()) return h;
+  const long hint = ::sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buf(hint > 0 ? static_cast<std::size_t>(hint) : 16384);
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  if (::getpwuid_r(::getuid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr && found->pw_dir != nullptr &&
+      found->pw_dir[0] == '/')
+    return found->pw_dir;
+  return {};
 }
 
 /// Python's os.path.expandvars then expanduser, as huggingface_hub applies them to its cache
@@ -49,18 +69,19 @@ std::string expand(const std::string& v) {
     i = std::max(end, i + 1);
   }
   if (!out.empty() && out[0] == '~' && (out.size() == 1 || out[1] == '/')) {
-    if (const std::string home = env("HOME"); !home.empty()) out = home + out.substr(1);
+    if (const std::string home = home_dir(); !home.empty()) out = home + out.substr(1);
   }
   return out;
 }
 
+/// The hub cache directory, or an empty path when nothing locates it (no cache variable, no home).
 fs::path hub_cache_root() {
   if (auto v = env("HF_HUB_CACHE"); !v.empty()) return expand(v);
   if (auto v = env("HUGGINGFACE_HUB_CACHE"); !v.empty()) return expand(v);
   if (auto v = env("HF_HOME"); !v.empty()) return fs::path(expand(v)) / "hub";
   if (auto v = env("XDG_CACHE_HOME"); !v.empty()) return fs::path(expand(v)) / "huggingface" / "hub";
-  if (auto v = env("HOME"); !v.empty()) return fs::path(v) / ".cache" / "huggingface" / "hub";
-  return fs::path(".cache") / "huggingface" / "hub";
+  if (auto v = home_dir(); !v.empty()) return fs::path(v) / ".cache" / "huggingface" / "hub";
+  return {};
 }
 
 // ORG/NAME, or a legacy NAME without an org (gpt2): non-empty parts of [A-Za-z0-9._-], none
@@ -111,6 +132,12 @@ Result<std::string> resolve_repo(const std::string& model_ref, const char* what,
   std::string flat = repo;  // models--ORG--NAME, or models--NAME
   if (const auto slash = flat.find('/'); slash != std::string::npos) flat.replace(slash, 1, "--");
   const fs::path root = hub_cache_root();
+  if (root.empty())
+    return make_error(ErrorCode::kNotFound,
+                      fmt::format("{} '{}' not found: it is no directory, and the Hugging Face hub cache was not looked in: "
+                                  "HF_HUB_CACHE, HF_HOME and XDG_CACHE_HOME are unset, HOME is unset or empty, and this user "
+                                  "has no home directory in the password database (set HF_HUB_CACHE to the cache directory)",
+                                  what, model_ref));
   const fs::path repo_dir = root / ("models--" + flat);
   std::vector<std::string> looked;
   looked.push_back(fmt::format("directory '{}'", model_ref));
