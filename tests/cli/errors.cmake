@@ -107,6 +107,13 @@ endif()
 expect_error("error: unknown option '-hello' of tokenize .*mamba-cli tokenize -- -hello" tokenize -hello)
 expect_error("error: unknown option '-x' of run\n" run -m ${model} -x -p hi)  # no "--" hint: run has no positionals
 expect_error("error: unknown option '--no-such' of run" run -m ${model} --no-such -p hi)
+# A bare word is not a prompt (llama.cpp's -p habit, or a forgotten -p): the error says how to give one
+# (it said only "The following argument was not expected"); so does a prompt with spaces left unquoted.
+expect_error("error: unexpected argument 'hello' of run: use -p \"...\" for the prompt \\(in quotes when it has spaces\\), or -f FILE, or give it on stdin\nRun with --help"
+             run -m ${model} "hello")
+expect_error("error: unexpected arguments 'was' 'dark' 'night' of run: use -p \"...\" for the prompt" run -m ${model} -p It was dark night)
+expect_error("error: unexpected argument 'text.txt' of perplexity: give the text to score with -f FILE, or token ids with --ids-file FILE"
+             perplexity -m ${model} text.txt)
 cli_run_ok(dash tokenize -m ${model} -- -hello)
 if(NOT dash_OUT MATCHES "^[0-9]+( [0-9]+)*\n$")
   message(FATAL_ERROR "tokenize -- -hello printed [${dash_OUT}]")

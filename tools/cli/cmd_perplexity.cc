@@ -33,6 +33,7 @@ struct PplArgs {
 };
 
 void run(const PplArgs& a, CLI::App& cmd) {
+  refuse_extra_arguments(cmd, "give the text to score with -f FILE, or token ids with --ids-file FILE");
   const bool show_progress = isatty(STDERR_FILENO) == 1;  // no \r progress lines in redirected logs
   const bool have_text = cmd.count("--file") > 0, have_ids = cmd.count("--ids-file") > 0;
   if (have_text == have_ids) fail("give exactly one of -f/--file TEXT or --ids-file IDS");
@@ -140,6 +141,7 @@ const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {
                   "int8 (q8/q4 checkpoints: 8-bit activations, AVX-512 VNNI); faster batched decode and prefill, README §Precision")
       ->check(precision_tier())
       ->capture_default_str();
+  cmd->allow_extras();  // a bare word is refused by run() with the -f hint (CLI11 said only "not expected")
   cmd->callback([a, cmd] { run(*a, *cmd); });
 });
 

@@ -68,6 +68,7 @@ std::pair<std::int32_t, float> parse_logit_bias(const std::string& item) {
 }
 
 void run(const RunArgs& a, CLI::App& cmd) {
+  refuse_extra_arguments(cmd, "use -p \"...\" for the prompt (in quotes when it has spaces), or -f FILE, or give it on stdin");
   GenerateOptions opts = a.gen;
   // A repeated id adds up, as llama.cpp's biases do (the library takes each id once), clamped to
   // [-100, 100]; -inf bans whatever else is given.
@@ -314,6 +315,7 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
       ->check(CLI::Range(0, 100));
   cmd->add_flag("--prompt-logprobs", a->gen.prompt_logprobs, "With --json: logprob of each prompt token");
   cmd->add_flag("--echo", a->echo, "Print the prompt text before the generated text");
+  cmd->allow_extras();  // a bare word is refused by run() with the -p hint (CLI11 said only "not expected")
   cmd->callback([a, cmd] { run(*a, *cmd); });
 });
 

@@ -27,6 +27,21 @@ void fail(const std::string& message) {
 
 void fail_flag(const std::string& message) { fail(message + "\nRun with --help for more information."); }
 
+void refuse_extra_arguments(const CLI::App& cmd, const std::string& hint) {
+  // remaining() also holds the "--" marks that ended the options (remaining_size() does not count them).
+  std::size_t marks = cmd.remaining().size() - cmd.remaining_size();
+  std::string words;
+  std::size_t n = 0;
+  for (const std::string& w : cmd.remaining()) {
+    if (marks > 0 && w == "--") {
+      --marks;
+      continue;
+    }
+    words += fmt::format("{}'{}'", n++ ? " " : "", w);
+  }
+  if (n > 0) fail_flag(fmt::format("unexpected argument{} {} of {}: {}", n > 1 ? "s" : "", words, cmd.get_name(), hint));
+}
+
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision,
                                              const std::string& tokenizer_ref) {
   std::string tokenizer_file;

@@ -24,6 +24,12 @@ namespace mamba::cli {
 /// the "Run with --help" line CLI11 prints for the flags it rejects itself (docs/USAGE.md).
 [[noreturn]] void fail_flag(const std::string& message);
 
+/// fail_flag() naming the arguments CLI11 left over (the subcommand calls allow_extras(); main() has
+/// refused unknown options already, so these are words without an option), followed by `hint`,
+/// e.g. `run -m M "hello"`: "unexpected argument 'hello' of run: use -p \"...\" for the prompt ...".
+/// Returns when there are none (a "--" that ended the options is not one).
+void refuse_extra_arguments(const CLI::App& cmd, const std::string& hint);
+
 /// A loaded model plus its tokenizer: the one `--tokenizer` named, else the model directory's
 /// tokenizer.json when it has one.
 struct LoadedModel {
