@@ -21,6 +21,26 @@ expect_error("error: .*--threads.*got 1025" run -m ${model} -p hi -n 1 --threads
 expect_error("error: .*--threads.*got -1" run -m ${model} -p hi -n 1 -t -1)
 expect_error("error: --threads: expected a decimal integer, got 'abc'" run -m ${model} -p hi -n 1 -t abc)
 expect_error("error: .*--threads.*got 5000" perplexity -m ${model} --ids-file ${WORK}/none -t 5000)
+# More threads than the CPUs this process may run on (nproc counts its affinity mask) is allowed but
+# slower: a warning names how many there are (it was silent); as many as there are is not warned about.
+find_program(NPROC nproc)
+if(NPROC)
+  execute_process(COMMAND ${NPROC} OUTPUT_VARIABLE cpus OUTPUT_STRIP_TRAILING_WHITESPACE)
+  math(EXPR more "${cpus} + 1")
+  cli_run_ok(over run -m ${model} -p hi -n 1 -t ${more})
+  if(NOT over_ERR MATCHES "\nwarning: -t/--threads ${more} is more than the ${cpus} hardware threads? this process may run on: [^\n]*\\(leave -t out, or -t 0, to use all ${cpus}\\)\n")
+    message(FATAL_ERROR "run -t ${more} on ${cpus} CPUs: no warning:\n${over_ERR}")
+  endif()
+  file(WRITE ${WORK}/four.ids "5 6 7 8")
+  cli_run_ok(over_ppl perplexity -m ${model} --ids-file ${WORK}/four.ids -t ${more})
+  if(NOT over_ppl_ERR MATCHES "warning: -t/--threads ${more} is more than the ${cpus} hardware thread")
+    message(FATAL_ERROR "perplexity -t ${more} on ${cpus} CPUs: no warning:\n${over_ppl_ERR}")
+  endif()
+  cli_run_ok(fit run -m ${model} -p hi -n 1 -t ${cpus})
+  if(fit_ERR MATCHES "warning")
+    message(FATAL_ERROR "run -t ${cpus} on ${cpus} CPUs warned:\n${fit_ERR}")
+  endif()
+endif()
 
 # Precision tiers: exact | bf16 | int8 only (no case folding, no numbers); int8 needs a q8/q4 checkpoint.
 expect_error("error: --precision: expected exact, bf16 or int8, got 'fp8'" run -m ${model} -p hi -n 1 --precision fp8)

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "cli/command.h"
 #include "cli/llama_flags.h"
@@ -91,6 +93,9 @@ int main(int argc, char** argv) {
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return "error: " + std::string(e.what()) + "\nRun with --help for more information.\n";
   });
+  // Warnings (spdlog::warn) read as mamba-cli's other diagnostics: "warning: ..." on stderr.
+  spdlog::set_default_logger(spdlog::stderr_logger_st("mamba-cli"));
+  spdlog::set_pattern("%l: %v");
   auto& reg = mamba::cli::command_registry();
   std::sort(reg.begin(), reg.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
   for (auto& c : reg) c.setup(app);
