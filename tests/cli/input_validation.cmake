@@ -121,6 +121,32 @@ expect_error("error: ${WORK}/cfgdir/config.json: is a directory, not a file" run
 expect_error("error: ${WORK}/wdir/model.safetensors: is a directory, not a weights file" run -m ${WORK}/wdir -p hi -n 1)
 # An endless stream stops at the 1 GiB limit instead of filling the memory.
 expect_error("error: /dev/zero: more than 1024 MiB of input \\(the limit for prompt and text files\\)" perplexity -m ${model} -f /dev/zero)
+# A regular file over the limit is refused by its size before any of it is read (a 2 GiB file read
+# 1 GiB first); binary input is refused at its first MiB (/dev/urandom read 1 GiB before refusing).
+find_program(TRUNCATE truncate)
+if(TRUNCATE)
+  execute_process(COMMAND ${TRUNCATE} -s 2G ${WORK}/big.txt)  # sparse: no disk space used
+  expect_error("error: ${WORK}/big.txt: 2147483648 bytes \\(2048.0 MiB\\), more than the 1024 MiB limit for prompt and text files"
+               run -m ${model} -f ${WORK}/big.txt)
+  expect_error("error: ${WORK}/big.txt: 2147483648 bytes" perplexity -m ${model} --ids-file ${WORK}/big.txt)
+  file(REMOVE ${WORK}/big.txt)
+endif()
+if(EXISTS /dev/urandom)
+  expect_error("error: /dev/urandom: not valid UTF-8 text \\(invalid byte 0x[0-9A-F][0-9A-F] at offset [0-9]+\\)\n$"
+               run -m ${model} -f /dev/urandom)
+  expect_error("error: /dev/urandom: not valid UTF-8 text" perplexity -m ${model} --ids-file /dev/urandom)
+endif()
+# ... while a character cut by the 1 MiB reads stays whole ("é" across the boundary).
+string(REPEAT "a" 1048575 a_run)
+file(WRITE ${WORK}/straddle.txt "${a_run}é ok 🙂")
+raw(s ${CLI} perplexity -t 1 -m ${model} -f ${WORK}/straddle.txt)
+if(NOT s_RC EQUAL 0)
+  message(FATAL_ERROR "perplexity -f with a character across the 1 MiB read boundary: exit ${s_RC}\n${s_ERR}")
+endif()
+# A UTF-16 file (PowerShell's `>` writes one) is named as such.
+execute_process(COMMAND printf "\\377\\3765\\000 \\0006\\000" OUTPUT_FILE ${WORK}/utf16.ids)
+expect_error("error: ${WORK}/utf16.ids: not valid UTF-8 text \\(invalid byte 0xFF at offset 0\\): it starts with the UTF-16 byte-order mark FF FE; save it as UTF-8"
+             perplexity -m ${model} --ids-file ${WORK}/utf16.ids)
 set(prompt "The old man looked at the sea and said")
 file(WRITE ${WORK}/prompt.txt "${prompt}")
 cli_run_ok(ref run -m ${model} -p "${prompt}" -n 4)

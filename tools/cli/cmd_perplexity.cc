@@ -41,10 +41,8 @@ void run(const PplArgs& a, CLI::App& cmd) {
   // The input is read (and a bad path reported) before the (slow) model load.
   const std::string& input = have_ids ? a.ids_file : a.text_file;
   const std::string input_name = input == "-" ? "stdin" : input;  // as errors name it
-  auto text = read_text_file(input);
+  auto text = read_text_file(input);  // UTF-8 checked as it is read (an ids file too: ids are ASCII)
   if (!text.ok()) fail(text.error().message);
-  if (!have_ids)
-    if (Status st = require_utf8(*text, a.text_file); !st.ok()) fail(st.message());
   // So are the ids themselves (only the vocabulary check needs the model).
   std::vector<std::int32_t> ids;
   if (have_ids) {

@@ -123,9 +123,8 @@ void run(const RunArgs& a, CLI::App& cmd) {
   // A bad -f or --prompt-ids is reported before the (slow) model load.
   std::string prompt_text;
   if (cmd.count("--file")) {
-    auto text = read_text_file(a.prompt_file);
+    auto text = read_text_file(a.prompt_file);  // UTF-8 checked as it is read
     if (!text.ok()) fail(text.error().message);
-    if (Status st = require_utf8(*text, a.prompt_file); !st.ok()) fail(st.message());
     prompt_text = std::move(*text);
     drop_final_newline(prompt_text);
   }
@@ -162,7 +161,6 @@ void run(const RunArgs& a, CLI::App& cmd) {
       if (isatty(STDIN_FILENO)) std::fprintf(stderr, "reading the prompt from stdin (end with Ctrl-D; or use -p TEXT)\n");
       auto text = read_text_file("-");
       if (!text.ok()) fail(text.error().message);
-      if (Status st = require_utf8(*text, "stdin"); !st.ok()) fail(st.message());
       prompt_text = std::move(*text);
       drop_final_newline(prompt_text);
     }

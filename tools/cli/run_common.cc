@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -148,21 +149,41 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
 }
 
 namespace {
+/// The error for text that is not UTF-8 at byte `bad`, naming `source` (a path, "stdin", "--stop")
+/// and the byte; a UTF-16 file (Windows PowerShell's `>` writes one) is named as such.
+Error utf8_error(std::string_view text, std::size_t bad, const std::string& source) {
+  const bool utf16 = text.size() >= 2 && ((text[0] == '\xFF' && text[1] == '\xFE') || (text[0] == '\xFE' && text[1] == '\xFF'));
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("{}: not valid UTF-8 text (invalid byte 0x{:02X} at offset {}){}", source,
+                                static_cast<unsigned char>(text[bad]), bad,
+                                utf16 ? fmt::format(": it starts with the UTF-16 byte-order mark {:02X} {:02X}; save it as UTF-8",
+                                                    static_cast<unsigned char>(text[0]), static_cast<unsigned char>(text[1]))
+                                      : ""));
+}
+
 /// Reads `in` to its end into a string of at most kMaxTextFileBytes (an endless stream such as
-/// /dev/zero would otherwise fill the memory).
-Result<std::string> read_capped(std::istream& in, const std::string& path) {
+/// /dev/zero would otherwise fill the memory), checking each 1 MiB as it comes that the text is
+/// UTF-8: binary input (/dev/urandom) is refused at its first chunk, not after 1 GiB. `name`
+/// names the input in errors.
+Result<std::string> read_capped(std::istream& in, const std::string& name) {
   std::string out;
   std::vector<char> buf(std::size_t{1} << 20);
+  std::size_t valid = 0;  // out[0, valid) is UTF-8
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     const auto got = static_cast<std::size_t>(in.gcount());
     if (out.size() + got > kMaxTextFileBytes)
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("{}: more than {} MiB of input (the limit for prompt and text files)", path,
+                        fmt::format("{}: more than {} MiB of input (the limit for prompt and text files)", name,
                                     kMaxTextFileBytes >> 20));
     out.append(buf.data(), got);
+    valid += tok::utf8_valid_prefix(std::string_view(out).substr(valid));
+    // A character cut by the chunk's end (at most 3 of its bytes) is checked again with the next
+    // chunk; 4 bytes or more from `valid` hold a whole sequence, so it is invalid.
+    if (out.size() - valid > 3) return utf8_error(out, valid, name);
   }
-  if (in.bad()) return make_error(ErrorCode::kIo, fmt::format("{}: read failed", path));
+  if (in.bad()) return make_error(ErrorCode::kIo, fmt::format("{}: read failed", name));
+  if (valid < out.size()) return utf8_error(out, valid, name);
   return out;
 }
 }  // namespace
@@ -170,12 +191,11 @@ Result<std::string> read_capped(std::istream& in, const std::string& path) {
 Status require_utf8(std::string_view text, const std::string& source) {
   const std::size_t bad = tok::utf8_valid_prefix(text);
   if (bad == text.size()) return {};
-  return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: not valid UTF-8 text (invalid byte 0x{:02X} at offset {})", source,
-                                                             static_cast<unsigned char>(text[bad]), bad));
+  return utf8_error(text, bad, source);
 }
 
 Result<std::string> read_text_file(const std::string& path) {
-  if (path == "-") return read_capped(std::cin, "-");
+  if (path == "-") return read_capped(std::cin, "stdin");
   // Regular files, and streams: FIFOs, character devices (/dev/stdin, /dev/null), and shell process
   // substitution <(...) (a /dev/fd/N pipe). stat() follows symlinks.
   struct stat st {};
@@ -186,6 +206,12 @@ Result<std::string> read_text_file(const std::string& path) {
   if (S_ISDIR(st.st_mode)) return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: is a directory, not a regular file", path));
   if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
     return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: not a regular file (nor a pipe or character device)", path));
+  // A regular file's size is known: one over the limit is refused before any of it is read.
+  if (S_ISREG(st.st_mode) && static_cast<std::uintmax_t>(st.st_size) > kMaxTextFileBytes)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: {} bytes ({:.1f} MiB), more than the {} MiB limit for prompt and text files", path,
+                                  static_cast<std::uintmax_t>(st.st_size), static_cast<double>(st.st_size) / (1 << 20),
+                                  kMaxTextFileBytes >> 20));
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", path, errno ? std::strerror(errno) : "unknown error"));

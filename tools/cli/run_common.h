@@ -64,14 +64,17 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
 /// The most bytes read_text_file reads (1 GiB).
 inline constexpr std::size_t kMaxTextFileBytes = std::size_t{1} << 30;
 
-/// Reads a whole file; path "-" reads stdin. Pipes, character devices and process substitution
-/// (`<(cmd)`) are read as streams. Errors name the path: kNotFound "no such file", kInvalidArgument
-/// "is a directory, not a regular file" (or a socket / block device) or more than
-/// kMaxTextFileBytes (an endless stream: /dev/zero), kIo (cannot open / read).
+/// Reads a whole UTF-8 text file; path "-" reads stdin (named "stdin" in errors). Pipes, character
+/// devices and process substitution (`<(cmd)`) are read as streams. Errors name the path:
+/// kNotFound "no such file", kInvalidArgument "is a directory, not a regular file" (or a socket /
+/// block device), more than kMaxTextFileBytes (a regular file by its size, before reading; a stream
+/// once it has sent that much: an endless /dev/zero) or not UTF-8 (require_utf8's message, found
+/// in the first MiB that holds the bad byte: /dev/urandom is refused at once), kIo (cannot open / read).
+/// Files are checked before the (slow) model load, not at encoding.
 Result<std::string> read_text_file(const std::string& path);
 
-/// ok when `text` is valid UTF-8, else kInvalidArgument naming `source` (a path, "stdin") and the
-/// first invalid byte: a prompt file is checked before the (slow) model load, not at encoding.
+/// ok when `text` is valid UTF-8, else kInvalidArgument naming `source` (a path, "stdin", an
+/// option) and the first invalid byte (and a UTF-16 byte-order mark at its start, if any).
 Status require_utf8(std::string_view text, const std::string& source);
 
 }  // namespace mamba::cli
