@@ -102,7 +102,6 @@ void run(const RunArgs& a, CLI::App& cmd) {
       if (cmd.count(f)) ignored += ignored.empty() ? f : std::string(", ") + f;
     if (!ignored.empty()) std::fprintf(stderr, "note: %s: no effect with --temp 0 (greedy decoding)\n", ignored.c_str());
   }
-  if (a.json && a.echo) std::fprintf(stderr, "note: --echo has no effect with --json (its \"prompt_ids\" hold the prompt)\n");
   const int sources = (cmd.count("--prompt") > 0) + (cmd.count("--file") > 0) + (cmd.count("--prompt-ids") > 0);
   if (sources > 1) fail("give at most one of -p/--prompt, -f/--file, --prompt-ids");
   if (!a.json && (cmd.count("--top-logprobs") || cmd.count("--prompt-logprobs")))
@@ -180,6 +179,16 @@ void run(const RunArgs& a, CLI::App& cmd) {
       std::fflush(stderr);
     };
 
+  // --echo: the prompt's text (for --prompt-ids, the ids' text with special tokens left out, as in
+  // the generated text), streamed before the generated text or, with --json, as "prompt".
+  if (a.echo && tok != nullptr && cmd.count("--prompt-ids")) {
+    auto text = tok->decode(prompt, /*skip_special_tokens=*/true);
+    if (!text.ok()) fail(text.error().message);
+    prompt_text = std::move(*text);
+  }
+  if (a.json && a.echo && tok == nullptr)
+    std::fprintf(stderr, "note: --echo adds no \"prompt\" text to --json without a tokenizer (its \"prompt_ids\" hold the prompt)\n");
+
   std::function<bool(const TokenEvent&)> on_token;
   if (!a.json && tok == nullptr) {
     // No tokenizer, no text: the ids themselves, space-separated (the prompt's first with --echo).
@@ -193,12 +202,6 @@ void run(const RunArgs& a, CLI::App& cmd) {
     };
   } else if (!a.json) {
     if (a.echo) {
-      // --prompt-ids: the ids' text, special tokens left out as in the generated text.
-      if (cmd.count("--prompt-ids")) {
-        auto text = tok->decode(prompt, /*skip_special_tokens=*/true);
-        if (!text.ok()) fail(text.error().message);
-        prompt_text = std::move(*text);
-      }
       std::fwrite(prompt_text.data(), 1, prompt_text.size(), stdout);
       std::fflush(stdout);
     }
@@ -239,6 +242,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
     }
     j["ids"] = ids;
     if (tok) j["text"] = res->text;
+    if (tok && a.echo) j["prompt"] = prompt_text;  // as --echo prints it (OpenAI's echo, TGI's return_full_text)
     j["logprobs"] = logprobs;
     if (opts.top_logprobs > 0) j["top_logprobs"] = top;
     if (opts.prompt_logprobs) {
@@ -312,7 +316,7 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_option("--top-logprobs", a->gen.top_logprobs, "With --json: the K most likely tokens per step (0 to 100)")
       ->check(CLI::Range(0, 100));
   cmd->add_flag("--prompt-logprobs", a->gen.prompt_logprobs, "With --json: logprob of each prompt token");
-  cmd->add_flag("--echo", a->echo, "Print the prompt text before the generated text");
+  cmd->add_flag("--echo", a->echo, "Print the prompt text before the generated text (with --json: as \"prompt\")");
   cmd->allow_extras();  // a bare word is refused by run() with the -p hint (CLI11 said only "not expected")
   cmd->callback([a, cmd] { run(*a, *cmd); });
 });
