@@ -37,6 +37,15 @@ expect_error("error: --prompt-ids: empty item after item 2 \\(two commas\\)" run
 file(WRITE ${WORK}/bad.ids "1 2 x")
 expect_error("error: .*/bad.ids: 'x' \\(item 3\\) is not a token id" perplexity -m /no/such/model --ids-file ${WORK}/bad.ids)
 expect_error("error: .*at least 2 token ids" perplexity -m /no/such/model --ids-file ${WORK}/one.ids)
+# An ids file saved with a UTF-8 byte-order mark (Notepad) reads as without it (the mark had made
+# item 1 an invisible "\uFEFF5", "not a token id").
+file(WRITE ${WORK}/plain.ids "5 6 7 8\n")
+execute_process(COMMAND printf "\\357\\273\\2775 6 7 8\\n" OUTPUT_FILE ${WORK}/bom.ids)
+cli_run_ok(no_bom perplexity -m ${model} --ids-file ${WORK}/plain.ids)
+cli_run_ok(bom perplexity -m ${model} --ids-file ${WORK}/bom.ids)
+if(NOT bom_OUT STREQUAL no_bom_OUT OR NOT bom_OUT MATCHES "^predictions: 3\n")
+  message(FATAL_ERROR "--ids-file with a byte-order mark: [${bom_OUT}], without: [${no_bom_OUT}]")
+endif()
 file(WRITE ${WORK}/trail.ids "[1, 2, 3,]\n")
 cli_run_ok(trailing perplexity -m ${model} --ids-file ${WORK}/trail.ids)
 # An id past the model's vocabulary names the file and the item (1-based, as the parser does).

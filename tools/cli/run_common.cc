@@ -105,8 +105,10 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
   std::vector<std::int32_t> ids;
   auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   auto is_sep = [&](char c) { return c == ',' || is_space(c); };
+  // A leading UTF-8 byte-order mark (EF BB BF: Windows editors write one) is no part of the first
+  // id (it made "5" an invisible "\uFEFF5" that is not a token id).
+  std::size_t i = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0, n = text.size();
   // A JSON-style list: one pair of brackets around the whole text, both or neither.
-  std::size_t i = 0, n = text.size();
   while (i < n && is_space(text[i])) ++i;
   while (n > i && is_space(text[n - 1])) --n;
   // One comma after the last id is allowed, also after a bracketed list ("[1, 2],").
