@@ -180,6 +180,24 @@ if(TIMEOUT)
   if(scored STREQUAL "" OR NOT ppl_out MATCHES "^predictions: ${scored}\nmean_nll: [0-9.]+\nperplexity: [0-9.]+\n$")
     message(FATAL_ERROR "perplexity interrupted by SIGINT: exit ${rc}\nstdout:\n${ppl_out}\nstderr:\n${ppl_err}")
   endif()
+  # SIGTERM (`kill`, a job scheduler's stop) does the same as Ctrl-C (it killed the process with no
+  # output), and the process ends by SIGTERM: --preserve-status passes on 128 + 15.
+  execute_process(COMMAND ${TIMEOUT} --preserve-status --foreground -s TERM 2 ${CLI} run -t 1 -m ${model} -p "It was" -n -1 --ignore-eos --json
+                  OUTPUT_VARIABLE term_out ERROR_VARIABLE term_err RESULT_VARIABLE rc)
+  string(JSON fin ERROR_VARIABLE jerr GET "${term_out}" finish_reason)
+  string(JSON nids ERROR_VARIABLE jerr2 LENGTH "${term_out}" ids)
+  if(NOT fin STREQUAL "cancelled" OR NOT term_err MATCHES "finish: cancelled \\(SIGTERM\\) \\| prompt: " OR nids LESS 1 OR NOT rc EQUAL 143)
+    message(FATAL_ERROR "run stopped by SIGTERM: exit ${rc}, finish [${fin}] ${jerr}, ids ${nids}\n${term_err}")
+  endif()
+  execute_process(COMMAND ${TIMEOUT} --preserve-status --foreground -s TERM 2 ${CLI} perplexity -t 1 -m ${model} --ids-file ${WORK}/long_ids.txt --ctx 512
+                  OUTPUT_VARIABLE ppl_out ERROR_VARIABLE ppl_err RESULT_VARIABLE rc)
+  set(scored "")
+  if(ppl_err MATCHES "interrupted \\(SIGTERM\\) after ([1-9][0-9]*) of 299999 predictions: the figures below cover those")
+    set(scored ${CMAKE_MATCH_1})
+  endif()
+  if(scored STREQUAL "" OR NOT ppl_out MATCHES "^predictions: ${scored}\nmean_nll: [0-9.]+\nperplexity: [0-9.]+\n$" OR NOT rc EQUAL 143)
+    message(FATAL_ERROR "perplexity stopped by SIGTERM: exit ${rc}\nstdout:\n${ppl_out}\nstderr:\n${ppl_err}")
+  endif()
 endif()
 # A word written as "[...]" is text (CLI11 split such vector arguments on commas and dropped the
 # brackets: "[hello]" was encoded as "hello"), and "-d [1,,2]" reaches the id parser whole.

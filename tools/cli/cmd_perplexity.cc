@@ -4,7 +4,7 @@
 // id (window w covers ids [w·ctx, (w+1)·ctx]); each window starts from an empty state and scores
 // its ctx predictions (the last window may be shorter). NLL of a prediction = −log-softmax of the
 // raw logits at the target id, over the tokenizer's ids when the model has a tokenizer, else over
-// the full logits width (sampling.h's logprob definition). Ctrl-C prints the figures over the
+// the full logits width (sampling.h's logprob definition). Ctrl-C or SIGTERM prints the figures over the
 // predictions scored so far (cli/interrupt.h).
 #include <unistd.h>
 
@@ -87,14 +87,14 @@ void run(const PplArgs& a, CLI::App& cmd) {
   std::vector<float> logits, lp(static_cast<std::size_t>(vocab));
   double nll_sum = 0;
   std::int64_t n_pred = 0;
-  // Ctrl-C (cli/interrupt.h): stop after the current piece of ≤ 2048 predictions and print the
-  // figures over the predictions scored so far, then end as SIGINT.
-  std::optional<CtrlC> interrupt;
+  // Ctrl-C or SIGTERM (cli/interrupt.h): stop after the current piece of ≤ 2048 predictions and
+  // print the figures over the predictions scored so far, then end as that signal.
+  std::optional<Interrupt> interrupt;
   interrupt.emplace();
-  for (std::int64_t start = 0; start < total && !CtrlC::interrupted(); start += ctx) {
+  for (std::int64_t start = 0; start < total && !Interrupt::interrupted(); start += ctx) {
     const std::int64_t n = std::min(ctx, total - start);  // predictions of this window
     State state = model.new_state();
-    for (std::int64_t off = 0; off < n && !CtrlC::interrupted(); off += piece) {
+    for (std::int64_t off = 0; off < n && !Interrupt::interrupted(); off += piece) {
       const std::int64_t m = std::min(piece, n - off);
       logits.resize(static_cast<std::size_t>(m * width));
       std::span<const std::int32_t> in(ids.data() + start + off, static_cast<std::size_t>(m));
@@ -110,14 +110,14 @@ void run(const PplArgs& a, CLI::App& cmd) {
   }
   interrupt.reset();
   if (total > ctx && show_progress) std::fprintf(stderr, "\n");
-  if (CtrlC::interrupted()) {
-    std::fprintf(stderr, "interrupted (Ctrl-C) after %lld of %lld predictions%s\n", static_cast<long long>(n_pred),
+  if (Interrupt::interrupted()) {
+    std::fprintf(stderr, "interrupted (%s) after %lld of %lld predictions%s\n", Interrupt::reason(), static_cast<long long>(n_pred),
                  static_cast<long long>(total), n_pred > 0 ? ": the figures below cover those" : "");
-    if (n_pred == 0) CtrlC::end_as_interrupted();
+    if (n_pred == 0) Interrupt::end_as_interrupted();
   }
   const double mean = nll_sum / static_cast<double>(n_pred);
   std::printf("predictions: %lld\nmean_nll: %.6f\nperplexity: %.4f\n", static_cast<long long>(n_pred), mean, std::exp(mean));
-  if (CtrlC::interrupted()) CtrlC::end_as_interrupted();
+  if (Interrupt::interrupted()) Interrupt::end_as_interrupted();
 }
 
 const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {

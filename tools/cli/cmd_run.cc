@@ -213,12 +213,12 @@ void run(const RunArgs& a, CLI::App& cmd) {
       return true;
     };
   }
-  // Ctrl-C (cli/interrupt.h): stop after the current token, print what there is, end as SIGINT.
-  std::optional<CtrlC> interrupt;
+  // Ctrl-C or SIGTERM (cli/interrupt.h): stop after the current token, print what there is, end as that signal.
+  std::optional<Interrupt> interrupt;
   interrupt.emplace();
-  opts.should_stop = [] { return CtrlC::interrupted(); };  // also between prefill pieces: a long prompt stops soon
+  opts.should_stop = [] { return Interrupt::interrupted(); };  // also between prefill pieces: a long prompt stops soon
   auto res = generate(model, tok, prompt, opts, [&on_token](const TokenEvent& ev) {
-    return (!on_token || on_token(ev)) && !CtrlC::interrupted();
+    return (!on_token || on_token(ev)) && !Interrupt::interrupted();
   });
   interrupt.reset();
   if (!res.ok()) fail(res.error().message);
@@ -267,9 +267,9 @@ void run(const RunArgs& a, CLI::App& cmd) {
   // Cancelled during the prefill (no token, no decode time): the prompt's rate is not known.
   const bool prefill_cut = res->finish == FinishReason::kCancelled && res->tokens.empty() && res->decode_seconds == 0;
   std::fprintf(stderr, "finish: %s | prompt: %zu tokens, %s | generated: %zu tokens, %.1f tokens/s\n",
-               CtrlC::interrupted() ? "cancelled (Ctrl-C)" : finish_reason_name(res->finish), prompt.size(),
+               Interrupt::interrupted() ? fmt::format("cancelled ({})", Interrupt::reason()).c_str() : finish_reason_name(res->finish), prompt.size(),
                prefill_cut ? "prefill not finished" : fmt::format("{:.1f} tokens/s", pre_tps).c_str(), res->tokens.size(), gen_tps);
-  if (CtrlC::interrupted()) CtrlC::end_as_interrupted();  // now that the output is complete
+  if (Interrupt::interrupted()) Interrupt::end_as_interrupted();  // now that the output is complete
 }
 
 const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
