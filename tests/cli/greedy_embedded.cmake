@@ -52,3 +52,8 @@ foreach(p RANGE ${last})
     endif()
   endif()
 endforeach()
+# One token is "1 token" (it read "prompt: 1 tokens ... generated: 1 tokens").
+cli_run_ok(one run -m ${SRC}/models/mamba2-books-7m-bpe8k --prompt-ids 5 -n 1 --ignore-eos)
+if(NOT one_ERR MATCHES "\\| prompt: 1 token, [0-9.]+ tokens/s \\| generated: 1 token, [0-9.]+ tokens/s\n$")
+  message(FATAL_ERROR "run with one prompt token and one generated: the stats line should say \"1 token\":\n${one_ERR}")
+endif()

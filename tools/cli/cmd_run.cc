@@ -43,6 +43,9 @@ nlohmann::json logprob_json(float v) {
   return nullptr;  // -inf (an id outside the tokenizer) has no JSON number
 }
 
+/// "1 token", "2 tokens": `n` and `noun`, plural unless n is 1.
+std::string count_of(std::size_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
+
 /// Whether two descriptors write to the same file or pipe (stdout and stderr into one log).
 bool same_destination(int fd1, int fd2) {
   struct stat s1 {}, s2 {};
@@ -266,9 +269,11 @@ void run(const RunArgs& a, CLI::App& cmd) {
     std::fprintf(stderr, "seed: %llu (repeat with --seed)\n", static_cast<unsigned long long>(res->seed));
   // Cancelled during the prefill (no token, no decode time): the prompt's rate is not known.
   const bool prefill_cut = res->finish == FinishReason::kCancelled && res->tokens.empty() && res->decode_seconds == 0;
-  std::fprintf(stderr, "finish: %s | prompt: %zu tokens, %s | generated: %zu tokens, %.1f tokens/s\n",
-               Interrupt::interrupted() ? fmt::format("cancelled ({})", Interrupt::reason()).c_str() : finish_reason_name(res->finish), prompt.size(),
-               prefill_cut ? "prefill not finished" : fmt::format("{:.1f} tokens/s", pre_tps).c_str(), res->tokens.size(), gen_tps);
+  const std::string finish =
+      Interrupt::interrupted() ? fmt::format("cancelled ({})", Interrupt::reason()) : finish_reason_name(res->finish);
+  const std::string prompt_rate = prefill_cut ? "prefill not finished" : fmt::format("{:.1f} tokens/s", pre_tps);
+  std::fprintf(stderr, "finish: %s | prompt: %s, %s | generated: %s, %.1f tokens/s\n", finish.c_str(),
+               count_of(prompt.size(), "token").c_str(), prompt_rate.c_str(), count_of(res->tokens.size(), "token").c_str(), gen_tps);
   if (Interrupt::interrupted()) Interrupt::end_as_interrupted();  // now that the output is complete
 }
 
