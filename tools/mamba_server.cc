@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
   // With --tokenizer, the EOS fallback reads that tokenizer's directory's tokenizer_config.json.
   const std::string tokenizer_dir =
       tokenizer_ref.empty() ? std::string() : std::filesystem::path(tokenizer_file).parent_path().string();
-  auto eos = mamba::model_eos_ids(dir.value(), model.value()->config(), &tok.value(), tokenizer_dir);
+  auto eos = mamba::model_eos_ids(*model.value(), &tok.value(), tokenizer_dir);
   if (!eos.ok()) {
     std::fprintf(stderr, "error: %s\n", eos.error().message.c_str());
     return 2;

@@ -6,7 +6,9 @@
 // (pickle storages are mmapped too when stored uncompressed, which torch.save does).
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +95,11 @@ class Checkpoint {
   const std::vector<TensorEntry>& tensors() const;
   /// The tensor called `name`, or nullptr.
   const TensorEntry* find(const std::string& name) const;
+  /// generation_config.json's `eos_token_id` as read at open (the file is not read again): nullopt
+  /// when the file or the key is absent. Its error when the file was malformed (kFormat naming it),
+  /// unreadable (kIo, has_model_file's errors) or named an id ≥ config().vocab_size
+  /// (kInvalidArgument) — kept rather than failing open(). model_eos_ids(const Model&, ...) uses it.
+  const Result<std::optional<std::vector<std::int32_t>>>& generation_eos_ids() const;
   /// Sum of stored tensor bytes.
   std::size_t weight_bytes() const;
   /// Tells the OS that the bytes [p, p + n) will not be read soon, when they lie inside one of this

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,7 +41,7 @@ struct GenerateOptions {
   /// true: the matched stop string ends the text (TGI's /generate keeps it); false: the text ends
   /// before it (OpenAI, mamba-cli). Either way nothing after the stop string is emitted.
   bool include_stop_text = false;
-  std::vector<std::int32_t> eos_ids;   ///< empty = from generation_config.json / config.json; each in [0, logits_width)
+  std::vector<std::int32_t> eos_ids;   ///< empty = model_eos_ids(model, tok) (generation_config.json as read at load, config.json, the tokenizer's); each in [0, logits_width)
   bool ignore_eos = false;             ///< generate past EOS (the EOS files are then not read)
   int top_logprobs = 0;                ///< K best (id, logprob) per generated step
   bool prompt_logprobs = false;        ///< logprob of each prompt token given the ones before
@@ -71,6 +72,11 @@ inline constexpr std::int64_t kPromptLogprobsPiece = 1024;
 /// one cannot be read; kInvalidArgument when an EOS id it names is outside the vocabulary.
 Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config,
                                                 const Tokenizer* tok = nullptr, const std::string& tokenizer_dir = "");
+/// The same for a loaded model, without reading generation_config.json again: the ids its
+/// Checkpoint read at load (Checkpoint::generation_eos_ids(), whose error it returns), then
+/// config.json's, then (`tok` given) the tokenizer's from `tokenizer_dir` (empty = the model's
+/// directory). What generate() uses when GenerateOptions::eos_ids is empty.
+Result<std::vector<std::int32_t>> model_eos_ids(const Model& model, const Tokenizer* tok = nullptr, const std::string& tokenizer_dir = "");
 
 /// The tokenizer's own EOS, an id below `id_limit` (the model's vocab_size: a model cannot produce
 /// another): tokenizer_config.json's `eos_token` (a string, or an object with "content") in
@@ -99,12 +105,17 @@ struct TokenEvent {
 /// only). Sampling and logprobs are over ids < vocab_limit (the model's vocab_limit(tok, model)).
 /// Finish: an id in `eos_ids` (unless opts.ignore_eos; its text is not emitted) → kEosToken; a stop
 /// string → kStopSequence; max_new_tokens ids generated → kLength (max_new_tokens 0: finished with
-/// kLength from the start, next() is never called); a sampling error → kError.
+/// kLength from the start, next() is never called); a sampling error → kError. Move-only: it owns
+/// its sampler's random stream (a copy would repeat or share it).
 class SequenceGenerator {
  public:
-  /// `tok` (may be null) must outlive this object. `opts.sampling` must be valid (validate()).
+  /// `tok` (may be null) must outlive this object. `opts.sampling` must be valid (validate()) and
+  /// `vocab_limit` ≥ 1: otherwise next() returns kInvalidArgument naming the value.
   SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_limit, const GenerateOptions& opts,
                     std::vector<std::int32_t> eos_ids);
+  SequenceGenerator(SequenceGenerator&&) noexcept;
+  SequenceGenerator& operator=(SequenceGenerator&&) noexcept;
+  ~SequenceGenerator();
   /// Registers the prompt ids (penalties count them; the generated text continues the prompt's, so
   /// a Metaspace / Strip decoder keeps the first generated token's leading space). Before next().
   void observe_prompt(std::span<const std::int32_t> prompt);
@@ -124,7 +135,7 @@ class SequenceGenerator {
 
  private:
   struct Impl;
-  std::shared_ptr<Impl> impl_;
+  std::unique_ptr<Impl> impl_;
   FinishReason finish_ = FinishReason::kNone;
   std::string text_;
   std::vector<std::int32_t> ids_;
@@ -142,10 +153,25 @@ struct GenerateResult {
 /// Prefill + decode loop for one sequence from an empty state: prefill(prompt) (LogitsMode::kAll
 /// only when prompt_logprobs), then SequenceGenerator::next / Model::step until finished.
 /// `tok` may be null. `on_token` (optional) is called for each event; returning false cancels
-/// (finish kCancelled). Errors: kInvalidArgument (empty prompt, an id ≥ vocab_limit(tok, model)
+/// (finish kCancelled). EOS: opts.eos_ids, else model_eos_ids(model, tok) (generation_config.json
+/// as read at load). Errors: kInvalidArgument (empty prompt, an id ≥ vocab_limit(tok, model)
 /// — min(tokenizer size, the config's vocab_size, logits width) —, bad options),
 /// and errors from the model or sampler. prompt_logprobs[i] = logprob of prompt[i+1].
 Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<const std::int32_t> prompt,
+                                const GenerateOptions& opts,
+                                const std::function<bool(const TokenEvent&)>& on_token = {});
+
+/// The same, continuing from `state` (caller-owned, from model.new_state(); updated in place): the
+/// prompt is fed after what the state already holds, so a conversation's next turn, or several
+/// continuations of one prefix (each from its own `state.clone()`), skip re-reading what came
+/// before. On return `state` holds the prompt and every generated token except the last one (the
+/// model has not consumed it: no logits are needed for it), so a next turn's prompt starts with
+/// `result.tokens.back().id` (when there is one) — llama.cpp's n_past convention; with
+/// max_new_tokens 0 it holds the whole prompt. Repetition penalties and the detokenizer's context
+/// see only `prompt`. Errors: as above; on an error or a cancellation during the prefill the state
+/// may be partly advanced (state.position tells how far): clone it first to keep it.
+/// examples/continue_state.cc shows a two-turn use.
+Result<GenerateResult> generate(Model& model, const Tokenizer* tok, State& state, std::span<const std::int32_t> prompt,
                                 const GenerateOptions& opts,
                                 const std::function<bool(const TokenEvent&)>& on_token = {});
 

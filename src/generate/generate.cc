@@ -3,13 +3,11 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "io/json_lenient.h"
+#include "io/generation_config.h"
 #include "mamba/checkpoint.h"
 #include "mamba/generate.h"
 
@@ -20,45 +18,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-Status append_eos(const nlohmann::json& v, const std::string& path, std::vector<std::int32_t>& out) {
-  auto one = [&](const nlohmann::json& x) -> Status {
-    if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > INT32_MAX)
-      return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token_id: expected a non-negative integer, got {}", path, x.dump()));
-    out.push_back(static_cast<std::int32_t>(x.get<std::int64_t>()));
-    return {};
-  };
-  if (v.is_null()) return {};
-  if (v.is_array()) {
-    for (const auto& x : v) MAMBA_RETURN_IF_ERROR(one(x));
-    return {};
-  }
-  return one(v);
-}
-
-/// `name` in `model_dir` as a JSON object (nullopt when the file is absent): as config.json, Python's
-/// bare Infinity/NaN accepted, a parse error named with its position, a non-object named.
-Result<std::optional<nlohmann::json>> read_json_object_file(const std::string& model_dir, const std::string& name) {
-  namespace fs = std::filesystem;
-  bool has_file = false;
-  if (!model_dir.empty()) {
-    MAMBA_ASSIGN_OR_RETURN(has_file, has_model_file(model_dir, name));
-  }
-  if (!has_file) return std::optional<nlohmann::json>();
-  const fs::path path = fs::path(model_dir) / name;
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
-  MAMBA_ASSIGN_OR_RETURN(nlohmann::json j, io::parse_json_lenient(ss.str(), path.string()));
-  if (!j.is_object()) return make_error(ErrorCode::kFormat, fmt::format("{}: expected a JSON object, got {}", path.string(), j.type_name()));
-  return std::optional<nlohmann::json>(std::move(j));
-}
-
 }  // namespace
 
 Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_dir, const Tokenizer& tok, std::int64_t id_limit) {
   auto usable = [&](std::optional<std::int32_t> id) { return id && *id < id_limit; };
-  MAMBA_ASSIGN_OR_RETURN(auto cfg, read_json_object_file(model_dir, "tokenizer_config.json"));
+  MAMBA_ASSIGN_OR_RETURN(auto cfg, io::read_json_object_file(model_dir, "tokenizer_config.json"));
   if (cfg) {
     const std::string path = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
     const nlohmann::json& j = *cfg;
@@ -80,23 +44,12 @@ Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_di
   return std::optional<std::int32_t>();
 }
 
-Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config, const Tokenizer* tok,
-                                                const std::string& tokenizer_dir) {
-  MAMBA_ASSIGN_OR_RETURN(auto gen, read_json_object_file(model_dir, "generation_config.json"));
-  if (gen) {
-    const std::filesystem::path path = std::filesystem::path(model_dir) / "generation_config.json";
-    nlohmann::json& j = *gen;
-    if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
-      std::vector<std::int32_t> ids;
-      MAMBA_RETURN_IF_ERROR(append_eos(j["eos_token_id"], path.string(), ids));
-      // As config.json's: an EOS id outside the vocabulary could never be generated.
-      for (std::int32_t id : ids)
-        if (id >= config.vocab_size)
-          return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: eos_token_id = {}: expected a token id in [0, vocab_size = {})",
-                                                                     path.string(), id, config.vocab_size));
-      return ids;
-    }
-  }
+namespace {
+
+/// model_eos_ids' order given generation_config.json's ids (`generation`, already read).
+Result<std::vector<std::int32_t>> eos_ids_from(const std::optional<std::vector<std::int32_t>>& generation, const ModelConfig& config,
+                                               const std::string& model_dir, const Tokenizer* tok, const std::string& tokenizer_dir) {
+  if (generation) return *generation;
   std::vector<std::int32_t> ids;
   for (auto id : config.eos_token_ids)
     if (id >= 0 && id <= INT32_MAX) ids.push_back(static_cast<std::int32_t>(id));
@@ -107,7 +60,27 @@ Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, co
   return ids;
 }
 
+}  // namespace
+
+Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config, const Tokenizer* tok,
+                                                const std::string& tokenizer_dir) {
+  MAMBA_ASSIGN_OR_RETURN(auto generation, io::read_generation_eos_ids(model_dir, config.vocab_size));
+  return eos_ids_from(generation, config, model_dir, tok, tokenizer_dir);
+}
+
+Result<std::vector<std::int32_t>> model_eos_ids(const Model& model, const Tokenizer* tok, const std::string& tokenizer_dir) {
+  const auto& generation = model.checkpoint().generation_eos_ids();
+  if (!generation.ok()) return generation.error();
+  return eos_ids_from(*generation, model.config(), model.checkpoint().dir(), tok, tokenizer_dir);
+}
+
 Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<const std::int32_t> prompt,
+                                const GenerateOptions& opts, const std::function<bool(const TokenEvent&)>& on_token) {
+  State state = model.new_state();
+  return generate(model, tok, state, prompt, opts, on_token);
+}
+
+Result<GenerateResult> generate(Model& model, const Tokenizer* tok, State& state, std::span<const std::int32_t> prompt,
                                 const GenerateOptions& opts, const std::function<bool(const TokenEvent&)>& on_token) {
   const std::int64_t width = model.logits_width();
   const std::int64_t len = static_cast<std::int64_t>(prompt.size());
@@ -129,14 +102,13 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
                         fmt::format("generate: eos_ids holds {}, outside the logits' ids [0, {}) (it could never end a sequence)", id, width));
   std::vector<std::int32_t> eos = opts.eos_ids;
   if (eos.empty() && !opts.ignore_eos) {
-    MAMBA_ASSIGN_OR_RETURN(eos, model_eos_ids(model.checkpoint().dir(), model.config(), tok));
+    MAMBA_ASSIGN_OR_RETURN(eos, model_eos_ids(model, tok));
   }
   SequenceGenerator gen(tok, vocab, opts, std::move(eos));
   gen.observe_prompt(prompt);
 
   GenerateResult res;
   res.seed = gen.seed();
-  State state = model.new_state();
 
   // Prefill in pieces aligned to chunk_size (identical to one call; bounds the kAll buffer).
   const std::int64_t chunk = model.config().prompt_granule();

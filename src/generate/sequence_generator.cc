@@ -51,7 +51,8 @@ struct SequenceGenerator::Impl {
     if (tok) decoder.emplace(*tok, o.skip_special_tokens);
   }
   const Tokenizer* tok;
-  std::int64_t vocab_limit;
+  std::int64_t vocab_limit;            // ≥ 1 (sizes the buffers)
+  std::int64_t requested_vocab_limit = 1;  // as given: < 1 makes next() an error
   GenerateOptions opts;
   std::unordered_set<std::int32_t> eos_ids;
   Sampler sampler;
@@ -75,9 +76,14 @@ struct SequenceGenerator::Impl {
 
 SequenceGenerator::SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_limit, const GenerateOptions& opts,
                                      std::vector<std::int32_t> eos_ids) {
-  impl_ = std::make_shared<Impl>(tok, std::max<std::int64_t>(vocab_limit, 1), opts, std::move(eos_ids));
+  impl_ = std::make_unique<Impl>(tok, std::max<std::int64_t>(vocab_limit, 1), opts, std::move(eos_ids));
+  impl_->requested_vocab_limit = vocab_limit;
   if (opts.max_new_tokens <= 0) finish_ = FinishReason::kLength;  // nothing to generate (prompt scoring)
 }
+
+SequenceGenerator::SequenceGenerator(SequenceGenerator&&) noexcept = default;
+SequenceGenerator& SequenceGenerator::operator=(SequenceGenerator&&) noexcept = default;
+SequenceGenerator::~SequenceGenerator() = default;
 
 void SequenceGenerator::observe_prompt(std::span<const std::int32_t> prompt) {
   for (auto id : prompt) impl_->sampler.observe_prompt(id);
@@ -92,6 +98,11 @@ Result<TokenEvent> SequenceGenerator::next(std::span<float> logits) {
   if (finished())
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("SequenceGenerator::next called after finish ({})", finish_reason_name(finish_)));
+  if (s.requested_vocab_limit < 1) {
+    finish_ = FinishReason::kError;
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("SequenceGenerator: vocab_limit = {} must be >= 1", s.requested_vocab_limit));
+  }
   if (static_cast<std::int64_t>(logits.size()) < s.vocab_limit) {
     finish_ = FinishReason::kError;
     return make_error(ErrorCode::kInvalidArgument,

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "io/checkpoint_builder.h"
+#include "io/generation_config.h"
 #include "io/json_lenient.h"
 #include "io/safetensors.h"
 
@@ -104,6 +105,7 @@ struct Checkpoint::Impl {
   std::string dir;
   ModelConfig config;
   io::CheckpointContents contents;
+  Result<std::optional<std::vector<std::int32_t>>> generation_eos_ids = std::optional<std::vector<std::int32_t>>();
 };
 
 Checkpoint::Checkpoint() : impl_(std::make_unique<Impl>()) {}
@@ -115,6 +117,7 @@ const std::string& Checkpoint::dir() const { return impl_->dir; }
 const ModelConfig& Checkpoint::config() const { return impl_->config; }
 ModelConfig& Checkpoint::mutable_config() { return impl_->config; }
 const std::vector<TensorEntry>& Checkpoint::tensors() const { return impl_->contents.tensors; }
+const Result<std::optional<std::vector<std::int32_t>>>& Checkpoint::generation_eos_ids() const { return impl_->generation_eos_ids; }
 std::size_t Checkpoint::weight_bytes() const { return impl_->contents.weight_bytes; }
 
 void Checkpoint::release_pages(const void* p, std::size_t n) const {
@@ -195,6 +198,10 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
                       fmt::format("{}: no weights found (looked for model.safetensors, model.safetensors.index.json, pytorch_model.bin, "
                                   "pytorch_model.bin.index.json)", dir));
   MAMBA_RETURN_IF_ERROR(io::fuse_quantized(contents, ck.impl_->config, dir));
+  // Read once here, as transformers' from_pretrained loads its GenerationConfig: later edits of the
+  // file do not change a loaded model. Its error is kept for the first generation to report (a
+  // checkpoint is still usable for quantize / inspect / prefill with a broken generation_config.json).
+  ck.impl_->generation_eos_ids = io::read_generation_eos_ids(dir, ck.impl_->config.vocab_size);
   return ck;
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <type_traits>
 
 #include "mamba/checkpoint.h"
 #include "mamba/generate.h"
@@ -376,6 +377,28 @@ TEST(SequenceGenerator, IdsOnlyWithoutTokenizer) {
   EXPECT_EQ(g.finish_reason(), FinishReason::kEosToken);
   EXPECT_EQ(g.generated_ids(), (std::vector<std::int32_t>{1, 4}));
   EXPECT_FALSE(g.next(row).ok()) << "next() after finish is an error";
+}
+
+// A vocabulary limit below 1 is an error of next() (it was clamped to 1: every sample was id 0).
+// Move-only: a copy would share the sampler's random stream.
+static_assert(!std::is_copy_constructible_v<SequenceGenerator> && std::is_nothrow_move_constructible_v<SequenceGenerator>);
+TEST(SequenceGenerator, VocabLimitBelowOneIsAnError) {
+  GenerateOptions o;
+  o.max_new_tokens = 3;
+  for (std::int64_t limit : {0, -5}) {
+    SequenceGenerator g(nullptr, limit, o, {});
+    std::vector<float> row{0, 1, 0};
+    auto r = g.next(row);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message.find(fmt::format("vocab_limit = {} must be >= 1", limit)), std::string::npos) << r.error().message;
+    EXPECT_EQ(g.finish_reason(), FinishReason::kError);
+  }
+  SequenceGenerator moved = SequenceGenerator(nullptr, 2, o, {});
+  std::vector<float> row{0, 1};
+  auto r = moved.next(row);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->id, 1);
 }
 
 TEST(ModelEosIds, GenerationConfigThenConfig) {

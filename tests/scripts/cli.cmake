@@ -52,4 +52,6 @@ if(TARGET example_greedy)
   # examples/greedy.cc (the public API only: load, encode, prefill, step, decode) gives the CLI's
   # greedy text, on the embedded model and on a Mamba-1 model from ../shared.
   mamba_cli_test(example_greedy example_greedy DEFS EXAMPLE=$<TARGET_FILE:example_greedy>)
+  # examples/continue_state.cc: generate() from a cached prefix's State, branched and continued.
+  mamba_cli_test(example_continue_state example_continue_state DEFS EXAMPLE=$<TARGET_FILE:example_continue_state>)
 endif()

@@ -150,7 +150,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
   // A tokenizer given apart from the model (--tokenizer): the EOS fallback reads its directory's
   // tokenizer_config.json, not the model directory's (generate() would read the latter).
   if (!loaded->tokenizer_dir.empty() && !opts.ignore_eos && opts.eos_ids.empty()) {
-    auto eos = model_eos_ids(loaded->dir, model.config(), tok, loaded->tokenizer_dir);
+    auto eos = model_eos_ids(model, tok, loaded->tokenizer_dir);
     if (!eos.ok()) fail(eos.error().message);
     opts.eos_ids = std::move(*eos);
     opts.ignore_eos = opts.eos_ids.empty();  // none: nothing to stop at (not the model directory's)

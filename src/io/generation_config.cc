@@ -1,0 +1,59 @@
+// generation_config.json's eos_token_id and the JSON side files of a model directory.
+#include "io/generation_config.h"
+
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "io/json_lenient.h"
+#include "mamba/checkpoint.h"
+
+namespace mamba::io {
+
+Result<std::optional<nlohmann::json>> read_json_object_file(const std::string& model_dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  bool has_file = false;
+  if (!model_dir.empty()) {
+    MAMBA_ASSIGN_OR_RETURN(has_file, has_model_file(model_dir, name));
+  }
+  if (!has_file) return std::optional<nlohmann::json>();
+  const fs::path path = fs::path(model_dir) / name;
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
+  MAMBA_ASSIGN_OR_RETURN(nlohmann::json j, parse_json_lenient(ss.str(), path.string()));
+  if (!j.is_object()) return make_error(ErrorCode::kFormat, fmt::format("{}: expected a JSON object, got {}", path.string(), j.type_name()));
+  return std::optional<nlohmann::json>(std::move(j));
+}
+
+Result<std::optional<std::vector<std::int32_t>>> read_generation_eos_ids(const std::string& model_dir, std::int64_t vocab_size) {
+  using Ids = std::optional<std::vector<std::int32_t>>;
+  MAMBA_ASSIGN_OR_RETURN(auto gen, read_json_object_file(model_dir, "generation_config.json"));
+  if (!gen) return Ids();
+  const auto it = gen->find("eos_token_id");
+  if (it == gen->end() || it->is_null()) return Ids();
+  const std::string path = (std::filesystem::path(model_dir) / "generation_config.json").string();
+  std::vector<std::int32_t> ids;
+  auto one = [&](const nlohmann::json& x) -> Status {
+    if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > INT32_MAX)
+      return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token_id: expected a non-negative integer, got {}", path, x.dump()));
+    // As config.json's: an EOS id outside the vocabulary could never be generated.
+    if (x.get<std::int64_t>() >= vocab_size)
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: eos_token_id = {}: expected a token id in [0, vocab_size = {})",
+                                                                 path, x.get<std::int64_t>(), vocab_size));
+    ids.push_back(static_cast<std::int32_t>(x.get<std::int64_t>()));
+    return {};
+  };
+  if (it->is_array()) {
+    for (const auto& x : *it) MAMBA_RETURN_IF_ERROR(one(x));
+  } else {
+    MAMBA_RETURN_IF_ERROR(one(*it));
+  }
+  return Ids(std::move(ids));
+}
+
+}  // namespace mamba::io

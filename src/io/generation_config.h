@@ -1,0 +1,28 @@
+// generation_config.json and the other optional JSON side files of a model directory
+// (tokenizer_config.json): read as config.json is (Python's bare Infinity/NaN accepted).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mamba/status.h"
+
+namespace mamba::io {
+
+/// The file `name` in `model_dir` as a JSON object; nullopt when the directory has no such entry
+/// (or `model_dir` is empty). Errors: has_model_file's (a dangling link, a directory), kIo when it
+/// cannot be read, kFormat naming the file for invalid JSON (with the parser's position) or a
+/// value that is not an object.
+Result<std::optional<nlohmann::json>> read_json_object_file(const std::string& model_dir, const std::string& name);
+
+/// generation_config.json's `eos_token_id` (an integer or a list of them; HF GenerationConfig) in
+/// `model_dir`: nullopt when the file is absent or the key is missing or null. Errors: as
+/// read_json_object_file; kFormat naming the file when an entry is not an integer in
+/// [0, INT32_MAX]; kInvalidArgument when one is ≥ `vocab_size` (the model could never generate it).
+Result<std::optional<std::vector<std::int32_t>>> read_generation_eos_ids(const std::string& model_dir, std::int64_t vocab_size);
+
+}  // namespace mamba::io

@@ -1,0 +1,150 @@
+// generate() continuing from a caller's State (prompt caching, branching, a second turn) and the
+// EOS ids a loaded model keeps from its generation_config.json, on the embedded model.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "mamba/checkpoint.h"
+#include "mamba/generate.h"
+#include "mamba/model.h"
+#include "mamba/tokenizer.h"
+#include "common/test_util.h"
+
+namespace mamba {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string model_dir() { return test::source_dir() + "/models/mamba2-books-7m-bpe8k"; }
+
+class GenerateStateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto m = Model::load(model_dir());
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    model_ = std::move(*m);
+    auto tok = Tokenizer::from_file(model_dir() + "/tokenizer.json");
+    ASSERT_TRUE(tok.ok()) << tok.error().message;
+    tok_.emplace(std::move(*tok));
+  }
+  std::vector<std::int32_t> enc(const std::string& s) { return *tok_->encode(s); }
+  static std::vector<std::int32_t> ids(const GenerateResult& r) {
+    std::vector<std::int32_t> out;
+    for (const auto& ev : r.tokens) out.push_back(ev.id);
+    return out;
+  }
+  static GenerateOptions greedy(int n) {
+    GenerateOptions o;
+    o.max_new_tokens = n;
+    o.ignore_eos = true;
+    return o;
+  }
+  std::unique_ptr<Model> model_;
+  std::optional<Tokenizer> tok_;
+};
+
+// A prefix prefilled once (max_new_tokens 0), then its last token fed with the generation, gives
+// the one-call generation — from two clones of the prefix's state alike.
+TEST_F(GenerateStateTest, CachedPrefixGivesTheOneCallGeneration) {
+  const auto prompt = enc("It was a dark and stormy night, and the old man");
+  ASSERT_GT(prompt.size(), 3u);
+  auto whole = generate(*model_, &*tok_, prompt, greedy(16));
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+
+  State prefix = model_->new_state();
+  const std::span<const std::int32_t> p(prompt);
+  auto pre = generate(*model_, &*tok_, prefix, p.first(p.size() - 1), greedy(0));
+  ASSERT_TRUE(pre.ok()) << pre.error().message;
+  EXPECT_TRUE(pre->tokens.empty());
+  EXPECT_EQ(pre->finish, FinishReason::kLength);
+  EXPECT_EQ(prefix.position, static_cast<std::int64_t>(prompt.size()) - 1);  // the whole (shortened) prompt
+  for (int branch = 0; branch < 2; ++branch) {
+    State s = prefix.clone();
+    auto r = generate(*model_, &*tok_, s, p.last(1), greedy(16));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(ids(*r), ids(*whole)) << "branch " << branch;
+    EXPECT_EQ(r->text, whole->text);
+    for (std::size_t i = 0; i < r->tokens.size(); ++i) EXPECT_NEAR(r->tokens[i].logprob, whole->tokens[i].logprob, 1e-4);
+    // Every generated token but the last is in the state.
+    EXPECT_EQ(s.position, static_cast<std::int64_t>(prompt.size()) + 16 - 1);
+  }
+  EXPECT_EQ(prefix.position, static_cast<std::int64_t>(prompt.size()) - 1);  // the clones left it alone
+}
+
+// Turn 2 (its prompt = turn 1's last token + new text) continues turn 1's state: the same tokens as
+// one generation over turn 1's prompt, its generated ids and turn 2's text.
+TEST_F(GenerateStateTest, SecondTurnContinuesTheFirst) {
+  const auto p1 = enc("The sea was calm");
+  const auto p2 = enc(" and then the wind");
+  State s = model_->new_state();
+  auto t1 = generate(*model_, &*tok_, s, p1, greedy(6));
+  ASSERT_TRUE(t1.ok()) << t1.error().message;
+  ASSERT_EQ(t1->tokens.size(), 6u);
+  std::vector<std::int32_t> turn2{t1->tokens.back().id};
+  turn2.insert(turn2.end(), p2.begin(), p2.end());
+  auto t2 = generate(*model_, &*tok_, s, turn2, greedy(10));
+  ASSERT_TRUE(t2.ok()) << t2.error().message;
+
+  std::vector<std::int32_t> all = p1;
+  for (auto id : ids(*t1)) all.push_back(id);
+  all.insert(all.end(), p2.begin(), p2.end());
+  auto once = generate(*model_, &*tok_, all, greedy(10));
+  ASSERT_TRUE(once.ok()) << once.error().message;
+  EXPECT_EQ(ids(*t2), ids(*once));
+  for (std::size_t i = 0; i < t2->tokens.size(); ++i) EXPECT_NEAR(t2->tokens[i].logprob, once->tokens[i].logprob, 1e-4);
+}
+
+// A state of another shape is refused before anything runs, and the state is untouched.
+TEST_F(GenerateStateTest, ForeignStateIsRefused) {
+  State s;  // no tensors
+  auto r = generate(*model_, &*tok_, s, enc("Hello"), greedy(4));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << r.error().message;
+  EXPECT_EQ(s.position, 0);
+}
+
+// generation_config.json is read when the model loads (as transformers' from_pretrained): editing or
+// deleting it afterwards does not change where generate() stops; a broken one fails the first
+// generation that needs it (naming the file), not the load.
+TEST_F(GenerateStateTest, EosIdsAreThoseReadAtLoad) {
+  const fs::path dir = fs::path(test::binary_dir()) / "generate-state-eos";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"}) fs::copy_file(fs::path(model_dir()) / f, dir / f);
+  const auto prompt = enc("It was a dark and stormy night");
+  auto plain = generate(*model_, &*tok_, prompt, greedy(3));
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  const std::int32_t second = plain->tokens[1].id;  // made the EOS: generation ends at token 2
+
+  std::ofstream(dir / "generation_config.json") << "{\"eos_token_id\": [" << second << "]}";
+  auto m = Model::load(dir.string());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  fs::remove(dir / "generation_config.json");
+  GenerateOptions o;
+  o.max_new_tokens = 3;
+  auto r = generate(**m, &*tok_, prompt, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->finish, FinishReason::kEosToken);
+  EXPECT_EQ(r->tokens.size(), 2u);
+  auto eos = model_eos_ids(**m, &*tok_);
+  ASSERT_TRUE(eos.ok());
+  EXPECT_EQ(*eos, std::vector<std::int32_t>{second});
+  // The directory-based lookup reads the files as they are now: config.json's EOS.
+  auto now = model_eos_ids(dir.string(), (*m)->config(), &*tok_);
+  ASSERT_TRUE(now.ok());
+  EXPECT_NE(*now, std::vector<std::int32_t>{second});
+
+  std::ofstream(dir / "generation_config.json") << "{\"eos_token_id\": ";
+  auto broken = Model::load(dir.string());
+  ASSERT_TRUE(broken.ok()) << broken.error().message;  // usable for prefill, quantize, inspect
+  auto g = generate(**broken, &*tok_, prompt, o);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("generation_config.json: invalid JSON"), std::string::npos) << g.error().message;
+  o.eos_ids = {second};  // given by the caller: the file is not needed
+  EXPECT_TRUE(generate(**broken, &*tok_, prompt, o).ok());
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mamba
