@@ -87,7 +87,7 @@ class Model {
   /// and Falcon-Mamba prefill split anywhere is too.
   /// Long prompts are processed internally in pieces of ≤ 512 tokens rounded up to a multiple of chunk_size (Mamba-2; chunk_size 100: 600), cut at
   /// absolute positions (identical results), so scratch memory stays bounded.
-  /// Errors: kInvalidArgument (bad id, empty input, null logits with mode ≠ kNone, a state not made
+  /// Errors: kInvalidArgument (bad id, empty input, a `mode` that is no enumerator, null logits with mode ≠ kNone, a state not made
   /// by this model's new_state() — tensor shapes and dtypes compared — or whose position is
   /// negative or would overflow) — checked before anything is computed, the state is untouched;
   /// kNumerical (non-finite logits, naming row and id) — the state has already advanced.

@@ -56,7 +56,7 @@ struct QuantizeReport {
 /// name, renamed to `out_dir` only when complete (never a half-written checkpoint); such names
 /// left beside it by earlier runs whose process is gone are removed (QuantizeReport::removed_stale).
 /// The copied tokenizer / generation files are writable by the owner, whatever the input's mode.
-/// Errors: kInvalidArgument (out_dir exists; the input is already quantized; no tensor is
+/// Errors: kInvalidArgument (a `type` that is no enumerator; out_dir exists; the input is already quantized; no tensor is
 /// quantizable, i.e. none has K a multiple of 32, so nothing is written; non-finite weights,
 /// naming the tensor), kIo (not writable, write failures), and any load error of the input.
 Result<QuantizeReport> quantize_checkpoint(const std::string& in_dir, QuantType type, const std::string& out_dir);

@@ -322,6 +322,8 @@ std::vector<std::string> quantize_output_files() {
 }
 
 Result<QuantizeReport> quantize_checkpoint(const std::string& in_dir, QuantType type, const std::string& out_dir) {
+  if (type != QuantType::kQ8 && type != QuantType::kQ4)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("quantize: type = {}: expected QuantType kQ8 or kQ4", static_cast<int>(type)));
   std::error_code ec;
   if (out_dir.empty()) return make_error(ErrorCode::kInvalidArgument, "output directory: empty path");
   if (fs::exists(out_dir, ec) || fs::is_symlink(out_dir, ec)) {

@@ -262,6 +262,9 @@ Status MambaModel::prefill(std::span<const std::int32_t> tokens, State& state, L
   const std::lock_guard<std::mutex> lock(forward_mutex_);  // the scratch buffers are the model's
   MAMBA_RETURN_IF_ERROR(check_tokens(tokens, "prefill"));
   MAMBA_RETURN_IF_ERROR(check_state(state, static_cast<std::int64_t>(tokens.size()), "prefill"));
+  if (mode != LogitsMode::kNone && mode != LogitsMode::kLast && mode != LogitsMode::kAll)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("prefill: mode = {}: expected LogitsMode kNone, kLast or kAll", static_cast<int>(mode)));
   if (mode != LogitsMode::kNone && logits == nullptr)
     return make_error(ErrorCode::kInvalidArgument, "prefill: logits buffer is null");
   const std::int64_t L = static_cast<std::int64_t>(tokens.size()), V = logits_width();

@@ -102,7 +102,7 @@ if(NOT SANITIZE AND PKG_CONFIG)
 endif()
 
 # add_subdirectory() into a parent project: the library target only — no programs, no install
-# rules of ours, and the parent's build type left alone.
+# rules of ours, and the parent's build type left alone (none here: our modules then get -O2).
 if(NOT SANITIZE)
   set(parent ${WORK}/parent)
   fresh_project(${parent} "cmake_minimum_required(VERSION 3.25)
@@ -124,6 +124,10 @@ endforeach()
   file(STRINGS ${parent}/build/CMakeCache.txt bt REGEX "^CMAKE_BUILD_TYPE:")
   if(NOT bt MATCHES "^CMAKE_BUILD_TYPE:[A-Z]*=$")
     message(FATAL_ERROR "add_subdirectory() set the parent's build type: ${bt}")
+  endif()
+  file(READ ${parent}/build/compile_commands.json cc)
+  if(NOT cc MATCHES "-O2[^\n]*src/ops/cpu/linear\\.cc" OR NOT out MATCHES "compiled with -O2")
+    message(FATAL_ERROR "add_subdirectory() without a build type: the mamba modules are not compiled with -O2:\n${out}")
   endif()
   if(EXISTS ${parent}/build/mamba/cmake_install.cmake)
     file(READ ${parent}/build/mamba/cmake_install.cmake inst_rules)

@@ -221,6 +221,11 @@ TEST_F(QuantizedCheckpoint, QuantizeErrors) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("already quantized (q8)"), std::string::npos) << r.error().message;
   EXPECT_FALSE(fs::exists(tmp_.path() + "/again"));
+  // A type that is no enumerator (it wrote a q4 checkpoint).
+  r = quantize_checkpoint(embedded_dir(), static_cast<QuantType>(9), tmp_.path() + "/q9");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("type = 9: expected QuantType kQ8 or kQ4"), std::string::npos) << r.error().message;
+  EXPECT_FALSE(fs::exists(tmp_.path() + "/q9"));
   // Parent directory missing.
   r = quantize_checkpoint(embedded_dir(), QuantType::kQ8, tmp_.path() + "/no/such/dir");
   ASSERT_FALSE(r.ok());

@@ -89,6 +89,12 @@ TEST(ModelApi, RejectsBadArguments) {
   EXPECT_NE(s.message().find("1000"), std::string::npos) << s.message();
   EXPECT_EQ(st.position, 0) << "a rejected call must not touch the state";
 
+  const std::vector<std::int32_t> id3 = {3};
+  const Status bad_mode = model.prefill(id3, st, static_cast<LogitsMode>(7), logits.data());
+  ASSERT_FALSE(bad_mode.ok());
+  EXPECT_NE(bad_mode.message().find("prefill: mode = 7: expected LogitsMode kNone, kLast or kAll"), std::string::npos) << bad_mode.message();
+  EXPECT_EQ(st.position, 0);
+
   const Status empty_prefill = model.prefill({}, st, LogitsMode::kLast, logits.data());
   ASSERT_FALSE(empty_prefill.ok());
   EXPECT_EQ(empty_prefill.error().code, ErrorCode::kInvalidArgument);
