@@ -72,6 +72,7 @@ class [[nodiscard]] Result {
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }  ///< `auto x = *f();` moves the value out
   /// Precondition: !ok().
   const Error& error() const { return std::get<1>(v_); }
   Status status() const { return ok() ? Status() : Status(error()); }

@@ -138,6 +138,10 @@ Result<std::string> Tokenizer::token_bytes(std::int32_t id) const {
 }
 
 Result<std::string> Tokenizer::token_text(std::int32_t id) const {
+  if (id < 0 || id >= impl_->size) {  // (token_bytes' error would name token_bytes)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("token_text: token id {} is out of range: {} defines ids 0..{}",
+                                                               id, impl_->source, impl_->size - 1));
+  }
   auto bytes = token_bytes(id);
   if (!bytes.ok()) return bytes;
   return tok::utf8_lossy(*bytes);

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -398,6 +399,8 @@ Result<Tokenizer> Tokenizer::from_json_text(const std::string& json_text, const 
   json root;
   try {
     root = json::parse(json_text);
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: out of memory while parsing ({} bytes of JSON)", source, json_text.size()));
   } catch (const std::exception& e) {
     return make_error(ErrorCode::kFormat, fmt::format("{}: invalid JSON: {}", source, e.what()));
   }
@@ -432,6 +435,8 @@ Result<Tokenizer> Tokenizer::from_json_text(const std::string& json_text, const 
     if (impl.size == 0) return make_error(ErrorCode::kFormat, fmt::format("{}: no tokens (empty model.vocab and no added_tokens)", source));
     impl.choose_context_id();
     return t;
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: out of memory while loading the tokenizer", source));
   } catch (const std::exception& e) {
     // Defensive: a JSON accessor threw (e.g. a type mismatch this loader did not anticipate).
     return make_error(ErrorCode::kFormat, fmt::format("{}: malformed tokenizer.json: {}", source, e.what()));
@@ -439,12 +444,22 @@ Result<Tokenizer> Tokenizer::from_json_text(const std::string& json_text, const 
 }
 
 Result<Tokenizer> Tokenizer::from_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))  // (an ifstream opens a directory and reads nothing)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: is a directory, expected a tokenizer.json file (e.g. {}/tokenizer.json)", path, path));
   std::ifstream f(path, std::ios::binary);
   if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open tokenizer file: {}", path, std::strerror(errno)));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return make_error(ErrorCode::kIo, fmt::format("{}: read error", path));
-  return from_json_text(ss.str(), path);
+  std::string text;
+  try {
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    if (f.bad()) return make_error(ErrorCode::kIo, fmt::format("{}: read error", path));
+    text = std::move(ss).str();
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: out of memory while reading the tokenizer file", path));
+  }
+  return from_json_text(text, path);
 }
 
 }  // namespace mamba

@@ -97,6 +97,25 @@ TEST(TokenizerBadInput, MissingFileIsIoError) {
   EXPECT_NE(tok.error().message.find("/nonexistent/tokenizer.json"), std::string::npos);
 }
 
+// A directory opens as an ifstream and reads as nothing: it was reported as "invalid JSON".
+TEST(TokenizerBadInput, DirectoryIsNamedAsOne) {
+  const std::string dir = mamba::test::source_dir() + "/models/mamba2-books-7m-bpe8k";
+  auto tok = mamba::Tokenizer::from_file(dir);
+  ASSERT_FALSE(tok.ok());
+  EXPECT_EQ(tok.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(tok.error().message.find(dir + ": is a directory, expected a tokenizer.json file (e.g. " + dir + "/tokenizer.json)"),
+            std::string::npos) << tok.error().message;
+  auto ok = mamba::Tokenizer::from_file(dir + "/tokenizer.json");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  // token_text's own range error names token_text (it named token_bytes).
+  auto bad = ok->token_text(-1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message.rfind("token_text: token id -1 is out of range", 0), 0u) << bad.error().message;
+  // Result's rvalue operator* moves the value out.
+  mamba::Tokenizer moved = *mamba::Tokenizer::from_file(dir + "/tokenizer.json");
+  EXPECT_EQ(moved.size(), ok->size());
+}
+
 TEST(TokenizerBadInput, TruncatedFilesNeverCrash) {
   const std::string full = mamba::test::tiny_metaspace_json();
   for (std::size_t cut = 0; cut < full.size(); cut += 7) {
