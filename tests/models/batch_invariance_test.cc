@@ -3,6 +3,8 @@
 // position in the batch); and the Model API's argument errors.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -146,6 +148,20 @@ TEST(ModelApi, ThreadCountAboveTheLimitIsRefusedAtLoad) {
     EXPECT_NE(m.error().message.find("threads = " + std::to_string(bad)), std::string::npos) << m.error().message;
     EXPECT_NE(m.error().message.find("1024"), std::string::npos) << m.error().message;
   }
+  // The default (0) follows OMP_NUM_THREADS: above the limit it is refused too (it was clamped to
+  // 1024 silently); an explicit count still wins over it.
+  const char* old = std::getenv("OMP_NUM_THREADS");
+  const std::string saved = old ? old : "";
+  setenv("OMP_NUM_THREADS", "100000", 1);
+  auto m = Model::load(shared + "/fixtures/mamba2-odd/model");
+  LoadOptions one;
+  one.threads = 1;
+  auto explicit_count = Model::load(shared + "/fixtures/mamba2-odd/model", one);
+  if (old) setenv("OMP_NUM_THREADS", saved.c_str(), 1);
+  else unsetenv("OMP_NUM_THREADS");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("OMP_NUM_THREADS = 100000: expected 1 to 1024 threads"), std::string::npos) << m.error().message;
+  EXPECT_TRUE(explicit_count.ok()) << explicit_count.error().message;
 }
 
 /// A copy of a fixture (config.json + model.safetensors) in a temp dir `dir_name`, with element
