@@ -52,6 +52,11 @@ class Tokenizer {
   /// post-processor's special tokens (e.g. BOS) when `add_special_tokens` is true. Ids are in
   /// [0, size()). Invalid UTF-8 → kInvalidArgument naming the byte offset.
   Result<std::vector<std::int32_t>> encode(std::string_view text, bool add_special_tokens = false) const;
+  /// What encode(text, true) adds to encode(text, false): `ids` (a text's ids, unchecked) with the
+  /// post-processor's special tokens (e.g. a BOS) around them — `ids` itself when there is no
+  /// post-processor. `text_start` (optional) receives where `ids` begin in the result (the number of
+  /// specials before them), so the specials can be told apart (HF's offsets give them [0, 0)).
+  std::vector<std::int32_t> add_special_tokens(std::span<const std::int32_t> ids, std::size_t* text_start = nullptr) const;
   /// Ids → text like HF `decode(ids, skip_special_tokens)` (no clean-up of spaces; invalid UTF-8
   /// from byte tokens becomes U+FFFD exactly as HF does). An id < 0 or ≥ size() (e.g. the padded
   /// vocab rows 50277–50279 of the GPT-NeoX models) → kInvalidArgument naming it.

@@ -167,15 +167,8 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   // offsets give them.
   auto plain = ctx.tok->encode(r.inputs, false);
   if (!plain.ok()) return send_error(res, ApiError::validation(plain.error().message), ctx.metrics);
-  std::vector<std::int32_t> ids = *plain;
   std::size_t text0 = 0;  // where the text's ids start among `ids`
-  if (r.add_special_tokens) {
-    auto full = ctx.tok->encode(r.inputs, true);
-    if (!full.ok()) return send_error(res, ApiError::validation(full.error().message), ctx.metrics);
-    const auto it = std::search(full->begin(), full->end(), plain->begin(), plain->end());
-    text0 = it == full->end() && !plain->empty() ? full->size() : static_cast<std::size_t>(it - full->begin());
-    ids = std::move(full).value();
-  }
+  const std::vector<std::int32_t> ids = r.add_special_tokens ? ctx.tok->add_special_tokens(*plain, &text0) : *plain;
   // `parameters.truncate` keeps the last tokens, as for a prompt (TGI's /tokenize truncates too).
   const auto all = static_cast<std::int64_t>(ids.size());
   const std::int64_t first = r.truncate > 0 && all > r.truncate ? all - r.truncate : 0;

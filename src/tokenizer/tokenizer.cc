@@ -2,6 +2,8 @@
 // decode (ids → token strings → decoder), as HF tokenizers' Tokenizer::encode / decode.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tokenizer/impl.h"
 #include "tokenizer/unicode.h"
 
@@ -86,6 +88,21 @@ Result<std::vector<std::int32_t>> Tokenizer::encode(std::string_view text, bool 
   impl_->encode_into(text, ids);
   if (add_special_tokens && impl_->post_processor) impl_->post_processor->process(ids);
   return ids;
+}
+
+std::vector<std::int32_t> Tokenizer::add_special_tokens(std::span<const std::int32_t> ids, std::size_t* text_start) const {
+  std::vector<std::int32_t> out(ids.begin(), ids.end());
+  if (text_start) *text_start = 0;
+  if (!impl_->post_processor) return out;
+  impl_->post_processor->process(out);
+  if (text_start) {
+    // The post-processors place the sequence as a whole among their specials: where a one-id
+    // sequence of an id no tokenizer has (−1) lands is where `ids` begin.
+    std::vector<std::int32_t> probe{-1};
+    impl_->post_processor->process(probe);
+    *text_start = static_cast<std::size_t>(std::find(probe.begin(), probe.end(), -1) - probe.begin());
+  }
+  return out;
 }
 
 Result<std::string> Tokenizer::decode(std::span<const std::int32_t> ids, bool skip_special_tokens) const {

@@ -78,6 +78,16 @@ TEST(TokenizerComponents, MetaspaceByteFallbackAndTemplate) {
   const std::int32_t kSp = 259, kA = 260, kB = 261, kSpA = 286;
   EXPECT_EQ(*tok->encode("ab a"), (Ids{kSpA, kB, kSpA}));
   EXPECT_EQ(*tok->encode("ab a", true), (Ids{1, kSpA, kB, kSpA}));
+  // The post-processor alone, on a text's ids: the BOS before them, the text starting at 1.
+  std::size_t text_start = 99;
+  EXPECT_EQ(tok->add_special_tokens(Ids{kSpA, kB, kSpA}, &text_start), (Ids{1, kSpA, kB, kSpA}));
+  EXPECT_EQ(text_start, 1u);
+  EXPECT_EQ(tok->add_special_tokens(Ids{}, &text_start), (Ids{1}));
+  EXPECT_EQ(text_start, 1u);
+  auto bl = Tokenizer::from_json_text(mamba::test::tiny_byte_level_json());  // (a ByteLevel post-processor adds nothing)
+  ASSERT_TRUE(bl.ok());
+  EXPECT_EQ(bl->add_special_tokens(Ids{5, 6}, &text_start), (Ids{5, 6}));
+  EXPECT_EQ(text_start, 0u);
   EXPECT_EQ(*tok->encode("\xC3\xA9"), (Ids{kSp, 3 + 0xC3, 3 + 0xA9}));  // é by byte fallback
   EXPECT_EQ(*tok->encode("A"), (Ids{kSp, 3 + 'A'}));
   // prepend_scheme "first": no ▁ after an added token.
