@@ -117,7 +117,8 @@ Result<std::string> resolve_repo(const std::string& model_ref, const char* what,
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", model_ref, ec.message()));
   if (fs::exists(model_ref, ec)) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("{}: is a file, expected a model directory (the one holding config.json and the weights)", model_ref));
+                      fmt::format("{}: is a file, expected a model directory (the one holding config.json and the weights: {})", model_ref,
+                                  fs::path(model_ref).has_parent_path() ? fs::path(model_ref).parent_path().string() : std::string(".")));
   }
 
   std::string repo = model_ref, rev = "main";
