@@ -1,3 +1,4 @@
+// llama.cpp's option names that mamba-cli does not use, and what to do here instead.
 #include "cli/llama_flags.h"
 
 #include <sstream>
@@ -14,9 +15,6 @@ struct LlamaFlag {
 
 constexpr const char* kCpuOnly = "mamba.cpp computes on the CPU only (no GPU offload): leave it out";
 
-// llama-cli / llama-perplexity / llama-server options (common/arg.cpp) a user is likely to carry
-// over, whose names mamba-cli does not use. The one-letter ones are here for their hint only: an
-// unknown one-letter option was already refused.
 constexpr const char* kNoKvCache = "Mamba models keep a fixed-size fp32 state per sequence, not a KV cache: leave it out";
 constexpr const char* kNotInteractive =
     "mamba-cli run is not interactive and has no chat mode: it continues the prompt given with -p \"...\", -f FILE or on "
