@@ -71,9 +71,13 @@ await check('SIGTERM drains: in-flight requests complete, then exit 0', async ()
   const { base } = srv;
   const body = { inputs: 'The king said', parameters: { max_new_tokens: 60, details: true } };
   const alone = await postJson(base, '/generate', body);
-  const inflight = postJson(base, '/generate', body);
-  const stream = postSse(base, '/generate_stream', body);
-  await sleep(30);
+  let settled = 0;
+  const inflight = postJson(base, '/generate', body).finally(() => ++settled);
+  const stream = postSse(base, '/generate_stream', body).finally(() => ++settled);
+  // SIGTERM once both are running (a fixed 30 ms sleep sent it before a loaded server had accepted
+  // them: a 503, as it should be for a request that arrives while draining).
+  const running = await waitFor(async () => settled === 2 || (await metrics(base)).mamba_running_sequences === 2, { stepMs: 5 });
+  assert.ok(running, 'the two requests never ran together');
   srv.proc.kill('SIGTERM');
   const [r, s] = await Promise.all([inflight, stream]);
   assert.equal(r.status, 200, r.text);
