@@ -50,9 +50,11 @@ struct GenerateOptions {
   /// prompts longer than kPromptLogprobsPiece are prefilled in chunk-aligned pieces (bitwise identical).
   std::function<void(std::int64_t, std::int64_t)> on_prefill_progress;
   /// Polled by generate() after each prefill piece (≤ kPromptLogprobsPiece tokens, rounded to
-  /// chunk_size) and before each generated token: true ends the generation with
-  /// FinishReason::kCancelled and the tokens so far (none when it comes during the prefill; the
-  /// state is then partly prefilled and discarded). Lets Ctrl-C stop a long prompt's prefill.
+  /// chunk_size) and after each generated token, before the model consumes it: true ends the
+  /// generation with FinishReason::kCancelled and the tokens so far (none when it comes during or
+  /// right after the prefill: the state then holds the prompt's first pieces, or all of it, and
+  /// prompt_logprobs those pieces' values; with a caller's State, re-feed the prompt's last token
+  /// to continue — its logits are gone). Lets Ctrl-C stop a long prompt's prefill.
   std::function<bool()> should_stop;
 };
 
@@ -106,11 +108,13 @@ struct TokenEvent {
 /// Finish: an id in `eos_ids` (unless opts.ignore_eos; its text is not emitted) → kEosToken; a stop
 /// string → kStopSequence; max_new_tokens ids generated → kLength (max_new_tokens 0: finished with
 /// kLength from the start, next() is never called); a sampling error → kError. Move-only: it owns
-/// its sampler's random stream (a copy would repeat or share it).
+/// its sampler's random stream (a copy would repeat or share it); a moved-from one may only be
+/// destroyed or assigned to.
 class SequenceGenerator {
  public:
-  /// `tok` (may be null) must outlive this object. `opts.sampling` must be valid (validate()) and
-  /// `vocab_limit` ≥ 1: otherwise next() returns kInvalidArgument naming the value.
+  /// `tok` (may be null) must outlive this object. `opts.sampling` must be valid (validate()),
+  /// `vocab_limit` ≥ 1, opts.max_new_tokens ≥ 0 and the `eos_ids` ≥ 0: otherwise next() returns
+  /// kInvalidArgument naming the value.
   SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_limit, const GenerateOptions& opts,
                     std::vector<std::int32_t> eos_ids);
   SequenceGenerator(SequenceGenerator&&) noexcept;
@@ -168,8 +172,12 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
 /// model has not consumed it: no logits are needed for it), so a next turn's prompt starts with
 /// `result.tokens.back().id` (when there is one) — llama.cpp's n_past convention; with
 /// max_new_tokens 0 it holds the whole prompt. Repetition penalties and the detokenizer's context
-/// see only `prompt`. Errors: as above; on an error or a cancellation during the prefill the state
-/// may be partly advanced (state.position tells how far): clone it first to keep it.
+/// see only `prompt`. Prefill pieces end at absolute multiples of the piece size, so the state is
+/// what one Model::prefill of the prompt gives, wherever it started. Errors: as above; on an error
+/// or a cancellation during the prefill the state may be partly advanced (state.position tells how
+/// far): clone it first to keep it. EOS: when neither generation_config.json nor config.json names
+/// one, model_eos_ids reads the tokenizer's tokenizer_config.json at each call — resolve it once
+/// (model_eos_ids) and pass GenerateOptions::eos_ids to avoid that.
 /// examples/continue_state.cc shows a two-turn use.
 Result<GenerateResult> generate(Model& model, const Tokenizer* tok, State& state, std::span<const std::int32_t> prompt,
                                 const GenerateOptions& opts,

@@ -72,7 +72,9 @@ class [[nodiscard]] Result {
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }  ///< `auto x = *f();` moves the value out
+  /// On a temporary (`*f()`): the value, moved out — by value, so `for (auto x : *f())` and
+  /// `auto&& v = *f();` keep it alive (a reference would dangle).
+  T operator*() && { return std::move(*this).value(); }
   /// Precondition: !ok().
   const Error& error() const { return std::get<1>(v_); }
   Status status() const { return ok() ? Status() : Status(error()); }

@@ -36,7 +36,8 @@ struct AddedToken {
 };
 
 /// A loaded tokenizer.json. Immutable after construction except for an internal word cache
-/// (mutex-protected): encode/decode are thread-safe. Move-only.
+/// (mutex-protected): encode/decode are thread-safe. Move-only; a moved-from one may only be
+/// destroyed or assigned to.
 class Tokenizer {
  public:
   /// Loads tokenizer.json. Errors: kIo / kFormat (file, JSON path of the bad field),

@@ -117,8 +117,10 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, State& state
   std::vector<float> row(static_cast<std::size_t>(width));
   std::vector<float> lp(opts.prompt_logprobs ? static_cast<std::size_t>(vocab) : 0);
   const auto t0 = std::chrono::steady_clock::now();
-  for (std::int64_t off = 0; off < len; off += piece) {
-    const std::int64_t n = std::min(piece, len - off);
+  for (std::int64_t off = 0, n = 0; off < len; off += n) {
+    // Pieces end at absolute multiples of `piece` (a continued state may start anywhere): the same
+    // SSD chunks as one prefill call.
+    n = std::min(piece - state.position % piece, len - off);
     const bool last = off + n == len;
     const LogitsMode mode = opts.prompt_logprobs ? LogitsMode::kAll : (last ? LogitsMode::kLast : LogitsMode::kNone);
     logits.resize(static_cast<std::size_t>((mode == LogitsMode::kAll ? n : 1) * width));
@@ -153,11 +155,6 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, State& state
   }
   State* states[1] = {&state};
   while (true) {
-    if (opts.should_stop && !res.tokens.empty() && opts.should_stop()) {
-      gen.flush();
-      res.finish = FinishReason::kCancelled;
-      break;
-    }
     MAMBA_ASSIGN_OR_RETURN(TokenEvent ev, gen.next(row));
     const std::int32_t id = ev.id;
     res.tokens.push_back(ev);
@@ -168,6 +165,13 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, State& state
     }
     if (gen.finished()) {
       res.finish = gen.finish_reason();
+      break;
+    }
+    // Polled before the token is fed: a cancelled generation's state, like a finished one's, holds
+    // every generated token but the last.
+    if (opts.should_stop && opts.should_stop()) {
+      gen.flush();
+      res.finish = FinishReason::kCancelled;
       break;
     }
     const std::int32_t toks[1] = {id};

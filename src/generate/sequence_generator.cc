@@ -53,6 +53,7 @@ struct SequenceGenerator::Impl {
   const Tokenizer* tok;
   std::int64_t vocab_limit;            // ≥ 1 (sizes the buffers)
   std::int64_t requested_vocab_limit = 1;  // as given: < 1 makes next() an error
+  std::optional<std::int32_t> negative_eos;  // an EOS id < 0 given: next() is an error
   GenerateOptions opts;
   std::unordered_set<std::int32_t> eos_ids;
   Sampler sampler;
@@ -78,7 +79,9 @@ SequenceGenerator::SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_li
                                      std::vector<std::int32_t> eos_ids) {
   impl_ = std::make_unique<Impl>(tok, std::max<std::int64_t>(vocab_limit, 1), opts, std::move(eos_ids));
   impl_->requested_vocab_limit = vocab_limit;
-  if (opts.max_new_tokens <= 0) finish_ = FinishReason::kLength;  // nothing to generate (prompt scoring)
+  for (std::int32_t id : impl_->eos_ids)
+    if (id < 0) impl_->negative_eos = id;
+  if (opts.max_new_tokens == 0) finish_ = FinishReason::kLength;  // nothing to generate (prompt scoring)
 }
 
 SequenceGenerator::SequenceGenerator(SequenceGenerator&&) noexcept = default;
@@ -102,6 +105,14 @@ Result<TokenEvent> SequenceGenerator::next(std::span<float> logits) {
     finish_ = FinishReason::kError;
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("SequenceGenerator: vocab_limit = {} must be >= 1", s.requested_vocab_limit));
+  }
+  if (s.negative_eos) {
+    finish_ = FinishReason::kError;
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("SequenceGenerator: eos_ids holds {}: ids are >= 0", *s.negative_eos));
+  }
+  if (s.opts.max_new_tokens < 0) {
+    finish_ = FinishReason::kError;
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("SequenceGenerator: max_new_tokens = {} must be >= 0", s.opts.max_new_tokens));
   }
   if (static_cast<std::int64_t>(logits.size()) < s.vocab_limit) {
     finish_ = FinishReason::kError;

@@ -95,6 +95,53 @@ TEST_F(GenerateStateTest, SecondTurnContinuesTheFirst) {
   for (std::size_t i = 0; i < t2->tokens.size(); ++i) EXPECT_NEAR(t2->tokens[i].logprob, once->tokens[i].logprob, 1e-4);
 }
 
+// Cancelled by should_stop after some tokens: the state holds every generated token but the last,
+// as for any other finish (it had consumed the last one too), so the next turn continues exactly.
+TEST_F(GenerateStateTest, CancelledGenerationLeavesTheLastTokenOut) {
+  const auto p1 = enc("The sea was calm and the old man");
+  State s = model_->new_state();
+  GenerateOptions o = greedy(20);
+  int polls = 0;
+  o.should_stop = [&] { return ++polls == 5; };  // one poll after the prefill, then one per token
+  auto t1 = generate(*model_, &*tok_, s, p1, o);
+  ASSERT_TRUE(t1.ok()) << t1.error().message;
+  EXPECT_EQ(t1->finish, FinishReason::kCancelled);
+  ASSERT_EQ(t1->tokens.size(), 4u);
+  EXPECT_EQ(s.position, static_cast<std::int64_t>(p1.size() + t1->tokens.size()) - 1);
+  std::vector<std::int32_t> turn2{t1->tokens.back().id, 42, 43};
+  auto t2 = generate(*model_, &*tok_, s, turn2, greedy(6));
+  ASSERT_TRUE(t2.ok()) << t2.error().message;
+  std::vector<std::int32_t> all = p1;
+  for (auto id : ids(*t1)) all.push_back(id);
+  all.insert(all.end(), {42, 43});
+  auto once = generate(*model_, &*tok_, all, greedy(6));
+  ASSERT_TRUE(once.ok());
+  EXPECT_EQ(ids(*t2), ids(*once));
+}
+
+// A long prompt fed to a state that does not start at a piece boundary: generate()'s pieces end at
+// absolute positions, so the state is bitwise what one Model::prefill of the prompt gives from the
+// same state (they were counted from the prompt's start: 3 + 1024 was not a chunk boundary).
+TEST_F(GenerateStateTest, LongPromptOnAContinuedStateMatchesOnePrefillBitwise) {
+  std::vector<std::int32_t> prompt(2500);
+  for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<std::int32_t>(100 + (i * 37) % 3000);
+  const std::vector<std::int32_t> head{5, 6, 7};
+  State a = model_->new_state(), b = model_->new_state();
+  std::vector<float> logits(static_cast<std::size_t>(model_->logits_width()));
+  ASSERT_TRUE(model_->prefill(head, a, LogitsMode::kNone, nullptr).ok());
+  ASSERT_TRUE(model_->prefill(head, b, LogitsMode::kNone, nullptr).ok());
+  ASSERT_TRUE(generate(*model_, &*tok_, a, prompt, greedy(0)).ok());
+  ASSERT_TRUE(model_->prefill(prompt, b, LogitsMode::kNone, nullptr).ok());
+  ASSERT_EQ(a.position, b.position);
+  std::vector<float> la(logits.size()), lb(logits.size());
+  const std::int32_t next[1] = {9};
+  State* sa[1] = {&a};
+  State* sb[1] = {&b};
+  ASSERT_TRUE(model_->step(next, sa, la.data()).ok());
+  ASSERT_TRUE(model_->step(next, sb, lb.data()).ok());
+  EXPECT_EQ(la, lb);
+}
+
 // A state of another shape is refused before anything runs, and the state is untouched.
 TEST_F(GenerateStateTest, ForeignStateIsRefused) {
   State s;  // no tensors

@@ -394,6 +394,18 @@ TEST(SequenceGenerator, VocabLimitBelowOneIsAnError) {
     EXPECT_NE(r.error().message.find(fmt::format("vocab_limit = {} must be >= 1", limit)), std::string::npos) << r.error().message;
     EXPECT_EQ(g.finish_reason(), FinishReason::kError);
   }
+  // As generate(): max_new_tokens < 0 and a negative EOS id are errors (they were accepted).
+  GenerateOptions negative = o;
+  negative.max_new_tokens = -3;
+  SequenceGenerator neg(nullptr, 3, negative, {});
+  std::vector<float> r3{0, 1, 0};
+  auto rn = neg.next(r3);
+  ASSERT_FALSE(rn.ok());
+  EXPECT_NE(rn.error().message.find("max_new_tokens = -3 must be >= 0"), std::string::npos) << rn.error().message;
+  SequenceGenerator bad_eos(nullptr, 3, o, {2, -3});
+  auto re = bad_eos.next(r3);
+  ASSERT_FALSE(re.ok());
+  EXPECT_NE(re.error().message.find("eos_ids holds -3"), std::string::npos) << re.error().message;
   SequenceGenerator moved = SequenceGenerator(nullptr, 2, o, {});
   std::vector<float> row{0, 1};
   auto r = moved.next(row);

@@ -114,6 +114,11 @@ TEST(TokenizerBadInput, DirectoryIsNamedAsOne) {
   // Result's rvalue operator* moves the value out.
   mamba::Tokenizer moved = *mamba::Tokenizer::from_file(dir + "/tokenizer.json");
   EXPECT_EQ(moved.size(), ok->size());
+  // ... by value, so a range-for over *f() iterates a live vector (a reference dangled).
+  const auto want = *ok->encode("It was a dark and stormy night");
+  std::vector<std::int32_t> got;
+  for (std::int32_t id : *ok->encode("It was a dark and stormy night")) got.push_back(id);
+  EXPECT_EQ(got, want);
 }
 
 TEST(TokenizerBadInput, TruncatedFilesNeverCrash) {
