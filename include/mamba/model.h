@@ -38,7 +38,9 @@ struct LoadOptions {
                     ///< process-wide setting of the CPU ops, not per model: each load sets it, the
                     ///< last one counts for every model (results are bitwise the same for any thread
                     ///< count). At most kMaxThreads (mamba/thread_limit.h), else load fails with
-                    ///< kInvalidArgument; so does 0 with an OMP_NUM_THREADS above it.
+                    ///< kInvalidArgument; so does 0 with an OMP_NUM_THREADS above it. More threads
+                    ///< than CPUs only take turns on them (slower): such regions run as OpenMP
+                    ///< teams, one team kept per thread that calls prefill/step.
   /// Default exact. kBF16 on a CPU without AVX-512 BF16 or with a checkpoint that has no float
   /// projection (every one q8/q4), kInt8 on one without AVX-512 VNNI or with a checkpoint that is
   /// not q8/q4, fail with kInvalidArgument (so does a value that is no enumerator).
