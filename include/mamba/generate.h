@@ -64,7 +64,7 @@ struct GenerateOptions {
 inline constexpr std::int64_t kPromptLogprobsPiece = 1024;
 
 /// EOS ids of a model: generation_config.json's `eos_token_id` (an int or a list) in `model_dir`
-/// when that file exists and has the key, else `config.eos_token_ids` (config.json); when neither
+/// when that file exists and has the key (a null value counts as absent), else `config.eos_token_ids` (config.json); when neither
 /// names one and `tok` is given, the tokenizer's EOS (tokenizer_eos_id): the original state-spaces
 /// checkpoints' config.json has no EOS, and mamba_ssm's generation stops at GPT-NeoX's
 /// `<|endoftext|>` (id 0) through the tokenizer, as llama.cpp does. Empty: no EOS (generation runs

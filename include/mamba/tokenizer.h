@@ -40,8 +40,9 @@ struct AddedToken {
 /// destroyed or assigned to.
 class Tokenizer {
  public:
-  /// Loads tokenizer.json. Errors: kIo / kFormat (file, JSON path of the bad field),
-  /// kUnsupported (component type named).
+  /// Loads tokenizer.json. Errors: kNotFound (no such file), kInvalidArgument (a directory or
+  /// another non-regular file, e.g. a FIFO), kIo (unreadable, out of memory), kFormat (file, JSON
+  /// path of the bad field), kUnsupported (component type named).
   static Result<Tokenizer> from_file(const std::string& path);
   static Result<Tokenizer> from_json_text(const std::string& json_text, const std::string& source = "tokenizer.json");
 

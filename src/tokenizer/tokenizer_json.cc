@@ -444,12 +444,18 @@ Result<Tokenizer> Tokenizer::from_json_text(const std::string& json_text, const 
 }
 
 Result<Tokenizer> Tokenizer::from_file(const std::string& path) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))  // (an ifstream opens a directory and reads nothing)
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("{}: is a directory, expected a tokenizer.json file (e.g. {}/tokenizer.json)", path, path));
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::is_directory(st))  // (an ifstream opens a directory and reads nothing)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: is a directory, expected a tokenizer.json file (e.g. {})", path,
+                                                               (fs::path(path) / "tokenizer.json").string()));
+  if (fs::exists(st) && !fs::is_regular_file(st))  // a FIFO would block the read forever
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: not a regular file, expected a tokenizer.json file", path));
   std::ifstream f(path, std::ios::binary);
-  if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open tokenizer file: {}", path, std::strerror(errno)));
+  if (!f)
+    return make_error(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
+                      fmt::format("{}: cannot open tokenizer file: {}", path, std::strerror(errno)));
   std::string text;
   try {
     std::ostringstream ss;

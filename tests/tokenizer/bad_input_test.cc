@@ -90,10 +90,10 @@ TEST(TokenizerBadInput, Errors) {
   expect_error(j.dump(), ErrorCode::kFormat, "'<s>'");
 }
 
-TEST(TokenizerBadInput, MissingFileIsIoError) {
+TEST(TokenizerBadInput, MissingFileIsNotFound) {
   auto tok = mamba::Tokenizer::from_file("/nonexistent/tokenizer.json");
   ASSERT_FALSE(tok.ok());
-  EXPECT_EQ(tok.error().code, ErrorCode::kIo);
+  EXPECT_EQ(tok.error().code, ErrorCode::kNotFound);
   EXPECT_NE(tok.error().message.find("/nonexistent/tokenizer.json"), std::string::npos);
 }
 
@@ -105,6 +105,12 @@ TEST(TokenizerBadInput, DirectoryIsNamedAsOne) {
   EXPECT_EQ(tok.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(tok.error().message.find(dir + ": is a directory, expected a tokenizer.json file (e.g. " + dir + "/tokenizer.json)"),
             std::string::npos) << tok.error().message;
+  auto slash = mamba::Tokenizer::from_file(dir + "/");  // the suggested path has one slash
+  ASSERT_FALSE(slash.ok());
+  EXPECT_NE(slash.error().message.find("(e.g. " + dir + "/tokenizer.json)"), std::string::npos) << slash.error().message;
+  auto null_dev = mamba::Tokenizer::from_file("/dev/null");  // not a regular file (a FIFO would block)
+  ASSERT_FALSE(null_dev.ok());
+  EXPECT_NE(null_dev.error().message.find("/dev/null: not a regular file"), std::string::npos) << null_dev.error().message;
   auto ok = mamba::Tokenizer::from_file(dir + "/tokenizer.json");
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   // token_text's own range error names token_text (it named token_bytes).
