@@ -32,7 +32,7 @@ std::vector<SequenceRequest> make_requests(std::int64_t vocab) {
     r.opts.max_new_tokens = 3 + i % 5;
     r.opts.top_logprobs = i % 3;
     r.opts.prompt_logprobs = i % 2 == 0;
-    r.opts.eos_ids = {-1};  // fixtures have no EOS worth stopping at
+    r.opts.ignore_eos = true;  // fixtures have no EOS worth stopping at
     if (i % 4 == 1) {
       r.opts.sampling.do_sample = true;
       r.opts.sampling.temperature = 0.7f;
