@@ -52,8 +52,7 @@ struct SequenceGenerator::Impl {
   }
   const Tokenizer* tok;
   std::int64_t vocab_limit;            // ≥ 1 (sizes the buffers)
-  std::int64_t requested_vocab_limit = 1;  // as given: < 1 makes next() an error
-  std::optional<std::int32_t> negative_eos;  // an EOS id < 0 given: next() is an error
+  Status invalid;                      // a constructor argument out of range: next() returns it
   GenerateOptions opts;
   std::unordered_set<std::int32_t> eos_ids;
   Sampler sampler;
@@ -78,9 +77,11 @@ struct SequenceGenerator::Impl {
 SequenceGenerator::SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_limit, const GenerateOptions& opts,
                                      std::vector<std::int32_t> eos_ids) {
   impl_ = std::make_unique<Impl>(tok, std::max<std::int64_t>(vocab_limit, 1), opts, std::move(eos_ids));
-  impl_->requested_vocab_limit = vocab_limit;
+  auto invalid = [](std::string message) { return make_error(ErrorCode::kInvalidArgument, "SequenceGenerator: " + message); };
+  if (vocab_limit < 1) impl_->invalid = invalid(fmt::format("vocab_limit = {} must be >= 1", vocab_limit));
+  if (opts.max_new_tokens < 0) impl_->invalid = invalid(fmt::format("max_new_tokens = {} must be >= 0", opts.max_new_tokens));
   for (std::int32_t id : impl_->eos_ids)
-    if (id < 0) impl_->negative_eos = id;
+    if (id < 0) impl_->invalid = invalid(fmt::format("eos_ids holds {}: ids are >= 0", id));
   if (opts.max_new_tokens == 0) finish_ = FinishReason::kLength;  // nothing to generate (prompt scoring)
 }
 
@@ -101,18 +102,9 @@ Result<TokenEvent> SequenceGenerator::next(std::span<float> logits) {
   if (finished())
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("SequenceGenerator::next called after finish ({})", finish_reason_name(finish_)));
-  if (s.requested_vocab_limit < 1) {
+  if (!s.invalid.ok()) {
     finish_ = FinishReason::kError;
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("SequenceGenerator: vocab_limit = {} must be >= 1", s.requested_vocab_limit));
-  }
-  if (s.negative_eos) {
-    finish_ = FinishReason::kError;
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("SequenceGenerator: eos_ids holds {}: ids are >= 0", *s.negative_eos));
-  }
-  if (s.opts.max_new_tokens < 0) {
-    finish_ = FinishReason::kError;
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("SequenceGenerator: max_new_tokens = {} must be >= 0", s.opts.max_new_tokens));
+    return s.invalid.error();
   }
   if (static_cast<std::int64_t>(logits.size()) < s.vocab_limit) {
     finish_ = FinishReason::kError;

@@ -8,6 +8,16 @@
 #include "tokenizer/unicode.h"
 
 namespace mamba {
+namespace {
+
+/// kInvalidArgument "CALL: token id ID is out of range: SOURCE defines ids 0..N" unless 0 ≤ id < size.
+Status id_in_range(const Tokenizer::Impl& impl, std::int32_t id, const char* call) {
+  if (id >= 0 && id < impl.size) return {};
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("{}: token id {} is out of range: {} defines ids 0..{}", call, id, impl.source, impl.size - 1));
+}
+
+}  // namespace
 
 Tokenizer::Tokenizer() : impl_(std::make_unique<Impl>()) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
@@ -138,10 +148,7 @@ void Tokenizer::Impl::choose_context_id() {
 }
 
 Result<std::string> Tokenizer::token_bytes(std::int32_t id) const {
-  if (id < 0 || id >= impl_->size) {
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("token_bytes: token id {} is out of range: {} defines ids 0..{}",
-                                                               id, impl_->source, impl_->size - 1));
-  }
+  MAMBA_RETURN_IF_ERROR(id_in_range(*impl_, id, "token_bytes"));
   const std::int32_t one[1] = {id};
   if (impl_->context_id >= 0) {
     // The id after a plain token: its text as it reads inside a sequence (Metaspace's and Strip's
@@ -155,10 +162,7 @@ Result<std::string> Tokenizer::token_bytes(std::int32_t id) const {
 }
 
 Result<std::string> Tokenizer::token_text(std::int32_t id) const {
-  if (id < 0 || id >= impl_->size) {  // (token_bytes' error would name token_bytes)
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("token_text: token id {} is out of range: {} defines ids 0..{}",
-                                                               id, impl_->source, impl_->size - 1));
-  }
+  MAMBA_RETURN_IF_ERROR(id_in_range(*impl_, id, "token_text"));  // (token_bytes' error would name token_bytes)
   auto bytes = token_bytes(id);
   if (!bytes.ok()) return bytes;
   return tok::utf8_lossy(*bytes);
