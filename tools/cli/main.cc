@@ -14,8 +14,8 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
-#include "cli/llama_flags.h"
 #include "cli/option_rules.h"
+#include "common/unknown_option.h"
 
 namespace mamba::cli {
 
@@ -26,50 +26,12 @@ std::vector<CommandInfo>& command_registry() {
 
 namespace {
 
-bool takes_value(const CLI::Option* o) { return o->get_items_expected_max() > 0; }  // flags: 0
-
-/// The first argument after the subcommand that starts with '-' but names none of its options
-/// (CLI11 reads "-hello" as the flags -h -e -l -l -o: `tokenize "-hello"` printed the help and
-/// exited 0, `tokenize -time` took "ime" for --tokenizer; llama.cpp's -fa was -f "a" and its -hf
-/// printed the help). One dash takes one letter: "-x", or "-x" with a number attached ("-n5": no
-/// llama.cpp flag starts with a digit); anything else after one dash is unknown. Values of options
-/// are skipped; "--" ends the options; "-5" is a number. Empty when every option is known.
-std::string unknown_option(const CLI::App& cmd, int argc, char** argv, int first) {
-  for (int i = first; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--") return {};
-    if (a.size() < 2 || a[0] != '-' || (a[1] >= '0' && a[1] <= '9') || a[1] == '.') continue;
-    if (a[1] == '-') {  // --name or --name=value
-      const CLI::Option* o = cmd.get_option_no_throw(a.substr(0, a.find('=')));
-      if (o == nullptr) return a;
-      if (takes_value(o) && a.find('=') == std::string::npos) ++i;
-      continue;
-    }
-    const CLI::Option* o = cmd.get_option_no_throw(a.substr(0, 2));
-    if (o == nullptr) return a;
-    if (a.size() == 2) {
-      if (takes_value(o)) ++i;  // the value is the next argument
-    } else if (!takes_value(o) || a[2] < '0' || a[2] > '9') {
-      return a;
-    }
-  }
-  return {};
-}
-
-/// What the error for unknown option `bad` of `cmd` adds in parentheses: llama.cpp's meaning of it
-/// and the way here (llama_flag_hint), else, for several letters after one dash, how options are
-/// written; and where a subcommand takes positional arguments, that text starting with '-' goes
-/// after "--".
+/// What the error for unknown option `bad` of `cmd` adds in parentheses: what it is
+/// (tools::unknown_option_note: llama.cpp's flag and the way here, or how options are written);
+/// and where a subcommand takes positional arguments, that text starting with '-' goes after "--".
 std::string unknown_option_notes(const CLI::App& cmd, const std::string& bad) {
   std::vector<std::string> notes;
-  if (std::string hint = llama_flag_hint(bad.substr(0, bad.find('='))); !hint.empty()) {
-    notes.push_back(std::move(hint));
-  } else if (bad[1] != '-' && bad.size() > 2) {
-    const CLI::Option* o = cmd.get_option_no_throw(bad.substr(0, 2));
-    notes.push_back(o != nullptr && takes_value(o)
-                        ? fmt::format("one dash takes one letter; a value goes after a space: {} {}", bad.substr(0, 2), bad.substr(2))
-                        : std::string("one dash takes one letter; long options take two, as --help lists them"));
-  }
+  if (std::string note = tools::unknown_option_note(cmd, bad); !note.empty()) notes.push_back(std::move(note));
   if (!cmd.get_options([](const CLI::Option* o) { return !o->nonpositional(); }).empty())  // tokenize's text, inspect's model
     notes.push_back(fmt::format("an argument that starts with '-' and is not an option goes after --, e.g. mamba-cli {} -- {}",
                                 cmd.get_name(), bad));
@@ -126,7 +88,7 @@ int main(int argc, char** argv) {
   const CLI::App* sub = nullptr;  // the subcommand (argv[1] is a registered name or an option here)
   for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; }))
     if (c->get_name() == argv[1]) sub = c;
-  if (const std::string bad = sub ? mamba::cli::unknown_option(*sub, argc, argv, 2) : ""; !bad.empty()) {
+  if (const std::string bad = sub ? mamba::tools::unknown_option(*sub, argc, argv, 2) : ""; !bad.empty()) {
     std::fprintf(stderr, "error: unknown option '%s' of %s%s\nRun with --help for more information.\n", bad.c_str(), argv[1],
                  mamba::cli::unknown_option_notes(*sub, bad).c_str());
     return 2;

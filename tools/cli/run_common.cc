@@ -1,6 +1,5 @@
 #include "cli/run_common.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
@@ -9,15 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <thread>
 
-#include <sched.h>
 #include <sys/stat.h>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "common/thread_warning.h"
 #include "mamba/checkpoint.h"
 #include "ops/cpu/cpu_target.h"
 #include "tokenizer/unicode.h"
@@ -47,24 +44,6 @@ void refuse_extra_arguments(const CLI::App& cmd, const std::string& hint) {
   if (n > 0) fail_flag(fmt::format("unexpected argument{} {} of {}: {}", n > 1 ? "s" : "", words, cmd.get_name(), hint));
 }
 
-namespace {
-/// The CPUs this process may run on (its affinity mask, as `nproc` counts them; else the hardware
-/// threads), which is what threads = 0 uses.
-int usable_cpus() {
-  cpu_set_t set;
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-}  // namespace
-
-void warn_if_more_threads_than_cpus(int threads) {
-  const int cpus = usable_cpus();
-  if (threads > cpus)
-    spdlog::warn("-t/--threads {} is more than the {} hardware thread{} this process may run on: the extra threads only take "
-                 "turns on them, which slows compute down (leave -t out, or -t 0, to use all {})",
-                 threads, cpus, cpus == 1 ? "" : "s", cpus);
-}
-
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision,
                                              const std::string& tokenizer_ref) {
   std::string tokenizer_file;
@@ -82,7 +61,7 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
   // Once per process, before any kernel runs: which SIMD path computes, and why (a bad
   // MAMBA_CPU_TARGET / MAMBA_WEIGHT_PREFETCH is reported here, not at the first matmul).
   std::fprintf(stderr, "cpu: %s\n", ops::cpu::cpu_dispatch_description().c_str());
-  warn_if_more_threads_than_cpus(threads);
+  tools::warn_if_more_threads_than_cpus(threads, "-t/--threads");
   LoadOptions lo;
   lo.threads = threads;
   MAMBA_ASSIGN_OR_RETURN(lo.precision, parse_precision(precision));

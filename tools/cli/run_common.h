@@ -30,10 +30,6 @@ namespace mamba::cli {
 /// Returns when there are none (a "--" that ended the options is not one).
 void refuse_extra_arguments(const CLI::App& cmd, const std::string& hint);
 
-/// A spdlog warning when `threads` (-t) is more than the CPUs this process may run on (its affinity
-/// mask), naming how many there are: allowed (up to kMaxThreads), but only slower.
-void warn_if_more_threads_than_cpus(int threads);
-
 /// A loaded model plus its tokenizer: the one `--tokenizer` named, else the model directory's
 /// tokenizer.json when it has one.
 struct LoadedModel {
@@ -49,7 +45,7 @@ struct LoadedModel {
 /// (resolve_default_model(): a MAMBA_MODEL that does not resolve is an error naming it). `threads` 0 = all hardware threads;
 /// `precision` "exact", "bf16" or "int8" (LoadOptions::precision). Errors name the path. Prints
 /// "cpu: TARGET (why), weight prefetch on|off (why)" on stderr before loading (cpu_dispatch_description()),
-/// then warn_if_more_threads_than_cpus(threads).
+/// then tools::warn_if_more_threads_than_cpus(threads, "-t/--threads").
 /// `tokenizer_ref` (--tokenizer): empty, or a tokenizer.json, a directory or a cached repo id
 /// (resolve_tokenizer_file), resolved before the model loads so that a bad one is reported at once.
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision = "exact",

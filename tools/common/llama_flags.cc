@@ -1,11 +1,11 @@
 // llama.cpp's option names that mamba-cli does not use, and what to do here instead.
-#include "cli/llama_flags.h"
+#include "common/llama_flags.h"
 
 #include <sstream>
 
 #include <fmt/format.h>
 
-namespace mamba::cli {
+namespace mamba::tools {
 namespace {
 
 struct LlamaFlag {
@@ -77,4 +77,4 @@ std::string llama_flag_hint(std::string_view flag) {
   return {};
 }
 
-}  // namespace mamba::cli
+}  // namespace mamba::tools

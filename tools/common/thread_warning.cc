@@ -1,0 +1,27 @@
+#include "common/thread_warning.h"
+
+#include <algorithm>
+#include <thread>
+
+#include <sched.h>
+
+#include <spdlog/spdlog.h>
+
+namespace mamba::tools {
+
+int usable_cpus() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void warn_if_more_threads_than_cpus(int threads, const std::string& option) {
+  const int cpus = usable_cpus();
+  const std::string flag = option.substr(0, option.find('/'));
+  if (threads > cpus)
+    spdlog::warn("{} {} is more than the {} hardware thread{} this process may run on: the extra threads only take "
+                 "turns on them, which slows compute down (leave {} out, or {} 0, to use all {})",
+                 option, threads, cpus, cpus == 1 ? "" : "s", flag, flag, cpus);
+}
+
+}  // namespace mamba::tools
