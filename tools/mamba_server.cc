@@ -8,6 +8,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -19,6 +20,8 @@
 #include "ops/cpu/cpu_target.h"
 #include "server/listen_address.h"
 #include "cli/option_rules.h"
+#include "common/thread_warning.h"
+#include "common/unknown_option.h"
 
 namespace {
 /// The line after a flag's error, as mamba-cli's (SERVER.md: "a bad flag adds the hint line").
@@ -71,6 +74,15 @@ int main(int argc, char** argv) {
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return "error: " + std::string(e.what()) + "\n" + kHelpHint;
   });
+  // An unknown option is named before CLI11 parses, as by mamba-cli, with what llama.cpp's flags
+  // (-ngl, -fa, -np, -c, ...) mean here: CLI11 read -hf as -h (the help, exit 0) and -ngl 99 as
+  // two stray arguments.
+  if (const std::string bad = mamba::tools::unknown_option(app, argc, argv, 1); !bad.empty()) {
+    const std::string note = mamba::tools::unknown_option_note(app, bad, mamba::tools::LlamaHintFor::kServer);
+    std::fprintf(stderr, "error: unknown option '%s'%s\n%s", bad.c_str(), note.empty() ? "" : fmt::format(" ({})", note).c_str(),
+                 kHelpHint);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -179,6 +191,7 @@ int main(int argc, char** argv) {
   // Which SIMD path computes, and why; a bad MAMBA_CPU_TARGET / MAMBA_WEIGHT_PREFETCH warns here,
   // not at the first request.
   spdlog::info("cpu: {}", mamba::ops::cpu::cpu_dispatch_description());
+  mamba::tools::warn_if_more_threads_than_cpus(threads, "--threads");  // allowed, but slower (as mamba-cli's -t)
   mamba::LoadOptions lo;
   lo.threads = threads;
   lo.precision = mamba::parse_precision(precision).value();  // CLI checked the value

@@ -17,6 +17,10 @@ expect_error("error: unknown option '-hf' of run .*-m takes a Hugging Face repo 
 expect_error("error: unknown option '-ngl' of run \\(llama.cpp's -ngl/--gpu-layers/--n-gpu-layers\\? mamba.cpp computes on the CPU only" run -m ${model} -ngl 99 -p hi)
 expect_error("llama.cpp's -tb/--threads-batch\\? -t/--threads N sets" run -m ${model} -tb 2 -p hi)
 expect_error("llama.cpp's -np/--parallel\\? .*mamba-server batches" run -m ${model} -np 4 -p hi)
+# The table is shared with mamba-server, whose hints differ where its equivalent does; a flag
+# mamba-cli has itself (-t) or one meaning nothing to it (--alias) gets none here.
+expect_error("llama.cpp's -cb/--cont-batching\\? mamba-cli run generates one sequence" run -m ${model} -cb -p hi)
+expect_error("error: unknown option '--alias' of run\nRun with --help" run -m ${model} --alias x -p hi)
 # Long spellings and one-letter llama.cpp flags get the same hint.
 expect_error("error: unknown option '--n-gpu-layers=99' of run \\(llama.cpp's -ngl/" run -m ${model} --n-gpu-layers=99 -p hi)
 expect_error("error: unknown option '-s' of run \\(llama.cpp's -s/--seed\\? mamba-cli run's is --seed N\\)" run -m ${model} -s 5 -p hi)

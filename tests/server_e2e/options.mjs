@@ -3,7 +3,7 @@
 // server that never started; --help exits 0.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { deadline, startServer, postJson, SERVER_BIN, check, exitWithChecks } from './lib.mjs';
+import { deadline, startServer, postJson, SERVER_BIN, check, exitWithChecks, waitFor } from './lib.mjs';
 
 deadline(120);
 
@@ -83,6 +83,31 @@ for (const g of ['nan', 'inf', '-1', '1e300']) {
 }
 await check('--port 99999 → exit 2 (not CLI11\'s 105)', () => expectStartupError(['--port', '99999'], /error: --port: Value 99999 not in range/));
 await check('unknown flag → exit 2', () => expectStartupError(['--no-such-flag'], /error: .*--no-such-flag/));
+await check('llama.cpp flags → refused by name with what to do here, as by mamba-cli (CLI11 took -ngl 99 for stray arguments, -hf for the help: exit 0)', async () => {
+  await expectStartupError(['-ngl', '99'],
+    /error: unknown option '-ngl' \(llama\.cpp's -ngl\/--gpu-layers\/--n-gpu-layers\? mamba\.cpp computes on the CPU only[^\n]*\)\nRun with --help for more information\.\n$/);
+  await expectStartupError(['-fa'], /error: unknown option '-fa' \(llama\.cpp's -fa\/--flash-attn\? Mamba models have no attention: leave it out\)/);
+  await expectStartupError(['-np', '4'], /llama\.cpp's -np\/--parallel\? mamba-server batches concurrent requests itself: --max-batch-size N .* --max-concurrent-requests N/);
+  await expectStartupError(['-cb'], /llama\.cpp's -cb\/--cont-batching\? mamba-server always batches continuously: leave it out/);
+  await expectStartupError(['-c', '4096'], /error: unknown option '-c' \(llama\.cpp's -c\/--ctx-size\? .*--max-total-tokens N \(prompt \+ generated tokens\)/);
+  await expectStartupError(['--ctx-size=4096'], /error: unknown option '--ctx-size=4096' \(llama\.cpp's -c\/--ctx-size\? .*--max-total-tokens N/);
+  await expectStartupError(['-hf', 'state-spaces/mamba-130m-hf'], /llama\.cpp's -hf\/-hfr\/--hf-repo\? -m takes a Hugging Face repo id .*huggingface-cli download ORG\/NAME/);
+  await expectStartupError(['-t', '2'], /error: unknown option '-t' \(llama\.cpp's -t\/--threads\? mamba-server's is --threads N\)/);
+  await expectStartupError(['-xyz'], /error: unknown option '-xyz' \(one dash takes one letter; long options take two, as --help lists them\)/);
+});
+await check('--threads above the CPUs this process may run on → a warning naming them, as mamba-cli -t; the server still serves', async () => {
+  const os = await import('node:os');
+  const cpus = os.availableParallelism();  // the affinity mask, as the server counts
+  const srv = await startServer(['--threads', String(cpus + 1)]);
+  try {
+    const warning = new RegExp(`\\[warning\\] --threads ${cpus + 1} is more than the ${cpus} hardware threads? this process may run on: ` +
+                               `[^\\n]*\\(leave --threads out, or --threads 0, to use all ${cpus}\\)`);
+    assert.ok(await waitFor(() => warning.test(srv.log())), srv.log());
+    assert.equal((await fetch(srv.base + '/health')).status, 200);
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+  }
+});
 await check('--host that does not resolve → the reason, no drain log', () =>
   expectStartupError(['--host', '999.1.1.1'], /error: cannot bind 999\.1\.1\.1:<any port>: cannot resolve the address: /));
 await check('port already taken → "Address already in use", exit 2', async () => {

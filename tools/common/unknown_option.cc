@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "common/llama_flags.h"
-
 namespace mamba::tools {
 namespace {
 bool takes_value(const CLI::Option* o) { return o->get_items_expected_max() > 0; }  // flags: 0
@@ -31,8 +29,8 @@ std::string unknown_option(const CLI::App& cmd, int argc, char** argv, int first
   return {};
 }
 
-std::string unknown_option_note(const CLI::App& cmd, const std::string& bad) {
-  if (std::string hint = llama_flag_hint(bad.substr(0, bad.find('='))); !hint.empty()) return hint;
+std::string unknown_option_note(const CLI::App& cmd, const std::string& bad, LlamaHintFor program) {
+  if (std::string hint = llama_flag_hint(bad.substr(0, bad.find('=')), program); !hint.empty()) return hint;
   if (bad[1] != '-' && bad.size() > 2) {
     const CLI::Option* o = cmd.get_option_no_throw(bad.substr(0, 2));
     return o != nullptr && takes_value(o)

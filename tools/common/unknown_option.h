@@ -10,6 +10,8 @@
 
 #include <string>
 
+#include "common/llama_flags.h"
+
 namespace mamba::tools {
 
 /// The first argument of argv[first, argc) that starts with '-' but names none of `cmd`'s options.
@@ -19,8 +21,8 @@ namespace mamba::tools {
 std::string unknown_option(const CLI::App& cmd, int argc, char** argv, int first);
 
 /// What the error for unknown option `bad` of `cmd` says it is: llama.cpp's meaning of it and the
-/// way here (llama_flag_hint), else, for several letters after one dash, how options are written
-/// ("one dash takes one letter; a value goes after a space: -p Hello"). Empty when neither applies.
-std::string unknown_option_note(const CLI::App& cmd, const std::string& bad);
+/// way in `program` (llama_flag_hint), else, for several letters after one dash, how options are
+/// written ("one dash takes one letter; a value goes after a space: -p Hello"). Empty when neither applies.
+std::string unknown_option_note(const CLI::App& cmd, const std::string& bad, LlamaHintFor program);
 
 }  // namespace mamba::tools
