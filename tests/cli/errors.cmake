@@ -123,6 +123,19 @@ expect_error("error: unexpected argument 'hello' of run: use -p \"...\" for the 
 expect_error("error: unexpected arguments 'was' 'dark' 'night' of run: use -p \"...\" for the prompt" run -m ${model} -p It was dark night)
 expect_error("error: unexpected argument 'text.txt' of perplexity: give the text to score with -f FILE, or token ids with --ids-file FILE"
              perplexity -m ${model} text.txt)
+# Words after "--" get the same hint (CLI11 handed them up to mamba-cli itself, which said only "The
+# following arguments were not expected: words some", backwards); tokenize takes them as text after
+# its first word too, and a subcommand without extras still refuses them (in the order typed).
+expect_error("error: unexpected arguments 'some' 'words' of run: use -p \"...\" for the prompt \\(in quotes when it has spaces\\), or -f FILE, or give it on stdin\nRun with --help"
+             run -m ${model} -- some words)
+expect_error("error: unexpected arguments 'hello' 'world' of run: use -p" run -m ${model} hello -- world)
+expect_error("error: unexpected argument 'text.txt' of perplexity: give the text to score with -f FILE" perplexity -m ${model} -- text.txt)
+cli_run_ok(after_dashes tokenize -m ${model} hello -- world)
+cli_run_ok(two_words tokenize -m ${model} hello world)
+if(NOT after_dashes_OUT STREQUAL two_words_OUT)
+  message(FATAL_ERROR "tokenize hello -- world printed [${after_dashes_OUT}], tokenize hello world [${two_words_OUT}]")
+endif()
+expect_error("error: The following arguments were not expected: extra words\n" inspect ${model} -- extra words)
 cli_run_ok(dash tokenize -m ${model} -- -hello)
 if(NOT dash_OUT MATCHES "^[0-9]+( [0-9]+)*\n$")
   message(FATAL_ERROR "tokenize -- -hello printed [${dash_OUT}]")

@@ -84,16 +84,9 @@ CommandRegistrar reg("tokenize", 30, [](CLI::App& app) {
       ->allow_extra_args(false);
   cmd->allow_extras();
   cmd->callback([opts, cmd] {
-    // remaining() holds the "--" that ended the options (CLI11's positional mark; remaining_size()
-    // does not count it), the first "--" among the extras; a later "--" is a word of the text.
-    std::size_t marks = cmd->remaining().size() - cmd->remaining_size();
-    for (const std::string& w : cmd->remaining()) {
-      if (marks > 0 && w == "--") {
-        --marks;
-        continue;
-      }
-      opts->args.push_back(w);
-    }
+    // The extras without the "--" that ended the options (a later "--" is a word of the text),
+    // also the words after one that follows the first word (`tokenize hello -- world`).
+    for (std::string& w : extra_words(*cmd)) opts->args.push_back(std::move(w));
     run(*opts);
   });
 });

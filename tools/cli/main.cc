@@ -61,6 +61,18 @@ int main(int argc, char** argv) {
   auto& reg = mamba::cli::command_registry();
   std::sort(reg.begin(), reg.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
   for (auto& c : reg) c.setup(app);
+  // Words after a "--" that ended a subcommand's options come to mamba-cli itself when the
+  // subcommand takes no positional argument, or has all it takes (CLI11 hands them up; `run -- some
+  // words` was refused without run's "use -p" hint). They are the subcommand's (extra_words): run and
+  // perplexity refuse them with their hint, tokenize encodes them; one that takes no extras
+  // (inspect, quantize) refuses them before it runs, as CLI11 did (in the order typed).
+  app.allow_extras();  // after the subcommands are added: each inherits the setting it is created with
+  app.parse_complete_callback([&app] {
+    std::vector<std::string> words = app.remaining();
+    if (words.empty()) return;
+    for (const CLI::App* sub : app.get_subcommands())
+      if (!sub->get_allow_extras()) throw CLI::ExtrasError(sub->get_name(), std::vector<std::string>(words.rbegin(), words.rend()));
+  });
   mamba::cli::strict_numbers(app);  // "010" is ten, "" and "0x10" are errors (CLI11 alone: 8, 0, 16)
   std::string names;
   for (const auto& c : reg) names += (names.empty() ? "" : ", ") + c.name;

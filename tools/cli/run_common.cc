@@ -29,19 +29,31 @@ void fail(const std::string& message) {
 
 void fail_flag(const std::string& message) { fail(message + "\nRun with --help for more information."); }
 
-void refuse_extra_arguments(const CLI::App& cmd, const std::string& hint) {
-  // remaining() also holds the "--" marks that ended the options (remaining_size() does not count them).
+std::vector<std::string> extra_words(const CLI::App& cmd) {
+  std::vector<std::string> words;
+  // remaining() also holds the "--" mark that ended the options (remaining_size() does not count it).
   std::size_t marks = cmd.remaining().size() - cmd.remaining_size();
-  std::string words;
-  std::size_t n = 0;
   for (const std::string& w : cmd.remaining()) {
     if (marks > 0 && w == "--") {
       --marks;
       continue;
     }
-    words += fmt::format("{}'{}'", n++ ? " " : "", w);
+    words.push_back(w);
   }
-  if (n > 0) fail_flag(fmt::format("unexpected argument{} {} of {}: {}", n > 1 ? "s" : "", words, cmd.get_name(), hint));
+  // After that mark: what CLI11 handed up to mamba-cli itself (main() allows it extras for this).
+  if (const CLI::App* parent = cmd.get_parent()) {
+    const std::vector<std::string> up = parent->remaining();
+    words.insert(words.end(), up.begin(), up.end());
+  }
+  return words;
+}
+
+void refuse_extra_arguments(const CLI::App& cmd, const std::string& hint) {
+  const std::vector<std::string> extra = extra_words(cmd);
+  std::string words;
+  for (const std::string& w : extra) words += fmt::format("{}'{}'", words.empty() ? "" : " ", w);
+  if (!extra.empty())
+    fail_flag(fmt::format("unexpected argument{} {} of {}: {}", extra.size() > 1 ? "s" : "", words, cmd.get_name(), hint));
 }
 
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision,

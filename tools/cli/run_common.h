@@ -24,10 +24,16 @@ namespace mamba::cli {
 /// the "Run with --help" line CLI11 prints for the flags it rejects itself (docs/USAGE.md).
 [[noreturn]] void fail_flag(const std::string& message);
 
-/// fail_flag() naming the arguments CLI11 left over (the subcommand calls allow_extras(); main() has
-/// refused unknown options already, so these are words without an option), followed by `hint`,
-/// e.g. `run -m M "hello"`: "unexpected argument 'hello' of run: use -p \"...\" for the prompt ...".
-/// Returns when there are none (a "--" that ended the options is not one).
+/// The words of subcommand `cmd`'s command line that no option took (it calls allow_extras(); main()
+/// has refused unknown options already), in order: its own, without the "--" that ended the options,
+/// then those after such a "--" that CLI11 hands up to mamba-cli itself — it does so when the
+/// subcommand takes no positional argument or has all it takes (`run -- some words`, `tokenize
+/// hello -- world`); a "--" among these is a word.
+std::vector<std::string> extra_words(const CLI::App& cmd);
+
+/// fail_flag() naming the arguments CLI11 left over (extra_words), followed by `hint`, e.g. `run -m M
+/// "hello"` or `run -m M -- hello`: "unexpected argument 'hello' of run: use -p \"...\" for the prompt
+/// ...". Returns when there are none (a "--" that ended the options is not one).
 void refuse_extra_arguments(const CLI::App& cmd, const std::string& hint);
 
 /// A loaded model plus its tokenizer: the one `--tokenizer` named, else the model directory's
