@@ -127,7 +127,7 @@ const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {
       ->check(non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json to use instead of the model directory's (a file, a directory, or a cached HF repo id such as EleutherAI/gpt-neox-20b)")
       ->check(non_empty("a tokenizer.json file, a directory holding one, or an HF repo id ORG/NAME"));
-  cmd->add_option("-f,--file", a->text_file, "Text file to score (tokenized with the model's tokenizer); - = stdin")
+  cmd->add_option("-f,--file", a->text_file, "UTF-8 text file to score (tokenized with the model's tokenizer; a leading byte-order mark skipped); - = stdin")
       ->check(non_empty("a file path, or - for stdin"));
   cmd->add_option("--ids-file", a->ids_file, "File of token ids (whitespace- or comma-separated); - = stdin")
       ->check(non_empty("a file path, or - for stdin"));

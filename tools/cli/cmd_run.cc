@@ -285,7 +285,7 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json to use instead of the model directory's (a file, a directory, or a cached HF repo id such as EleutherAI/gpt-neox-20b)")
       ->check(non_empty("a tokenizer.json file, a directory holding one, or an HF repo id ORG/NAME"));
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text");
-  cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file, pipe or - (stdin)")->check(non_empty("a file path, or - for stdin"));
+  cmd->add_option("-f,--file", a->prompt_file, "Read the prompt from a file, pipe or - (stdin): UTF-8, a leading byte-order mark skipped")->check(non_empty("a file path, or - for stdin"));
   cmd->add_option("--prompt-ids", a->prompt_ids, "Prompt as token ids, e.g. 12,7,99 (for checkpoints without tokenizer)");
   cmd->add_option("-n,--n-predict", a->n_predict, "Maximum number of tokens to generate (-1: no limit, until EOS)")
       ->check(int32_value("from -1 (no limit) to 2147483647"))

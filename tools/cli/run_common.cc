@@ -98,7 +98,7 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
   auto is_sep = [&](char c) { return c == ',' || is_space(c); };
   // A leading UTF-8 byte-order mark (EF BB BF: Windows editors write one) is no part of the first
   // id (it made "5" an invisible "\uFEFF5" that is not a token id).
-  std::size_t i = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0, n = text.size();
+  std::size_t i = text.rfind(kUtf8Bom, 0) == 0 ? kUtf8Bom.size() : 0, n = text.size();
   // A JSON-style list: one pair of brackets around the whole text, both or neither.
   while (i < n && is_space(text[i])) ++i;
   while (n > i && is_space(text[n - 1])) --n;
@@ -177,6 +177,9 @@ Result<std::string> read_capped(std::istream& in, const std::string& name) {
   }
   if (in.bad()) return make_error(ErrorCode::kIo, fmt::format("{}: read failed", name));
   if (valid < out.size()) return utf8_error(out, valid, name);
+  // A leading UTF-8 byte-order mark (EF BB BF: Windows editors write one) is no part of the text:
+  // it had reached the tokenizer as a U+FEFF token or two at the prompt's start.
+  if (out.rfind(kUtf8Bom, 0) == 0) out.erase(0, kUtf8Bom.size());
   return out;
 }
 }  // namespace

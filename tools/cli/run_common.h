@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mamba/model.h"
@@ -66,7 +67,11 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
 /// The most bytes read_text_file reads (1 GiB).
 inline constexpr std::size_t kMaxTextFileBytes = std::size_t{1} << 30;
 
-/// Reads a whole UTF-8 text file; path "-" reads stdin (named "stdin" in errors). Pipes, character
+/// The UTF-8 byte-order mark (U+FEFF as EF BB BF), which Windows editors put at a file's start.
+inline constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+/// Reads a whole UTF-8 text file without its leading byte-order mark (kUtf8Bom), if any: no user
+/// means that as text; path "-" reads stdin (named "stdin" in errors). Pipes, character
 /// devices and process substitution (`<(cmd)`) are read as streams. Errors name the path:
 /// kNotFound "no such file", kInvalidArgument "is a directory, not a regular file" (or a socket /
 /// block device), more than kMaxTextFileBytes (a regular file by its size, before reading; a stream
