@@ -14,7 +14,10 @@
 
 namespace mamba::server {
 
-using nlohmann::json;
+// Answers keep their keys in insertion order (ordered_json), TGI's struct order: a token is
+// {id, text, logprob, special}, a stream event {index, token, top_tokens, generated_text, details}
+// (nlohmann::json sorted them: {id, logprob, special, text}). Request bodies stay nlohmann::json.
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -55,7 +58,7 @@ void set_timing_headers(httplib::Response& res, const SequenceStats& st, std::si
 }
 
 void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, TgiMode mode) {
-  json body;
+  nlohmann::json body;
   if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
   auto r = std::make_shared<TgiRequest>();
   if (auto e = parse_tgi_request(body, ctx.limits, *r)) return send_error(res, *e, ctx.metrics);
@@ -158,7 +161,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
 }
 
 void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  json body;
+  nlohmann::json body;
   if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
   TgiRequest r;
   if (auto e = parse_tgi_request(body, ctx.limits, r)) return send_error(res, *e, ctx.metrics);

@@ -103,6 +103,10 @@ await check('POST /generate with details, prefill and top tokens', async () => {
   // TGI's member order (its Details struct); without `details` the answer has no such member (TGI
   // skips a None), on / (a one-element array) too; details without top_n_tokens has no top_tokens.
   assert.deepEqual(Object.keys(d), ['finish_reason', 'generated_tokens', 'seed', 'prefill', 'tokens', 'top_tokens']);
+  // Each token's members in TGI's order (its Token and PrefillToken structs), not sorted by name.
+  assert.deepEqual(Object.keys(d.tokens[0]), ['id', 'text', 'logprob', 'special']);
+  assert.deepEqual(Object.keys(d.top_tokens[0][0]), ['id', 'text', 'logprob', 'special']);
+  assert.deepEqual(Object.keys(d.prefill[0]), ['id', 'text', 'logprob']);
   const plain = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 12 } });
   assert.deepEqual(plain.json, { generated_text: r.json.generated_text });
   const compat = await postJson(base, '/', { inputs: PROMPT, parameters: { max_new_tokens: 12, details: true } });
@@ -115,6 +119,9 @@ await check('POST /generate_stream: concatenated tokens == generated_text == /ge
   assert.equal(s.status, 200);
   const evs = s.events;
   assert.equal(evs.length, greedy.details.generated_tokens);
+  // TGI's StreamResponse and Token member order.
+  assert.deepEqual(Object.keys(evs[0]), ['index', 'token', 'generated_text', 'details']);
+  assert.deepEqual(Object.keys(evs[0].token), ['id', 'text', 'logprob', 'special']);
   evs.forEach((e, i) => {
     assert.equal(e.index, i + 1);
     assert.equal(e.token.id, greedy.details.tokens[i].id);
