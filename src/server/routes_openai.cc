@@ -12,6 +12,7 @@
 #include "server/normalized_offsets.h"
 #include "server/openai_request.h"
 #include "server/routes.h"
+#include "tokenizer/unicode.h"
 
 namespace mamba::server {
 
@@ -121,14 +122,29 @@ class CompletionLogprobs {
   JsonArrayWriter tokens_{R"({"tokens":)"}, lps_{R"(,"token_logprobs":)"}, tops_{R"(,"top_logprobs":)"}, offs_{R"(,"text_offset":)"};
 };
 
-/// A chat answer's `logprobs` ({content: [{token, logprob, bytes, top_logprobs}]}) as text.
+/// The bytes of a generated token whose text (TokenEvent::token_text: token_bytes made valid UTF-8)
+/// is `text`: that text itself unless it holds a U+FFFD (then part of a character, or a replacement
+/// character of the vocabulary's own), which only token_bytes tells apart — so most tokens are
+/// decoded once, not a second time for their bytes.
+std::string generated_token_bytes(const ServerContext& ctx, std::int32_t id, const std::string& text) {
+  return text.find("\xEF\xBF\xBD") == std::string::npos ? text : token_bytes(ctx, id);
+}
+
+/// A chat answer's `logprobs` ({content: [{token, logprob, bytes, top_logprobs}]}) as text. Each
+/// candidate is decoded once: its `token` is its bytes made valid UTF-8, as Tokenizer::token_text
+/// makes them (which decodes them again).
 std::string chat_logprobs(const ServerContext& ctx, const std::vector<TokenEvent>& toks) {
   JsonArrayWriter content(R"({"content":)");
   for (const auto& t : toks) {
     json tl = json::array();
-    for (const auto& [id, lp] : t.top)
-      tl.push_back(json{{"token", token_text(ctx, id)}, {"logprob", lp_json(lp)}, {"bytes", bytes_json(token_bytes(ctx, id))}});
-    content.push(json{{"token", t.token_text}, {"logprob", lp_json(t.logprob)}, {"bytes", bytes_json(token_bytes(ctx, t.id))}, {"top_logprobs", std::move(tl)}});
+    for (const auto& [id, lp] : t.top) {
+      const std::string bytes = token_bytes(ctx, id);
+      tl.push_back(json{{"token", tok::utf8_lossy(bytes)}, {"logprob", lp_json(lp)}, {"bytes", bytes_json(bytes)}});
+    }
+    content.push(json{{"token", t.token_text},
+                      {"logprob", lp_json(t.logprob)},
+                      {"bytes", bytes_json(generated_token_bytes(ctx, t.id, t.token_text))},
+                      {"top_logprobs", std::move(tl)}});
   }
   std::string out = content.take();
   out += '}';

@@ -269,6 +269,13 @@ await check('logit_bias (OpenAI routes): bans and forces tokens; chat logprobs `
   assert.deepEqual(c.bytes, [0xe2], chat.text);
   // The reported logprobs are the model's (raw, as vLLM's default), not the biased ones.
   assert.ok(c.logprob < -1, chat.text);
+  // Every entry's `token` is its `bytes` as text (invalid UTF-8 as U+FFFD), for the chosen tokens
+  // (here byte tokens, forced) and the candidates alike.
+  const many = await postJson(base, '/v1/chat/completions', {
+    messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3, temperature: 0, logprobs: true, top_logprobs: 5, logit_bias: { 160: 100 } });
+  const entries = many.json.choices[0].logprobs.content.flatMap((e) => [e, ...e.top_logprobs]);
+  assert.equal(entries.length, 18, many.text);
+  for (const e of entries) assert.equal(Buffer.from(e.bytes).toString('utf8'), e.token, JSON.stringify(e));
   for (const [bias, mentions] of [[{ 8192: 1 }, 'token id 8192 is outside the vocabulary [0, 8192)'],
                                   [{ 5: 101 }, 'between -100 and 100'], [{ x: 1 }, 'keys must be token ids']]) {
     const r = await postJson(base, '/v1/completions', { ...body, logit_bias: bias });
