@@ -100,6 +100,11 @@ class Checkpoint {
   /// unreadable (kIo, has_model_file's errors) or named an id ≥ config().vocab_size
   /// (kInvalidArgument) — kept rather than failing open(). model_eos_ids(const Model&, ...) uses it.
   const Result<std::optional<std::vector<std::int32_t>>>& generation_eos_ids() const;
+  /// tokenizer_config.json's `eos_token` (the token's text) as read at open, likewise: nullopt when
+  /// the file or the key is absent; its error (kFormat naming the file and field, kIo) kept.
+  /// model_eos_ids(const Model&, ...) maps it to an id through the tokenizer when neither
+  /// generation_config.json nor config.json names an EOS (state-spaces checkpoints).
+  const Result<std::optional<std::string>>& tokenizer_eos_token() const;
   /// Sum of stored tensor bytes.
   std::size_t weight_bytes() const;
   /// Tells the OS that the bytes [p, p + n) will not be read soon, when they lie inside one of this

@@ -74,10 +74,11 @@ inline constexpr std::int64_t kPromptLogprobsPiece = 1024;
 /// one cannot be read; kInvalidArgument when an EOS id it names is outside the vocabulary.
 Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config,
                                                 const Tokenizer* tok = nullptr, const std::string& tokenizer_dir = "");
-/// The same for a loaded model, without reading generation_config.json again: the ids its
+/// The same for a loaded model, without reading the model directory's files again: the ids its
 /// Checkpoint read at load (Checkpoint::generation_eos_ids(), whose error it returns), then
-/// config.json's, then (`tok` given) the tokenizer's from `tokenizer_dir` (empty = the model's
-/// directory). What generate() uses when GenerateOptions::eos_ids is empty.
+/// config.json's, then (`tok` given) the tokenizer's: from the tokenizer_config.json read at load
+/// (Checkpoint::tokenizer_eos_token()) when `tokenizer_dir` is empty or the model's directory, else
+/// from `tokenizer_dir`'s file, read now. What generate() uses when GenerateOptions::eos_ids is empty.
 Result<std::vector<std::int32_t>> model_eos_ids(const Model& model, const Tokenizer* tok = nullptr, const std::string& tokenizer_dir = "");
 
 /// The tokenizer's own EOS, an id below `id_limit` (the model's vocab_size: a model cannot produce
@@ -175,9 +176,8 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<co
 /// see only `prompt`. Prefill pieces end at absolute multiples of the piece size, so the state is
 /// what one Model::prefill of the prompt gives, wherever it started. Errors: as above; on an error
 /// or a cancellation during the prefill the state may be partly advanced (state.position tells how
-/// far): clone it first to keep it. EOS: when neither generation_config.json nor config.json names
-/// one, model_eos_ids reads the tokenizer's tokenizer_config.json at each call — resolve it once
-/// (model_eos_ids) and pass GenerateOptions::eos_ids to avoid that.
+/// far): clone it first to keep it. EOS: as the overload above (the model directory's files as read
+/// at load).
 /// examples/continue_state.cc shows a two-turn use.
 Result<GenerateResult> generate(Model& model, const Tokenizer* tok, State& state, std::span<const std::int32_t> prompt,
                                 const GenerateOptions& opts,

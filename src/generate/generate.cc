@@ -20,41 +20,38 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_dir, const Tokenizer& tok, std::int64_t id_limit) {
+namespace {
+
+/// tokenizer_eos_id given tokenizer_config.json's eos_token (`eos_token`, already read).
+std::optional<std::int32_t> tokenizer_eos_id_from(const std::optional<std::string>& eos_token, const Tokenizer& tok,
+                                                  std::int64_t id_limit) {
   auto usable = [&](std::optional<std::int32_t> id) { return id && *id < id_limit; };
-  MAMBA_ASSIGN_OR_RETURN(auto cfg, io::read_json_object_file(model_dir, "tokenizer_config.json"));
-  if (cfg) {
-    const std::string path = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
-    const nlohmann::json& j = *cfg;
-    if (auto it = j.find("eos_token"); it != j.end() && !it->is_null()) {
-      const nlohmann::json* content = &*it;
-      const char* field = "eos_token";
-      if (it->is_object()) {
-        auto c = it->find("content");
-        if (c == it->end()) return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token: an object without \"content\"", path));
-        content = &*c;
-        field = "eos_token.content";
-      }
-      if (!content->is_string())
-        return make_error(ErrorCode::kFormat, fmt::format("{}: {}: expected a string, got {}", path, field, content->dump()));
-      if (auto id = tok.token_to_id(content->get<std::string>()); usable(id)) return id;
-    }
-  }
+  if (eos_token)
+    if (auto id = tok.token_to_id(*eos_token); usable(id)) return id;
   if (auto id = tok.token_to_id("<|endoftext|>"); usable(id) && tok.is_special(*id)) return id;
-  return std::optional<std::int32_t>();
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_dir, const Tokenizer& tok, std::int64_t id_limit) {
+  MAMBA_ASSIGN_OR_RETURN(auto eos_token, io::read_tokenizer_eos_token(model_dir));
+  return tokenizer_eos_id_from(eos_token, tok, id_limit);
 }
 
 namespace {
 
-/// model_eos_ids' order given generation_config.json's ids (`generation`, already read).
+/// model_eos_ids' order given generation_config.json's ids (`generation`, already read) and a way
+/// to get the tokenizer's EOS (`tokenizer_eos`, called only when nothing before names one).
+template <class TokenizerEos>
 Result<std::vector<std::int32_t>> eos_ids_from(const std::optional<std::vector<std::int32_t>>& generation, const ModelConfig& config,
-                                               const std::string& model_dir, const Tokenizer* tok, const std::string& tokenizer_dir) {
+                                               const Tokenizer* tok, TokenizerEos&& tokenizer_eos) {
   if (generation) return *generation;
   std::vector<std::int32_t> ids;
   for (auto id : config.eos_token_ids)
     if (id >= 0 && id <= INT32_MAX) ids.push_back(static_cast<std::int32_t>(id));
   if (ids.empty() && tok != nullptr) {
-    MAMBA_ASSIGN_OR_RETURN(auto id, tokenizer_eos_id(tokenizer_dir.empty() ? model_dir : tokenizer_dir, *tok, config.vocab_size));
+    MAMBA_ASSIGN_OR_RETURN(std::optional<std::int32_t> id, tokenizer_eos());
     if (id) ids.push_back(*id);
   }
   return ids;
@@ -65,13 +62,23 @@ Result<std::vector<std::int32_t>> eos_ids_from(const std::optional<std::vector<s
 Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config, const Tokenizer* tok,
                                                 const std::string& tokenizer_dir) {
   MAMBA_ASSIGN_OR_RETURN(auto generation, io::read_generation_eos_ids(model_dir, config.vocab_size));
-  return eos_ids_from(generation, config, model_dir, tok, tokenizer_dir);
+  return eos_ids_from(generation, config, tok, [&]() -> Result<std::optional<std::int32_t>> {
+    return tokenizer_eos_id(tokenizer_dir.empty() ? model_dir : tokenizer_dir, *tok, config.vocab_size);
+  });
 }
 
 Result<std::vector<std::int32_t>> model_eos_ids(const Model& model, const Tokenizer* tok, const std::string& tokenizer_dir) {
-  const auto& generation = model.checkpoint().generation_eos_ids();
+  const Checkpoint& ck = model.checkpoint();
+  const auto& generation = ck.generation_eos_ids();
   if (!generation.ok()) return generation.error();
-  return eos_ids_from(*generation, model.config(), model.checkpoint().dir(), tok, tokenizer_dir);
+  return eos_ids_from(*generation, model.config(), tok, [&]() -> Result<std::optional<std::int32_t>> {
+    // The model directory's tokenizer_config.json as read at load; another directory's is read now.
+    if (!tokenizer_dir.empty() && tokenizer_dir != ck.dir())
+      return tokenizer_eos_id(tokenizer_dir, *tok, model.config().vocab_size);
+    const auto& eos_token = ck.tokenizer_eos_token();
+    if (!eos_token.ok()) return eos_token.error();
+    return tokenizer_eos_id_from(*eos_token, *tok, model.config().vocab_size);
+  });
 }
 
 Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<const std::int32_t> prompt,

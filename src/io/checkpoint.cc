@@ -106,6 +106,7 @@ struct Checkpoint::Impl {
   ModelConfig config;
   io::CheckpointContents contents;
   Result<std::optional<std::vector<std::int32_t>>> generation_eos_ids = std::optional<std::vector<std::int32_t>>();
+  Result<std::optional<std::string>> tokenizer_eos_token = std::optional<std::string>();
 };
 
 Checkpoint::Checkpoint() : impl_(std::make_unique<Impl>()) {}
@@ -118,6 +119,7 @@ const ModelConfig& Checkpoint::config() const { return impl_->config; }
 ModelConfig& Checkpoint::mutable_config() { return impl_->config; }
 const std::vector<TensorEntry>& Checkpoint::tensors() const { return impl_->contents.tensors; }
 const Result<std::optional<std::vector<std::int32_t>>>& Checkpoint::generation_eos_ids() const { return impl_->generation_eos_ids; }
+const Result<std::optional<std::string>>& Checkpoint::tokenizer_eos_token() const { return impl_->tokenizer_eos_token; }
 std::size_t Checkpoint::weight_bytes() const { return impl_->contents.weight_bytes; }
 
 void Checkpoint::release_pages(const void* p, std::size_t n) const {
@@ -198,10 +200,12 @@ Result<Checkpoint> Checkpoint::open(const std::string& dir) {
                       fmt::format("{}: no weights found (looked for model.safetensors, model.safetensors.index.json, pytorch_model.bin, "
                                   "pytorch_model.bin.index.json)", dir));
   MAMBA_RETURN_IF_ERROR(io::fuse_quantized(contents, ck.impl_->config, dir));
-  // Read once here, as transformers' from_pretrained loads its GenerationConfig: later edits of the
-  // file do not change a loaded model. Its error is kept for the first generation to report (a
-  // checkpoint is still usable for quantize / inspect / prefill with a broken generation_config.json).
+  // Read once here, as transformers' from_pretrained loads its GenerationConfig (and the tokenizer
+  // its tokenizer_config.json): later edits of the files do not change a loaded model. Their errors
+  // are kept for the first generation to report (a checkpoint is still usable for quantize /
+  // inspect / prefill with a broken generation_config.json or tokenizer_config.json).
   ck.impl_->generation_eos_ids = io::read_generation_eos_ids(dir, ck.impl_->config.vocab_size);
+  ck.impl_->tokenizer_eos_token = io::read_tokenizer_eos_token(dir);
   return ck;
 }
 

@@ -56,4 +56,23 @@ Result<std::optional<std::vector<std::int32_t>>> read_generation_eos_ids(const s
   return Ids(std::move(ids));
 }
 
+Result<std::optional<std::string>> read_tokenizer_eos_token(const std::string& model_dir) {
+  MAMBA_ASSIGN_OR_RETURN(auto cfg, read_json_object_file(model_dir, "tokenizer_config.json"));
+  if (!cfg) return std::optional<std::string>();
+  const auto it = cfg->find("eos_token");
+  if (it == cfg->end() || it->is_null()) return std::optional<std::string>();
+  const std::string path = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
+  const nlohmann::json* content = &*it;
+  const char* field = "eos_token";
+  if (it->is_object()) {
+    const auto c = it->find("content");
+    if (c == it->end()) return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token: an object without \"content\"", path));
+    content = &*c;
+    field = "eos_token.content";
+  }
+  if (!content->is_string())
+    return make_error(ErrorCode::kFormat, fmt::format("{}: {}: expected a string, got {}", path, field, content->dump()));
+  return std::optional<std::string>(content->get<std::string>());
+}
+
 }  // namespace mamba::io

@@ -25,4 +25,10 @@ Result<std::optional<nlohmann::json>> read_json_object_file(const std::string& m
 /// [0, INT32_MAX]; kInvalidArgument when one is ≥ `vocab_size` (the model could never generate it).
 Result<std::optional<std::vector<std::int32_t>>> read_generation_eos_ids(const std::string& model_dir, std::int64_t vocab_size);
 
+/// tokenizer_config.json's `eos_token` in `model_dir` (a string, or an object whose "content" is
+/// one, as HF tokenizers' AddedToken is saved): nullopt when the file is absent or the key is
+/// missing or null. Errors: as read_json_object_file; kFormat naming the file and the field when
+/// the value has another type or an object lacks "content".
+Result<std::optional<std::string>> read_tokenizer_eos_token(const std::string& model_dir);
+
 }  // namespace mamba::io

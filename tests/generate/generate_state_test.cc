@@ -1,9 +1,12 @@
 // generate() continuing from a caller's State (prompt caching, branching, a second turn) and the
-// EOS ids a loaded model keeps from its generation_config.json, on the embedded model.
+// EOS ids a loaded model keeps from its generation_config.json and tokenizer_config.json, on the
+// embedded model.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "mamba/checkpoint.h"
 #include "mamba/generate.h"
@@ -190,6 +193,50 @@ TEST_F(GenerateStateTest, EosIdsAreThoseReadAtLoad) {
   EXPECT_NE(g.error().message.find("generation_config.json: invalid JSON"), std::string::npos) << g.error().message;
   o.eos_ids = {second};  // given by the caller: the file is not needed
   EXPECT_TRUE(generate(**broken, &*tok_, prompt, o).ok());
+  fs::remove_all(dir);
+}
+
+// With no EOS in generation_config.json or config.json (the state-spaces checkpoints), the
+// tokenizer's EOS comes from the model directory's tokenizer_config.json as read at load too: an
+// edit afterwards changes nothing, a broken file fails the first generation that needs it.
+TEST_F(GenerateStateTest, TokenizerConfigEosIsReadAtLoad) {
+  const fs::path dir = fs::path(test::binary_dir()) / "generate-state-tokenizer-eos";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"model.safetensors", "tokenizer.json"}) fs::copy_file(fs::path(model_dir()) / f, dir / f);
+  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(fs::path(model_dir()) / "config.json"));
+  cfg.erase("eos_token_id");
+  std::ofstream(dir / "config.json") << cfg.dump();
+  const auto prompt = enc("It was a dark and stormy night");
+  auto plain = generate(*model_, &*tok_, prompt, greedy(3));
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  const std::int32_t second = plain->tokens[1].id;
+  const std::optional<std::string> second_text = tok_->id_to_token(second);
+  ASSERT_TRUE(second_text.has_value());
+
+  std::ofstream(dir / "tokenizer_config.json") << nlohmann::json{{"eos_token", {{"content", *second_text}}}}.dump();
+  auto m = Model::load(dir.string());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  std::ofstream(dir / "tokenizer_config.json") << "{\"eos_token\": 5}";  // edited after the load: not read
+  GenerateOptions o;
+  o.max_new_tokens = 3;
+  auto r = generate(**m, &*tok_, prompt, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->finish, FinishReason::kEosToken);
+  EXPECT_EQ(r->tokens.size(), 2u);
+  // Named as another directory, the tokenizer's file is read now (and is broken now).
+  auto other = model_eos_ids(**m, &*tok_, (dir / ".").string());
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().message.find("tokenizer_config.json: eos_token: expected a string, got 5"), std::string::npos)
+      << other.error().message;
+
+  auto broken = Model::load(dir.string());
+  ASSERT_TRUE(broken.ok()) << broken.error().message;
+  auto g = generate(**broken, &*tok_, prompt, o);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().code, ErrorCode::kFormat) << g.error().message;
+  EXPECT_NE(g.error().message.find("tokenizer_config.json: eos_token: expected a string, got 5"), std::string::npos)
+      << g.error().message;
   fs::remove_all(dir);
 }
 
