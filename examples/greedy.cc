@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
 
   State state = m.new_state();                               // conv_state + ssm_state, fp32, zeroed
   std::vector<float> logits(std::size_t(m.logits_width()));  // [logits_width] for the last token
-  if (Status s = m.prefill(*ids, state, LogitsMode::kLast, logits.data()); !s.ok()) return fail(s.error());
+  if (Status s = m.prefill(*ids, state, LogitsMode::kLast, logits); !s.ok()) return fail(s.error());
   std::vector<std::int32_t> out;
   for (int i = 0; i < n; ++i) {
     // Greedy (the first maximum, as torch.argmax) over the ids the tokenizer and config define:
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     const auto next = static_cast<std::int32_t>(std::max_element(logits.begin(), end) - logits.begin());
     out.push_back(next);
     State* states[] = {&state};
-    if (Status s = m.step({&next, 1}, states, logits.data()); !s.ok()) return fail(s.error());
+    if (Status s = m.step({&next, 1}, states, logits); !s.ok()) return fail(s.error());
   }
   auto text = tok->decode(out);
   if (!text.ok()) return fail(text.error());

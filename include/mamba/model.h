@@ -105,6 +105,16 @@ class Model {
   /// non-finite logit; the others are what they would be alone).
   virtual Status step(std::span<const std::int32_t> tokens, std::span<State* const> states,
                       float* logits) = 0;
+
+  /// prefill with a sized logits buffer: `logits` must hold at least the floats `mode` writes
+  /// (kAll: L × logits_width, kLast: logits_width, kNone: any size, even empty); a smaller one is
+  /// kInvalidArgument (naming both sizes) before anything is computed, the state untouched.
+  /// Otherwise exactly prefill(tokens, state, mode, logits.data()).
+  Status prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode, std::span<float> logits);
+  /// step with a sized logits buffer: at least tokens.size() × logits_width floats, else
+  /// kInvalidArgument (naming both sizes) before anything is computed. Otherwise exactly
+  /// step(tokens, states, logits.data()).
+  Status step(std::span<const std::int32_t> tokens, std::span<State* const> states, std::span<float> logits);
 };
 
 }  // namespace mamba

@@ -98,6 +98,8 @@ class MambaModel final : public Model {
   Precision precision() const override { return precision_; }
   std::int64_t logits_width() const override { return weights_.lm_head.shape[0]; }
   State new_state() const override;
+  using Model::prefill;  // the sized-buffer overloads
+  using Model::step;
   Status prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode, float* logits) override;
   Status step(std::span<const std::int32_t> tokens, std::span<State* const> states, float* logits) override;
 

@@ -50,6 +50,32 @@ Result<std::unique_ptr<Model>> Model::from_checkpoint(Checkpoint ckpt, const Loa
   return models::MambaModel::create(std::move(ckpt), opts);
 }
 
+namespace {
+/// Whether `have` floats hold `rows` rows of `width` (no overflow: compared by division).
+bool holds_rows(std::size_t have, std::size_t rows, std::int64_t width) {
+  return width <= 0 || have / static_cast<std::size_t>(width) >= rows;
+}
+}  // namespace
+
+Status Model::prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode, std::span<float> logits) {
+  const std::size_t rows = mode == LogitsMode::kAll ? tokens.size() : mode == LogitsMode::kLast ? 1 : 0;
+  if (!holds_rows(logits.size(), rows, logits_width()))
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("prefill: logits buffer of {} floats, expected at least {} ({} row{} × logits_width {})", logits.size(),
+                                  static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(logits_width()), rows, rows == 1 ? "" : "s",
+                                  logits_width()));
+  return prefill(tokens, state, mode, logits.data());
+}
+
+Status Model::step(std::span<const std::int32_t> tokens, std::span<State* const> states, std::span<float> logits) {
+  if (!holds_rows(logits.size(), tokens.size(), logits_width()))
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("step: logits buffer of {} floats, expected at least {} ({} row{} × logits_width {})", logits.size(),
+                                  static_cast<std::uint64_t>(tokens.size()) * static_cast<std::uint64_t>(logits_width()),
+                                  tokens.size(), tokens.size() == 1 ? "" : "s", logits_width()));
+  return step(tokens, states, logits.data());
+}
+
 namespace models {
 namespace {
 

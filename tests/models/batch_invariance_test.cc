@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -134,6 +136,46 @@ TEST(ModelApi, RejectsBadArguments) {
   EXPECT_FALSE(model.step(two, twice, logits.data()).ok()) << "same state twice in one batch";
   State* one_state[] = {&st};
   EXPECT_FALSE(model.step(two, one_state, logits.data()).ok()) << "tokens/states count mismatch";
+}
+
+// The sized-buffer overloads refuse a logits span too small for what the mode writes (before
+// anything runs: the state is untouched) and otherwise give the pointer overloads' logits bitwise.
+TEST(ModelApi, SizedLogitsBuffersAreChecked) {
+  MAMBA_REQUIRE_SHARED(shared);
+  auto m = Model::load(shared + "/fixtures/mamba2-odd/model");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  Model& model = *m.value();
+  const auto V = static_cast<std::size_t>(model.logits_width());
+  const std::vector<std::int32_t> three = {1, 2, 3};
+  State st = model.new_state();
+  std::vector<float> all(3 * V - 1);
+  const Status short_all = model.prefill(three, st, LogitsMode::kAll, std::span<float>(all));
+  ASSERT_FALSE(short_all.ok());
+  EXPECT_EQ(short_all.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(short_all.message().find(fmt::format("prefill: logits buffer of {} floats, expected at least {} (3 rows", 3 * V - 1, 3 * V)),
+            std::string::npos)
+      << short_all.message();
+  EXPECT_EQ(st.position, 0);
+  EXPECT_FALSE(model.prefill(three, st, LogitsMode::kLast, std::span<float>()).ok());
+  EXPECT_TRUE(model.prefill(three, st, LogitsMode::kNone, std::span<float>()).ok());  // writes no logits
+  EXPECT_EQ(st.position, 3);
+
+  State a = model.new_state(), b = model.new_state();
+  std::vector<float> via_span(V), via_ptr(V);
+  ASSERT_TRUE(model.prefill(three, a, LogitsMode::kLast, std::span<float>(via_span)).ok());
+  ASSERT_TRUE(model.prefill(three, b, LogitsMode::kLast, via_ptr.data()).ok());
+  EXPECT_EQ(std::memcmp(via_span.data(), via_ptr.data(), V * sizeof(float)), 0);
+
+  const std::vector<std::int32_t> next = {4, 5};
+  State* both[] = {&a, &b};
+  std::vector<float> two_rows(2 * V - 1);
+  const Status short_step = model.step(next, both, std::span<float>(two_rows));
+  ASSERT_FALSE(short_step.ok());
+  EXPECT_NE(short_step.message().find("step: logits buffer of"), std::string::npos) << short_step.message();
+  EXPECT_EQ(a.position, 3);
+  two_rows.resize(2 * V);
+  ASSERT_TRUE(model.step(next, both, std::span<float>(two_rows)).ok());
+  EXPECT_EQ(a.position, 4);
 }
 
 TEST(ModelApi, ThreadCountAboveTheLimitIsRefusedAtLoad) {
