@@ -2,10 +2,8 @@
 // SequenceGenerator over Model::step), and EOS ids from generation_config.json.
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "io/generation_config.h"
 #include "mamba/checkpoint.h"

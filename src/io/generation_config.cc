@@ -1,4 +1,5 @@
-// generation_config.json's eos_token_id and the JSON side files of a model directory.
+// generation_config.json's eos_token_id, tokenizer_config.json's eos_token, and the JSON side files
+// of a model directory they are read from.
 #include "io/generation_config.h"
 
 #include <climits>
