@@ -1,6 +1,7 @@
 #include "common/thread_warning.h"
 
 #include <algorithm>
+#include <string_view>
 #include <thread>
 
 #include <sched.h>
@@ -17,7 +18,7 @@ int usable_cpus() {
 
 void warn_if_more_threads_than_cpus(int threads, const std::string& option) {
   const int cpus = usable_cpus();
-  const std::string flag = option.substr(0, option.find('/'));
+  const std::string_view flag = std::string_view(option).substr(0, option.find('/'));
   if (threads > cpus)
     spdlog::warn("{} {} is more than the {} hardware thread{} this process may run on: the extra threads only take "
                  "turns on them, which slows compute down (leave {} out, or {} 0, to use all {})",
