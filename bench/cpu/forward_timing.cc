@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
-#include <sched.h>
 #include <vector>
 
+#include "mamba/thread_limit.h"
 #include "ops/ops.h"
 
 namespace mamba::bench {
@@ -28,14 +28,6 @@ std::vector<std::int32_t> random_ids(const Model& model, int n, unsigned seed) {
 
 /// Greedy pick as the engine's sampler makes it (ops::argmax).
 std::int32_t argmax(const float* row, std::int64_t n) { return static_cast<std::int32_t>(ops::argmax(row, n)); }
-
-/// CPUs this process may run on (its affinity mask; at least 1).
-int usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
 
 /// CPU seconds ÷ (wall seconds × min(threads, usable CPUs)), or none for a measurement too short to
 /// tell. More threads than CPUs cannot get more than the CPUs' time: that is oversubscription, not

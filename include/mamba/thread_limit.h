@@ -25,4 +25,9 @@ inline Status check_thread_count(std::int64_t n, const std::string& option) {
                     fmt::format("{} = {}: expected 0 (all hardware threads) to {}", option, n, kMaxThreads));
 }
 
+/// The CPUs this process may run on now: its affinity mask's count (sched_getaffinity; a `taskset`
+/// or a container's cpuset lowers it), else std::thread::hardware_concurrency(); at least 1. What
+/// 0 threads ("all hardware threads") means, and the count above which more threads only take turns.
+int usable_cpus();
+
 }  // namespace mamba

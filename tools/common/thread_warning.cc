@@ -1,20 +1,12 @@
 #include "common/thread_warning.h"
 
-#include <algorithm>
 #include <string_view>
-#include <thread>
-
-#include <sched.h>
 
 #include <spdlog/spdlog.h>
 
-namespace mamba::tools {
+#include "mamba/thread_limit.h"
 
-int usable_cpus() {
-  cpu_set_t set;
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
+namespace mamba::tools {
 
 void warn_if_more_threads_than_cpus(int threads, const std::string& option) {
   const int cpus = usable_cpus();

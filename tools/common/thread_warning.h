@@ -6,11 +6,7 @@
 
 namespace mamba::tools {
 
-/// The CPUs this process may run on (its affinity mask, as `nproc` counts them; else the hardware
-/// threads): what a thread count of 0 uses.
-int usable_cpus();
-
-/// A spdlog warning when `threads` is more than usable_cpus(), naming how many there are and the
+/// A spdlog warning when `threads` is more than mamba::usable_cpus() (mamba/thread_limit.h), naming how many there are and the
 /// option as `option` spells it ("-t/--threads" says "leave -t out, or -t 0": the spelling before
 /// any '/'). Nothing for `threads` 0 (all of them) or within the count.
 void warn_if_more_threads_than_cpus(int threads, const std::string& option);

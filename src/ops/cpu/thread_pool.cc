@@ -20,6 +20,8 @@
 // CPUs this process may run on) are OpenMP regions instead (parallel_region).
 #include "ops/cpu/thread_pool.h"
 
+#include "mamba/thread_limit.h"
+
 #include <omp.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -50,11 +52,7 @@ constexpr std::int64_t kSpinMicroseconds = 500;  ///< a worker's (and the caller
 thread_local bool t_in_region = false;  ///< this thread runs a region body (nested calls go serial)
 
 int available_cpus() {
-  static const int n = [] {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  }();
+  static const int n = usable_cpus();  // read once: the pool is sized from it
   return n;
 }
 
