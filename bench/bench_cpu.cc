@@ -46,7 +46,7 @@
 #include "ops/cpu/cpu_target.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
-#include "cli/option_rules.h"
+#include "common/option_rules.h"
 
 namespace mb = mamba::bench;
 using mamba::ops::OpKind;

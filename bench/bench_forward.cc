@@ -25,7 +25,7 @@
 #include "mamba/checkpoint.h"
 #include "mamba/model.h"
 #include "ops/ops.h"
-#include "cli/option_rules.h"
+#include "common/option_rules.h"
 
 namespace {
 

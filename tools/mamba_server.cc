@@ -19,7 +19,7 @@
 #include "mamba/tokenizer.h"
 #include "ops/cpu/cpu_target.h"
 #include "server/listen_address.h"
-#include "cli/option_rules.h"
+#include "common/option_rules.h"
 #include "common/thread_warning.h"
 #include "common/unknown_option.h"
 

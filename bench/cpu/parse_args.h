@@ -3,7 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/option_rules.h"
+#include "common/option_rules.h"
 
 #include <cstdio>
 #include <optional>

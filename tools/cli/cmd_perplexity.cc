@@ -20,7 +20,7 @@
 #include "cli/run_common.h"
 #include "mamba/generate.h"
 #include "mamba/sampling.h"
-#include "cli/option_rules.h"
+#include "common/option_rules.h"
 
 namespace mamba::cli {
 namespace {

@@ -21,7 +21,7 @@
 #include "cli/interrupt.h"
 #include "cli/run_common.h"
 #include "mamba/generate.h"
-#include "cli/option_rules.h"
+#include "common/option_rules.h"
 
 namespace mamba::cli {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/option_rules.h"
+#include "common/option_rules.h"
 
 #include "mamba/checkpoint.h"
 #include "mamba/thread_limit.h"

@@ -14,7 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
-#include "cli/option_rules.h"
+#include "common/option_rules.h"
 #include "common/unknown_option.h"
 
 namespace mamba::cli {
