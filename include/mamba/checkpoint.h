@@ -25,7 +25,7 @@ namespace mamba {
 /// ~/.cache/huggingface/hub, with ~ and $VAR in those values expanded; ~ is $HOME, else — unset or
 /// empty — the password database's home directory, as Python's expanduser; models--ORG--NAME/refs/<rev>
 /// → snapshots/<commit>/; a revision that is no ref names a snapshot directly).
-/// Errors: kNotFound naming every place looked and how to download (`huggingface-cli download ORG/NAME`);
+/// Errors: kNotFound naming every place looked and how to download (`hf download ORG/NAME`);
 /// kNotFound saying so when no variable and no home directory locate the cache (it is never looked
 /// for relative to the working directory).
 Result<std::string> resolve_model_path(const std::string& model_ref);
@@ -58,7 +58,7 @@ Result<bool> has_model_file(const std::string& dir, const std::string& name);
 /// ship without one), gives its tokenizer.json. Errors: kInvalidArgument for an empty reference;
 /// kNotFound naming the directory that holds no tokenizer.json, or resolve_model_path's errors
 /// (worded for a tokenizer: "tokenizer 'ORG/NAME' not found", and the download line fetches the
-/// file alone, `huggingface-cli download ORG/NAME tokenizer.json`);
+/// file alone, `hf download ORG/NAME tokenizer.json`);
 /// has_model_file's errors for an entry that is no readable file.
 Result<std::string> resolve_tokenizer_file(const std::string& tokenizer_ref);
 

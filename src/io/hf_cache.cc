@@ -104,7 +104,7 @@ std::string trim(std::string s) {
 
 /// resolve_model_path for a model (`what` = "model") or a tokenizer ("tokenizer"): `what` names it
 /// in the not-found listing, and `files` (" tokenizer.json", or empty for the whole repo) follows
-/// the repo id in the `huggingface-cli download` line, so that a tokenizer's hint does not fetch a
+/// the repo id in the `hf download` line, so that a tokenizer's hint does not fetch a
 /// 40 GB checkpoint for its 2 MB tokenizer.json.
 Result<std::string> resolve_repo(const std::string& model_ref, const char* what, const std::string& files) {
   std::error_code ec;
@@ -165,7 +165,7 @@ Result<std::string> resolve_repo(const std::string& model_ref, const char* what,
   for (const auto& l : looked) where += "\n  " + l;
   return make_error(ErrorCode::kNotFound,
                     fmt::format("{} '{}' not found; looked in:{}\n(hub cache root {}: set HF_HUB_CACHE or HF_HOME to use another)\n"
-                                "download it with: huggingface-cli download {}{}{}",
+                                "download it with: hf download {}{}{}",
                                 what, model_ref, where, root.string(), repo, files, rev == "main" ? "" : " --revision " + rev));
 }
 

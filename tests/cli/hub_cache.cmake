@@ -12,13 +12,13 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env HF_HUB_CACHE=${WORK}/hub
                         ${CLI} run -t 1 -m ${model} --tokenizer EleutherAI/gpt-neox-20b -p hi -n 1
                 ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)
 if(NOT rc EQUAL 2 OR NOT err MATCHES "error: tokenizer 'EleutherAI/gpt-neox-20b' not found; looked in:\n"
-   OR NOT err MATCHES "\ndownload it with: huggingface-cli download EleutherAI/gpt-neox-20b tokenizer\\.json\n")
+   OR NOT err MATCHES "\ndownload it with: hf download EleutherAI/gpt-neox-20b tokenizer\\.json\n")
   message(FATAL_ERROR "run --tokenizer EleutherAI/gpt-neox-20b (not cached): exit ${rc}\n${err}")
 endif()
 # A model's hint still downloads the repo.
 execute_process(COMMAND ${CMAKE_COMMAND} -E env HF_HUB_CACHE=${WORK}/hub ${CLI} inspect state-spaces/mamba-130m-hf
                 ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "\ndownload it with: huggingface-cli download state-spaces/mamba-130m-hf\n")
+if(NOT rc EQUAL 2 OR NOT err MATCHES "\ndownload it with: hf download state-spaces/mamba-130m-hf\n")
   message(FATAL_ERROR "inspect state-spaces/mamba-130m-hf (not cached): exit ${rc}\n${err}")
 endif()
 

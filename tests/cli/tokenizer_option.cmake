@@ -9,7 +9,7 @@ set(tok ${SHARED}/tokenizer/gpt-neox-20b.json)
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/dir ${WORK}/empty)
 file(COPY_FILE ${tok} ${WORK}/dir/tokenizer.json)
-# A hub cache holding EleutherAI/gpt-neox-20b's tokenizer only (as `huggingface-cli download
+# A hub cache holding EleutherAI/gpt-neox-20b's tokenizer only (as `hf download
 # EleutherAI/gpt-neox-20b tokenizer.json` leaves it).
 set(snap ${WORK}/hub/models--EleutherAI--gpt-neox-20b/snapshots/0123abc)
 file(MAKE_DIRECTORY ${snap} ${WORK}/hub/models--EleutherAI--gpt-neox-20b/refs)

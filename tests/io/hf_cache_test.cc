@@ -132,7 +132,7 @@ TEST(HfCache, MissingRepoSaysWhereItLookedAndHowToDownload) {
   EXPECT_EQ(r.error().code, ErrorCode::kNotFound);
   const std::string& m = r.error().message;
   EXPECT_NE(m.find(d.path() + "/hub/models--tiiuae--falcon-mamba-7b/refs/main"), std::string::npos) << m;
-  EXPECT_NE(m.find("huggingface-cli download tiiuae/falcon-mamba-7b"), std::string::npos) << m;
+  EXPECT_NE(m.find("hf download tiiuae/falcon-mamba-7b"), std::string::npos) << m;
   // An unknown revision of a cached repo.
   r = resolve_model_path("state-spaces/mamba-130m-hf@.");  // not a revision (snapshots/. is the directory itself)
   ASSERT_FALSE(r.ok());

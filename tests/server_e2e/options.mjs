@@ -91,7 +91,7 @@ await check('llama.cpp flags → refused by name with what to do here, as by mam
   await expectStartupError(['-cb'], /llama\.cpp's -cb\/--cont-batching\? mamba-server always batches continuously: leave it out/);
   await expectStartupError(['-c', '4096'], /error: unknown option '-c' \(llama\.cpp's -c\/--ctx-size\? .*--max-total-tokens N \(prompt \+ generated tokens\)/);
   await expectStartupError(['--ctx-size=4096'], /error: unknown option '--ctx-size=4096' \(llama\.cpp's -c\/--ctx-size\? .*--max-total-tokens N/);
-  await expectStartupError(['-hf', 'state-spaces/mamba-130m-hf'], /llama\.cpp's -hf\/-hfr\/--hf-repo\? -m takes a Hugging Face repo id .*huggingface-cli download ORG\/NAME/);
+  await expectStartupError(['-hf', 'state-spaces/mamba-130m-hf'], /llama\.cpp's -hf\/-hfr\/--hf-repo\? -m takes a Hugging Face repo id .*hf download ORG\/NAME/);
   await expectStartupError(['-t', '2'], /error: unknown option '-t' \(llama\.cpp's -t\/--threads\? mamba-server's is --threads N\)/);
   await expectStartupError(['-xyz'], /error: unknown option '-xyz' \(one dash takes one letter; long options take two, as --help lists them\)/);
 });

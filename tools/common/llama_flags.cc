@@ -48,10 +48,10 @@ constexpr LlamaFlag kFlags[] = {
     {"-ub --ubatch-size", kPromptPieces, nullptr},
     {"-hf -hfr --hf-repo",
      "-m takes a Hugging Face repo id (safetensors or pytorch_model.bin, not GGUF) from the local hub cache, e.g. "
-     "-m state-spaces/mamba-130m-hf; mamba.cpp downloads nothing: fetch it first with huggingface-cli download ORG/NAME",
+     "-m state-spaces/mamba-130m-hf; mamba.cpp downloads nothing: fetch it first with hf download ORG/NAME",
      nullptr},
     {"-hff --hf-file", "-m ORG/NAME picks the weights file of the repo itself (no GGUF): leave it out", nullptr},
-    {"-mu --model-url", "mamba.cpp downloads nothing: download the model (huggingface-cli download ORG/NAME), then -m ORG/NAME or -m DIR",
+    {"-mu --model-url", "mamba.cpp downloads nothing: download the model (hf download ORG/NAME), then -m ORG/NAME or -m DIR",
      nullptr},
     {"-t --threads", "", "mamba-server's is --threads N"},
     {"-tb --threads-batch", "-t/--threads N sets the threads of prompt processing and generation alike",
