@@ -70,6 +70,12 @@ if(NOT tk STREQUAL "12092 1533")
   message(FATAL_ERROR "tokenize --tokenizer DIR: '${tk}'")
 endif()
 
+# Without --tokenizer, text input is refused naming the way to give one (and the ids alternative).
+expect_error("error: ${model} has no tokenizer.json: give one with --tokenizer .*EleutherAI/gpt-neox-20b.*, or give the prompt as token ids with --prompt-ids"
+             run -m ${model} -p hi -n 1)
+expect_error("error: ${model} has no tokenizer.json: give one with --tokenizer .*, or use --ids-file" perplexity -m ${model} -f ${WORK}/text.txt)
+expect_error("error: ${model}: the model has no tokenizer.json: give one with --tokenizer" tokenize -m ${model} hi)
+
 # Bad references: named, exit 2 (a dangling link by itself, not as a missing cached repo).
 file(CREATE_LINK ${WORK}/nowhere ${WORK}/dangling.json SYMBOLIC)
 expect_error("error: ${WORK}/dangling.json: symbolic link to ${WORK}/nowhere, which cannot be opened"

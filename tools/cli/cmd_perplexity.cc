@@ -62,7 +62,7 @@ void run(const PplArgs& a, CLI::App& cmd) {
   const std::int64_t width = model.logits_width();
 
   if (!have_ids) {
-    if (!tok) fail(fmt::format("{} has no tokenizer.json: use --ids-file with token ids", loaded->dir));
+    if (!tok) fail(fmt::format("{} has no tokenizer.json: {}, or use --ids-file with token ids", loaded->dir, kGiveTokenizerHint));
     auto enc = tok->encode(*text, /*add_special_tokens=*/true);
     if (!enc.ok()) fail(enc.error().message);
     ids = std::move(*enc);

@@ -157,6 +157,9 @@ void run(const RunArgs& a, CLI::App& cmd) {
   }
 
   if (!cmd.count("--prompt-ids")) {
+    if (!tok)  // before stdin is read
+      fail(fmt::format("{} has no tokenizer.json: {}, or give the prompt as token ids with --prompt-ids 12,7,99", loaded->dir,
+                       kGiveTokenizerHint));
     if (cmd.count("--prompt")) {
       prompt_text = a.prompt;
     } else if (!cmd.count("--file")) {
@@ -166,8 +169,6 @@ void run(const RunArgs& a, CLI::App& cmd) {
       prompt_text = std::move(*text);
       drop_final_newline(prompt_text);
     }
-    if (!tok)
-      fail(fmt::format("{} has no tokenizer.json: give the prompt as token ids with --prompt-ids 12,7,99", loaded->dir));
     auto ids = tok->encode(prompt_text, /*add_special_tokens=*/true);
     if (!ids.ok()) fail(ids.error().message);
     prompt = std::move(*ids);

@@ -29,7 +29,7 @@ Result<std::string> tokenizer_path(const TokenizeOptions& o) {
   if (!o.tokenizer.empty()) return resolve_tokenizer_file(o.tokenizer);
   MAMBA_ASSIGN_OR_RETURN(std::string dir, o.model.empty() ? resolve_default_model() : resolve_model_path(o.model));
   MAMBA_ASSIGN_OR_RETURN(const bool has_tok, has_model_file(dir, "tokenizer.json"));
-  if (!has_tok) return make_error(ErrorCode::kNotFound, fmt::format("{}: the model has no tokenizer.json", dir));
+  if (!has_tok) return make_error(ErrorCode::kNotFound, fmt::format("{}: the model has no tokenizer.json: {}", dir, kGiveTokenizerHint));
   return (std::filesystem::path(dir) / "tokenizer.json").string();
 }
 

@@ -64,6 +64,12 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
 /// commas between ids), or a bracket without its partner.
 Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::string& what);
 
+/// What an error for a model without tokenizer.json adds: how to give one (the original
+/// state-spaces checkpoints ship without it and use GPT-NeoX-20B's).
+inline constexpr const char* kGiveTokenizerHint =
+    "give one with --tokenizer (a tokenizer.json, a directory or a cached repo id; the state-spaces checkpoints use "
+    "--tokenizer EleutherAI/gpt-neox-20b)";
+
 /// The most bytes read_text_file reads (1 GiB).
 inline constexpr std::size_t kMaxTextFileBytes = std::size_t{1} << 30;
 
