@@ -131,6 +131,8 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
     spdlog::warn("--max-batch-prefill-tokens {} is below the prompt granule {} (prompt pieces stay aligned to the model's "
                  "chunk_size): each prefill iteration still takes at least {} tokens",
                  opts.max_batch_prefill_tokens, ctx.scheduler->granularity(), ctx.scheduler->granularity());
+  // /info reports the budget the scheduler keeps (at least one prompt granule), not the flag's value.
+  ctx.opts.max_batch_prefill_tokens = static_cast<int>(std::max<std::int64_t>(opts.max_batch_prefill_tokens, ctx.scheduler->granularity()));
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

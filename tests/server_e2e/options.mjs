@@ -3,6 +3,7 @@
 // server that never started; --help exits 0.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import { deadline, startServer, postJson, SERVER_BIN, check, exitWithChecks, waitFor } from './lib.mjs';
 
 deadline(120);
@@ -306,15 +307,18 @@ await check('a default max_new_tokens shrinks to --max-total-tokens (as TGI); a 
     assert.equal((await srv.stop()).code, 0);
   }
 });
-await check('a model directory given as DIR/ is named DIR; --max-total-tokens alone lowers the default --max-input-tokens', async () => {
+await check('a model directory given as DIR/ is named DIR; --max-total-tokens alone lowers the default --max-input-tokens; /info gives the prefill budget as raised to one chunk', async () => {
   const path = await import('node:path');
   const here = path.dirname(new URL(import.meta.url).pathname);
   const modelDir = process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k');
-  const srv = await startServer(['-m', modelDir + '/', '--max-total-tokens', '40']);
+  const srv = await startServer(['-m', modelDir + '/', '--max-total-tokens', '40', '--max-batch-prefill-tokens', '10']);
   try {
     const info = await (await fetch(srv.base + '/info')).json();
     assert.equal(info.model_id, path.basename(path.resolve(modelDir)));
     assert.equal(info.max_input_tokens ?? info.max_input_length, 39, JSON.stringify(info));
+    const chunk = JSON.parse(fs.readFileSync(path.join(modelDir, 'config.json'), 'utf8')).chunk_size;
+    assert.ok(chunk > 10, `chunk_size ${chunk}`);
+    assert.equal(info.max_batch_prefill_tokens, chunk, JSON.stringify(info));
   } finally {
     assert.equal((await srv.stop()).code, 0);
   }
