@@ -85,6 +85,7 @@ Timing bench_hf(const std::string& oracle, const std::string& tok_path, const st
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each row as it is measured, also into a pipe
   const fs::path src = MAMBA_SOURCE_DIR;  // __FILE__ is relative to the build directory
   const fs::path shared = src / ".." / "shared";
   std::string text_path = (shared / "data/books-sample.txt").string();
