@@ -105,6 +105,13 @@ int main(int argc, char** argv) {
                  mamba::cli::unknown_option_notes(*sub, bad).c_str());
     return 2;
   }
+  // With a subcommand named, mamba-cli's own --help / --version are off: the words after a "--" that
+  // CLI11 hands up to mamba-cli (above) would otherwise be read as them again (`tokenize hello --
+  // --help` printed the help, `run -- -hello` too, as -h). The subcommands keep their own -h/--help.
+  if (sub != nullptr) {
+    app.set_help_flag();
+    app.set_version_flag();
+  }
   int rc = 0;
   try {
     app.parse(argc, argv);
