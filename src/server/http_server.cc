@@ -123,7 +123,7 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
                "decode batch <= {}, prefill budget {} tokens per iteration, prompt granule {}",
                slots, static_cast<double>(state_bytes) / (1 << 20), static_cast<double>(opts.state_memory_bytes) / (1 << 20),
                opts.max_concurrent_requests, opts.max_batch_size > 0 ? std::min(opts.max_batch_size, slots) : slots,
-               opts.max_batch_prefill_tokens, ctx.scheduler->granularity());
+               ctx.scheduler->prefill_budget(), ctx.scheduler->granularity());
   if (const std::int64_t ids = vocab_limit(nullptr, *ctx.model); ctx.tok->size() > ids)
     spdlog::warn("the tokenizer has {} ids and the model {}: prompts whose text tokenizes to an id >= {} will be refused "
                  "(422); is the tokenizer (--tokenizer) the model's own?", ctx.tok->size(), ids, ids);
@@ -132,7 +132,7 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
                  "chunk_size): each prefill iteration still takes at least {} tokens",
                  opts.max_batch_prefill_tokens, ctx.scheduler->granularity(), ctx.scheduler->granularity());
   // /info reports the budget the scheduler keeps (at least one prompt granule), not the flag's value.
-  ctx.opts.max_batch_prefill_tokens = static_cast<int>(std::max<std::int64_t>(opts.max_batch_prefill_tokens, ctx.scheduler->granularity()));
+  ctx.opts.max_batch_prefill_tokens = ctx.scheduler->prefill_budget();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

@@ -52,8 +52,10 @@ Scheduler::Scheduler(Model& model, const Tokenizer* tok, std::vector<std::int32_
       metrics_(metrics),
       pool_(model, std::max(1, opts.slots)) {
   if (opts_.max_batch_size <= 0 || opts_.max_batch_size > pool_.size()) opts_.max_batch_size = pool_.size();
-  if (opts_.max_batch_prefill_tokens <= 0) opts_.max_batch_prefill_tokens = 1;
   granule_ = static_cast<int>(model_.config().prompt_granule());
+  // A prompt piece is at least one granule (pieces end at chunk boundaries): a smaller budget is
+  // raised to one, so every iteration may prefill that much in all, whoever's pieces they are.
+  opts_.max_batch_prefill_tokens = std::max(opts_.max_batch_prefill_tokens, granule_);
   vocab_limit_ = vocab_limit(tok_, model_);
   metrics_.slots_total = pool_.size();
   metrics_.state_bytes_per_slot = pool_.state(0).nbytes();

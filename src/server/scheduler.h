@@ -68,6 +68,9 @@ class Scheduler {
   void stop(std::chrono::milliseconds grace);
   /// Chunk granularity used to split prompts (Mamba-2 chunk_size, else 1).
   int granularity() const { return granule_; }
+  /// Prompt tokens prefilled per iteration: SchedulerOptions::max_batch_prefill_tokens raised to at
+  /// least granularity() (and ≥ 1).
+  int prefill_budget() const { return opts_.max_batch_prefill_tokens; }
   int slots() const { return pool_.size(); }
 
  private:

@@ -61,6 +61,8 @@ void check_fixture(const std::string& dir) {
     so.max_batch_size = batch;
     so.max_batch_prefill_tokens = budget;
     Scheduler sch(m, nullptr, {}, so, metrics);
+    // A budget below one prompt granule (Mamba-2's chunk_size) is raised to it.
+    EXPECT_EQ(sch.prefill_budget(), std::max(budget, sch.granularity()));
     sch.start();
     std::vector<std::shared_ptr<RequestStream>> ss;
     for (const auto& r : reqs) ss.push_back(sch.submit(r));
@@ -72,7 +74,7 @@ void check_fixture(const std::string& dir) {
       EXPECT_EQ(o.top, alone[i].top) << "request " << i;
       EXPECT_EQ(o.prompt_logprobs, alone[i].prompt_logprobs) << "request " << i;
     }
-    const std::int64_t tokens_per_iteration = std::max<std::int64_t>(budget, sch.granularity());
+    const std::int64_t tokens_per_iteration = sch.prefill_budget();
     sch.stop(1s);
     // Sequences decode together unless prompts trickle in one token per iteration (a budget of 1
     // with Mamba-1's granule of 1 token: each finishes before the next prompt is in).
