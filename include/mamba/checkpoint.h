@@ -100,8 +100,9 @@ class Checkpoint {
   /// unreadable (kIo, has_model_file's errors) or named an id ≥ config().vocab_size
   /// (kInvalidArgument) — kept rather than failing open(). model_eos_ids(const Model&, ...) uses it.
   const Result<std::optional<std::vector<std::int32_t>>>& generation_eos_ids() const;
-  /// tokenizer_config.json's `eos_token` (the token's text) as read at open, likewise: nullopt when
-  /// the file or the key is absent; its error (kFormat naming the file and field, kIo) kept.
+  /// tokenizer_config.json's `eos_token` (the token's text: a string, or an object's "content") as
+  /// read at open, likewise: nullopt when the file or the key is absent or the key is null; its
+  /// error (kFormat naming the file and field, kIo, has_model_file's) kept.
   /// model_eos_ids(const Model&, ...) maps it to an id through the tokenizer when neither
   /// generation_config.json nor config.json names an EOS (state-spaces checkpoints).
   const Result<std::optional<std::string>>& tokenizer_eos_token() const;

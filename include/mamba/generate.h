@@ -75,10 +75,13 @@ inline constexpr std::int64_t kPromptLogprobsPiece = 1024;
 Result<std::vector<std::int32_t>> model_eos_ids(const std::string& model_dir, const ModelConfig& config,
                                                 const Tokenizer* tok = nullptr, const std::string& tokenizer_dir = "");
 /// The same for a loaded model, without reading the model directory's files again: the ids its
-/// Checkpoint read at load (Checkpoint::generation_eos_ids(), whose error it returns), then
-/// config.json's, then (`tok` given) the tokenizer's: from the tokenizer_config.json read at load
-/// (Checkpoint::tokenizer_eos_token()) when `tokenizer_dir` is empty or the model's directory, else
-/// from `tokenizer_dir`'s file, read now. What generate() uses when GenerateOptions::eos_ids is empty.
+/// Checkpoint read at load (Checkpoint::generation_eos_ids()), then config.json's, then (`tok`
+/// given) the tokenizer's: from the tokenizer_config.json read at load
+/// (Checkpoint::tokenizer_eos_token()) when `tokenizer_dir` is empty or the model's directory
+/// (std::filesystem::equivalent), else from `tokenizer_dir`'s file, read now. What generate() uses
+/// when GenerateOptions::eos_ids is empty. Errors: generation_eos_ids()'s kept error; when the
+/// tokenizer's EOS is needed, tokenizer_eos_token()'s kept error or tokenizer_eos_id's (kFormat
+/// naming tokenizer_config.json and the field, kIo).
 Result<std::vector<std::int32_t>> model_eos_ids(const Model& model, const Tokenizer* tok = nullptr, const std::string& tokenizer_dir = "");
 
 /// The tokenizer's own EOS, an id below `id_limit` (the model's vocab_size: a model cannot produce
@@ -161,7 +164,8 @@ struct GenerateResult {
 /// (finish kCancelled). EOS: opts.eos_ids, else model_eos_ids(model, tok) (generation_config.json
 /// as read at load). Errors: kInvalidArgument (empty prompt, an id ≥ vocab_limit(tok, model)
 /// — min(tokenizer size, the config's vocab_size, logits width) —, bad options),
-/// and errors from the model or sampler. prompt_logprobs[i] = logprob of prompt[i+1].
+/// model_eos_ids' errors when opts.eos_ids is empty (a malformed generation_config.json or
+/// tokenizer_config.json, as read at load: kFormat naming it), and errors from the model or sampler. prompt_logprobs[i] = logprob of prompt[i+1].
 Result<GenerateResult> generate(Model& model, const Tokenizer* tok, std::span<const std::int32_t> prompt,
                                 const GenerateOptions& opts,
                                 const std::function<bool(const TokenEvent&)>& on_token = {});

@@ -109,7 +109,9 @@ class Model {
   /// prefill with a sized logits buffer: `logits` must hold at least the floats `mode` writes
   /// (kAll: L × logits_width, kLast: logits_width, kNone: any size, even empty); a smaller one is
   /// kInvalidArgument (naming both sizes) before anything is computed, the state untouched.
-  /// Otherwise exactly prefill(tokens, state, mode, logits.data()).
+  /// Otherwise exactly prefill(tokens, state, mode, logits.data()). (A std::vector<float> or
+  /// std::array converts to the span; a C array decays to float* and takes the unchecked overload.
+  /// A subclass overriding the virtual ones adds `using Model::prefill; using Model::step;`.)
   Status prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode, std::span<float> logits);
   /// step with a sized logits buffer: at least tokens.size() × logits_width floats, else
   /// kInvalidArgument (naming both sizes) before anything is computed. Otherwise exactly

@@ -27,7 +27,8 @@ inline Status check_thread_count(std::int64_t n, const std::string& option) {
 
 /// The CPUs this process may run on now: its affinity mask's count (sched_getaffinity; a `taskset`
 /// or a container's cpuset lowers it), else std::thread::hardware_concurrency(); at least 1. What
-/// 0 threads ("all hardware threads") means, and the count above which more threads only take turns.
+/// 0 threads ("all hardware threads") means unless OMP_NUM_THREADS is set (LoadOptions::threads),
+/// and the count above which more threads only take turns.
 int usable_cpus();
 
 }  // namespace mamba

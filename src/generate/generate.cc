@@ -2,6 +2,8 @@
 // SequenceGenerator over Model::step), and EOS ids from generation_config.json.
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -70,8 +72,10 @@ Result<std::vector<std::int32_t>> model_eos_ids(const Model& model, const Tokeni
   const auto& generation = ck.generation_eos_ids();
   if (!generation.ok()) return generation.error();
   return eos_ids_from(*generation, model.config(), tok, [&]() -> Result<std::optional<std::int32_t>> {
-    // The model directory's tokenizer_config.json as read at load; another directory's is read now.
-    if (!tokenizer_dir.empty() && tokenizer_dir != ck.dir())
+    // The model directory's tokenizer_config.json as read at load (however the directory is
+    // spelled: "m/", "./m"); another directory's is read now.
+    std::error_code ec;
+    if (!tokenizer_dir.empty() && !std::filesystem::equivalent(tokenizer_dir, ck.dir(), ec))
       return tokenizer_eos_id(tokenizer_dir, *tok, model.config().vocab_size);
     const auto& eos_token = ck.tokenizer_eos_token();
     if (!eos_token.ok()) return eos_token.error();

@@ -36,7 +36,7 @@ std::optional<ApiError> reject_if_set(const nlohmann::json& obj, const char* key
 
 /// JSON text that never throws: invalid UTF-8 in strings is replaced by U+FFFD.
 std::string dump_json(const nlohmann::json& j);
-/// dump_json for an object whose keys keep their insertion order (OpenAI responses).
+/// dump_json for an object whose keys keep their insertion order (the OpenAI and TGI responses).
 std::string dump_json(const nlohmann::ordered_json& j);
 
 /// A JSON array written element by element as text, for answers with one entry per token (logprobs

@@ -224,8 +224,15 @@ TEST_F(GenerateStateTest, TokenizerConfigEosIsReadAtLoad) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->finish, FinishReason::kEosToken);
   EXPECT_EQ(r->tokens.size(), 2u);
-  // Named as another directory, the tokenizer's file is read now (and is broken now).
-  auto other = model_eos_ids(**m, &*tok_, (dir / ".").string());
+  // The model's directory spelled another way is still the one read at load; another directory's
+  // tokenizer_config.json is read now (here: the broken one, copied).
+  auto same = model_eos_ids(**m, &*tok_, (dir / ".").string());
+  ASSERT_TRUE(same.ok()) << same.error().message;
+  EXPECT_EQ(*same, std::vector<std::int32_t>{second});
+  const fs::path other_dir = dir / "other-tokenizer";
+  fs::create_directories(other_dir);
+  fs::copy_file(dir / "tokenizer_config.json", other_dir / "tokenizer_config.json");
+  auto other = model_eos_ids(**m, &*tok_, other_dir.string());
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.error().message.find("tokenizer_config.json: eos_token: expected a string, got 5"), std::string::npos)
       << other.error().message;

@@ -25,6 +25,8 @@ std::string model_dir() { return test::source_dir() + "/models/mamba2-books-7m-b
 /// (ids >= vocab) 20 — which sampling must never pick.
 class ScriptedModel final : public Model {
  public:
+  using Model::prefill;  // the sized-buffer overloads stay visible
+  using Model::step;
   ScriptedModel(Checkpoint ckpt, std::int64_t vocab, std::int64_t width, std::vector<std::int32_t> script)
       : ckpt_(std::move(ckpt)), vocab_(vocab), width_(width), script_(std::move(script)) {}
   const ModelConfig& config() const override { return ckpt_.config(); }

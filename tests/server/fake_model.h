@@ -15,6 +15,8 @@ namespace mamba::test {
 
 class FakeModel : public Model {
  public:
+  using Model::prefill;  // the sized-buffer overloads stay visible
+  using Model::step;
   explicit FakeModel(std::int64_t vocab = 64, std::int64_t chunk_size = 8) {
     cfg_.arch = Arch::kMamba2;
     cfg_.vocab_size = vocab;

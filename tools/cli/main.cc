@@ -66,6 +66,8 @@ int main(int argc, char** argv) {
   // words` was refused without run's "use -p" hint). They are the subcommand's (extra_words): run and
   // perplexity refuse them with their hint, tokenize encodes them; one that takes no extras
   // (inspect, quantize) refuses them before it runs, as CLI11 did (in the order typed).
+  // A subcommand that calls allow_extras() must read them (extra_words / refuse_extra_arguments):
+  // nothing else refuses its words after "--".
   app.allow_extras();  // after the subcommands are added: each inherits the setting it is created with
   app.parse_complete_callback([&app] {
     std::vector<std::string> words = app.remaining();
