@@ -43,6 +43,13 @@ class GenerateStateTest : public ::testing::Test {
     o.ignore_eos = true;
     return o;
   }
+  /// generate() with `o` (3 tokens at most) stops at its EOS, the second token.
+  void expect_eos_after_two(Model& m, const std::vector<std::int32_t>& prompt, const GenerateOptions& o) {
+    auto r = generate(m, &*tok_, prompt, o);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->finish, FinishReason::kEosToken);
+    EXPECT_EQ(r->tokens.size(), 2u);
+  }
   std::unique_ptr<Model> model_;
   std::optional<Tokenizer> tok_;
 };
@@ -173,10 +180,7 @@ TEST_F(GenerateStateTest, EosIdsAreThoseReadAtLoad) {
   fs::remove(dir / "generation_config.json");
   GenerateOptions o;
   o.max_new_tokens = 3;
-  auto r = generate(**m, &*tok_, prompt, o);
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->finish, FinishReason::kEosToken);
-  EXPECT_EQ(r->tokens.size(), 2u);
+  expect_eos_after_two(**m, prompt, o);
   auto eos = model_eos_ids(**m, &*tok_);
   ASSERT_TRUE(eos.ok());
   EXPECT_EQ(*eos, std::vector<std::int32_t>{second});
@@ -220,10 +224,7 @@ TEST_F(GenerateStateTest, TokenizerConfigEosIsReadAtLoad) {
   std::ofstream(dir / "tokenizer_config.json") << "{\"eos_token\": 5}";  // edited after the load: not read
   GenerateOptions o;
   o.max_new_tokens = 3;
-  auto r = generate(**m, &*tok_, prompt, o);
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->finish, FinishReason::kEosToken);
-  EXPECT_EQ(r->tokens.size(), 2u);
+  expect_eos_after_two(**m, prompt, o);
   // The model's directory spelled another way is still the one read at load; another directory's
   // tokenizer_config.json is read now (here: the broken one, copied).
   auto same = model_eos_ids(**m, &*tok_, (dir / ".").string());
