@@ -96,9 +96,8 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
   std::vector<std::int32_t> ids;
   auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   auto is_sep = [&](char c) { return c == ',' || is_space(c); };
-  // A leading UTF-8 byte-order mark (EF BB BF: Windows editors write one) is no part of the first
-  // id (it made "5" an invisible "\uFEFF5" that is not a token id).
-  std::size_t i = text.rfind(kUtf8Bom, 0) == 0 ? kUtf8Bom.size() : 0, n = text.size();
+  // (An ids file's byte-order mark is gone already: read_text_file skips it.)
+  std::size_t i = 0, n = text.size();
   // A JSON-style list: one pair of brackets around the whole text, both or neither.
   while (i < n && is_space(text[i])) ++i;
   while (n > i && is_space(text[n - 1])) --n;

@@ -59,7 +59,7 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
                                              const std::string& tokenizer_ref = "");
 
 /// Parses token ids separated by commas and/or whitespace ("12,7, 99\n3"), optionally as one
-/// bracketed list ("[12, 7, 99]", as JSON prints it); a leading UTF-8 byte-order mark is skipped. `what` names the source in errors (e.g.
+/// bracketed list ("[12, 7, 99]", as JSON prints it). `what` names the source in errors (e.g.
 /// "--prompt-ids", a file path). Errors: kInvalidArgument naming the bad item, an empty one (two
 /// commas between ids), or a bracket without its partner.
 Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::string& what);
