@@ -12,8 +12,13 @@ execute_process(COMMAND ${CLI} run -t 1 -m ${model} -n 6 INPUT_FILE ${WORK}/prom
 if(NOT s_RC EQUAL 0)
   message(FATAL_ERROR "prompt from stdin failed:\n${s_ERR}")
 endif()
-if(p_OUT STREQUAL "" OR NOT p_OUT STREQUAL f_OUT OR NOT p_OUT STREQUAL s_OUT)
-  message(FATAL_ERROR "-p, -f and stdin prompts differ:\n[${p_OUT}]\n[${f_OUT}]\n[${s_OUT}]")
+execute_process(COMMAND ${CLI} run -t 1 -m ${model} -n 6 -f - INPUT_FILE ${WORK}/prompt.txt
+                OUTPUT_VARIABLE fs_OUT ERROR_VARIABLE fs_ERR RESULT_VARIABLE fs_RC)
+if(NOT fs_RC EQUAL 0)
+  message(FATAL_ERROR "-f - failed:\n${fs_ERR}")
+endif()
+if(p_OUT STREQUAL "" OR NOT p_OUT STREQUAL f_OUT OR NOT p_OUT STREQUAL s_OUT OR NOT p_OUT STREQUAL fs_OUT)
+  message(FATAL_ERROR "-p, -f, stdin and -f - prompts differ:\n[${p_OUT}]\n[${f_OUT}]\n[${s_OUT}]\n[${fs_OUT}]")
 endif()
 # A prompt file (or stdin) saved with a UTF-8 byte-order mark (Windows editors write one) reads as
 # without it: the mark had reached the tokenizer, as three byte tokens before the prompt's own.
@@ -32,6 +37,9 @@ execute_process(COMMAND ${CLI} run -t 1 -m ${model} -n 6 INPUT_FILE ${WORK}/bom.
 if(NOT bom_s_RC EQUAL 0 OR NOT bom_s_OUT STREQUAL p_OUT)
   message(FATAL_ERROR "stdin with a byte-order mark: [${bom_s_OUT}], -p: [${p_OUT}]\n${bom_s_ERR}")
 endif()
+# A file that is only the mark (and a newline) is an empty prompt, refused as one.
+execute_process(COMMAND printf "\\357\\273\\277\\n" OUTPUT_FILE ${WORK}/bom_only.txt)
+expect_error("error: the prompt is empty" run -m ${model} -f ${WORK}/bom_only.txt -n 6)
 execute_process(COMMAND printf "\\357\\273\\277%s" "${prompt}" OUTPUT_FILE ${WORK}/bom_no_newline.txt)  # perplexity scores a newline
 cli_run_ok(ppl perplexity -m ${model} -f ${WORK}/prompt.txt)
 cli_run_ok(bom_ppl perplexity -m ${model} -f ${WORK}/bom_no_newline.txt)

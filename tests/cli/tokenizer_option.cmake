@@ -75,6 +75,15 @@ expect_error("error: ${model} has no tokenizer.json: give one with --tokenizer .
              run -m ${model} -p hi -n 1)
 expect_error("error: ${model} has no tokenizer.json: give one with --tokenizer .*, or use --ids-file" perplexity -m ${model} -f ${WORK}/text.txt)
 expect_error("error: ${model}: the model has no tokenizer.json: give one with --tokenizer" tokenize -m ${model} hi)
+# A text prompt on stdin (-f -, or none given) is not read before that check: with an endless stdin
+# the error comes at once (it had read 1 GiB and then refused it as too large).
+foreach(cmd "run;-n;1" "run;-f;-;-n;1" "perplexity;-f;-")
+  execute_process(COMMAND ${CLI} ${cmd} -t 1 -m ${model} INPUT_FILE /dev/zero TIMEOUT 60
+                  ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_QUIET)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "error: ${model} has no tokenizer.json: give one with --tokenizer")
+    message(FATAL_ERROR "${cmd} with an endless stdin and no tokenizer: exit ${rc}\n${err}")
+  endif()
+endforeach()
 
 # Bad references: named, exit 2 (a dangling link by itself, not as a missing cached repo).
 file(CREATE_LINK ${WORK}/nowhere ${WORK}/dangling.json SYMBOLIC)

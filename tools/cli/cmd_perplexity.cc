@@ -38,19 +38,25 @@ void run(const PplArgs& a, CLI::App& cmd) {
   const bool have_text = cmd.count("--file") > 0, have_ids = cmd.count("--ids-file") > 0;
   if (have_text == have_ids) fail("give exactly one of -f/--file TEXT or --ids-file IDS");
 
-  // The input is read (and a bad path reported) before the (slow) model load.
+  // A file is read (and a bad path reported) before the (slow) model load; stdin after it, so a
+  // bad model or a missing tokenizer is reported without waiting for the input's end.
   const std::string& input = have_ids ? a.ids_file : a.text_file;
-  const std::string input_name = input == "-" ? "stdin" : input;  // as errors name it
-  auto text = read_text_file(input);  // UTF-8 checked as it is read (an ids file too: ids are ASCII)
-  if (!text.ok()) fail(text.error().message);
-  // So are the ids themselves (only the vocabulary check needs the model).
+  const bool from_stdin = input == "-";
+  const std::string input_name = from_stdin ? "stdin" : input;  // as errors name it
+  std::string text;
   std::vector<std::int32_t> ids;
-  if (have_ids) {
-    auto parsed = parse_ids(*text, input_name);
+  auto read_input = [&] {
+    auto read = read_text_file(input);  // UTF-8 checked as it is read (an ids file too: ids are ASCII)
+    if (!read.ok()) fail(read.error().message);
+    text = std::move(*read);
+    if (!have_ids) return;
+    // So are the ids themselves (only the vocabulary check needs the model).
+    auto parsed = parse_ids(text, input_name);
     if (!parsed.ok()) fail(parsed.error().message);
     ids = std::move(*parsed);
     if (ids.size() < 2) fail(fmt::format("perplexity needs at least 2 token ids, got {}", ids.size()));
-  }
+  };
+  if (!from_stdin) read_input();
 
   auto loaded = load_model_and_tokenizer(a.model, a.threads, a.precision, a.tokenizer);
   if (!loaded.ok()) fail(loaded.error().message);
@@ -61,9 +67,11 @@ void run(const PplArgs& a, CLI::App& cmd) {
   const Tokenizer* tok = loaded->tokenizer ? &*loaded->tokenizer : nullptr;
   const std::int64_t width = model.logits_width();
 
+  if (!have_ids && !tok)
+    fail(fmt::format("{} has no tokenizer.json: {}, or use --ids-file with token ids", loaded->dir, kGiveTokenizerHint));
+  if (from_stdin) read_input();
   if (!have_ids) {
-    if (!tok) fail(fmt::format("{} has no tokenizer.json: {}, or use --ids-file with token ids", loaded->dir, kGiveTokenizerHint));
-    auto enc = tok->encode(*text, /*add_special_tokens=*/true);
+    auto enc = tok->encode(text, /*add_special_tokens=*/true);
     if (!enc.ok()) fail(enc.error().message);
     ids = std::move(*enc);
   }

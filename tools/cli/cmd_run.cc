@@ -122,9 +122,11 @@ void run(const RunArgs& a, CLI::App& cmd) {
     t.pop_back();
     if (!t.empty() && t.back() == '\r') t.pop_back();
   };
-  // A bad -f or --prompt-ids is reported before the (slow) model load.
+  // A bad -f FILE or --prompt-ids is reported before the (slow) model load; -f - (stdin) is read
+  // after it, once the tokenizer is known to exist (as a prompt on stdin without -f).
   std::string prompt_text;
-  if (cmd.count("--file")) {
+  const bool prompt_from_stdin = cmd.count("--file") ? a.prompt_file == "-" : !cmd.count("--prompt") && !cmd.count("--prompt-ids");
+  if (cmd.count("--file") && !prompt_from_stdin) {
     auto text = read_text_file(a.prompt_file);  // UTF-8 checked as it is read
     if (!text.ok()) fail(text.error().message);
     prompt_text = std::move(*text);
@@ -162,7 +164,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
                        kGiveTokenizerHint));
     if (cmd.count("--prompt")) {
       prompt_text = a.prompt;
-    } else if (!cmd.count("--file")) {
+    } else if (prompt_from_stdin) {
       if (isatty(STDIN_FILENO)) std::fprintf(stderr, "reading the prompt from stdin (end with Ctrl-D; or use -p TEXT)\n");
       auto text = read_text_file("-");
       if (!text.ok()) fail(text.error().message);
