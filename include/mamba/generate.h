@@ -46,6 +46,11 @@ struct GenerateOptions {
   int top_logprobs = 0;                ///< K best (id, logprob) per generated step
   bool prompt_logprobs = false;        ///< logprob of each prompt token given the ones before
   bool skip_special_tokens = true;     ///< special tokens left out of the text (TGI)
+  /// false: nothing is kept per generated token — GenerateResult::tokens and ::text stay empty (each
+  /// TokenEvent goes to on_token only; GenerateResult::n_generated counts them) and a
+  /// SequenceGenerator keeps no text() / generated_ids() — so memory stays constant however long
+  /// the generation runs (mamba-cli run streaming with -n -1; ~150 bytes per token otherwise).
+  bool keep_output = true;
   /// Called by generate() after each prefill piece with (prompt tokens done, prompt length);
   /// prompts longer than kPromptLogprobsPiece are prefilled in chunk-aligned pieces (bitwise identical).
   std::function<void(std::int64_t, std::int64_t)> on_prefill_progress;
@@ -134,11 +139,15 @@ class SequenceGenerator {
   Result<TokenEvent> next(std::span<float> logits);
   bool finished() const { return finish_ != FinishReason::kNone; }
   FinishReason finish_reason() const { return finish_; }
-  /// Text of the whole generation as returned to the user (stop text removed).
+  /// Text of the whole generation as returned to the user (stop text removed); empty when
+  /// GenerateOptions::keep_output is false.
   const std::string& text() const { return text_; }
   /// Releases any text still held back (call after finish).
   std::string flush();
+  /// The ids generated so far; empty when GenerateOptions::keep_output is false (n_generated() counts).
   const std::vector<std::int32_t>& generated_ids() const { return ids_; }
+  /// How many ids next() has generated (kept or not).
+  std::int64_t n_generated() const { return n_generated_; }
   std::uint64_t seed() const;
 
  private:
@@ -147,11 +156,13 @@ class SequenceGenerator {
   FinishReason finish_ = FinishReason::kNone;
   std::string text_;
   std::vector<std::int32_t> ids_;
+  std::int64_t n_generated_ = 0;
 };
 
 struct GenerateResult {
-  std::vector<TokenEvent> tokens;
-  std::string text;
+  std::vector<TokenEvent> tokens;  ///< one per generated token (empty when !GenerateOptions::keep_output)
+  std::string text;                ///< the generated text (empty when !GenerateOptions::keep_output)
+  std::int64_t n_generated = 0;    ///< generated tokens, kept or not
   FinishReason finish = FinishReason::kNone;
   std::vector<float> prompt_logprobs;  ///< [prompt_len − 1] when requested (token i given < i)
   std::uint64_t seed = 0;

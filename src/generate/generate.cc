@@ -166,8 +166,9 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, State& state
   while (true) {
     MAMBA_ASSIGN_OR_RETURN(TokenEvent ev, gen.next(row));
     const std::int32_t id = ev.id;
-    res.tokens.push_back(ev);
-    if (on_token && !on_token(res.tokens.back())) {
+    ++res.n_generated;
+    if (opts.keep_output) res.tokens.push_back(ev);
+    if (on_token && !on_token(opts.keep_output ? res.tokens.back() : ev)) {
       gen.flush();
       res.finish = FinishReason::kCancelled;
       break;

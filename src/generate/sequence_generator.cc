@@ -92,7 +92,7 @@ SequenceGenerator::~SequenceGenerator() = default;
 void SequenceGenerator::observe_prompt(std::span<const std::int32_t> prompt) {
   for (auto id : prompt) impl_->sampler.observe_prompt(id);
   // The generated text continues the prompt's (a leading space a first-token rule would drop stays).
-  if (impl_->decoder && ids_.empty()) impl_->decoder.emplace(*impl_->tok, impl_->opts.skip_special_tokens, prompt);
+  if (impl_->decoder && n_generated_ == 0) impl_->decoder.emplace(*impl_->tok, impl_->opts.skip_special_tokens, prompt);
 }
 
 std::uint64_t SequenceGenerator::seed() const { return impl_->sampler.seed(); }
@@ -122,7 +122,8 @@ Result<TokenEvent> SequenceGenerator::next(std::span<float> logits) {
   }
   const std::int32_t id = *sampled;
   s.sampler.observe(id);
-  ids_.push_back(id);
+  ++n_generated_;
+  if (s.opts.keep_output) ids_.push_back(id);
 
   TokenEvent ev;
   ev.id = id;
@@ -150,12 +151,12 @@ Result<TokenEvent> SequenceGenerator::next(std::span<float> logits) {
     }
     if (s.stop.stopped()) {
       finish_ = FinishReason::kStopSequence;
-    } else if (static_cast<std::int64_t>(ids_.size()) >= s.opts.max_new_tokens) {
+    } else if (n_generated_ >= s.opts.max_new_tokens) {
       released += s.release_all(&ev.decoded_delta);
       finish_ = s.stop.stopped() ? FinishReason::kStopSequence : FinishReason::kLength;
     }
   }
-  text_ += released;
+  if (s.opts.keep_output) text_ += released;
   ev.text_delta = std::move(released);
   return ev;
 }
@@ -163,7 +164,7 @@ Result<TokenEvent> SequenceGenerator::next(std::span<float> logits) {
 std::string SequenceGenerator::flush() {
   if (impl_->stop.stopped()) return {};
   std::string out = impl_->release_all();
-  text_ += out;
+  if (impl_->opts.keep_output) text_ += out;
   return out;
 }
 

@@ -127,6 +127,55 @@ TEST_F(GenerateTest, ScriptedTextStreamsExactlyAndStopsAtLength) {
   EXPECT_EQ(model->prefill_calls, std::vector<std::int64_t>{static_cast<std::int64_t>(prompt.size())});
 }
 
+// keep_output = false (a streamed, possibly endless generation): the same events reach on_token,
+// and nothing is kept per token — no tokens, no text, no generated_ids — only the count.
+TEST_F(GenerateTest, WithoutKeptOutputTheStreamIsTheSameAndNothingIsKept) {
+  const auto prompt = enc("It was a dark and stormy night");
+  const std::string cont_text = " and the old man said that the sea was calm";
+  const auto cont = enc(cont_text);
+  auto model = make(prompt, cont);
+  GenerateOptions o;
+  o.max_new_tokens = static_cast<int>(cont.size()) - 1;
+  o.stop = {"sea was"};  // a stop string still holds text back and ends the stream
+  o.top_logprobs = 2;
+  auto run = [&](bool keep, std::vector<TokenEvent>& events) {
+    o.keep_output = keep;
+    return generate(*model, &*tok_, prompt, o, [&](const TokenEvent& ev) {
+      events.push_back(ev);
+      return true;
+    });
+  };
+  std::vector<TokenEvent> kept_events, streamed_events;
+  auto kept = run(true, kept_events);
+  auto streamed = run(false, streamed_events);
+  ASSERT_TRUE(kept.ok() && streamed.ok());
+  EXPECT_EQ(kept->text, " and the old man said that the ");
+  EXPECT_EQ(kept->n_generated, static_cast<std::int64_t>(kept->tokens.size()));
+  EXPECT_EQ(streamed->n_generated, kept->n_generated);
+  EXPECT_EQ(streamed->finish, FinishReason::kStopSequence);
+  EXPECT_TRUE(streamed->tokens.empty());
+  EXPECT_TRUE(streamed->text.empty());
+  ASSERT_EQ(streamed_events.size(), kept_events.size());
+  std::string text;
+  for (std::size_t i = 0; i < kept_events.size(); ++i) {
+    EXPECT_EQ(streamed_events[i].id, kept_events[i].id) << i;
+    EXPECT_EQ(streamed_events[i].text_delta, kept_events[i].text_delta) << i;
+    EXPECT_EQ(streamed_events[i].top, kept_events[i].top) << i;
+    text += streamed_events[i].text_delta;
+  }
+  EXPECT_EQ(text, kept->text);
+
+  SequenceGenerator gen(&*tok_, tok_->size(), o, {0});  // o.keep_output is false
+  std::vector<float> row(static_cast<std::size_t>(model->logits_width()));
+  for (int i = 0; i < 3; ++i) {
+    model->fill(static_cast<std::int64_t>(prompt.size()) + i, row.data());
+    ASSERT_TRUE(gen.next(row).ok());
+  }
+  EXPECT_EQ(gen.n_generated(), 3);
+  EXPECT_TRUE(gen.generated_ids().empty());
+  EXPECT_TRUE(gen.text().empty());
+}
+
 TEST_F(GenerateTest, EosEndsWithoutItsText) {
   const auto prompt = enc("Hello");
   auto cont = enc(" there, friend");

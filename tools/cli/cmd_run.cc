@@ -223,6 +223,8 @@ void run(const RunArgs& a, CLI::App& cmd) {
   std::optional<Interrupt> interrupt;
   interrupt.emplace();
   opts.should_stop = [] { return Interrupt::interrupted(); };  // also between prefill pieces: a long prompt stops soon
+  // Streamed text needs no record of the tokens: an endless run (-n -1) keeps a constant memory.
+  opts.keep_output = a.json;
   auto res = generate(model, tok, prompt, opts, [&on_token](const TokenEvent& ev) {
     return (!on_token || on_token(ev)) && !Interrupt::interrupted();
   });
@@ -265,18 +267,18 @@ void run(const RunArgs& a, CLI::App& cmd) {
   }
   std::fflush(stdout);
 
-  const auto n_gen = static_cast<double>(res->tokens.size());
+  const auto n_gen = static_cast<double>(res->n_generated);
   const double pre_tps = res->prefill_seconds > 0 ? static_cast<double>(prompt.size()) / res->prefill_seconds : 0.0;
   const double gen_tps = res->decode_seconds > 0 ? n_gen / res->decode_seconds : 0.0;
   if (opts.sampling.sampling() && !opts.sampling.has_seed)
     std::fprintf(stderr, "seed: %llu (repeat with --seed)\n", static_cast<unsigned long long>(res->seed));
   // Cancelled during the prefill (no token, no decode time): the prompt's rate is not known.
-  const bool prefill_cut = res->finish == FinishReason::kCancelled && res->tokens.empty() && res->decode_seconds == 0;
+  const bool prefill_cut = res->finish == FinishReason::kCancelled && res->n_generated == 0 && res->decode_seconds == 0;
   const std::string finish =
       Interrupt::interrupted() ? fmt::format("cancelled ({})", Interrupt::reason()) : finish_reason_name(res->finish);
   const std::string prompt_rate = prefill_cut ? "prefill not finished" : fmt::format("{:.1f} tokens/s", pre_tps);
   std::fprintf(stderr, "finish: %s | prompt: %s, %s | generated: %s, %.1f tokens/s\n", finish.c_str(),
-               count_of(prompt.size(), "token").c_str(), prompt_rate.c_str(), count_of(res->tokens.size(), "token").c_str(), gen_tps);
+               count_of(prompt.size(), "token").c_str(), prompt_rate.c_str(), count_of(res->n_generated, "token").c_str(), gen_tps);
   if (Interrupt::interrupted()) Interrupt::end_as_interrupted();  // now that the output is complete
 }
 
