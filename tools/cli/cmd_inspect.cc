@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/run_common.h"
 #include "mamba/checkpoint.h"
 #include "mamba/generate.h"
 #include "mamba/tokenizer.h"
@@ -166,7 +167,11 @@ const CommandRegistrar kInspect("inspect", 20, [](CLI::App& app) {
   auto model = std::make_shared<std::string>();
   cmd->add_option("MODEL", *model, "model directory or HF repo id ORG/NAME[@REV] in the local HF cache (default: $MAMBA_MODEL, else the embedded model)")
       ->check(non_empty("a model directory or HF repo id ORG/NAME (leave MODEL out for the default model)"));
-  cmd->callback([model] { run_inspect(*model); });
+  cmd->allow_extras();  // a second word is refused with the usage below (CLI11 said only "not expected")
+  cmd->callback([model, cmd] {
+    refuse_extra_arguments(*cmd, "inspect takes one MODEL (a directory or ORG/NAME[@REV])");
+    run_inspect(*model);
+  });
 });
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "cli/command.h"
 #include "cli/run_common.h"
 #include "mamba/checkpoint.h"
@@ -78,8 +80,7 @@ CommandRegistrar reg("tokenize", 30, [](CLI::App& app) {
   // refused unknown options). CLI11 splits a vector option's argument written as "[...]" on its
   // commas and drops the brackets and empty pieces ("[hello]" was encoded as "hello", "[a,,b]" as
   // "a b"); a one-value option and the extras keep every argument as typed.
-  cmd->add_option("text", opts->args, "text to encode, or ids to decode (several words are joined by spaces)")
-      ->required()
+  cmd->add_option("text", opts->args, "text to encode, or ids to decode (several words are joined by spaces); none: read from stdin (not a terminal)")
       ->expected(1)
       ->allow_extra_args(false);
   cmd->allow_extras();
@@ -87,6 +88,17 @@ CommandRegistrar reg("tokenize", 30, [](CLI::App& app) {
     // The extras without the "--" that ended the options (a later "--" is a word of the text),
     // also the words after one that follows the first word (`tokenize hello -- world`).
     for (std::string& w : extra_words(*cmd)) opts->args.push_back(std::move(w));
+    if (opts->args.empty()) {
+      // No TEXT: a pipe or file on stdin is the text (or the ids), one trailing newline dropped as
+      // run's -f does; a terminal is not waited on.
+      if (isatty(STDIN_FILENO)) fail_flag("text is required (as arguments, or piped on stdin)");
+      auto in = read_text_file("-");
+      if (!in.ok()) fail(in.error().message);
+      std::string text = std::move(*in);
+      if (!text.empty() && text.back() == '\n') text.pop_back();
+      if (!text.empty() && text.back() == '\r') text.pop_back();
+      opts->args.push_back(std::move(text));
+    }
     run(*opts);
   });
 });
