@@ -55,6 +55,20 @@ std::optional<ApiError> get_logit_bias(const json& b, std::vector<std::pair<std:
   return std::nullopt;
 }
 
+/// `tool_choice` (and the legacy `function_call`): no tools are offered, so "none", "auto" and null
+/// (no tool called either way; clients send them by default) are accepted, and a choice that
+/// demands a tool call ("required", an object naming a function) is refused by name.
+std::optional<ApiError> check_tool_choice(const json& b, const char* key) {
+  const auto it = b.find(key);
+  if (it == b.end() || it->is_null() || (it->is_string() && (*it == "none" || *it == "auto"))) return std::nullopt;
+  if (it->is_string() && *it == "required")
+    return ApiError::validation(fmt::format("`{}` \"required\" is not supported by this server: tool calling is not implemented", key));
+  if (it->is_object())
+    return ApiError::validation(fmt::format("`{}` naming a function is not supported by this server: tool calling is not implemented", key));
+  return ApiError::validation(fmt::format("`{}` must be \"none\", \"auto\", \"required\" or an object naming a function, got {}", key,
+                                          it->is_string() ? "\"" + shown_key(it->get<std::string>()) + "\"" : std::string(it->type_name())));
+}
+
 // Fields shared by both endpoints.
 std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits, int default_max_tokens,
                                      OpenAiRequest& out) {
@@ -124,7 +138,11 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
   if (const auto t = b.find("truncate_prompt_tokens"); t != b.end() && !t->is_null())
     return ApiError::validation("`truncate_prompt_tokens` is not supported by this server: prompt truncation is TGI's `truncate` on /generate");
   RETURN_IF_API_ERROR(get_logit_bias(b, s.logit_bias));
+  // An empty `tools` array (no tool offered; LangChain sends one) is accepted, as reject_if_set does.
   RETURN_IF_API_ERROR(reject_if_set(b, "tools", "tool calling is not implemented"));
+  RETURN_IF_API_ERROR(reject_if_set(b, "functions", "tool calling is not implemented"));
+  RETURN_IF_API_ERROR(check_tool_choice(b, "tool_choice"));
+  RETURN_IF_API_ERROR(check_tool_choice(b, "function_call"));
   // {"type": "text"} is OpenAI's default (plain text, what this server returns): accepted, as vLLM.
   if (auto rf = b.find("response_format");
       !(rf != b.end() && rf->is_object() && rf->size() == 1 && rf->contains("type") && (*rf)["type"] == "text"))

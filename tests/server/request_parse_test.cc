@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "mamba/server.h"
@@ -225,6 +226,16 @@ TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {
   EXPECT_TRUE(one.echo);
   OpenAiRequest text_format;
   EXPECT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"text"}})", text_format));
+  // No tool is offered: an empty `tools` / `functions` (LangChain sends `tools: []`) and a tool
+  // choice that demands no call ("none", "auto", null) are accepted on both routes.
+  for (const char* extra : {R"("tools":[])", R"("functions":[])", R"("tool_choice":"none")", R"("tool_choice":"auto")",
+                            R"("tool_choice":null)", R"("tools":[],"tool_choice":"auto")", R"("function_call":"none")"}) {
+    OpenAiRequest c, p;
+    EXPECT_FALSE(chat(fmt::format(R"({{"messages":[{{"role":"user","content":"x"}}],{}}})", extra), c)) << extra;
+    EXPECT_EQ(c.prompt, "User: x\n\nAssistant:") << extra;
+    EXPECT_FALSE(completion(fmt::format(R"({{"prompt":"x",{}}})", extra), p)) << extra;
+    EXPECT_EQ(p.prompt, "x") << extra;
+  }
   // logit_bias: token id strings → biases, on both routes; null and {} set none.
   OpenAiRequest bias;
   ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"50256":-100,"7":2.5,"0":100}})", bias));
@@ -283,6 +294,7 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"prompt":"x","ignore_eos":"garbage"})", 422, "`ignore_eos` must be a boolean"},
       {R"({"prompt":"x","include_stop_str_in_output":1})", 422, "`include_stop_str_in_output` must be a boolean"},
       {R"({"prompt":"x","stream":false,"stream_options":{"include_usage":false}})", 422, "`stream_options`"},
+      {R"({"prompt":"x","tool_choice":"required"})", 422, "`tool_choice` \"required\" is not supported by this server"},
   };
   for (const auto& c : cases) {
     OpenAiRequest r;
@@ -315,6 +327,19 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", 422, "top_logprobs"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0,"echo":true})", 422, "max_tokens"},
       {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})", 422, "response_format"},
+      // No tools are offered: a choice that demands a tool call is refused by name, not ignored.
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]})", 422,
+       "`tools` is not supported by this server: tool calling is not implemented"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})", 422,
+       "`tool_choice` \"required\" is not supported by this server: tool calling is not implemented"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[],"tool_choice":"required"})", 422, "`tool_choice` \"required\""},
+      {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"function","function":{"name":"f"}}})", 422,
+       "`tool_choice` naming a function is not supported by this server"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"any"})", 422,
+       "`tool_choice` must be \"none\", \"auto\", \"required\" or an object naming a function, got \"any\""},
+      {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":5})", 422, "or an object naming a function, got number"},
+      {R"({"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]})", 422, "`functions` is not supported by this server"},
+      {R"({"messages":[{"role":"user","content":"x"}],"function_call":{"name":"f"}})", 422, "`function_call` naming a function is not supported"},
   };
   for (const auto& c : chat_cases) {
     OpenAiRequest r;

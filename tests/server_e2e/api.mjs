@@ -308,6 +308,11 @@ const bad = [
   ['/v1/chat/completions', '{"messages": "hello"}', 422],
   ['/v1/chat/completions', '{"messages": [{"role": "user"}]}', 422, 'messages[0].content` is required'],
   ['/v1/chat/completions', '{"messages": [{"role": "user", "content": null}]}', 422, 'messages[0].content` is required'],
+  // No tools are offered: a tool_choice that demands a tool call is refused by name, not ignored.
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}', 422, '`tool_choice` "required" is not supported'],
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "hi"}], "tool_choice": {"type": "function", "function": {"name": "f"}}}', 422, '`tool_choice` naming a function is not supported'],
+  ['/v1/completions', '{"prompt": "hi", "tool_choice": "required"}', 422, '`tool_choice` "required" is not supported'],
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f"}}]}', 422, '`tools` is not supported'],
 ];
 await check('malformed bodies → 4xx with {error, error_type}', async () => {
   for (const [route, body, status, mentions] of bad) {
@@ -586,6 +591,19 @@ await check('a body without Content-Length (chunked, another Transfer-Encoding, 
   const get = await rawRequest(`GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: ${hidden.length}\r\n\r\n${hidden}`);
   assert.match(get, /^HTTP\/1\.1 400/, get);
   assert.ok(get.includes('a GET request has no body'), get);
+});
+
+await check('no tool offered: an empty `tools` and tool_choice "none" / "auto" / null are accepted (LangChain sends them)', async () => {
+  const chat = { messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 };
+  for (const extra of [{ tools: [] }, { tool_choice: 'none' }, { tool_choice: 'auto' }, { tool_choice: null }, { tools: [], tool_choice: 'auto' }]) {
+    const r = await postJson(base, '/v1/chat/completions', { ...chat, ...extra });
+    assert.equal(r.status, 200, `${JSON.stringify(extra)}: ${r.text}`);
+    assert.equal(r.json.choices[0].message.role, 'assistant');
+    assert.equal(r.json.usage.completion_tokens, 1);
+  }
+  const c = await postJson(base, '/v1/completions', { prompt: 'hi', tools: [], max_tokens: 1 });
+  assert.equal(c.status, 200, c.text);
+  assert.equal(c.json.usage.completion_tokens, 1);
 });
 
 await check('405 JSON with Allow for a known path asked with the wrong method', async () => {
