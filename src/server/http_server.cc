@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -267,6 +268,44 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   return false;
 }
 
+/// A client's text shown in an error message: at most 60 bytes (a header may be 8 KiB long).
+std::string shown(const std::string& s) {
+  return s.size() <= 60 ? s : s.substr(0, 60) + fmt::format("… ({} bytes)", s.size());
+}
+
+/// The answer to a request cpp-httplib 0.11 refused itself, before any route: 414 a request line
+/// over its limit, 416 a Range header it cannot parse, 400 a request line or header it cannot
+/// parse, or a body that could not be read. It stops filling `req` at the fault, which tells them
+/// apart: the client's address is set only once the request line and headers were taken.
+ApiError httplib_refusal(const httplib::Request& req, int status) {
+  if (status == 414)
+    return {414, "uri_too_long",
+            fmt::format("the request line (method, URL and HTTP version) is longer than {} bytes: send long values in "
+                        "the JSON body", CPPHTTPLIB_REQUEST_URI_MAX_LENGTH)};
+  if (status == 416)
+    return {416, "range_not_satisfiable",
+            fmt::format("invalid Range header '{}' (bytes=FIRST-LAST; these answers need none)", shown(req.get_header_value("Range")))};
+  if (!req.remote_addr.empty()) {  // the request line and headers were taken: reading the body failed
+    if (const std::string ce = req.get_header_value("Content-Encoding"); !ce.empty())
+      return ApiError::malformed(fmt::format("the request body could not be read as Content-Encoding '{}' (or it ended "
+                                             "before its Content-Length)", shown(ce)));
+    return ApiError::malformed(fmt::format("the request body ended before its Content-Length ({} bytes) was read: the client "
+                                           "closed the connection or sent nothing for 10 s", shown(req.get_header_value("Content-Length"))));
+  }
+  static const std::set<std::string, std::less<>> kMethods{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "PRI"};
+  if (req.method.empty() || req.target.empty())
+    return ApiError::malformed("malformed request line: expected METHOD /path HTTP/1.1");
+  if (!kMethods.contains(req.method))
+    return ApiError::malformed(fmt::format("malformed request line: unknown method '{}'", shown(req.method)));
+  if (req.version != "HTTP/1.1" && req.version != "HTTP/1.0")
+    return ApiError::malformed(req.version.empty() ? std::string("malformed request line: expected METHOD /path HTTP/1.1")
+                                                   : fmt::format("HTTP version '{}' is not supported (HTTP/1.1 or HTTP/1.0)", shown(req.version)));
+  if (std::count(req.target.begin(), req.target.end(), '?') > 1)
+    return ApiError::malformed(fmt::format("malformed URL '{}': more than one '?'", shown(req.target)));
+  return ApiError::malformed(fmt::format("malformed request: a header line longer than {} bytes, or a request line of more "
+                                         "than three parts (METHOD /path HTTP/1.1)", CPPHTTPLIB_HEADER_MAX_LENGTH));
+}
+
 }  // namespace
 
 Status Server::start() {
@@ -307,6 +346,12 @@ Status Server::start() {
     if (may_have_unread_body(req)) close_after_answer(req, res);  // refused before its body was read
     return httplib::Server::HandlerResponse::Handled;
   });
+  // cpp-httplib 0.11 offers "Keep-Alive: timeout=2, max=100" on every answer unless the request
+  // itself said "Connection: close": an answer that ends the connection (close_after_answer's, a
+  // request line or header it could not parse) must not also offer to keep it.
+  http.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.get_header_value("Connection") == "close") res.headers.erase("Keep-Alive");
+  });
   http.set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.content_provider_) return;  // an answer of ours (close_after_answer's provider)
     if (res.status == 413 || res.status == 400) {
@@ -330,6 +375,14 @@ Status Server::start() {
     ApiError e;
     e.status = res.status;
     switch (res.status) {
+      case 414:
+      case 416:
+      case 400:
+        e = httplib_refusal(req, res.status);
+        // A request line or header cpp-httplib could not take leaves the rest of the request unread:
+        // the client must not send another request on this connection.
+        if (req.remote_addr.empty()) res.set_header("Connection", "close");
+        break;
       case 404:
         e.type = "not_found";
         // The OpenAI SDK's models.retrieve(id) of an id this server does not serve.
@@ -342,12 +395,15 @@ Status Server::start() {
         break;
       case 405: e.type = "method_not_allowed"; e.message = fmt::format("method {} not allowed on {}", req.method, req.path); break;
       case 413: e.type = "payload_too_large"; e.message = fmt::format("request body exceeds {} bytes", ctx.opts.max_body_bytes); break;
-      case 400: e.type = "malformed_request"; e.message = "malformed HTTP request"; break;
-      default: e.type = "error"; e.message = fmt::format("HTTP {}", res.status); break;
+      // None other is known to reach here (a handler's exception is the exception handler's 500).
+      default:
+        e.type = res.status >= 500 ? "internal" : "malformed_request";
+        e.message = fmt::format("HTTP {}", res.status);
+        break;
     }
     // A body over the limit and a malformed request are refusals of a request (counted as
     // rejected, as the 100-continue path's 413); 404 and 405 are not.
-    if (res.status == 413 || res.status == 400) return server::send_error(res, e, ctx.metrics);
+    if (res.status != 404 && res.status != 405) return server::send_error(res, e, ctx.metrics);
     res.set_content(e.body(), "application/json");
   });
   http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {

@@ -606,6 +606,45 @@ await check('no tool offered: an empty `tools` and tool_choice "none" / "auto" /
   assert.equal(c.json.usage.completion_tokens, 1);
 });
 
+await check('cpp-httplib refusals of the request line, headers and body are JSON errors naming the fault and the limit', async () => {
+  const cases = [
+    [`GET /${'a'.repeat(100000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 414, 'uri_too_long', /the request line \(method, URL and HTTP version\) is longer than 8192 bytes/, true],
+    [`GET /info HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(9000)}\r\n\r\n`, 400, 'malformed_request', /a header line longer than 8192 bytes/, true],
+    ['FETCH /info HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'malformed_request', /unknown method 'FETCH'/, true],
+    ['GET /info HTTP/2.0\r\nHost: x\r\n\r\n', 400, 'malformed_request', /HTTP version 'HTTP\/2\.0' is not supported/, true],
+    ['GET /info HTTP/1.1\r\nHost: x\r\nRange: bytes=abc\r\n\r\n', 416, 'range_not_satisfiable', /invalid Range header 'bytes=abc'/, false],
+    ['POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 14\r\n\r\n{"inputs":"x"}',
+      400, 'malformed_request', /could not be read as Content-Encoding 'gzip'/, false],
+  ];
+  for (const [text, status, type, message, closes] of cases) {
+    const reply = await rawRequest(text);
+    const [head, body] = reply.split('\r\n\r\n');
+    assert.match(head, new RegExp(`^HTTP/1\\.1 ${status} `), reply.slice(0, 300));
+    const j = JSON.parse(body);
+    assert.equal(j.error_type, type, body);
+    assert.match(j.error, message);
+    // A request line or header not taken leaves the rest unread: the answer says the connection ends.
+    assert.equal(/\r\nConnection: close\r\n/i.test(head + '\r\n'), closes, head);
+    assert.equal(/Keep-Alive/i.test(head), !closes, head);
+  }
+});
+
+await check('an answer that ends the connection says so alone: Connection: close without a Keep-Alive offer', async () => {
+  for (const headers of ['', 'Transfer-Encoding: chunked\r\n', 'Transfer-Encoding: gzip\r\n', 'Content-Length: 5\r\nContent-Length: 6\r\n',
+    'Content-Length: 5\r\nTransfer-Encoding: chunked\r\n', 'Content-Length: abc\r\n']) {
+    const reply = await rawRequest(`POST /generate HTTP/1.1\r\nHost: x\r\n${headers}\r\n`);
+    const head = reply.split('\r\n\r\n')[0];
+    assert.match(head, /^HTTP\/1\.1 (400|411|501) /, `${headers}: ${head}`);
+    assert.match(head + '\r\n', /\r\nConnection: close\r\n/i, `${headers}: ${head}`);
+    assert.doesNotMatch(head, /Keep-Alive/i, `${headers}: ${head}`);
+  }
+  // An answer that keeps the connection still offers Keep-Alive, without Connection: close.
+  const kept = (await rawRequest('GET /info HTTP/1.1\r\nHost: x\r\n\r\n')).split('\r\n\r\n')[0];
+  assert.match(kept, /^HTTP\/1\.1 200 /, kept);
+  assert.match(kept, /\r\nKeep-Alive: timeout=2, max=100/i, kept);
+  assert.doesNotMatch(kept, /Connection: close/i, kept);
+});
+
 await check('405 JSON with Allow for a known path asked with the wrong method', async () => {
   for (const [method, route, allow] of [['GET', '/generate', 'POST'], ['DELETE', '/v1/completions', 'POST'], ['POST', '/health', 'GET, HEAD']]) {
     const res = await fetch(base + route, { method });
