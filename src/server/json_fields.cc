@@ -13,6 +13,13 @@ std::string ApiError::body() const {
   return dump_json(json{{"error", message}, {"error_type", type}});
 }
 
+std::string shown_text(const std::string& s, std::size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // s[cut] starts a character
+  return s.substr(0, cut) + fmt::format("… ({} bytes)", s.size());
+}
+
 std::string dump_json(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -18,10 +18,8 @@ using nlohmann::json;
 
 namespace {
 
-/// A key as an error message shows it: at most 40 bytes (a rejected key may be megabytes long).
-std::string shown_key(const std::string& key) {
-  return key.size() <= 40 ? key : key.substr(0, 40) + fmt::format("… ({} bytes)", key.size());
-}
+/// A key as an error message shows it (shown_text): at most 40 bytes of it.
+std::string shown_key(const std::string& key) { return shown_text(key, 40); }
 
 /// OpenAI's `logit_bias`: an object of token id (a decimal string) → bias in [-100, 100], or null.
 /// The ids' upper bound (the vocabulary) is checked by the route, which knows it. Linear in the
@@ -66,7 +64,8 @@ std::optional<ApiError> check_tool_choice(const json& b, const char* key) {
   if (it->is_object())
     return ApiError::validation(fmt::format("`{}` naming a function is not supported by this server: tool calling is not implemented", key));
   return ApiError::validation(fmt::format("`{}` must be \"none\", \"auto\", \"required\" or an object naming a function, got {}", key,
-                                          it->is_string() ? "\"" + shown_key(it->get<std::string>()) + "\"" : std::string(it->type_name())));
+                                          it->is_string() ? fmt::format("\"{}\"", shown_key(it->get<std::string>()))
+                                                          : std::string(it->type_name())));
 }
 
 // Fields shared by both endpoints.

@@ -1,5 +1,6 @@
 // JsonArrayWriter / dump_with_members: the text they build parses back to the DOM the answer would
-// have been (members in the object's order, a raw member in its placeholder's place).
+// have been (members in the object's order, a raw member in its placeholder's place). shown_text:
+// a client's text quoted in an error message, cut at a character boundary.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -45,6 +46,22 @@ TEST(JsonText, ArrayWriterAndMembersSpliceInPlace) {
   p.push(ordered_json(2));
   EXPECT_EQ(p.take(), R"({"content":[1,2])");
   EXPECT_EQ(p.take(), R"({"content":[])");
+}
+
+TEST(JsonText, ShownTextCutsLongTextAtACharacterBoundary) {
+  EXPECT_EQ(shown_text("", 4), "");
+  EXPECT_EQ(shown_text("abcd", 4), "abcd");
+  EXPECT_EQ(shown_text("abcde", 4), "abcd… (5 bytes)");
+  // "aé€" is 1 + 2 + 3 bytes: a cut inside é or € goes back to the character's first byte.
+  const std::string s = "a\xC3\xA9\xE2\x82\xAC";
+  EXPECT_EQ(shown_text(s, 2), "a… (6 bytes)");
+  EXPECT_EQ(shown_text(s, 3), "a\xC3\xA9… (6 bytes)");
+  EXPECT_EQ(shown_text(s, 4), "a\xC3\xA9… (6 bytes)");
+  EXPECT_EQ(shown_text(s, 5), "a\xC3\xA9… (6 bytes)");
+  EXPECT_EQ(shown_text(s, 6), s);
+  // The error body stays valid UTF-8 JSON whatever the cut.
+  const ApiError e{422, "validation", "key \"" + shown_text(s + s, 8) + "\""};
+  EXPECT_EQ(nlohmann::json::parse(e.body())["error"], "key \"a\xC3\xA9\xE2\x82\xAC" "a… (12 bytes)\"");
 }
 
 }  // namespace

@@ -613,8 +613,11 @@ await check('cpp-httplib refusals of the request line, headers and body are JSON
     ['FETCH /info HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'malformed_request', /unknown method 'FETCH'/, true],
     ['GET /info HTTP/2.0\r\nHost: x\r\n\r\n', 400, 'malformed_request', /HTTP version 'HTTP\/2\.0' is not supported/, true],
     ['GET /info HTTP/1.1\r\nHost: x\r\nRange: bytes=abc\r\n\r\n', 416, 'range_not_satisfiable', /invalid Range header 'bytes=abc'/, false],
+    // An encoded body is refused before it is read (cpp-httplib would decode it past the body limit).
     ['POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 14\r\n\r\n{"inputs":"x"}',
-      400, 'malformed_request', /could not be read as Content-Encoding 'gzip'/, false],
+      415, 'unsupported_media_type', /Content-Encoding 'gzip' is not accepted: send the JSON body uncompressed \(at most \d+ bytes\)/, true],
+    ['POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: BR\r\nContent-Length: 2\r\n\r\n{}',
+      415, 'unsupported_media_type', /Content-Encoding 'BR' is not accepted/, true],
   ];
   for (const [text, status, type, message, closes] of cases) {
     const reply = await rawRequest(text);
@@ -627,6 +630,13 @@ await check('cpp-httplib refusals of the request line, headers and body are JSON
     assert.equal(/\r\nConnection: close\r\n/i.test(head + '\r\n'), closes, head);
     assert.equal(/Keep-Alive/i.test(head), !closes, head);
   }
+});
+
+await check('a body sent with Content-Encoding: identity is taken as it is', async () => {
+  const r = await postJson(base, '/generate', { inputs: 'hi', parameters: { max_new_tokens: 1, details: true } },
+    { 'Content-Encoding': 'identity' });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.details.generated_tokens, 1);
 });
 
 await check('an answer that ends the connection says so alone: Connection: close without a Keep-Alive offer', async () => {
