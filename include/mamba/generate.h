@@ -163,6 +163,11 @@ struct GenerateResult {
   std::vector<TokenEvent> tokens;  ///< one per generated token (empty when !GenerateOptions::keep_output)
   std::string text;                ///< the generated text (empty when !GenerateOptions::keep_output)
   std::int64_t n_generated = 0;    ///< generated tokens, kept or not
+  /// Text still held back when the generation was cancelled (the start of a stop string that never
+  /// completed, a character whose last bytes never came), released then (SequenceGenerator::flush):
+  /// no event's text_delta carries it, so a caller that streams text_delta prints it last (the
+  /// streamed text then equals `text`, which includes it). Empty unless finish is kCancelled.
+  std::string cancelled_tail;
   FinishReason finish = FinishReason::kNone;
   std::vector<float> prompt_logprobs;  ///< [prompt_len − 1] when requested (token i given < i)
   std::uint64_t seed = 0;

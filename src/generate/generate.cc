@@ -169,7 +169,7 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, State& state
     ++res.n_generated;
     if (opts.keep_output) res.tokens.push_back(ev);
     if (on_token && !on_token(opts.keep_output ? res.tokens.back() : ev)) {
-      gen.flush();
+      res.cancelled_tail = gen.flush();
       res.finish = FinishReason::kCancelled;
       break;
     }
@@ -180,7 +180,7 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, State& state
     // Polled before the token is fed: a cancelled generation's state, like a finished one's, holds
     // every generated token but the last.
     if (opts.should_stop && opts.should_stop()) {
-      gen.flush();
+      res.cancelled_tail = gen.flush();
       res.finish = FinishReason::kCancelled;
       break;
     }

@@ -330,6 +330,36 @@ TEST_F(GenerateTest, ShouldStopEndsThePrefillBetweenPiecesAndTheDecodeBetweenTok
   EXPECT_EQ(model2->prefill_calls, (std::vector<std::int64_t>{1024, 1024, 452}));
 }
 
+// Text a partial stop-string match holds back is released at a cancellation, by either path
+// (on_token returning false, should_stop), as cancelled_tail: streamed deltas + tail == text.
+TEST_F(GenerateTest, CancellationReleasesTheHeldBackTextAsTheTail) {
+  const auto prompt = enc("One two three");
+  const auto cont = enc(" four five six seven");
+  for (const bool by_should_stop : {false, true}) {
+    for (const bool keep : {true, false}) {
+      auto model = make(prompt, cont);
+      GenerateOptions o;
+      o.max_new_tokens = 10;
+      o.stop = {"five six"};  // "five" may start it: held back
+      o.keep_output = keep;
+      int polls = 0;
+      if (by_should_stop) o.should_stop = [&] { return ++polls >= 3; };  // after the prefill's and the first token's polls
+      std::string streamed;
+      int seen = 0;
+      auto r = generate(*model, &*tok_, prompt, o, [&](const TokenEvent& ev) {
+        streamed += ev.text_delta;
+        return by_should_stop || ++seen < 2;
+      });
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      EXPECT_EQ(r->finish, FinishReason::kCancelled);
+      EXPECT_EQ(r->n_generated, 2);
+      EXPECT_EQ(streamed, " four ");  // the space before "five" is no part of the stop string
+      EXPECT_EQ(r->cancelled_tail, "five");
+      EXPECT_EQ(r->text, keep ? " four five" : "");
+    }
+  }
+}
+
 TEST_F(GenerateTest, CancelAndErrors) {
   const auto prompt = enc("One two three");
   const auto cont = enc(" four five six seven");

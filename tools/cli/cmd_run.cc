@@ -230,6 +230,10 @@ void run(const RunArgs& a, CLI::App& cmd) {
   });
   interrupt.reset();
   if (!res.ok()) fail(res.error().message);
+  if (on_token && tok != nullptr && !res->cancelled_tail.empty()) {
+    // Text a partial stop-string match held back when Ctrl-C came: --json's "text" has it too.
+    std::fwrite(res->cancelled_tail.data(), 1, res->cancelled_tail.size(), stdout);
+  }
 
   if (a.json) {
     nlohmann::json j;
