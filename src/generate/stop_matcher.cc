@@ -6,24 +6,49 @@
 namespace mamba {
 
 StopMatcher::StopMatcher(std::vector<std::string> stops, bool include_stop) : include_stop_(include_stop) {
-  for (auto& s : stops)
-    if (!s.empty()) stops_.push_back(std::move(s));
+  for (auto& s : stops) {
+    if (s.empty()) continue;
+    Stop stop;
+    stop.text = std::move(s);
+    const std::string& t = stop.text;
+    stop.fail.assign(t.size(), 0);
+    std::size_t k = 0;
+    for (std::size_t i = 1; i < t.size(); ++i) {
+      while (k > 0 && t[i] != t[k]) k = stop.fail[k - 1];
+      if (t[i] == t[k]) ++k;
+      stop.fail[i] = static_cast<std::uint32_t>(k);
+    }
+    stops_.push_back(std::move(stop));
+  }
 }
 
 std::string StopMatcher::push(std::string_view piece) {
   if (stopped_) return {};
+  const std::size_t base = pending_.size();
   pending_.append(piece);
   if (stops_.empty()) return std::exchange(pending_, {});
 
-  // Earliest complete match (the longest stop string wins a tie at the same position).
+  // Earliest complete match (the longest stop string wins a tie at the same position). A match ends
+  // in `piece`: one ending before it would have stopped an earlier push. Each automaton runs to its
+  // own first match in `piece`; another stop string's may start earlier though it ends later.
   std::size_t best = std::string::npos;
-  for (const auto& s : stops_) {
-    const std::size_t pos = pending_.find(s);
-    if (pos == std::string::npos) continue;
-    if (pos < best || (pos == best && s.size() > matched_.size())) {
-      best = pos;
-      matched_ = s;
+  for (auto& s : stops_) {
+    const std::string& t = s.text;
+    std::size_t k = s.state;
+    for (std::size_t i = 0; i < piece.size(); ++i) {
+      const char c = piece[i];
+      while (k > 0 && c != t[k]) k = s.fail[k - 1];
+      if (c == t[k]) ++k;
+      if (k == t.size()) {
+        const std::size_t pos = base + i + 1 - t.size();
+        if (pos < best || (pos == best && t.size() > matched_.size())) {
+          best = pos;
+          matched_ = t;
+        }
+        break;
+      }
     }
+    s.state = k;
   }
   if (best != std::string::npos) {
     stopped_ = true;
@@ -32,17 +57,9 @@ std::string StopMatcher::push(std::string_view piece) {
     return out;
   }
 
-  // Hold back the longest suffix that is a proper prefix of a stop string.
+  // Hold back the longest suffix that is a proper prefix of a stop string: the largest state.
   std::size_t hold = 0;
-  for (const auto& s : stops_) {
-    const std::size_t max_len = std::min(s.size() - 1, pending_.size());
-    for (std::size_t len = max_len; len > hold; --len) {
-      if (std::string_view(pending_).substr(pending_.size() - len) == std::string_view(s).substr(0, len)) {
-        hold = len;
-        break;
-      }
-    }
-  }
+  for (const auto& s : stops_) hold = std::max(hold, s.state);
   std::string out = pending_.substr(0, pending_.size() - hold);
   pending_.erase(0, pending_.size() - hold);
   return out;

@@ -6,8 +6,14 @@
 // it releases the text before the earliest match (and the stop string itself when include_stop)
 // and drops the rest, also when the stop string spans several tokens. Because any text that could
 // start a stop string is always held, a match can never begin inside already-released text.
+//
+// Each stop string is matched by a Knuth–Morris–Pratt automaton whose state is the held prefix's
+// length, so a push costs O(piece) per stop string however long the stop strings and the held text
+// are (a request's stop strings may be megabytes: searching the whole held text for each, and
+// trying every suffix length, made one such request cost minutes of CPU per token).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,7 +36,15 @@ class StopMatcher {
   const std::string& matched() const { return matched_; }
 
  private:
-  std::vector<std::string> stops_;
+  struct Stop {
+    std::string text;
+    /// KMP failure function: fail[i] = length of the longest proper prefix of text[0..i] that is
+    /// also its suffix (stop strings come from a request body or a command line: below 4 GiB).
+    std::vector<std::uint32_t> fail;
+    /// Length of the longest suffix of the text pushed so far that is a prefix of `text`.
+    std::size_t state = 0;
+  };
+  std::vector<Stop> stops_;
   std::string pending_;
   std::string matched_;
   bool stopped_ = false;
