@@ -27,6 +27,8 @@ void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics) {
 }
 
 namespace {
+constexpr std::size_t kTrimBytes = std::size_t{1} << 20;  ///< answers / bodies that large are followed by a trim
+
 /// malloc_trim(0) on a thread of its own a second after a large answer was made (by then it has
 /// usually been sent and its buffers freed), one at a time: the trim walks every malloc arena under
 /// its lock (hundreds of ms after a burst of large answers, stalling other threads' malloc
@@ -45,11 +47,15 @@ void trim_heap_soon() {
 }  // namespace
 
 void set_json_body(httplib::Response& res, std::string body) {
-  constexpr std::size_t kTrimBytes = std::size_t{1} << 20;
   const bool large = body.size() >= kTrimBytes;
   res.body = std::move(body);
   res.set_header("Content-Type", "application/json");
   if (large) trim_heap_soon();
+}
+
+void drop_body_dom(nlohmann::json& body, std::size_t body_bytes) {
+  body = nlohmann::json();
+  if (body_bytes >= kTrimBytes) trim_heap_soon();
 }
 
 std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::string& text,

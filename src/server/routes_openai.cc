@@ -164,6 +164,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   if (auto e = chat ? parse_chat_request(body, ctx.limits, *r) : parse_completion_request(body, ctx.limits, *r)) {
     return send_error(res, *e, ctx.metrics);
   }
+  drop_body_dom(body, req.body.size());
   r->opts.skip_special_tokens = true;
   SequenceRequest sreq;
   const PromptFields fields{r->chat ? "`messages`" : "`prompt`", r->max_tokens_field};

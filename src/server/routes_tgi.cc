@@ -62,6 +62,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
   if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
   auto r = std::make_shared<TgiRequest>();
   if (auto e = parse_tgi_request(body, ctx.limits, *r)) return send_error(res, *e, ctx.metrics);
+  drop_body_dom(body, req.body.size());
   const bool stream = mode == TgiMode::kStream || (mode == TgiMode::kCompat && r->stream);
   if (stream && r->decoder_input_details)  // as TGI: the prompt's details have no place in a stream
     return send_error(res, ApiError::validation("`decoder_input_details` == true is not supported when streaming tokens"), ctx.metrics);

@@ -3,7 +3,7 @@
 # requests and the npm clients in tests/node (openai, @huggingface/inference).
 find_program(MAMBA_NODE node)
 if(TARGET mamba-server AND MAMBA_NODE)
-  foreach(t api clients concurrency lifecycle options)
+  foreach(t api clients concurrency lifecycle options resources)
     add_test(NAME server_e2e_${t} COMMAND ${MAMBA_NODE} ${PROJECT_SOURCE_DIR}/tests/server_e2e/${t}.mjs)
     set_tests_properties(server_e2e_${t} PROPERTIES
       LABELS server_e2e
