@@ -5,11 +5,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <httplib.h>
@@ -28,6 +32,47 @@
 
 namespace mamba::server {
 
+/// Bounds the bytes of request bodies being parsed, validated and tokenized at once. A parsed body
+/// (its JSON DOM, then the tokenizer's working set) is up to ~35× its text, and each HTTP thread
+/// handles a request: 24 clients sending 8 MiB bodies at once took a server to 5.4 GB, and
+/// --http-threads of them would take tens of GB. A body of kSmall bytes or more waits until its
+/// size fits beside the others being handled (one over the whole budget waits until none is); a
+/// smaller one never waits. The work is CPU-bound, so waiting costs no throughput. Releasing a lease
+/// of 1 MiB or more runs malloc_trim.
+class BodyBudget {
+ public:
+  static constexpr std::size_t kSmall = std::size_t{64} << 10;
+  static constexpr std::size_t kBytes = std::size_t{16} << 20;  ///< two bodies at the 8 MiB limit
+
+  /// Holds part of the budget until release() or destruction.
+  class Lease {
+   public:
+    Lease() = default;
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Lease(Lease&& o) noexcept : owner_(std::exchange(o.owner_, nullptr)), bytes_(o.bytes_) {}
+    ~Lease() { release(); }
+    void release();
+
+   private:
+    friend class BodyBudget;
+    Lease(BodyBudget* owner, std::size_t bytes) : owner_(owner), bytes_(bytes) {}
+    BodyBudget* owner_ = nullptr;
+    std::size_t bytes_ = 0;
+  };
+
+  explicit BodyBudget(std::size_t bytes = kBytes) : capacity_(bytes) {}
+  /// Waits until `body_bytes` fit (at once below kSmall).
+  Lease acquire(std::size_t body_bytes);
+  std::size_t in_use() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::size_t capacity_;
+  std::size_t used_ = 0;
+};
+
 struct ServerContext {
   ServerOptions opts;
   std::unique_ptr<Model> model;
@@ -38,6 +83,7 @@ struct ServerContext {
   RequestLimits limits;
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> next_request_id{1};
+  BodyBudget body_budget;  ///< request bodies being parsed and tokenized at once
   RouteTable routes;  ///< paths and their methods (405 for a known path with another method)
   std::int64_t created_unix = 0;  ///< start time (seconds since epoch), for OpenAI "created"
 };
@@ -52,12 +98,11 @@ void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics);
 /// at 2.5 GB).
 void set_json_body(httplib::Response& res, std::string body);
 
-/// Frees a parsed request body (`body_bytes`: the size of its text) once the request's fields are
-/// taken from it, before the generation is waited for: the DOM is up to ~35× its text (an 8 MiB
-/// body of nested arrays in an ignored field is ~270 MB), and a handler lives as long as its
-/// generation (12 such requests at once held 3.4 GB). After a body of 1 MiB or more, malloc_trim
-/// follows (as set_json_body's), so the freed memory leaves the handler thread's malloc arena.
-void drop_body_dom(nlohmann::json& body, std::size_t body_bytes);
+/// Frees a parsed request body once the request's fields are taken from it, before the generation
+/// is waited for: the DOM is up to ~35× its text (an 8 MiB body of nested arrays in an ignored
+/// field is ~270 MB), and a handler lives as long as its generation (12 such requests at once held
+/// 3.4 GB). The handler's BodyBudget lease, released next, returns the memory to the system.
+void drop_body_dom(nlohmann::json& body);
 
 /// The request fields prepare_prompt's errors name: TGI's or OpenAI's.
 struct PromptFields {

@@ -158,13 +158,14 @@ json usage_json(const SequenceStats& st) {
 }
 
 void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat) {
+  BodyBudget::Lease parsing = ctx.body_budget.acquire(req.body.size());  // until the prompt's ids are made
   nlohmann::json body;
   if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
   auto r = std::make_shared<OpenAiRequest>();
   if (auto e = chat ? parse_chat_request(body, ctx.limits, *r) : parse_completion_request(body, ctx.limits, *r)) {
     return send_error(res, *e, ctx.metrics);
   }
-  drop_body_dom(body, req.body.size());
+  drop_body_dom(body);
   r->opts.skip_special_tokens = true;
   SequenceRequest sreq;
   const PromptFields fields{r->chat ? "`messages`" : "`prompt`", r->max_tokens_field};
@@ -186,6 +187,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   if (echo_logprobs) sreq.opts.prompt_logprobs = sreq.prompt_top_logprobs = true;
   sreq.publish_prompt_scores = echo_logprobs && r->stream;
   const std::vector<std::int32_t> prompt_ids = echo_logprobs ? sreq.prompt : std::vector<std::int32_t>{};
+  parsing.release();
   std::shared_ptr<RequestStream> rs;
   if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(res, *e, ctx.metrics);
   const std::uint64_t id = ctx.next_request_id++;

@@ -58,11 +58,12 @@ void set_timing_headers(httplib::Response& res, const SequenceStats& st, std::si
 }
 
 void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, TgiMode mode) {
+  BodyBudget::Lease parsing = ctx.body_budget.acquire(req.body.size());  // until the prompt's ids are made
   nlohmann::json body;
   if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
   auto r = std::make_shared<TgiRequest>();
   if (auto e = parse_tgi_request(body, ctx.limits, *r)) return send_error(res, *e, ctx.metrics);
-  drop_body_dom(body, req.body.size());
+  drop_body_dom(body);
   const bool stream = mode == TgiMode::kStream || (mode == TgiMode::kCompat && r->stream);
   if (stream && r->decoder_input_details)  // as TGI: the prompt's details have no place in a stream
     return send_error(res, ApiError::validation("`decoder_input_details` == true is not supported when streaming tokens"), ctx.metrics);
@@ -74,6 +75,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
   }
   auto prompt_ids = std::make_shared<std::vector<std::int32_t>>(sreq.prompt);
   sreq.opts = r->opts;
+  parsing.release();
   std::shared_ptr<RequestStream> rs;
   if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(res, *e, ctx.metrics);
   const std::uint64_t id = ctx.next_request_id++;
@@ -162,6 +164,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
 }
 
 void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  const BodyBudget::Lease parsing = ctx.body_budget.acquire(req.body.size());  // the whole answer is made under it
   nlohmann::json body;
   if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
   TgiRequest r;

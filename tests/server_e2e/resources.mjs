@@ -1,7 +1,8 @@
 // End-to-end resource bounds: what a request body costs the server beyond its own bytes. A parsed
 // JSON body is up to ~35× its text (an 8 MiB body of nested arrays in a field the server ignores is
-// ~270 MB of DOM): it must not be kept while its generation runs. Memory is read from
-// /proc/PID/status (Linux; elsewhere the script skips).
+// ~270 MB of DOM): it must not be kept while its generation runs, and however many clients send
+// such bodies at once, only a few are parsed and tokenized at a time (the rest wait), with the memory
+// given back after each. Memory is read from /proc/PID/status (Linux; elsewhere the script skips).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { deadline, startServer, check, exitWithChecks, sleep, SKIP_CODE } from './lib.mjs';
@@ -13,9 +14,9 @@ if (!fs.existsSync('/proc/self/status')) {
   process.exit(SKIP_CODE);
 }
 
-/// The server's resident memory in MiB (VmRSS).
-function rssMiB(pid) {
-  const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+) kB/m);
+/// The server's resident memory in MiB (VmRSS), or its peak (VmHWM).
+function rssMiB(pid, field = 'VmRSS') {
+  const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm'));
   return Number(m[1]) / 1024;
 }
 
@@ -62,4 +63,31 @@ await check('a running generation does not keep its parsed body (4 × 8 MB neste
 });
 
 await srv.stop();
+
+await check('10 clients sending 8 MB bodies at once: peak memory stays bounded', async () => {
+  const fresh = await startServer();
+  try {
+    const before = rssMiB(fresh.proc.pid, 'VmHWM');
+    const body = nestedBody(4_000_000, { prompt: 'Hi', inputs: 'Hi', max_tokens: 1, parameters: { max_new_tokens: 1 } });
+    const routes = ['/v1/completions', '/generate', '/tokenize', '/v1/chat/completions', '/'];
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        fetch(fresh.base + routes[i % routes.length], { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(
+          async (r) => [r.status, await r.text()],
+        ),
+      ),
+    );
+    // Each is answered as a small body would be (chat: no `messages` → 422).
+    for (const [i, [status, text]] of answers.entries()) assert.equal(status, i % 5 === 3 ? 422 : 200, text);
+    const grown = rssMiB(fresh.proc.pid, 'VmHWM') - before;
+    // Each parse peaks at ~300 MB; all 10 at once took ~3 GB, two at a time take under 1 GB.
+    assert.ok(grown < 1400, `10 concurrent 8 MB bodies raised the server's peak memory by ${grown.toFixed(0)} MiB`);
+    await sleep(200);
+    const after = rssMiB(fresh.proc.pid) - before;
+    assert.ok(after < 400, `${after.toFixed(0)} MiB were still held after the answers`);
+  } finally {
+    await fresh.stop();
+  }
+});
+
 exitWithChecks();
