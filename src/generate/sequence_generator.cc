@@ -49,6 +49,7 @@ struct SequenceGenerator::Impl {
       : tok(t), vocab_limit(limit), opts(o), eos_ids(eos.begin(), eos.end()), sampler(o.sampling, limit),
         stop(o.stop, o.include_stop_text), logprobs(static_cast<std::size_t>(limit)) {
     if (tok) decoder.emplace(*tok, o.skip_special_tokens);
+    opts.stop = {};  // the matcher has them (a server request's may be megabytes)
   }
   const Tokenizer* tok;
   std::int64_t vocab_limit;            // ≥ 1 (sizes the buffers)

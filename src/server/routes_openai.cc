@@ -181,6 +181,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     if (d.ok()) r->prompt = d.value();
   }
   sreq.opts = r->opts;
+  r->opts.stop = {};  // one copy of the stop strings (up to 8 MiB) goes with the request
   // Completions with echo and logprobs also give the prompt's tokens (OpenAI's legacy API): their
   // logprobs come from the prefill (the first is null); a stream sends them in its echo chunk.
   const bool echo_logprobs = !chat && r->echo && r->logprobs;

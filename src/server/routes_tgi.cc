@@ -75,6 +75,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
   }
   auto prompt_ids = std::make_shared<std::vector<std::int32_t>>(sreq.prompt);
   sreq.opts = r->opts;
+  r->opts.stop = {};  // one copy of the stop strings (up to 8 MiB) goes with the request
   parsing.release();
   std::shared_ptr<RequestStream> rs;
   if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(res, *e, ctx.metrics);

@@ -137,6 +137,7 @@ bool Scheduler::admit_and_drop() {
       s.slot = pool_.acquire();
       s.t_admit = Clock::now();
       s.gen.emplace(tok_, vocab_limit_, s.req.opts, s.req.opts.eos_ids.empty() ? eos_ids_ : s.req.opts.eos_ids);
+      s.req.opts.stop = {};  // the generator's matcher has them (up to 8 MiB a request)
       s.gen->observe_prompt(s.req.prompt);
     }
     metrics_.queue_size = static_cast<std::int64_t>(waiting_.size());
