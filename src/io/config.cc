@@ -319,6 +319,15 @@ Status validate(const ModelConfig& c, const std::string& source) {
     MAMBA_RETURN_IF_ERROR(positive("n_heads", c.n_heads));
     MAMBA_RETURN_IF_ERROR(positive("n_groups", c.n_groups));
     MAMBA_RETURN_IF_ERROR(positive("chunk_size", c.chunk_size));
+    // Prompts run in pieces of whole chunks (≥ 512 tokens), so the chunk bounds a piece's activations;
+    // no tensor's shape depends on it. Checkpoints use 256 (mamba_ssm's and HF's default): a config
+    // of 16777216 with the embedded model's tensors made `perplexity` on 600 KB of text take 7.2 GB
+    // (one piece of the whole text; 99 MB at 64), and mamba-server's prefill budget that large.
+    constexpr std::int64_t kMaxChunkSize = 4096;
+    if (c.chunk_size > kMaxChunkSize) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: chunk_size = {}: exceeds the limit {} (checkpoints use 256)", source, c.chunk_size, kMaxChunkSize));
+    }
     if (!hf && c.d_inner % c.head_dim != 0) {  // state-spaces: n_heads is derived, d_inner / headdim
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("{}: ssm_cfg.headdim = {} does not divide d_inner = {} (the SSM's width: expand · d_model, or d_ssm)",

@@ -160,6 +160,12 @@ TEST(Config, InconsistentOrUnsupportedConfigs) {
   EXPECT_EQ(e.code, ErrorCode::kFormat);
   e = parse_err(R"({"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 2, "vocab_size": 10, "state_size": 0})");
   EXPECT_NE(e.message.find("d_state"), std::string::npos);
+  // chunk_size shapes no tensor, but sizes the prompt pieces: a huge one made one piece of a whole text.
+  const std::string m2 = R"({"model_type": "mamba2", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 10, "num_heads": 1, "head_dim": 64, "n_groups": 1, )";
+  e = parse_err(m2 + R"("chunk_size": 16777216})");
+  EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(e.message.find("chunk_size = 16777216: exceeds the limit 4096"), std::string::npos) << e.message;
+  EXPECT_EQ(parse_ok(m2 + R"("chunk_size": 4096})").chunk_size, 4096);
   e = parse_err("{\"model_type\": \"mamba\", ");
   EXPECT_EQ(e.code, ErrorCode::kFormat);
   EXPECT_NE(e.message.find("dir/config.json"), std::string::npos);
