@@ -298,9 +298,13 @@ void linear_blocked(const float* x, std::int64_t ldx, std::int64_t M, const Tens
   const quant::BlockedArgs args{xq, xl, sx, corr, M, K, N, wp, q4, bias32, y, ldy, off, sums};
   const std::int64_t n_blocks = (N + quant::kBlockRows - 1) / quant::kBlockRows;
   if (M == 1) {
-    // Decode: one contiguous range of blocks per thread (the kernel reads it as two streams); a
-    // lower threshold than compute-bound ops (ops::linear's reason: x_proj streams from memory too).
-    const bool par = N * K >= kParallelMinWork / 4 && n_blocks >= 4;
+    // Decode: one contiguous range of blocks per thread (the kernel reads it as two streams). A
+    // weight under 2 · kParallelMinWork elements (x_proj of the 130m–370m Mamba-1 models: 123–197 K;
+    // 77–197 KB of q4/q8 codes) runs on the calling thread: its codes stream in ~2 µs there, about
+    // what a two-thread region costs to start, end and hand the activation codes across (Zen 4 VM,
+    // mamba-130m x_proj q4: 2.3 µs on one thread, 2.5 / 7 µs on two as the host placed the vCPUs;
+    // b=1 decode, 8 interleaved rounds: q4 434 → 446 tok/s, q8 288 → 301, medians).
+    const bool par = N * K >= 2 * kParallelMinWork && n_blocks >= 4;
     cpu::parallel_for(n_blocks, par, [&](std::int64_t b0, std::int64_t b1) { quant::dot_blocked_avx512vnni(args, 0, 1, b0, b1); });
     return;
   }
