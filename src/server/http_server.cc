@@ -387,6 +387,7 @@ Status Server::start() {
     }
     ApiError e;
     e.status = res.status;
+    bool body_unread = false;  // a body that ended early: what the client sends later is its rest
     switch (res.status) {
       case 414:
       case 416:
@@ -395,6 +396,7 @@ Status Server::start() {
         // A request line or header cpp-httplib could not take leaves the rest of the request unread:
         // the client must not send another request on this connection.
         if (req.remote_addr.empty()) res.set_header("Connection", "close");
+        else body_unread = res.status == 400;
         break;
       case 404:
         e.type = "not_found";
@@ -416,7 +418,13 @@ Status Server::start() {
     }
     // A body over the limit and a malformed request are refusals of a request (counted as
     // rejected, as the 100-continue path's 413); 404 and 405 are not.
-    if (res.status != 404 && res.status != 405) return server::send_error(res, e, ctx.metrics);
+    if (res.status != 404 && res.status != 405) {
+      server::send_error(res, e, ctx.metrics);
+      // The body's missing bytes may still come (a client silent for the read timeout): they must
+      // not be read as the next request (cpp-httplib 0.11 keeps the connection otherwise).
+      if (body_unread) close_after_answer(req, res);
+      return;
+    }
     res.set_content(e.body(), "application/json");
   });
   http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {

@@ -593,6 +593,36 @@ await check('a body without Content-Length (chunked, another Transfer-Encoding, 
   assert.ok(get.includes('a GET request has no body'), get);
 });
 
+await check('a body that ends before its Content-Length: 400 after the read timeout, and the connection ends (its late bytes are no request)', async () => {
+  const { connect } = await import('node:net');
+  const url = new URL(base);
+  const body = '{"inputs":"hi","parameters":{"max_new_tokens":2}}';
+  const t0 = Date.now();
+  const all = await new Promise((resolve, reject) => {
+    const sock = connect(Number(url.port), url.hostname, () =>
+      sock.write(`POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length + 4}\r\n\r\n${body}`));
+    let data = '', sentLate = false;
+    sock.on('data', (d) => {
+      data += d;
+      // The answer came: send the 4 missing bytes and then a request, as a late client would.
+      if (!sentLate && data.includes('}')) {
+        sentLate = true;
+        sock.write('}}}}GET /info HTTP/1.1\r\nHost: x\r\n\r\n');
+      }
+    });
+    sock.on('error', (e) => (e.code === 'ECONNRESET' ? resolve(data) : reject(e)));
+    sock.on('close', () => resolve(data));
+    setTimeout(() => { sock.destroy(); resolve(data + '[still open after 20 s]'); }, 20000);
+  });
+  assert.match(all, /^HTTP\/1\.1 400/, all);
+  assert.ok(all.includes('the request body ended before its Content-Length'), all);
+  assert.match(all, /\r\nConnection: close\r\n/i, all);
+  assert.ok(!/\r\nKeep-Alive:/i.test(all), all);
+  assert.equal((all.match(/HTTP\/1\.1 \d{3}/g) || []).length, 1, all);  // the late bytes got no answer
+  assert.ok(!all.includes('[still open'), all);
+  assert.ok(Date.now() - t0 < 16000, `${Date.now() - t0} ms`);
+});
+
 await check('no tool offered: an empty `tools` and tool_choice "none" / "auto" / null are accepted (LangChain sends them)', async () => {
   const chat = { messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 };
   for (const extra of [{ tools: [] }, { tool_choice: 'none' }, { tool_choice: 'auto' }, { tool_choice: null }, { tools: [], tool_choice: 'auto' }]) {
