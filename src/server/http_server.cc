@@ -188,6 +188,14 @@ void close_after_answer(const httplib::Request& req, httplib::Response& res) {
                            });
 }
 
+/// Drops the byte ranges cpp-httplib parsed from a `Range` header, so that every answer is whole:
+/// cpp-httplib 0.11 would otherwise cut any answer to them (206 for a GET /info or a POST
+/// /generate, a JSON body cut mid-object, an error's body too). RFC 9110 §14.2 lets a server ignore
+/// Range (and makes it do so for methods other than GET); TGI's and vLLM's servers ignore it. The
+/// hooks are handed the request as const, but it is cpp-httplib's own non-const object, alive for
+/// the whole exchange, and ranges are read only when the answer is written, after every hook.
+void ignore_ranges(const httplib::Request& req) { const_cast<httplib::Request&>(req).ranges.clear(); }
+
 /// What runs before every route (before the body is read): the API key, 405 for a known path asked
 /// with another method, the body's framing (Content-Length not a number, several that disagree, or
 /// beside Transfer-Encoding; a Transfer-Encoding, a POST without Content-Length, a GET / HEAD with a
@@ -340,6 +348,7 @@ Status Server::start() {
   // "Expect: 100-continue" (curl for large or uploaded bodies): refuse at once what pre_route or
   // the size limit would refuse, instead of inviting the body with "100 Continue" (RFC 7231 §5.1.1).
   http.set_expect_100_continue_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    ignore_ranges(req);
     bool refused = pre_route(ctx, req, res);
     const std::string cl = req.get_header_value("Content-Length");
     if (!refused && is_decimal(cl) && cl.size() <= 19 && std::stoull(cl) > static_cast<std::uint64_t>(ctx.opts.max_body_bytes)) {
@@ -355,6 +364,7 @@ Status Server::start() {
     return res.status;
   });
   http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    ignore_ranges(req);
     if (!pre_route(ctx, req, res)) return httplib::Server::HandlerResponse::Unhandled;
     if (may_have_unread_body(req)) close_after_answer(req, res);  // refused before its body was read
     return httplib::Server::HandlerResponse::Handled;
@@ -366,6 +376,7 @@ Status Server::start() {
     if (res.get_header_value("Connection") == "close") res.headers.erase("Keep-Alive");
   });
   http.set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    ignore_ranges(req);  // a 416's half-parsed ranges, or an answer refused before routing
     if (!res.body.empty() || res.content_provider_) return;  // an answer of ours (close_after_answer's provider)
     if (res.status == 413 || res.status == 400) {
       // cpp-httplib 0.11 caps application/x-www-form-urlencoded bodies (curl -d's default type) at

@@ -662,6 +662,22 @@ await check('cpp-httplib refusals of the request line, headers and body are JSON
   }
 });
 
+await check('a Range header is ignored: every answer is whole, 200 (cpp-httplib would cut it: 206 and half a JSON object)', async () => {
+  const whole = await (await fetch(base + '/info')).text();
+  for (const range of ['bytes=0-9', 'bytes=0-1,3-4', 'bytes=100000-']) {
+    const res = await fetch(base + '/info', { headers: { Range: range } });
+    assert.equal(res.status, 200, range);
+    assert.equal(res.headers.get('content-range'), null, range);
+    assert.equal(await res.text(), whole, range);
+  }
+  const r = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 12 } }, { Range: 'bytes=0-9' });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.generated_text, greedy.generated_text);
+  const nf = await fetch(base + '/nope', { headers: { Range: 'bytes=0-9' } });
+  assert.equal(nf.status, 404);
+  assert.equal((await nf.json()).error_type, 'not_found');
+});
+
 await check('a body sent with Content-Encoding: identity is taken as it is', async () => {
   const r = await postJson(base, '/generate', { inputs: 'hi', parameters: { max_new_tokens: 1, details: true } },
     { 'Content-Encoding': 'identity' });
