@@ -21,7 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mamba/server.h"
-#include "server/client_connection.h"
+#include "server/bounded_http_server.h"
 #include "server/context.h"
 #include "server/http_worker_pool.h"
 #include "server/json_fields.h"
@@ -34,9 +34,13 @@ namespace mamba {
 using server::ApiError;
 using server::ServerContext;
 
+/// A request's head (request line and header lines) at most: 64 KiB, as generous as nginx's and
+/// node's (8–32 KiB, 16 KiB) limits are and more; a longer one gets 431 (BoundedHttpServer).
+constexpr std::size_t kMaxHeadBytes = std::size_t{64} << 10;
+
 struct Server::Impl {
   ServerContext ctx;
-  httplib::Server http;
+  server::BoundedHttpServer http{kMaxHeadBytes};
   std::thread listen_thread;
   int port = 0;
   std::mutex mu;
@@ -168,24 +172,12 @@ bool may_have_unread_body(const httplib::Request& req) {
   return req.has_header("Transfer-Encoding") || (!cl.empty() && cl != "0") || (req.method == "POST" && cl.empty());
 }
 
-/// Turns the answer in `res` (status, headers, JSON body) into one that ends the connection after
-/// it is written: cpp-httplib 0.11 would read the unread body as further requests on the same
-/// connection (an answer's "Connection: close" does not close it). The body is written by a content
-/// provider, which then closes the connection the lingering way (at most 2 s of the client's
-/// remaining bytes read and discarded, so that it reads the answer rather than a reset).
-void close_after_answer(const httplib::Request& req, httplib::Response& res) {
+/// Makes the answer in `res` one that ends the connection after it is written (the lingering way:
+/// BoundedHttpServer::close_after_answer): cpp-httplib 0.11 would read an unread body, or the rest
+/// of a head it could not parse, as further requests on the same connection.
+void close_after_answer(httplib::Response& res) {
   res.set_header("Connection", "close");
-  auto body = std::make_shared<std::string>(std::move(res.body));
-  res.body.clear();
-  const std::string type = res.get_header_value("Content-Type");
-  res.headers.erase("Content-Type");  // set again by set_content_provider
-  auto conn = std::make_shared<server::ClientConnection>(req);
-  res.set_content_provider(body->size(), type.empty() ? "application/json" : type,
-                           [body, conn](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
-                             if (!sink.write(body->data() + offset, length)) return false;
-                             if (offset + length == body->size()) conn->close_after_answer(2000, std::size_t{1} << 30);
-                             return true;
-                           });
+  server::BoundedHttpServer::close_after_answer();
 }
 
 /// Drops the byte ranges cpp-httplib parsed from a `Range` header, so that every answer is whole:
@@ -360,13 +352,13 @@ Status Server::start() {
       refused = true;
     }
     if (!refused) return 100;
-    close_after_answer(req, res);  // the client may send the body anyway: it must not become a request
+    close_after_answer(res);  // the client may send the body anyway: it must not become a request
     return res.status;
   });
   http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     ignore_ranges(req);
     if (!pre_route(ctx, req, res)) return httplib::Server::HandlerResponse::Unhandled;
-    if (may_have_unread_body(req)) close_after_answer(req, res);  // refused before its body was read
+    if (may_have_unread_body(req)) close_after_answer(res);  // refused before its body was read
     return httplib::Server::HandlerResponse::Handled;
   });
   // cpp-httplib 0.11 offers "Keep-Alive: timeout=2, max=100" on every answer unless the request
@@ -377,7 +369,7 @@ Status Server::start() {
   });
   http.set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     ignore_ranges(req);  // a 416's half-parsed ranges, or an answer refused before routing
-    if (!res.body.empty() || res.content_provider_) return;  // an answer of ours (close_after_answer's provider)
+    if (!res.body.empty()) return;  // an answer of ours (pre_route's)
     if (res.status == 413 || res.status == 400) {
       // cpp-httplib 0.11 caps application/x-www-form-urlencoded bodies (curl -d's default type) at
       // 8 KiB before routing: a JSON body within our own limit is served as any other.
@@ -403,10 +395,17 @@ Status Server::start() {
       case 414:
       case 416:
       case 400:
+        if (server::BoundedHttpServer::head_limit() == server::HeadLimit::kHead) {
+          res.status = 431;  // RFC 6585 §5
+          e = {431, "request_header_fields_too_large",
+               fmt::format("the request's head (request line and headers) is longer than {} bytes", kMaxHeadBytes)};
+          close_after_answer(res);
+          break;
+        }
         e = httplib_refusal(req, res.status);
         // A request line or header cpp-httplib could not take leaves the rest of the request unread:
-        // the client must not send another request on this connection.
-        if (req.remote_addr.empty()) res.set_header("Connection", "close");
+        // the connection ends after the answer.
+        if (req.remote_addr.empty()) close_after_answer(res);
         else body_unread = res.status == 400;
         break;
       case 404:
@@ -433,7 +432,7 @@ Status Server::start() {
       server::send_error(res, e, ctx.metrics);
       // The body's missing bytes may still come (a client silent for the read timeout): they must
       // not be read as the next request (cpp-httplib 0.11 keeps the connection otherwise).
-      if (body_unread) close_after_answer(req, res);
+      if (body_unread) close_after_answer(res);
       return;
     }
     res.set_content(e.body(), "application/json");

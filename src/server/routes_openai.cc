@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "server/bounded_http_server.h"
 #include "server/client_connection.h"
 #include "server/json_fields.h"
 #include "server/normalized_offsets.h"
@@ -271,7 +272,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     return;
   }
 
-  const ClientConnection conn(req);  // a client that leaves cancels the sequence, as a stream's does
+  const ClientConnection conn(BoundedHttpServer::current_socket());  // a client that leaves cancels the sequence, as a stream's does
   Collected c = collect(*rs, [&conn] { return conn.closed(); });
   log_request(id, route, c.stats, c.error);
   if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(res, generation_error(c), ctx.metrics);

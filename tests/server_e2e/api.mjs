@@ -642,6 +642,8 @@ await check('cpp-httplib refusals of the request line, headers and body are JSON
     [`GET /info HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(9000)}\r\n\r\n`, 400, 'malformed_request', /a header line longer than 8192 bytes/, true],
     ['FETCH /info HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'malformed_request', /unknown method 'FETCH'/, true],
     ['GET /info HTTP/2.0\r\nHost: x\r\n\r\n', 400, 'malformed_request', /HTTP version 'HTTP\/2\.0' is not supported/, true],
+    [`GET /info HTTP/1.1\r\nHost: x\r\n${`X-Pad: ${'p'.repeat(1000)}\r\n`.repeat(70)}\r\n`, 431, 'request_header_fields_too_large',
+      /the request's head \(request line and headers\) is longer than 65536 bytes/, true],
     ['GET /info HTTP/1.1\r\nHost: x\r\nRange: bytes=abc\r\n\r\n', 416, 'range_not_satisfiable', /invalid Range header 'bytes=abc'/, false],
     // An encoded body is refused before it is read (cpp-httplib would decode it past the body limit).
     ['POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 14\r\n\r\n{"inputs":"x"}',
@@ -676,6 +678,40 @@ await check('a Range header is ignored: every answer is whole, 200 (cpp-httplib 
   const nf = await fetch(base + '/nope', { headers: { Range: 'bytes=0-9' } });
   assert.equal(nf.status, 404);
   assert.equal((await nf.json()).error_type, 'not_found');
+});
+
+await check('a request refused before its head was read ends the connection: the head\'s rest is no request', async () => {
+  const { connect } = await import('node:net');
+  const url = new URL(base);
+  for (const text of ['FETCH /info HTTP/1.1\r\nHost: x\r\n\r\n', `GET /${'a'.repeat(9000)} HTTP/1.1\r\nHost: x\r\n\r\n`]) {
+    const reply = await new Promise((resolve, reject) => {
+      const sock = connect(Number(url.port), url.hostname, () => sock.write(text));
+      let data = '';
+      sock.on('data', (d) => { data += d; });
+      sock.on('error', reject);
+      sock.on('close', () => resolve(data));
+    });
+    assert.equal(reply.match(/HTTP\/1\.1 \d{3} /g).length, 1, reply);
+  }
+});
+
+await check('pipelined requests on one connection are all answered, in order', async () => {
+  const { connect } = await import('node:net');
+  const url = new URL(base);
+  const body = JSON.stringify({ inputs: PROMPT, parameters: { max_new_tokens: 12 } });
+  const text = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n' +
+    `POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+    'GET /info HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n';
+  const reply = await new Promise((resolve, reject) => {
+    const sock = connect(Number(url.port), url.hostname, () => sock.write(text));
+    let data = '';
+    sock.on('data', (d) => { data += d; });
+    sock.on('error', reject);
+    sock.on('close', () => resolve(data));
+  });
+  assert.deepEqual(reply.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 200 ', 'HTTP/1.1 200 ', 'HTTP/1.1 200 '], reply);
+  assert.ok(reply.includes(JSON.stringify(greedy.generated_text)), reply);
+  assert.ok(reply.includes('"model_id"'), reply);
 });
 
 await check('a body sent with Content-Encoding: identity is taken as it is', async () => {
