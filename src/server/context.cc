@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "server/bounded_http_server.h"
 #include "server/json_fields.h"
 
 namespace mamba::server {
@@ -179,7 +180,7 @@ std::string token_bytes(const ServerContext& ctx, std::int32_t id) {
 
 std::string sse_data(const std::string& payload) { return "data: " + payload + "\n\n"; }
 
-void set_sse_response(httplib::Response& res, std::shared_ptr<RequestStream> stream, SseHandlers h) {
+void set_sse_response(const httplib::Request& req, httplib::Response& res, std::shared_ptr<RequestStream> stream, SseHandlers h) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   auto closed = std::make_shared<std::atomic<bool>>(false);
@@ -188,56 +189,61 @@ void set_sse_response(httplib::Response& res, std::shared_ptr<RequestStream> str
     if (closed->exchange(true) || !h.on_close) return;
     h.on_close(st, err);
   };
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [stream, h, close_once](std::size_t /*offset*/, httplib::DataSink& sink) -> bool {
-        auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
-        auto last_write = std::chrono::steady_clock::now();
-        for (;;) {
-          RequestStream::Update u;
-          if (!stream->take(u, std::chrono::milliseconds(250))) {
-            // SSE comment as heartbeat: lets a vanished client be noticed while queued
-            if (std::chrono::steady_clock::now() - last_write > std::chrono::seconds(1)) {
-              if (!write(": ping\n\n")) {
-                stream->cancel();
-                return false;
-              }
-              last_write = std::chrono::steady_clock::now();
-            }
-            continue;
-          }
-          if (u.prompt && h.on_prompt && !write(h.on_prompt(*u.prompt))) {
+  httplib::ContentProviderWithoutLength pump = [stream, h, close_once](std::size_t /*offset*/, httplib::DataSink& sink) -> bool {
+    auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
+    auto last_write = std::chrono::steady_clock::now();
+    for (;;) {
+      RequestStream::Update u;
+      if (!stream->take(u, std::chrono::milliseconds(250))) {
+        // SSE comment as heartbeat: lets a vanished client be noticed while queued
+        if (std::chrono::steady_clock::now() - last_write > std::chrono::seconds(1)) {
+          if (!write(": ping\n\n")) {
             stream->cancel();
             return false;
           }
-          const bool ok_end = u.done && !u.error && stream->stats().finish != FinishReason::kCancelled;
-          if (!u.tokens.empty() || ok_end) {
-            if (!write(h.on_tokens(u.tokens, ok_end, stream->stats()))) {
-              stream->cancel();
-              return false;
-            }
-            last_write = std::chrono::steady_clock::now();
-          }
-          if (u.done) {
-            if (!ok_end) {
-              Collected c;
-              c.error = u.error;
-              (void)write(h.on_error(generation_error(c)));
-            }
-            if (h.on_end) (void)write(h.on_end());
-            close_once(stream->stats(), u.error);
-            sink.done();
-            return true;
-          }
+          last_write = std::chrono::steady_clock::now();
         }
-      },
-      [stream, close_once](bool /*success*/) {
-        // Connection closed (normally or not): make sure the sequence leaves the scheduler, and
-        // log it with the counts it reached, when the scheduler drops it (at its next step, which
-        // under load can be seconds away: a timed wait here logged zeros then).
+        continue;
+      }
+      if (u.prompt && h.on_prompt && !write(h.on_prompt(*u.prompt))) {
         stream->cancel();
-        stream->on_end(close_once);
-      });
+        return false;
+      }
+      const bool ok_end = u.done && !u.error && stream->stats().finish != FinishReason::kCancelled;
+      if (!u.tokens.empty() || ok_end) {
+        if (!write(h.on_tokens(u.tokens, ok_end, stream->stats()))) {
+          stream->cancel();
+          return false;
+        }
+        last_write = std::chrono::steady_clock::now();
+      }
+      if (u.done) {
+        if (!ok_end) {
+          Collected c;
+          c.error = u.error;
+          (void)write(h.on_error(generation_error(c)));
+        }
+        if (h.on_end) (void)write(h.on_end());
+        close_once(stream->stats(), u.error);
+        sink.done();
+        return true;
+      }
+    }
+  };
+  auto release = [stream, close_once](bool /*success*/) {
+    // Connection closed (normally or not): make sure the sequence leaves the scheduler, and
+    // log it with the counts it reached, when the scheduler drops it (at its next step, which
+    // under load can be seconds away: a timed wait here logged zeros then).
+    stream->cancel();
+    stream->on_end(close_once);
+  };
+  if (req.version == "HTTP/1.0") {
+    res.set_header("Connection", "close");
+    BoundedHttpServer::close_after_answer();  // the end of the connection ends the answer
+    res.set_content_provider("text/event-stream", std::move(pump), std::move(release));
+  } else {
+    res.set_chunked_content_provider("text/event-stream", std::move(pump), std::move(release));
+  }
 }
 
 }  // namespace mamba::server

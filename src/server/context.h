@@ -161,7 +161,10 @@ struct SseHandlers {
   std::function<std::string()> on_end;
   std::function<void(const SequenceStats&, const std::optional<Error>&)> on_close;
 };
-void set_sse_response(httplib::Response& res, std::shared_ptr<RequestStream> stream, SseHandlers handlers);
+/// The answer is chunked; to an HTTP/1.0 request (`req`), which knows no chunked encoding, it is
+/// delimited by the end of the connection instead (as TGI's server answers one).
+void set_sse_response(const httplib::Request& req, httplib::Response& res, std::shared_ptr<RequestStream> stream,
+                      SseHandlers handlers);
 
 /// "data: <json>\n\n"
 std::string sse_data(const std::string& payload);

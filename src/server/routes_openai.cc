@@ -268,7 +268,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     h.on_error = [](const ApiError& e) { return sse_data(e.body()); };
     h.on_end = [] { return std::string("data: [DONE]\n\n"); };
     h.on_close = [id, route](const SequenceStats& st, const std::optional<Error>& err) { log_request(id, route, st, err); };
-    set_sse_response(res, rs, std::move(h));
+    set_sse_response(req, res, rs, std::move(h));
     return;
   }
 

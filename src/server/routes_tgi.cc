@@ -118,7 +118,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
     h.on_error = [](const ApiError& e) { return sse_data(e.body()); };
     h.on_close = [id, route](const SequenceStats& st, const std::optional<Error>& err) { log_request(id, route, st, err); };
     res.set_header("x-compute-type", "cpu");
-    set_sse_response(res, rs, std::move(h));
+    set_sse_response(req, res, rs, std::move(h));
     return;
   }
 

@@ -695,6 +695,27 @@ await check('a request refused before its head was read ends the connection: the
   }
 });
 
+await check('an HTTP/1.0 stream is not chunked (1.0 has no chunks): its end is the connection\'s', async () => {
+  const { connect } = await import('node:net');
+  const url = new URL(base);
+  const body = JSON.stringify({ inputs: PROMPT, parameters: { max_new_tokens: 12 } });
+  const reply = await new Promise((resolve, reject) => {
+    const sock = connect(Number(url.port), url.hostname, () =>
+      sock.write(`POST /generate_stream HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`));
+    let data = '';
+    sock.on('data', (d) => { data += d; });
+    sock.on('error', reject);
+    sock.on('close', () => resolve(data));
+  });
+  const [head, rest] = [reply.slice(0, reply.indexOf('\r\n\r\n')), reply.slice(reply.indexOf('\r\n\r\n') + 4)];
+  assert.match(head, /^HTTP\/1\.1 200 /, head);
+  assert.doesNotMatch(head, /Transfer-Encoding/i, head);
+  assert.match(head, /\r\nConnection: close/i, head);
+  const events = rest.split('\n\n').filter((e) => e.startsWith('data:')).map((e) => JSON.parse(e.slice(5)));
+  assert.equal(events.length, 12, rest);
+  assert.equal(events[11].generated_text, greedy.generated_text);
+});
+
 await check('pipelined requests on one connection are all answered, in order', async () => {
   const { connect } = await import('node:net');
   const url = new URL(base);
