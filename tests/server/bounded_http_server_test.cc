@@ -1,0 +1,213 @@
+// BoundedHttpServer: our connection loop around cpp-httplib 0.11's request processing, driven over
+// real loopback TCP. Pipelined requests get the same answers however the client's bytes are split
+// into writes; a head past its bounds gets one answer and the connection ends there (its rest is
+// never read as a request); close_after_answer() ends the connection after the answer; handlers
+// see their own socket.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ostream>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "server/bounded_http_server.h"
+#include "server/client_connection.h"
+
+namespace mamba::server {
+namespace {
+
+constexpr std::size_t kMaxHead = 16384;
+
+/// A BoundedHttpServer on a loopback port with a few plain routes; stopped by its destructor.
+struct TestServer {
+  BoundedHttpServer http{kMaxHead};
+  std::thread thread;
+  int port = -1;
+
+  TestServer() {
+    http.set_keep_alive_max_count(100);
+    http.Get("/echo", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(req.get_header_value("X-Id"), "text/plain");
+    });
+    http.Post("/len", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(std::to_string(req.body.size()), "text/plain");
+    });
+    http.Get("/close", [](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Connection", "close");
+      BoundedHttpServer::close_after_answer();
+      res.set_content("bye", "text/plain");
+    });
+    http.Get("/socket", [](const httplib::Request& req, httplib::Response& res) {
+      // the handler's socket is the request's: its peer is the request's remote end
+      const int fd = BoundedHttpServer::current_socket();
+      sockaddr_in peer{};
+      socklen_t len = sizeof peer;
+      const bool same = fd >= 0 && getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
+                        ntohs(peer.sin_port) == req.remote_port && ClientConnection(fd).found();
+      res.set_content(same ? "same" : "other", "text/plain");
+    });
+    http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+      if (BoundedHttpServer::head_limit() == HeadLimit::kHead) res.status = 431;
+      res.set_content("limit " + std::to_string(static_cast<int>(BoundedHttpServer::head_limit())), "text/plain");
+    });
+    port = http.bind_to_any_port("127.0.0.1");
+    EXPECT_GT(port, 0);
+    thread = std::thread([this] { http.listen_after_bind(); });
+  }
+  ~TestServer() {
+    http.stop();
+    thread.join();
+  }
+};
+
+struct Answer {
+  int status = 0;
+  std::string body;
+  bool closes = false;  // said "Connection: close"
+  bool operator==(const Answer&) const = default;
+  friend void PrintTo(const Answer& a, std::ostream* os) {
+    *os << a.status << " '" << a.body.substr(0, 40) << "'" << (a.closes ? " (closes)" : "");
+  }
+};
+
+/// Sends `pieces` one write each (with `pause` after each), half-closes, and reads until the server
+/// ends the connection. The answers, in order (each with a Content-Length: these routes' all have).
+std::vector<Answer> exchange(int port, const std::vector<std::string>& pieces, std::chrono::microseconds pause = {}) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  timeval tv{20, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string in;
+  std::thread reader([&] {
+    char buf[65536];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) in.append(buf, static_cast<std::size_t>(n));
+  });
+  for (const std::string& p : pieces) {
+    if (send(fd, p.data(), p.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(p.size())) break;  // the server may end it early
+    if (pause.count() > 0) std::this_thread::sleep_for(pause);
+  }
+  shutdown(fd, SHUT_WR);
+  reader.join();
+  close(fd);
+  std::vector<Answer> out;
+  for (std::size_t at = 0; at < in.size();) {
+    const std::size_t head_end = in.find("\r\n\r\n", at);
+    if (head_end == std::string::npos) {
+      ADD_FAILURE() << "an answer without its head's end: " << in.substr(at, 200);
+      break;
+    }
+    const std::string head = in.substr(at, head_end - at);
+    Answer ans;
+    ans.status = std::stoi(head.substr(9, 3));
+    ans.closes = head.find("\r\nConnection: close") != std::string::npos;
+    const std::size_t cl = head.find("\r\nContent-Length: ");
+    const std::size_t len = cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 18));
+    ans.body = in.substr(head_end + 4, len);
+    out.push_back(ans);
+    at = head_end + 4 + len;
+  }
+  return out;
+}
+
+/// Several requests in one stream of bytes: GETs and POSTs whose bodies are small, one read-ahead
+/// buffer long and larger (the stream's large reads bypass its buffer), and what they are answered.
+std::pair<std::string, std::vector<Answer>> pipelined_requests() {
+  std::string bytes;
+  std::vector<Answer> want;
+  const std::size_t body_sizes[] = {0, 5, 4095, 4096, 10000, 70000};
+  for (int i = 0; i < 6; ++i) {
+    bytes += "GET /echo HTTP/1.1\r\nHost: x\r\nX-Id: id" + std::to_string(i) + "\r\n\r\n";
+    want.push_back({200, "id" + std::to_string(i), false});
+    const std::string body(body_sizes[i], static_cast<char>('a' + i));
+    bytes += "POST /len HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+             "\r\n\r\n" + body;
+    want.push_back({200, std::to_string(body.size()), false});
+  }
+  return {bytes, want};
+}
+
+TEST(BoundedHttpServer, PipelinedRequestsAreAllAnsweredInOrderHoweverTheBytesAreSplit) {
+  TestServer srv;
+  const auto [bytes, want] = pipelined_requests();
+  EXPECT_EQ(exchange(srv.port, {bytes}), want) << "one write";
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 12; ++trial) {
+    std::vector<std::string> pieces;
+    for (std::size_t at = 0; at < bytes.size();) {
+      const std::size_t n = std::min(bytes.size() - at, std::size_t{1} + rng() % (trial % 3 == 0 ? 7 : 9000));
+      pieces.push_back(bytes.substr(at, n));
+      at += n;
+    }
+    EXPECT_EQ(exchange(srv.port, pieces, std::chrono::microseconds(trial % 3 != 0 && trial % 2 == 1 ? 200 : 0)), want)
+        << "trial " << trial << ": " << pieces.size() << " writes";
+  }
+}
+
+TEST(BoundedHttpServer, AHeadOverTheLimitGetsOneAnswerAndTheConnectionEnds) {
+  TestServer srv;
+  std::string head = "GET /echo HTTP/1.1\r\nHost: x\r\n";
+  while (head.size() <= kMaxHead) head += "X-Pad: " + std::string(1000, 'p') + "\r\n";
+  const std::string next = "GET /echo HTTP/1.1\r\nHost: x\r\nX-Id: next\r\n\r\n";
+  const auto got = exchange(srv.port, {head + "\r\n" + next});
+  ASSERT_EQ(got.size(), 1u) << "the head's rest or the next request was read as a request";
+  EXPECT_EQ(got[0].status, 431);
+  EXPECT_EQ(got[0].body, "limit 2");
+  // Just under the limit is served (the blank line ends the head: the body is not counted).
+  std::string under = "POST /len HTTP/1.1\r\nHost: x\r\nContent-Length: 30000\r\n";
+  while (under.size() + 1010 < kMaxHead) under += "X-Pad: " + std::string(1000, 'p') + "\r\n";
+  EXPECT_EQ(exchange(srv.port, {under + "\r\n" + std::string(30000, 'b') + next}),
+            (std::vector<Answer>{{200, "30000", false}, {200, "next", false}}));
+}
+
+TEST(BoundedHttpServer, AnOverlongLineIsRefusedByCppHttplibAndTheConnectionEnds) {
+  TestServer srv;
+  const std::string next = "GET /echo HTTP/1.1\r\nHost: x\r\nX-Id: next\r\n\r\n";
+  // cpp-httplib's own answers: 414 for the request line, 400 for a header line, after 8193 bytes
+  auto got = exchange(srv.port, {"GET /" + std::string(1 << 20, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n" + next});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].status, 414);
+  got = exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Long: " + std::string(1 << 20, 'h') + "\r\n\r\n" + next});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].status, 400);
+  EXPECT_EQ(got[0].body, "limit 1");
+  // a line of exactly 8192 bytes with its CRLF is within cpp-httplib's limit
+  std::string line = "X-Fill: ";
+  line += std::string(BoundedHttpServer::kMaxHeadLine - line.size() - 2, 'f') + "\r\n";
+  EXPECT_EQ(exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: ok\r\n" + line + "\r\n" + next}),
+            (std::vector<Answer>{{200, "ok", false}, {200, "next", false}}));
+}
+
+TEST(BoundedHttpServer, CloseAfterAnswerEndsTheConnectionAfterTheAnswer) {
+  TestServer srv;
+  const auto got = exchange(srv.port, {"GET /close HTTP/1.1\r\nHost: x\r\n\r\nGET /echo HTTP/1.1\r\nX-Id: after\r\n\r\n"});
+  EXPECT_EQ(got, (std::vector<Answer>{{200, "bye", true}}));
+}
+
+TEST(BoundedHttpServer, HandlersSeeTheirOwnSocket) {
+  TestServer srv;
+  EXPECT_EQ(exchange(srv.port, {"GET /socket HTTP/1.1\r\nHost: x\r\n\r\n"}), (std::vector<Answer>{{200, "same", false}}));
+  EXPECT_EQ(BoundedHttpServer::current_socket(), -1) << "not a connection's thread";
+}
+
+TEST(BoundedHttpServer, KeepAliveMaxCountEndsTheConnection) {
+  TestServer srv;
+  srv.http.set_keep_alive_max_count(3);
+  std::string bytes;
+  for (int i = 0; i < 5; ++i) bytes += "GET /echo HTTP/1.1\r\nX-Id: " + std::to_string(i) + "\r\n\r\n";
+  EXPECT_EQ(exchange(srv.port, {bytes}), (std::vector<Answer>{{200, "0", false}, {200, "1", false}, {200, "2", true}}));
+}
+
+}  // namespace
+}  // namespace mamba::server
