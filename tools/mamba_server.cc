@@ -20,6 +20,7 @@
 #include "ops/cpu/cpu_target.h"
 #include "server/listen_address.h"
 #include "common/option_rules.h"
+#include "common/out_of_memory.h"
 #include "common/thread_warning.h"
 #include "common/unknown_option.h"
 
@@ -29,6 +30,7 @@ constexpr const char* kHelpHint = "Run with --help for more information.\n";
 }  // namespace
 
 int main(int argc, char** argv) {
+  mamba::tools::exit_cleanly_when_out_of_memory();
   CLI::App app{"mamba-server: TGI- and OpenAI-compatible HTTP server for Mamba models (continuous batching)", "mamba-server"};
   app.set_version_flag("--version", std::string("mamba-server ") + MAMBA_VERSION);
   mamba::ServerOptions o;

@@ -37,7 +37,9 @@ std::vector<std::pair<std::int32_t, float>> top_logprobs(std::span<const float> 
 struct GenerateOptions {
   int max_new_tokens = 64;             ///< tokens to generate at most (0: finish at once, kLength; < 0: error)
   SamplingParams sampling;
-  std::vector<std::string> stop;       ///< stop strings: text before kept, the rest not emitted
+  /// Stop strings: text before kept, the rest not emitted. Each non-empty, and they need a tokenizer
+  /// (they are matched in the decoded text): else generate() / SequenceGenerator give kInvalidArgument.
+  std::vector<std::string> stop;
   /// true: the matched stop string ends the text (TGI's /generate keeps it); false: the text ends
   /// before it (OpenAI, mamba-cli). Either way nothing after the stop string is emitted.
   bool include_stop_text = false;
@@ -122,8 +124,8 @@ struct TokenEvent {
 class SequenceGenerator {
  public:
   /// `tok` (may be null) must outlive this object. `opts.sampling` must be valid (validate()),
-  /// `vocab_limit` ≥ 1, opts.max_new_tokens ≥ 0 and the `eos_ids` ≥ 0: otherwise next() returns
-  /// kInvalidArgument naming the value.
+  /// `vocab_limit` ≥ 1, opts.max_new_tokens ≥ 0, the `eos_ids` ≥ 0 and opts.stop's strings non-empty
+  /// (and none without a tokenizer): otherwise next() returns kInvalidArgument naming the value.
   SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_limit, const GenerateOptions& opts,
                     std::vector<std::int32_t> eos_ids);
   SequenceGenerator(SequenceGenerator&&) noexcept;

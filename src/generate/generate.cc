@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "generate/stop_matcher.h"
 #include "io/generation_config.h"
 #include "mamba/checkpoint.h"
 #include "mamba/generate.h"
@@ -104,6 +105,8 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, State& state
     return make_error(ErrorCode::kInvalidArgument, fmt::format("max_new_tokens = {} must be >= 0", opts.max_new_tokens));
   if (opts.top_logprobs < 0)
     return make_error(ErrorCode::kInvalidArgument, fmt::format("top_logprobs = {} must be >= 0", opts.top_logprobs));
+  if (Status st = validate_stop_strings(opts.stop, tok); !st.ok())
+    return make_error(ErrorCode::kInvalidArgument, "generate: " + st.error().message);
 
   for (std::int32_t id : opts.eos_ids)
     if (id < 0 || id >= width)

@@ -83,6 +83,7 @@ SequenceGenerator::SequenceGenerator(const Tokenizer* tok, std::int64_t vocab_li
   if (opts.max_new_tokens < 0) impl_->invalid = invalid(fmt::format("max_new_tokens = {} must be >= 0", opts.max_new_tokens));
   for (std::int32_t id : impl_->eos_ids)
     if (id < 0) impl_->invalid = invalid(fmt::format("eos_ids holds {}: ids are >= 0", id));
+  if (Status st = validate_stop_strings(opts.stop, tok); !st.ok()) impl_->invalid = invalid(st.error().message);
   if (opts.max_new_tokens == 0) finish_ = FinishReason::kLength;  // nothing to generate (prompt scoring)
 }
 

@@ -3,7 +3,20 @@
 #include <algorithm>
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace mamba {
+
+Status validate_stop_strings(const std::vector<std::string>& stops, const Tokenizer* tok) {
+  for (std::size_t i = 0; i < stops.size(); ++i)
+    if (stops[i].empty())
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("stop string {} is empty (it would stop before the first token)", i));
+  if (!stops.empty() && tok == nullptr)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{} stop string(s) given without a tokenizer: they are matched in the decoded text, "
+                                  "which needs one", stops.size()));
+  return {};
+}
 
 StopMatcher::StopMatcher(std::vector<std::string> stops, bool include_stop) : include_stop_(include_stop) {
   for (auto& s : stops) {

@@ -18,7 +18,17 @@
 #include <string_view>
 #include <vector>
 
+#include "mamba/status.h"
+
 namespace mamba {
+
+class Tokenizer;
+
+/// Checks a generation's stop strings (GenerateOptions::stop): none empty (it would stop before
+/// the first token; mamba-cli's --stop and both server routes refuse one too), and a tokenizer
+/// to decode the text they are matched in when there are any (without one, none could ever match).
+/// kInvalidArgument naming the fault otherwise.
+Status validate_stop_strings(const std::vector<std::string>& stops, const Tokenizer* tok);
 
 class StopMatcher {
  public:

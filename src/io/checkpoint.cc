@@ -169,6 +169,7 @@ Result<bool> has_model_file(const std::string& dir, const std::string& name) { r
 Result<Checkpoint> Checkpoint::open(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (dir.empty()) return make_error(ErrorCode::kInvalidArgument, "empty model directory path (expected a model directory with config.json)");
   if (!fs::is_directory(dir, ec)) {
     return make_error(ErrorCode::kNotFound, fmt::format("{}: not a directory (expected a model directory with config.json)", dir));
   }

@@ -63,7 +63,7 @@ Result<std::string> resolve_default_model() {
   if (path.empty()) {
     return make_error(ErrorCode::kNotFound,
                       "no model given and the embedded default model (models/mamba2-books-7m-bpe8k) was not found next to the "
-                      "executable, in the install data dir or in the source tree (give -m MODEL or set MAMBA_MODEL)");
+                      "executable, in the install data dir or in the source tree (name a model directory — mamba-cli -m MODEL — or set MAMBA_MODEL)");
   }
   return path;
 }

@@ -13,9 +13,20 @@
 namespace mamba::io {
 
 Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in place of a file (e.g. a shard) would block the open until a writer came;
+  // it is refused below as not a regular file. (A regular file ignores the flag.)
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int e = errno;
+    struct stat lst {};
+    char target[4096];
+    ssize_t n = 0;
+    if (e == ENOENT && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode) &&
+        (n = ::readlink(path.c_str(), target, sizeof target - 1)) >= 0) {
+      // what an interrupted download leaves in a Hugging Face cache snapshot
+      return make_error(ErrorCode::kNotFound, fmt::format("{}: a symbolic link to {}, which does not exist (an interrupted "
+                                                          "download? fetch the file again)", path, std::string(target, static_cast<std::size_t>(n))));
+    }
     return make_error(e == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
                       fmt::format("{}: cannot open: {}", path, std::strerror(e)));
   }
@@ -60,6 +71,8 @@ Result<std::string> read_text_file(const std::string& path) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: is a directory, not a file", path));
   // A FIFO or device would block the open or never end (a config.json FIFO hung `inspect`).
   if (!S_ISREG(dst.st_mode)) return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: is not a regular file", path));
+  if (::access(path.c_str(), R_OK) != 0)  // e.g. EACCES, which std::ifstream would not name
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     struct stat st {};

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <string>
 
-
 namespace mamba::server {
 
 namespace {
@@ -183,7 +182,8 @@ int BoundedHttpServer::current_socket() { return t_socket; }
 
 // cpp-httplib 0.11's loop (detail::process_server_socket): at most keep_alive_max_count_ requests,
 // each awaited for keep_alive_timeout_sec_, the last one answered with "Connection: close". Ours
-// also ends after an answer marked by close_after_answer() or to a head past its bounds, and looks at the server's stop every 100 ms while it waits.
+// also ends after an answer marked by close_after_answer() or to a head past its bounds, and looks
+// at the server's stop every 100 ms while it waits.
 bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
   HeadBoundedStream strm(sock, to_ms(read_timeout_sec_, read_timeout_usec_), to_ms(write_timeout_sec_, write_timeout_usec_),
                          max_head_bytes_);

@@ -436,6 +436,7 @@ Result<Tokenizer> Tokenizer::from_json_text(const std::string& json_text, const 
     impl.choose_context_id();
     return t;
   } catch (const std::bad_alloc&) {
+    root = nullptr;  // give the parsed document's memory back first: the message needs some too
     return make_error(ErrorCode::kIo, fmt::format("{}: out of memory while loading the tokenizer", source));
   } catch (const std::exception& e) {
     // Defensive: a JSON accessor threw (e.g. a type mismatch this loader did not anticipate).

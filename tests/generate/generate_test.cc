@@ -231,6 +231,32 @@ TEST_F(GenerateTest, StopStringSpanningTokensIsNotEmitted) {
   EXPECT_EQ(streamed, " the old ");
 }
 
+// An empty stop string (it would stop before the first token) and stop strings without a tokenizer
+// (nothing to match them in) are errors naming the fault, as mamba-cli's --stop and the server
+// refuse an empty one; generate() went on, silently ignoring them.
+TEST_F(GenerateTest, AnEmptyStopStringOrStopStringsWithoutATokenizerAreErrors) {
+  const auto prompt = enc("It was");
+  auto model = make(prompt, enc(" the old man"));
+  GenerateOptions o;
+  o.max_new_tokens = 3;
+  o.stop = {"man", ""};
+  auto empty = generate(*model, &*tok_, prompt, o);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(empty.error().message.find("stop string 1 is empty"), std::string::npos) << empty.error().message;
+  o.stop = {"man"};
+  auto no_tok = generate(*model, nullptr, prompt, o);
+  ASSERT_FALSE(no_tok.ok());
+  EXPECT_NE(no_tok.error().message.find("1 stop string(s) given without a tokenizer"), std::string::npos) << no_tok.error().message;
+  SequenceGenerator g(nullptr, 8, o, {});
+  std::vector<float> row(8, 0.0f);
+  auto r = g.next(row);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("without a tokenizer"), std::string::npos) << r.error().message;
+  o.stop.clear();
+  EXPECT_TRUE(generate(*model, nullptr, prompt, o).ok()) << "ids only, no stop strings: fine";
+}
+
 TEST_F(GenerateTest, LogprobsAreOverTokenizerIdsAndTopIsDescending) {
   const auto prompt = enc("The sea was");
   const auto cont = enc(" calm and grey");

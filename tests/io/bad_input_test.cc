@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "io/io_test_util.h"
+#include "io/mapped_file.h"
 #include "io/safetensors.h"
 #include "io/torch_pickle.h"
 #include "mamba/checkpoint.h"
@@ -258,6 +259,26 @@ TEST(BadInput, FifoAndLinkLoopsAreNamedNotHungOrNotFound) {
   ASSERT_FALSE(dir.ok());
   expect_mentions(dir.error(), {"dirloop", "Too many levels of symbolic links"});
   EXPECT_EQ(dir.error().message.find("not found"), std::string::npos) << dir.error().message;
+}
+
+// Any mapped file (a shard, pytorch_model.bin) that is a FIFO is refused at once (a FIFO shard
+// blocked the open: loading hung), and a dangling link in its place (an interrupted Hugging Face
+// download) is named as one.
+TEST(BadInput, AFifoOrDanglingLinkInPlaceOfAMappedFileIsNamed) {
+  test::TempDir d;
+  const std::string fifo = d.path() + "/model-00002-of-00002.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto f = io::MappedFile::open(fifo);
+  ASSERT_FALSE(f.ok());
+  expect_mentions(f.error(), {fifo.c_str(), "not a regular file"});
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  const std::string link = d.path() + "/model-00001-of-00002.safetensors";
+  std::filesystem::create_symlink("../../blobs/0123abcd", link);
+  auto dangling = io::MappedFile::open(link);
+  ASSERT_FALSE(dangling.ok());
+  EXPECT_EQ(dangling.error().code, ErrorCode::kNotFound);
+  expect_mentions(dangling.error(), {link.c_str(), "a symbolic link to ../../blobs/0123abcd, which does not exist", "interrupted download"});
 }
 
 TEST(BadInput, WrongShapeNamesExpectedAndActual) {

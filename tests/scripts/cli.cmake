@@ -48,6 +48,7 @@ mamba_cli_test(input_validation input_validation)
 mamba_cli_test(tokenizer_option tokenizer_option)
 mamba_cli_test(hub_cache hub_cache)
 mamba_cli_test(llama_flags llama_flags)
+mamba_cli_test(out_of_memory out_of_memory DEFS SANITIZE=${MAMBA_SANITIZE})
 if(TARGET example_greedy)
   # examples/greedy.cc (the public API only: load, encode, prefill, step, decode) gives the CLI's
   # greedy text, on the embedded model and on a Mamba-1 model from ../shared.

@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "common/option_rules.h"
+#include "common/out_of_memory.h"
 #include "common/unknown_option.h"
 
 namespace mamba::cli {
@@ -45,6 +46,7 @@ std::string unknown_option_notes(const CLI::App& cmd, const std::string& bad) {
 }  // namespace mamba::cli
 
 int main(int argc, char** argv) {
+  mamba::tools::exit_cleanly_when_out_of_memory();
   CLI::App app{"mamba.cpp: run Mamba-family language models (Mamba-1, Falcon-Mamba, Mamba-2)", "mamba-cli"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("mamba-cli ") + MAMBA_VERSION);

@@ -1,0 +1,45 @@
+# Running out of memory at any point of loading and generating ends mamba-cli with one "error: ..."
+# line naming memory and exit status 2, never an abort ("terminate called after throwing an instance
+# of 'std::bad_alloc'": the JSON library's destructor allocates while it frees a half-parsed
+# tokenizer.json, so a bad_alloc there reached std::terminate). The address space is capped with
+# prlimit(1) at steps across the range where loading starts to fit; each run must succeed or fail
+# that way. Not under the sanitizers (they reserve terabytes of address space).
+include(${CMAKE_CURRENT_LIST_DIR}/cli_util.cmake)
+if(SANITIZE)
+  message("SKIP: the address-space cap does not apply under ASan")
+  return()
+endif()
+find_program(PRLIMIT prlimit)
+if(NOT PRLIMIT)
+  message("SKIP: no prlimit(1) (util-linux) to cap the address space with")
+  return()
+endif()
+set(models "${SRC}/models/mamba2-books-7m-bpe8k|16|44")
+if(EXISTS "${SHARED}/models/mamba2-books-16m/config.json")
+  list(APPEND models "${SHARED}/models/mamba2-books-16m|36|92")  # a 50k-entry tokenizer.json
+endif()
+foreach(entry IN LISTS models)
+  string(REPLACE "|" ";" entry "${entry}")
+  list(GET entry 0 model)
+  list(GET entry 1 from_mb)
+  list(GET entry 2 to_mb)
+  set(failed 0)
+  set(passed 0)
+  foreach(mb RANGE ${from_mb} ${to_mb} 2)
+    math(EXPR bytes "${mb} * 1000000")
+    execute_process(COMMAND ${PRLIMIT} --as=${bytes} ${CLI} run -t 1 -m ${model} -p Hello -n 4
+                    OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+    if(rc EQUAL 0)
+      math(EXPR passed "${passed} + 1")
+    elseif(rc EQUAL 2 AND err MATCHES "error: [^\n]*(out of memory|Cannot allocate memory)" AND NOT err MATCHES "terminate")
+      math(EXPR failed "${failed} + 1")
+    else()
+      message(FATAL_ERROR "${model} with ${mb} MB of address space: exit ${rc}, stderr:\n${err}")
+    endif()
+  endforeach()
+  # The range spans both outcomes, so both paths were taken.
+  if(failed EQUAL 0 OR passed EQUAL 0)
+    message(FATAL_ERROR "${model}: ${failed} runs out of memory, ${passed} that fit, in ${from_mb}-${to_mb} MB: the range no longer spans both")
+  endif()
+  message(STATUS "${model}: ${failed} runs out of memory (each a clean error), ${passed} fit")
+endforeach()
