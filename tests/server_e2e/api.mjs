@@ -364,8 +364,9 @@ await check('a JSON body over 8 KiB sent as form-urlencoded (curl -d) is served,
   assert.equal(events[2].generated_text, want.json.generated_text);
 });
 
-/// Sends `text` as it is over a new connection; resolves with the reply up to its JSON body's first '}'.
-async function rawRequest(text) {
+/// Sends `text` as it is over a new connection; resolves with what the server sent once it closed
+/// the connection, or (`toFirstBrace`) once the reply holds its JSON body's first '}'.
+async function rawExchange(text, toFirstBrace = false) {
   const { connect } = await import('node:net');
   const url = new URL(base);
   return new Promise((resolve, reject) => {
@@ -373,12 +374,13 @@ async function rawRequest(text) {
     let data = '';
     sock.on('data', (d) => {
       data += d;
-      if (data.includes('}')) { sock.destroy(); resolve(data); }
+      if (toFirstBrace && data.includes('}')) { sock.destroy(); resolve(data); }
     });
     sock.on('error', reject);
     sock.on('close', () => resolve(data));
   });
 }
+const rawRequest = (text) => rawExchange(text, true);
 
 await check('an invalid Content-Length is a 400 naming the header, at once', async () => {
   for (const cl of ['abc', '-5', '99999999999999999999']) {
@@ -681,32 +683,15 @@ await check('a Range header is ignored: every answer is whole, 200 (cpp-httplib 
 });
 
 await check('a request refused before its head was read ends the connection: the head\'s rest is no request', async () => {
-  const { connect } = await import('node:net');
-  const url = new URL(base);
   for (const text of ['FETCH /info HTTP/1.1\r\nHost: x\r\n\r\n', `GET /${'a'.repeat(9000)} HTTP/1.1\r\nHost: x\r\n\r\n`]) {
-    const reply = await new Promise((resolve, reject) => {
-      const sock = connect(Number(url.port), url.hostname, () => sock.write(text));
-      let data = '';
-      sock.on('data', (d) => { data += d; });
-      sock.on('error', reject);
-      sock.on('close', () => resolve(data));
-    });
+    const reply = await rawExchange(text);
     assert.equal(reply.match(/HTTP\/1\.1 \d{3} /g).length, 1, reply);
   }
 });
 
 await check('an HTTP/1.0 stream is not chunked (1.0 has no chunks): its end is the connection\'s', async () => {
-  const { connect } = await import('node:net');
-  const url = new URL(base);
   const body = JSON.stringify({ inputs: PROMPT, parameters: { max_new_tokens: 12 } });
-  const reply = await new Promise((resolve, reject) => {
-    const sock = connect(Number(url.port), url.hostname, () =>
-      sock.write(`POST /generate_stream HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`));
-    let data = '';
-    sock.on('data', (d) => { data += d; });
-    sock.on('error', reject);
-    sock.on('close', () => resolve(data));
-  });
+  const reply = await rawExchange(`POST /generate_stream HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
   const [head, rest] = [reply.slice(0, reply.indexOf('\r\n\r\n')), reply.slice(reply.indexOf('\r\n\r\n') + 4)];
   assert.match(head, /^HTTP\/1\.1 200 /, head);
   assert.doesNotMatch(head, /Transfer-Encoding/i, head);
@@ -717,19 +702,11 @@ await check('an HTTP/1.0 stream is not chunked (1.0 has no chunks): its end is t
 });
 
 await check('pipelined requests on one connection are all answered, in order', async () => {
-  const { connect } = await import('node:net');
-  const url = new URL(base);
   const body = JSON.stringify({ inputs: PROMPT, parameters: { max_new_tokens: 12 } });
   const text = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n' +
     `POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
     'GET /info HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n';
-  const reply = await new Promise((resolve, reject) => {
-    const sock = connect(Number(url.port), url.hostname, () => sock.write(text));
-    let data = '';
-    sock.on('data', (d) => { data += d; });
-    sock.on('error', reject);
-    sock.on('close', () => resolve(data));
-  });
+  const reply = await rawExchange(text);
   assert.deepEqual(reply.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 200 ', 'HTTP/1.1 200 ', 'HTTP/1.1 200 '], reply);
   assert.ok(reply.includes(JSON.stringify(greedy.generated_text)), reply);
   assert.ok(reply.includes('"model_id"'), reply);
