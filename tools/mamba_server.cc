@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
   std::thread([sigs]() mutable {
     int again = 0;
     sigwait(&sigs, &again);
-    spdlog::warn("received {} again: exiting without draining", again == SIGTERM ? "SIGTERM" : "SIGINT");
+    spdlog::warn("received {} while draining: exiting at once", again == SIGTERM ? "SIGTERM" : "SIGINT");
     spdlog::default_logger()->flush();
     std::_Exit(128 + again);
   }).detach();
@@ -248,7 +248,8 @@ int main(int argc, char** argv) {
   // Requests had the grace period; a connection still open 2 s after the listener closed is a
   // client holding its request open (e.g. trickling headers): exit rather than wait for it.
   if (!server.value()->wait_for(std::chrono::seconds(2))) {
-    spdlog::warn("connections still open 2 s after the grace period (a client is holding its request open): exiting");
+    spdlog::warn("connections still open 2 s after the drain ended (a client is holding one open, e.g. sending its request "
+                 "slowly): exiting");
     spdlog::default_logger()->flush();
     std::_Exit(0);
   }

@@ -17,8 +17,12 @@ namespace mamba::server {
 
 namespace {
 
-thread_local HeadLimit t_head_limit = HeadLimit::kNone;
+thread_local HeadFault t_head_fault = HeadFault::kNone;
+thread_local const char* t_fault_what = "";  // kMalformedLine: what is wrong with the line
+thread_local std::size_t t_fault_line = 0;    // kMalformedLine: 1 = the first header line
 thread_local bool t_close_after_answer = false;
+enum class ConnectionChoice { kDefault, kKeep, kClose };  // set_keep_alive(), else cpp-httplib's reading
+thread_local ConnectionChoice t_connection = ConnectionChoice::kDefault;
 thread_local int t_socket = -1;
 
 /// poll() for `events` on `fd` for at most `ms` milliseconds; true when they (or a hang-up or an
@@ -55,10 +59,11 @@ bool socket_endpoint(int fd, bool peer, std::string& ip, int& port) {
 long to_ms(time_t sec, time_t usec) { return static_cast<long>(sec) * 1000 + static_cast<long>(usec) / 1000; }
 
 /// One connection's socket as cpp-httplib reads and writes it (the same buffering and timeouts as
-/// its own SocketStream), kept across the connection's requests, with the head's bytes bounded:
-/// from start_request() until the blank line that ends the head, a line reads as ended after
-/// kMaxHeadLine + 1 bytes and the head after max_head bytes (read() returns 0, which cpp-httplib's
-/// line reader takes as the end of the line, then of the input).
+/// its own SocketStream), kept across the connection's requests, with the head checked as it is
+/// read: from start_request() until the blank line that ends the head, a line reads as ended after
+/// kMaxHeadLine + 1 bytes, the head after max_head bytes, a malformed header line at its fault
+/// (read() returns 0, which cpp-httplib's line reader takes as the end of the line, then of the
+/// input); a head the client leaves unfinished is marked kIncomplete.
 class HeadBoundedStream final : public httplib::Stream {
  public:
   HeadBoundedStream(int fd, long read_timeout_ms, long write_timeout_ms, std::size_t max_head)
@@ -67,14 +72,30 @@ class HeadBoundedStream final : public httplib::Stream {
   /// A new request's head begins with the next byte read.
   void start_request() {
     in_head_ = true;
-    head_bytes_ = line_bytes_ = 0;
-    after_newline_ = 1;  // as after a line's end: a request that begins with "\r\n" has an empty request line
-    t_head_limit = HeadLimit::kNone;
+    head_bytes_ = line_bytes_ = line_ = 0;
+    line_state_ = kLineStart;
+    t_head_fault = HeadFault::kNone;
+    t_fault_what = "";
+    t_fault_line = 0;
     t_close_after_answer = false;
+    t_connection = ConnectionChoice::kDefault;
   }
 
-  /// Whether the next request's first bytes are here within `ms` (already buffered, or on the socket).
+  /// Whether bytes are here within `ms` (already buffered, or on the socket; an end of the
+  /// connection counts: the read that follows sees it).
   bool wait_readable(long ms) const { return off_ < len_ || wait_for(fd_, POLLIN, ms); }
+  /// Whether bytes the server has not read yet are here now (buffered or on the socket).
+  bool input_pending() const { return wait_readable(0); }
+
+  /// Drops the CR / LF bytes before a request line (RFC 9112 §2.2: a server SHOULD ignore at
+  /// least one empty line there; some clients send a CRLF after a POST body). Call when
+  /// wait_readable(): 1 when a request's first byte is here, 0 when only empty lines were, -1 at
+  /// the end of the connection.
+  int skip_empty_lines() {
+    if (off_ == len_ && !fill()) return -1;
+    while (off_ < len_ && (buf_[off_] == '\r' || buf_[off_] == '\n')) ++off_;
+    return off_ < len_ ? 1 : 0;
+  }
 
   bool is_readable() const override { return wait_readable(read_timeout_ms_); }
   bool is_writable() const override { return wait_for(fd_, POLLOUT, write_timeout_ms_); }
@@ -82,19 +103,21 @@ class HeadBoundedStream final : public httplib::Stream {
   ssize_t read(char* ptr, std::size_t size) override {
     if (size == 0) return 0;
     if (in_head_) {
-      if (t_head_limit != HeadLimit::kNone) return 0;
-      size = 1;  // the head is read a byte at a time (cpp-httplib's line reader asks for one): count each
+      if (t_head_fault != HeadFault::kNone) return 0;
+      size = 1;  // the head is read a byte at a time (cpp-httplib's line reader asks for one): check each
     }
     if (off_ == len_) {
-      if (!is_readable()) return -1;
-      if (size >= buf_.size()) return receive(ptr, size);  // a large body read: straight into the caller's buffer
-      const ssize_t n = receive(buf_.data(), buf_.size());
-      if (n <= 0) return n;
-      off_ = 0;
-      len_ = static_cast<std::size_t>(n);
+      if (!in_head_ && size >= buf_.size()) {  // a large body read: straight into the caller's buffer
+        if (!is_readable()) return -1;
+        return receive(ptr, size);
+      }
+      if (!fill()) {
+        if (in_head_) t_head_fault = HeadFault::kIncomplete;
+        return in_head_ ? 0 : -1;
+      }
     }
     const std::size_t n = std::min(size, len_ - off_);
-    if (in_head_ && !count_head_byte(buf_[off_])) return 0;
+    if (in_head_ && !check_head_byte(buf_[off_])) return 0;
     std::memcpy(ptr, buf_.data() + off_, n);
     off_ += n;
     return static_cast<ssize_t>(n);
@@ -122,27 +145,85 @@ class HeadBoundedStream final : public httplib::Stream {
     return n;
   }
 
-  /// Counts one byte of the head, about to be handed out; false (and t_head_limit set) when it is
-  /// past a bound. The head ends at a line that is "\r\n" alone (cpp-httplib 0.11 ends it there
-  /// only: a bare "\n" line is skipped as an invalid header line).
-  bool count_head_byte(char c) {
+  /// Refills the empty buffer, waiting at most the read timeout; false at the end of the
+  /// connection, an error or the timeout.
+  bool fill() {
+    if (!is_readable()) return false;
+    const ssize_t n = receive(buf_.data(), buf_.size());
+    if (n <= 0) return false;
+    off_ = 0;
+    len_ = static_cast<std::size_t>(n);
+    return true;
+  }
+
+  bool malformed(const char* what) {
+    t_head_fault = HeadFault::kMalformedLine;
+    t_fault_what = what;
+    t_fault_line = line_;
+    return false;
+  }
+
+  /// Checks one byte of the head, about to be handed out; false (and t_head_fault set) when it is
+  /// past a bound or makes its header line malformed. Line 0 is the request line (cpp-httplib
+  /// parses it); a header line is NAME ':' VALUE CRLF, NAME without whitespace. The head ends at a
+  /// line that is "\r\n" alone.
+  bool check_head_byte(char c) {
     if (++head_bytes_ > max_head_) {
-      t_head_limit = HeadLimit::kHead;
+      t_head_fault = HeadFault::kTooLong;
       return false;
     }
     if (++line_bytes_ > BoundedHttpServer::kMaxHeadLine + 1) {
-      t_head_limit = HeadLimit::kLine;
+      t_head_fault = HeadFault::kLineTooLong;
       return false;
     }
-    if (c == '\n') {
-      if (after_newline_ == 2) in_head_ = false;  // "\r\n" right after a line's end: the blank line
-      after_newline_ = 1;
-      line_bytes_ = 0;
-    } else {
-      after_newline_ = (after_newline_ == 1 && c == '\r') ? 2 : 0;
+    const bool header = line_ > 0;
+    switch (line_state_) {
+      case kLineStart:
+        if (c == '\r') {
+          line_state_ = kBlankCr;
+        } else if (header && (c == ' ' || c == '\t')) {
+          return malformed("starts with whitespace (a folded line, which RFC 9112 §5.2 obsoletes)");
+        } else if (header && (c == ':' || c == '\n')) {
+          return malformed(c == ':' ? "has an empty name" : "ends in a bare LF");
+        } else {
+          line_state_ = header ? kName : kValue;  // the request line has no name: cpp-httplib reads it
+          if (c == '\n') return end_line(false);
+        }
+        break;
+      case kBlankCr:
+        if (c == '\n') {  // "\r\n" alone: the blank line (or an empty request line, which cpp-httplib refuses)
+          in_head_ = false;
+          return true;
+        }
+        if (header) return malformed("has a CR that does not end it");
+        line_state_ = kValue;
+        break;
+      case kName:
+        if (c == ':') line_state_ = kValue;
+        else if (c == ' ' || c == '\t') return malformed("has whitespace before its ':' (RFC 9112 §5.1)");
+        else if (c == '\r' || c == '\n') return malformed("has no ':'");
+        break;
+      case kValue:
+        if (c == '\r') line_state_ = kValueCr;
+        else if (c == '\n') return header ? malformed("ends in a bare LF") : end_line(false);
+        break;
+      case kValueCr:
+        if (c == '\n') return end_line(true);
+        if (header) return malformed("has a CR that does not end it");
+        line_state_ = c == '\r' ? kValueCr : kValue;
+        break;
     }
     return true;
   }
+
+  bool end_line(bool /*crlf*/) {
+    ++line_;
+    line_bytes_ = 0;
+    line_state_ = kLineStart;
+    return true;
+  }
+
+  enum LineState { kLineStart, kBlankCr, kName, kValue, kValueCr };
 
   int fd_;
   long read_timeout_ms_;
@@ -151,8 +232,8 @@ class HeadBoundedStream final : public httplib::Stream {
   std::array<char, 4096> buf_{};  // cpp-httplib's SocketStream reads ahead 4 KiB too
   std::size_t off_ = 0, len_ = 0;
   bool in_head_ = false;
-  std::size_t head_bytes_ = 0, line_bytes_ = 0;
-  int after_newline_ = 0;  // 1: the last byte ended a line; 2: ... and "\r" followed it
+  std::size_t head_bytes_ = 0, line_bytes_ = 0, line_ = 0;
+  LineState line_state_ = kLineStart;
 };
 
 }  // namespace
@@ -174,38 +255,53 @@ void close_lingering(int fd, int max_ms, std::size_t max_bytes) {
 
 BoundedHttpServer::BoundedHttpServer(std::size_t max_head_bytes) : max_head_bytes_(std::max(max_head_bytes, kMaxHeadLine + 1)) {}
 
-HeadLimit BoundedHttpServer::head_limit() { return t_head_limit; }
+HeadFault BoundedHttpServer::head_fault() { return t_head_fault; }
+
+std::string BoundedHttpServer::head_fault_detail() {
+  if (t_head_fault != HeadFault::kMalformedLine) return "";
+  return "header line " + std::to_string(t_fault_line) + " " + t_fault_what;
+}
 
 void BoundedHttpServer::close_after_answer() { t_close_after_answer = true; }
+
+void BoundedHttpServer::set_keep_alive(bool keep) { t_connection = keep ? ConnectionChoice::kKeep : ConnectionChoice::kClose; }
 
 int BoundedHttpServer::current_socket() { return t_socket; }
 
 // cpp-httplib 0.11's loop (detail::process_server_socket): at most keep_alive_max_count_ requests,
 // each awaited for keep_alive_timeout_sec_, the last one answered with "Connection: close". Ours
-// also ends after an answer marked by close_after_answer() or to a head past its bounds, and looks
-// at the server's stop every 100 ms while it waits.
+// also skips empty lines before a request, ends after an answer marked by close_after_answer() or
+// to a head cut short, keeps or ends the connection as set_keep_alive() says when it was called,
+// ends it the lingering way whenever the client's bytes are still coming, and looks at the
+// server's stop every 100 ms while it waits.
 bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
   HeadBoundedStream strm(sock, to_ms(read_timeout_sec_, read_timeout_usec_), to_ms(write_timeout_sec_, write_timeout_usec_),
                          max_head_bytes_);
   t_socket = sock;
   bool ok = false;
   for (std::size_t left = keep_alive_max_count_; left > 0; --left) {
-    bool arrived = false;
-    for (long waited = 0; svr_sock_ != INVALID_SOCKET && waited <= keep_alive_timeout_sec_ * 1000; waited += 100) {
-      if ((arrived = strm.wait_readable(100))) break;
-    }
-    if (!arrived || svr_sock_ == INVALID_SOCKET) break;
+    // the next request's first byte, within the keep-alive timeout (empty lines do not extend it)
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
+    int arrived = 0;
+    while (arrived == 0 && svr_sock_ != INVALID_SOCKET && std::chrono::steady_clock::now() <= deadline)
+      if (strm.wait_readable(100)) arrived = strm.skip_empty_lines();
+    if (arrived != 1 || svr_sock_ == INVALID_SOCKET) break;
     strm.start_request();
     bool connection_closed = false;
     ok = process_request(strm, left == 1, connection_closed, nullptr);
-    if (t_close_after_answer || t_head_limit != HeadLimit::kNone) {
-      close_lingering(sock, 2000, std::size_t{1} << 30);  // what the client still sends is never read as a request
+    const bool refused = t_close_after_answer || t_head_fault != HeadFault::kNone;
+    const bool close = t_connection == ConnectionChoice::kClose || (t_connection == ConnectionChoice::kDefault && connection_closed);
+    if (refused || close || !ok || left == 1) {
+      // Bytes still coming (a refused body, the head's rest, requests past the keep-alive count)
+      // are read and dropped, so that they are never a request and the answers sent are not lost
+      // to the reset that closing with unread bytes sends.
+      if (refused || strm.input_pending()) close_lingering(sock, 2000, std::size_t{1} << 30);
       break;
     }
-    if (!ok || connection_closed) break;
   }
-  t_head_limit = HeadLimit::kNone;
+  t_head_fault = HeadFault::kNone;
   t_close_after_answer = false;
+  t_connection = ConnectionChoice::kDefault;
   t_socket = -1;
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);

@@ -10,16 +10,23 @@
 // bytes at the limits: a line over kMaxHeadLine bytes reads as ended there (so cpp-httplib answers
 // it as it does now: 414 for the request line, 400 for a header line), a head over the whole limit
 // as ended after it (cpp-httplib answers 400, which the error handler turns into 431 by
-// head_limit()). Either way the connection ends after that answer (the lingering way: the client's
+// head_fault()). Header lines cpp-httplib would silently skip or misread — whitespace before the
+// ':' ("Transfer-Encoding : chunked" was dropped, the body then framed by Content-Length: a
+// request-smuggling gap behind a proxy that reads it), no ':', a folded line, a bare LF ending —
+// end the head the same way, answered 400 naming the line. Either way the connection ends after that answer (the lingering way: the client's
 // further bytes are read and discarded for at most 2 s), so the rest of the head is never read as a
 // next request; handlers end it the same way after answers that leave bytes unread
 // (close_after_answer()). The stream is kept across a connection's requests, so pipelined requests
-// are all answered (cpp-httplib 0.11 dropped the bytes its per-request stream had read ahead).
+// are all answered (cpp-httplib 0.11 dropped the bytes its per-request stream had read ahead),
+// empty lines before a request line are skipped (RFC 9112 §2.2), and a connection that ends with
+// bytes still unread (requests past the keep-alive count) ends the lingering way, so the answers
+// already sent are not lost to a reset.
 #pragma once
 
 #include <httplib.h>
 
 #include <cstddef>
+#include <string>
 
 namespace mamba::server {
 
@@ -29,11 +36,13 @@ namespace mamba::server {
 /// shutdown(SHUT_RD). The descriptor stays open (its owner closes it).
 void close_lingering(int fd, int max_ms, std::size_t max_bytes);
 
-/// Which bound the head of the request being processed on this thread went past.
-enum class HeadLimit {
+/// What ended the head of the request being processed on this thread early.
+enum class HeadFault {
   kNone,
-  kLine,  ///< one line over kMaxHeadLine bytes (cpp-httplib answers 414 or 400 itself)
-  kHead,  ///< the whole head over the server's max_head_bytes (answered 431)
+  kLineTooLong,    ///< one line over kMaxHeadLine bytes (cpp-httplib answers 414 or 400 itself)
+  kTooLong,        ///< the whole head over the server's max_head_bytes (answered 431)
+  kMalformedLine,  ///< a header line cpp-httplib would skip or misread (head_fault_detail() says how)
+  kIncomplete,     ///< the client went silent (the read timeout) or closed before the blank line
 };
 
 class BoundedHttpServer : public httplib::Server {
@@ -49,9 +58,19 @@ class BoundedHttpServer : public httplib::Server {
 
   std::size_t max_head_bytes() const { return max_head_bytes_; }
 
-  /// The bound the head of the request now processed on the calling thread went past; kNone on a
+  /// What ended the head of the request now processed on the calling thread early; kNone on a
   /// thread that processes no request. Read by the error handler (which is handed no stream).
-  static HeadLimit head_limit();
+  static HeadFault head_fault();
+  /// For kMalformedLine: which line (1 = the first header line) and what is wrong with it, e.g.
+  /// "header line 2 has whitespace before its ':'"; "" otherwise.
+  static std::string head_fault_detail();
+
+  /// Called from the post-routing hook (on the thread processing the request, for every answer)
+  /// with the request's choice read as RFC 9110 §7.6.1 says (cpp-httplib 0.11 matches the
+  /// Connection header's whole value, case-sensitively): true keeps the connection after this
+  /// answer, false ends it. close_after_answer() and the keep-alive count still end it; without a
+  /// call cpp-httplib's own reading decides.
+  static void set_keep_alive(bool keep);
 
   /// The socket of the connection whose request the calling thread processes (a handler's, a
   /// hook's, a content provider's); -1 on other threads. Not owned: open until the request's

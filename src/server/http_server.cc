@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -143,9 +144,15 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
 
 namespace {
 
-/// Whether s is a plain non-negative decimal number (a valid Content-Length).
-bool is_decimal(const std::string& s) {
-  return !s.empty() && s.size() <= 19 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+/// Whether s is a plain non-negative decimal number below 2⁶⁴ (a valid Content-Length; its value
+/// in `*value` when given).
+bool is_decimal(const std::string& s, std::uint64_t* value = nullptr) {
+  std::uint64_t v = 0;
+  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc())
+    return false;
+  if (value != nullptr) *value = v;
+  return true;
 }
 
 /// The token of an "Authorization: Bearer TOKEN" value; the scheme name is case-insensitive
@@ -187,6 +194,25 @@ void close_after_answer(httplib::Response& res) {
 /// hooks are handed the request as const, but it is cpp-httplib's own non-const object, alive for
 /// the whole exchange, and ranges are read only when the answer is written, after every hook.
 void ignore_ranges(const httplib::Request& req) { const_cast<httplib::Request&>(req).ranges.clear(); }
+
+/// Whether the request's Connection header(s) hold `token` (lower case) among their
+/// comma-separated, case-insensitive options (RFC 9110 §7.6.1).
+bool has_connection_token(const httplib::Request& req, std::string_view token) {
+  for (std::size_t i = 0, n = req.get_header_value_count("Connection"); i < n; ++i) {
+    std::string v = req.get_header_value("Connection", i);
+    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    for (std::size_t at = 0; at <= v.size();) {
+      std::size_t end = v.find(',', at);
+      if (end == std::string::npos) end = v.size();
+      std::string_view item(v.data() + at, end - at);
+      while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+      while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+      if (item == token) return true;
+      at = end + 1;
+    }
+  }
+  return false;
+}
 
 /// What runs before every route (before the body is read): the API key, 405 for a known path asked
 /// with another method, the body's framing (Content-Length not a number, several that disagree, or
@@ -295,6 +321,8 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
 /// parse, or a body that could not be read. It stops filling `req` at the fault, which tells them
 /// apart: the client's address is set only once the request line and headers were taken.
 ApiError httplib_refusal(const httplib::Request& req, int status) {
+  if (req.method == "CONNECT")
+    return ApiError::malformed("CONNECT is not supported: this server is not a proxy");
   if (status == 414)
     return {414, "uri_too_long",
             fmt::format("the request line (method, URL and HTTP version) is longer than {} bytes: send long values in "
@@ -343,7 +371,15 @@ Status Server::start() {
     ignore_ranges(req);
     bool refused = pre_route(ctx, req, res);
     const std::string cl = req.get_header_value("Content-Length");
-    if (!refused && is_decimal(cl) && cl.size() <= 19 && std::stoull(cl) > static_cast<std::uint64_t>(ctx.opts.max_body_bytes)) {
+    std::uint64_t length = 0;
+    const bool has_length = is_decimal(cl, &length);
+    if (!refused && req.method == "POST" && ctx.routes.post_handler(req.path) == nullptr) {
+      // an unknown path: its 404 now, not after the body it would not read
+      res.status = 404;
+      res.set_content(ApiError{404, "not_found", fmt::format("no route for {} {}", req.method, req.path)}.body(), "application/json");
+      refused = true;
+    }
+    if (!refused && has_length && length > static_cast<std::uint64_t>(ctx.opts.max_body_bytes)) {
       server::send_error(res,
                          ApiError{413, "payload_too_large",
                                   fmt::format("request body exceeds {} bytes (Content-Length: {})", ctx.opts.max_body_bytes,
@@ -364,8 +400,25 @@ Status Server::start() {
   // cpp-httplib 0.11 offers "Keep-Alive: timeout=2, max=100" on every answer unless the request
   // itself said "Connection: close": an answer that ends the connection (close_after_answer's, a
   // request line or header it could not parse) must not also offer to keep it.
-  http.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.get_header_value("Connection") == "close") res.headers.erase("Keep-Alive");
+  // Every answer (routed or not) passes here. The connection is kept or ended as the request's
+  // Connection header asks, read as RFC 9110 §7.6.1 says (case-insensitive tokens of a list:
+  // "Close", "TE, close"; HTTP/1.0 keeps it only for "keep-alive"), where cpp-httplib 0.11 matches
+  // the whole value case-sensitively; an answer that ends it (close_after_answer's, one during the
+  // drain) says "Connection: close" once and offers no Keep-Alive. cpp-httplib's
+  // "Accept-Ranges: bytes" on HEAD answers goes: Range headers are ignored.
+  http.set_post_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    res.headers.erase("Accept-Ranges");
+    const bool http10 = req.version == "HTTP/1.0";
+    const bool keep = !has_connection_token(req, "close") && (!http10 || has_connection_token(req, "keep-alive")) &&
+                      res.get_header_value("Connection") != "close" && !ctx.draining.load();
+    server::BoundedHttpServer::set_keep_alive(keep);
+    res.headers.erase("Connection");
+    if (keep) {
+      if (http10) res.set_header("Connection", "keep-alive");  // an HTTP/1.0 client closes unless told
+    } else {
+      res.set_header("Connection", "close");
+      res.headers.erase("Keep-Alive");
+    }
   });
   http.set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     ignore_ranges(req);  // a 416's half-parsed ranges, or an answer refused before routing
@@ -395,10 +448,18 @@ Status Server::start() {
       case 414:
       case 416:
       case 400:
-        if (server::BoundedHttpServer::head_limit() == server::HeadLimit::kHead) {
-          res.status = 431;  // RFC 6585 §5
-          e = {431, "request_header_fields_too_large",
-               fmt::format("the request's head (request line and headers) is longer than {} bytes", kMaxHeadBytes)};
+        if (const auto fault = server::BoundedHttpServer::head_fault(); fault != server::HeadFault::kNone &&
+                                                                          fault != server::HeadFault::kLineTooLong) {
+          if (fault == server::HeadFault::kTooLong) {
+            res.status = 431;  // RFC 6585 §5
+            e = {431, "request_header_fields_too_large",
+                 fmt::format("the request's head (request line and headers) is longer than {} bytes", kMaxHeadBytes)};
+          } else if (fault == server::HeadFault::kMalformedLine) {
+            e = ApiError::malformed(fmt::format("malformed request: {}", server::BoundedHttpServer::head_fault_detail()));
+          } else {
+            e = ApiError::malformed("incomplete request: the headers did not end (no empty line after them) before the client "
+                                    "went silent for 10 s or closed the connection");
+          }
           close_after_answer(res);
           break;
         }

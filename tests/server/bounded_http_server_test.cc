@@ -55,8 +55,8 @@ struct TestServer {
       res.set_content(same ? "same" : "other", "text/plain");
     });
     http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-      if (BoundedHttpServer::head_limit() == HeadLimit::kHead) res.status = 431;
-      res.set_content("limit " + std::to_string(static_cast<int>(BoundedHttpServer::head_limit())), "text/plain");
+      if (BoundedHttpServer::head_fault() == HeadFault::kTooLong) res.status = 431;
+      res.set_content("limit " + std::to_string(static_cast<int>(BoundedHttpServer::head_fault())), "text/plain");
     });
     port = http.bind_to_any_port("127.0.0.1");
     EXPECT_GT(port, 0);
@@ -187,6 +187,47 @@ TEST(BoundedHttpServer, AnOverlongLineIsRefusedByCppHttplibAndTheConnectionEnds)
   line += std::string(BoundedHttpServer::kMaxHeadLine - line.size() - 2, 'f') + "\r\n";
   EXPECT_EQ(exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: ok\r\n" + line + "\r\n" + next}),
             (std::vector<Answer>{{200, "ok", false}, {200, "next", false}}));
+}
+
+TEST(BoundedHttpServer, MalformedHeaderLinesEndTheHeadWithOneAnswer) {
+  TestServer srv;
+  const std::string next = "GET /echo HTTP/1.1\r\nX-Id: next\r\n\r\n";
+  // each would be skipped or misread by cpp-httplib 0.11 (the first dropped its Transfer-Encoding)
+  for (const std::string line : {"Transfer-Encoding : chunked", "NoColon", " folded", ": empty name", "X-Cr: a\rb"}) {
+    const auto got = exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: a\r\n" + line + "\r\n\r\n" + next});
+    ASSERT_EQ(got.size(), 1u) << line;
+    EXPECT_EQ(got[0].body, "limit 3") << line;
+  }
+  auto got = exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: a\nX-B: b\r\n\r\n" + next});  // a bare LF ending
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].body, "limit 3");
+  // a value may hold ':' and whitespace; a request line is cpp-httplib's to judge
+  EXPECT_EQ(exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id:  a: b \t\r\n\r\n" + next}),
+            (std::vector<Answer>{{200, "a: b", false}, {200, "next", false}}));
+}
+
+TEST(BoundedHttpServer, AHeadTheClientLeavesUnfinishedIsMarkedIncomplete) {
+  TestServer srv;
+  const auto got = exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: a\r\n"});  // then the client half-closes
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].body, "limit 4");
+}
+
+TEST(BoundedHttpServer, EmptyLinesBeforeARequestAreSkipped) {
+  TestServer srv;
+  EXPECT_EQ(exchange(srv.port, {"\r\nPOST /len HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc\r\n\nGET /echo HTTP/1.1\r\nX-Id: n\r\n\r\n"}),
+            (std::vector<Answer>{{200, "3", false}, {200, "n", false}}));
+}
+
+TEST(BoundedHttpServer, RequestsPastTheKeepAliveCountDoNotCostTheAnswersSent) {
+  // The 100th answer ends the connection with 50 requests unread: closing at once would reset the
+  // connection, and the client would lose the answers still in its receive buffer.
+  TestServer srv;
+  std::string bytes;
+  for (int i = 0; i < 150; ++i) bytes += "GET /echo HTTP/1.1\r\nX-Id: " + std::to_string(i) + "\r\n\r\n";
+  const auto got = exchange(srv.port, {bytes});
+  ASSERT_EQ(got.size(), 100u);
+  EXPECT_EQ(got[99], (Answer{200, "99", true}));
 }
 
 TEST(BoundedHttpServer, CloseAfterAnswerEndsTheConnectionAfterTheAnswer) {

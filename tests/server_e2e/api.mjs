@@ -712,6 +712,48 @@ await check('pipelined requests on one connection are all answered, in order', a
   assert.ok(reply.includes('"model_id"'), reply);
 });
 
+await check('Connection options are case-insensitive list items; HTTP/1.0 keeps the connection only when asked', async () => {
+  const health = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
+  for (const value of ['close', 'Close', 'CLOSE', 'TE, close', 'keep-alive, close']) {
+    const reply = await rawExchange(`GET /health HTTP/1.1\r\nHost: x\r\nConnection: ${value}\r\n\r\n${health}`);
+    assert.equal(reply.match(/HTTP\/1\.1 200 /g).length, 1, `${value}: ${reply}`);
+    assert.equal(reply.match(/\r\nConnection: close/gi).length, 1, reply);
+    assert.doesNotMatch(reply, /Keep-Alive/i, reply);
+  }
+  const reply = await rawExchange('GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /health HTTP/1.0\r\n\r\n' + health);
+  const heads = reply.split('\r\n\r\n').filter((h) => h.startsWith('HTTP/'));
+  assert.equal(heads.length, 2, reply);
+  assert.match(heads[0], /\r\nConnection: keep-alive/i, heads[0]);
+  assert.match(heads[1], /\r\nConnection: close/i, heads[1]);
+  assert.doesNotMatch(heads[1], /Keep-Alive/i, heads[1]);
+});
+
+await check('header lines cpp-httplib would skip are a 400 naming the line (no smuggled Transfer-Encoding); a stray CRLF after a body is no request', async () => {
+  const body = '{"inputs":"Hi","parameters":{"max_new_tokens":1}}';
+  let reply = await rawExchange(`POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  assert.match(reply, /^HTTP\/1\.1 400 /, reply);
+  assert.match(reply, /header line 2 has whitespace before its ':'/, reply);
+  reply = await rawExchange(`POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}\r\n` +
+    'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  assert.deepEqual(reply.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 200 ', 'HTTP/1.1 200 '], reply);
+  reply = await rawExchange('CONNECT x:80 HTTP/1.1\r\nHost: x:80\r\n\r\n');
+  assert.match(reply, /CONNECT is not supported/, reply);
+});
+
+await check('Expect: 100-continue gets its refusal at once: an unknown path\'s 404, a length of 20 digits the 413', async () => {
+  let reply = await rawRequest('POST /v1/completion HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 49\r\n\r\n');
+  assert.match(reply, /^HTTP\/1\.1 404 /, reply);
+  assert.match(reply, /no route for POST \/v1\/completion/, reply);
+  reply = await rawRequest('POST /generate HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 10000000000000000000\r\n\r\n');
+  assert.match(reply, /^HTTP\/1\.1 413 /, reply);
+});
+
+await check('HEAD answers offer no Accept-Ranges (Range is ignored), as GET answers do not', async () => {
+  const head = await fetch(base + '/info', { method: 'HEAD' });
+  assert.equal(head.status, 200);
+  assert.equal(head.headers.get('accept-ranges'), null);
+});
+
 await check('a body sent with Content-Encoding: identity is taken as it is', async () => {
   const r = await postJson(base, '/generate', { inputs: 'hi', parameters: { max_new_tokens: 1, details: true } },
     { 'Content-Encoding': 'identity' });
