@@ -74,6 +74,8 @@ class HeadBoundedStream final : public httplib::Stream {
     in_head_ = true;
     head_bytes_ = line_bytes_ = line_ = 0;
     line_state_ = kLineStart;
+    http10_ = false;
+    version_.fill('\0');
     t_head_fault = HeadFault::kNone;
     t_fault_what = "";
     t_fault_line = 0;
@@ -117,7 +119,7 @@ class HeadBoundedStream final : public httplib::Stream {
       }
     }
     const std::size_t n = std::min(size, len_ - off_);
-    if (in_head_ && !check_head_byte(buf_[off_])) return 0;
+    if (in_head_ && !check_head_byte(buf_[off_])) return 0;  // (may rewrite the byte: see check_head_byte)
     std::memcpy(ptr, buf_.data() + off_, n);
     off_ += n;
     return static_cast<ssize_t>(n);
@@ -165,9 +167,13 @@ class HeadBoundedStream final : public httplib::Stream {
 
   /// Checks one byte of the head, about to be handed out; false (and t_head_fault set) when it is
   /// past a bound or makes its header line malformed. Line 0 is the request line (cpp-httplib
-  /// parses it); a header line is NAME ':' VALUE CRLF, NAME without whitespace. The head ends at a
-  /// line that is "\r\n" alone.
-  bool check_head_byte(char c) {
+  /// parses it); a header line is NAME ':' VALUE CRLF, NAME without whitespace, VALUE without NUL,
+  /// and not empty for Content-Length and Transfer-Encoding (cpp-httplib drops a header with an
+  /// empty value: "Content-Length: 0" + "Content-Length:" was one length, and the body a second
+  /// request). The head ends at a line that is "\r\n" alone. An Expect value is handed out in
+  /// lower case (cpp-httplib matches "100-continue" case-sensitively; RFC 9110 §10.1.1 makes it
+  /// case-insensitive), and as 'x's for an HTTP/1.0 request, whose expectation a server must ignore.
+  bool check_head_byte(char& c) {
     if (++head_bytes_ > max_head_) {
       t_head_fault = HeadFault::kTooLong;
       return false;
@@ -187,7 +193,10 @@ class HeadBoundedStream final : public httplib::Stream {
           return malformed(c == ':' ? "has an empty name" : "ends in a bare LF");
         } else {
           line_state_ = header ? kName : kValue;  // the request line has no name: cpp-httplib reads it
-          if (c == '\n') return end_line(false);
+          name_.clear();
+          if (header) name_ += lower(c);
+          if (c == '\n') return end_line();
+          if (!header) note_request_line_byte(c);
         }
         break;
       case kBlankCr:
@@ -197,26 +206,58 @@ class HeadBoundedStream final : public httplib::Stream {
         }
         if (header) return malformed("has a CR that does not end it");
         line_state_ = kValue;
+        note_request_line_byte(c);  // (the request line's: a header line returned above)
         break;
       case kName:
-        if (c == ':') line_state_ = kValue;
-        else if (c == ' ' || c == '\t') return malformed("has whitespace before its ':' (RFC 9112 §5.1)");
-        else if (c == '\r' || c == '\n') return malformed("has no ':'");
+        if (c == ':') {
+          line_state_ = kValue;
+          value_blank_ = true;
+        } else if (c == ' ' || c == '\t') {
+          return malformed("has whitespace before its ':' (RFC 9112 §5.1)");
+        } else if (c == '\r' || c == '\n') {
+          return malformed("has no ':'");
+        } else if (name_.size() < 32) {
+          name_ += lower(c);
+        }
         break;
       case kValue:
-        if (c == '\r') line_state_ = kValueCr;
-        else if (c == '\n') return header ? malformed("ends in a bare LF") : end_line(false);
+        if (c == '\r') {
+          line_state_ = kValueCr;
+        } else if (c == '\n') {
+          return header ? malformed("ends in a bare LF") : end_line();
+        } else if (header) {
+          if (c == '\0') return malformed("holds a NUL byte (RFC 9110 §5.5)");
+          if (c != ' ' && c != '\t') value_blank_ = false;
+          if (name_ == "expect") c = http10_ ? 'x' : lower(c);
+        } else {
+          note_request_line_byte(c);
+        }
         break;
       case kValueCr:
-        if (c == '\n') return end_line(true);
+        if (c == '\n') {
+          if (header && value_blank_ && (name_ == "content-length" || name_ == "transfer-encoding"))
+            return malformed(name_ == "content-length" ? "is a Content-Length without a value"
+                                                       : "is a Transfer-Encoding without a value");
+          return end_line();
+        }
         if (header) return malformed("has a CR that does not end it");
         line_state_ = c == '\r' ? kValueCr : kValue;
+        if (c != '\r') note_request_line_byte(c);  // (the request line's: a header line returned above)
         break;
     }
     return true;
   }
 
-  bool end_line(bool /*crlf*/) {
+  static char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+  /// Keeps the request line's last 8 bytes: whether it ends in "HTTP/1.0".
+  void note_request_line_byte(char c) {
+    std::memmove(version_.data(), version_.data() + 1, version_.size() - 1);
+    version_.back() = c;
+    http10_ = std::memcmp(version_.data(), "HTTP/1.0", 8) == 0;
+  }
+
+  bool end_line() {
     ++line_;
     line_bytes_ = 0;
     line_state_ = kLineStart;
@@ -234,6 +275,10 @@ class HeadBoundedStream final : public httplib::Stream {
   bool in_head_ = false;
   std::size_t head_bytes_ = 0, line_bytes_ = 0, line_ = 0;
   LineState line_state_ = kLineStart;
+  std::string name_;                // the header line's name so far, lower case (its first 32 bytes)
+  bool value_blank_ = true;         // nothing but whitespace in the header line's value so far
+  std::array<char, 8> version_{};   // the request line's last 8 bytes
+  bool http10_ = false;             // the request line ends in "HTTP/1.0"
 };
 
 }  // namespace

@@ -247,6 +247,12 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
         return true;
       }
   }
+  // Two Host headers (RFC 9112 §3.2: a 400): behind a proxy that reads the other, a request for one
+  // host served as another's.
+  if (req.get_header_value_count("Host") > 1) {
+    server::send_error(res, ApiError{400, "malformed_request", "more than one Host header"}, ctx.metrics);
+    return true;
+  }
   if (req.has_header("Content-Length") && req.has_header("Transfer-Encoding")) {
     server::send_error(res, ApiError{400, "malformed_request", "both Content-Length and Transfer-Encoding headers"}, ctx.metrics);
     return true;
@@ -489,6 +495,9 @@ Status Server::start() {
     }
     // A body over the limit and a malformed request are refusals of a request (counted as
     // rejected, as the 100-continue path's 413); 404 and 405 are not.
+    // A 413 (the body may not have come whole) or a 416 (refused before the body was read): what
+    // the client sends after the answer must not be read as a next request.
+    if ((res.status == 413 || res.status == 416) && may_have_unread_body(req)) body_unread = true;
     if (res.status != 404 && res.status != 405) {
       server::send_error(res, e, ctx.metrics);
       // The body's missing bytes may still come (a client silent for the read timeout): they must

@@ -198,12 +198,43 @@ TEST(BoundedHttpServer, MalformedHeaderLinesEndTheHeadWithOneAnswer) {
     ASSERT_EQ(got.size(), 1u) << line;
     EXPECT_EQ(got[0].body, "limit 3") << line;
   }
+  // cpp-httplib drops a header with an empty value: an empty Content-Length beside "Content-Length: 0"
+  // left the body to be read as a request
+  for (const std::string& line : {std::string("Content-Length: "), std::string("transfer-encoding:\t"), std::string("X-Nul: a\0b", 11)}) {
+    const auto got = exchange(srv.port, {"POST /len HTTP/1.1\r\nContent-Length: 0\r\n" + line + "\r\n\r\n" + next});
+    ASSERT_EQ(got.size(), 1u) << line;
+    EXPECT_EQ(got[0].body, "limit 3") << line;
+  }
   auto got = exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: a\nX-B: b\r\n\r\n" + next});  // a bare LF ending
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].body, "limit 3");
   // a value may hold ':' and whitespace; a request line is cpp-httplib's to judge
   EXPECT_EQ(exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id:  a: b \t\r\n\r\n" + next}),
             (std::vector<Answer>{{200, "a: b", false}, {200, "next", false}}));
+}
+
+TEST(BoundedHttpServer, ExpectIsCaseInsensitiveAndIgnoredForHttp10) {
+  TestServer srv;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(srv.port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const std::string head = "POST /len HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 3\r\n\r\n";
+  ASSERT_EQ(send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  char buf[256];
+  const ssize_t n = read(fd, buf, sizeof buf);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf, static_cast<std::size_t>(n)), "HTTP/1.1 100 Continue\r\n\r\n");
+  close(fd);
+  // HTTP/1.0: no 100 (RFC 9110 §10.1.1), the request is served as without Expect
+  const auto got = exchange(srv.port, {"POST /len HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc"});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].status, 200);
+  EXPECT_EQ(got[0].body, "3");
 }
 
 TEST(BoundedHttpServer, AHeadTheClientLeavesUnfinishedIsMarkedIncomplete) {

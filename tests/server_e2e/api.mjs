@@ -748,6 +748,17 @@ await check('Expect: 100-continue gets its refusal at once: an unknown path\'s 4
   assert.match(reply, /^HTTP\/1\.1 413 /, reply);
 });
 
+await check('a 416 or 413 before the body was read ends the connection: the body is never a request; two Host headers are a 400', async () => {
+  const inner = 'GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n';
+  let reply = await rawExchange(`POST /generate HTTP/1.1\r\nHost: x\r\nRange: bytes=zz\r\nContent-Length: ${inner.length}\r\n\r\n${inner}`);
+  assert.deepEqual(reply.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 416 '], reply);
+  assert.match(reply, /\r\nConnection: close/i, reply);
+  reply = await rawExchange(`POST /generate HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 99999999999\r\n\r\n${inner}`);
+  assert.deepEqual(reply.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 413 '], reply);
+  reply = await rawRequest('GET /health HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n');
+  assert.match(reply, /^HTTP\/1\.1 400 [^]*more than one Host header/, reply);
+});
+
 await check('HEAD answers offer no Accept-Ranges (Range is ignored), as GET answers do not', async () => {
   const head = await fetch(base + '/info', { method: 'HEAD' });
   assert.equal(head.status, 200);
