@@ -63,15 +63,17 @@ long to_ms(time_t sec, time_t usec) { return static_cast<long>(sec) * 1000 + sta
 /// read: from start_request() until the blank line that ends the head, a line reads as ended after
 /// kMaxHeadLine + 1 bytes, the head after max_head bytes, a malformed header line at its fault
 /// (read() returns 0, which cpp-httplib's line reader takes as the end of the line, then of the
-/// input); a head the client leaves unfinished is marked kIncomplete.
+/// input); a head the client leaves unfinished past its deadline is marked kIncomplete.
 class HeadBoundedStream final : public httplib::Stream {
  public:
-  HeadBoundedStream(int fd, long read_timeout_ms, long write_timeout_ms, std::size_t max_head)
-      : fd_(fd), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms), max_head_(max_head) {}
+  HeadBoundedStream(int fd, long read_timeout_ms, long write_timeout_ms, std::size_t max_head, std::chrono::milliseconds head_timeout)
+      : fd_(fd), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms), max_head_(max_head),
+        head_timeout_(head_timeout) {}
 
   /// A new request's head begins with the next byte read.
   void start_request() {
     in_head_ = true;
+    head_deadline_ = std::chrono::steady_clock::now() + head_timeout_;
     head_bytes_ = line_bytes_ = line_ = 0;
     line_state_ = kLineStart;
     http10_ = false;
@@ -94,7 +96,7 @@ class HeadBoundedStream final : public httplib::Stream {
   /// wait_readable(): 1 when a request's first byte is here, 0 when only empty lines were, -1 at
   /// the end of the connection.
   int skip_empty_lines() {
-    if (off_ == len_ && !fill()) return -1;
+    if (off_ == len_ && !fill(read_timeout_ms_)) return -1;
     while (off_ < len_ && (buf_[off_] == '\r' || buf_[off_] == '\n')) ++off_;
     return off_ < len_ ? 1 : 0;
   }
@@ -113,7 +115,9 @@ class HeadBoundedStream final : public httplib::Stream {
         if (!is_readable()) return -1;
         return receive(ptr, size);
       }
-      if (!fill()) {
+      // the head's bytes wait at most until its deadline, the body's the read timeout
+      const long head_left = static_cast<long>(std::chrono::ceil<std::chrono::milliseconds>(head_deadline_ - std::chrono::steady_clock::now()).count());
+      if (!fill(in_head_ ? std::clamp(head_left, 0L, read_timeout_ms_) : read_timeout_ms_)) {
         if (in_head_) t_head_fault = HeadFault::kIncomplete;
         return in_head_ ? 0 : -1;
       }
@@ -147,10 +151,10 @@ class HeadBoundedStream final : public httplib::Stream {
     return n;
   }
 
-  /// Refills the empty buffer, waiting at most the read timeout; false at the end of the
-  /// connection, an error or the timeout.
-  bool fill() {
-    if (!is_readable()) return false;
+  /// Refills the empty buffer, waiting at most `ms`; false at the end of the connection, an error
+  /// or the timeout.
+  bool fill(long ms) {
+    if (!wait_readable(ms)) return false;
     const ssize_t n = receive(buf_.data(), buf_.size());
     if (n <= 0) return false;
     off_ = 0;
@@ -270,6 +274,8 @@ class HeadBoundedStream final : public httplib::Stream {
   long read_timeout_ms_;
   long write_timeout_ms_;
   std::size_t max_head_;
+  std::chrono::milliseconds head_timeout_;
+  std::chrono::steady_clock::time_point head_deadline_{};
   std::array<char, 4096> buf_{};  // cpp-httplib's SocketStream reads ahead 4 KiB too
   std::size_t off_ = 0, len_ = 0;
   bool in_head_ = false;
@@ -298,7 +304,8 @@ void close_lingering(int fd, int max_ms, std::size_t max_bytes) {
   ::shutdown(fd, SHUT_RD);
 }
 
-BoundedHttpServer::BoundedHttpServer(std::size_t max_head_bytes) : max_head_bytes_(std::max(max_head_bytes, kMaxHeadLine + 1)) {}
+BoundedHttpServer::BoundedHttpServer(std::size_t max_head_bytes, std::chrono::milliseconds head_timeout)
+    : max_head_bytes_(std::max(max_head_bytes, kMaxHeadLine + 1)), head_timeout_(head_timeout) {}
 
 HeadFault BoundedHttpServer::head_fault() { return t_head_fault; }
 
@@ -321,7 +328,7 @@ int BoundedHttpServer::current_socket() { return t_socket; }
 // server's stop every 100 ms while it waits.
 bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
   HeadBoundedStream strm(sock, to_ms(read_timeout_sec_, read_timeout_usec_), to_ms(write_timeout_sec_, write_timeout_usec_),
-                         max_head_bytes_);
+                         max_head_bytes_, head_timeout_);
   t_socket = sock;
   bool ok = false;
   for (std::size_t left = keep_alive_max_count_; left > 0; --left) {

@@ -25,6 +25,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 
@@ -42,7 +43,7 @@ enum class HeadFault {
   kLineTooLong,    ///< one line over kMaxHeadLine bytes (cpp-httplib answers 414 or 400 itself)
   kTooLong,        ///< the whole head over the server's max_head_bytes (answered 431)
   kMalformedLine,  ///< a header line cpp-httplib would skip or misread (head_fault_detail() says how)
-  kIncomplete,     ///< the client went silent (the read timeout) or closed before the blank line
+  kIncomplete,     ///< no blank line within the head timeout, or the client closed before it
 };
 
 class BoundedHttpServer : public httplib::Server {
@@ -53,8 +54,10 @@ class BoundedHttpServer : public httplib::Server {
   static constexpr std::size_t kMaxHeadLine = 8192;
 
   /// `max_head_bytes` ≥ kMaxHeadLine + 1: the request line and all header lines together, CRLFs
-  /// included (the body is not counted).
-  explicit BoundedHttpServer(std::size_t max_head_bytes);
+  /// included (the body is not counted). `head_timeout`: the whole head must arrive within it of
+  /// its first byte (kIncomplete otherwise): a client trickling its head a byte at a time (slowloris)
+  /// held a worker for the read timeout per byte, without end.
+  BoundedHttpServer(std::size_t max_head_bytes, std::chrono::milliseconds head_timeout);
 
   std::size_t max_head_bytes() const { return max_head_bytes_; }
 
@@ -88,6 +91,7 @@ class BoundedHttpServer : public httplib::Server {
   bool process_and_close_socket(socket_t sock) override;
 
   std::size_t max_head_bytes_;
+  std::chrono::milliseconds head_timeout_;
 };
 
 }  // namespace mamba::server

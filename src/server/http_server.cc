@@ -38,10 +38,13 @@ using server::ServerContext;
 /// A request's head (request line and header lines) at most: 64 KiB, as generous as nginx's and
 /// node's (8–32 KiB, 16 KiB) limits are and more; a longer one gets 431 (BoundedHttpServer).
 constexpr std::size_t kMaxHeadBytes = std::size_t{64} << 10;
+/// The time a request's head (request line and headers) may take from its first byte: as the read
+/// timeout, but for the whole head (a client trickling it held a worker 10 s per byte).
+constexpr std::chrono::milliseconds kHeadTimeout{10000};
 
 struct Server::Impl {
   ServerContext ctx;
-  server::BoundedHttpServer http{kMaxHeadBytes};
+  server::BoundedHttpServer http{kMaxHeadBytes, kHeadTimeout};
   std::thread listen_thread;
   int port = 0;
   std::mutex mu;
@@ -463,8 +466,9 @@ Status Server::start() {
           } else if (fault == server::HeadFault::kMalformedLine) {
             e = ApiError::malformed(fmt::format("malformed request: {}", server::BoundedHttpServer::head_fault_detail()));
           } else {
-            e = ApiError::malformed("incomplete request: the headers did not end (no empty line after them) before the client "
-                                    "went silent for 10 s or closed the connection");
+            e = ApiError::malformed(fmt::format("incomplete request: the headers did not end (no empty line after them) within "
+                                                "{} s of the request's first byte, or the client closed the connection",
+                                                kHeadTimeout.count() / 1000));
           }
           close_after_answer(res);
           break;

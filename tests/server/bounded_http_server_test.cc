@@ -28,7 +28,7 @@ constexpr std::size_t kMaxHead = 16384;
 
 /// A BoundedHttpServer on a loopback port with a few plain routes; stopped by its destructor.
 struct TestServer {
-  BoundedHttpServer http{kMaxHead};
+  BoundedHttpServer http{kMaxHead, std::chrono::milliseconds(1500)};
   std::thread thread;
   int port = -1;
 
@@ -242,6 +242,22 @@ TEST(BoundedHttpServer, AHeadTheClientLeavesUnfinishedIsMarkedIncomplete) {
   const auto got = exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: a\r\n"});  // then the client half-closes
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].body, "limit 4");
+}
+
+TEST(BoundedHttpServer, AHeadTrickledPastItsDeadlineIsCutThere) {
+  // One byte every 100 ms for 13 s (each read well within the read timeout): the head's 1.5 s end it.
+  TestServer srv;
+  std::vector<std::string> bytes;
+  for (char c : std::string("GET /echo HTTP/1.1\r\nX-Id: slow\r\nX-Pad: ") + std::string(100, 'p')) bytes.emplace_back(1, c);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto got = exchange(srv.port, bytes, std::chrono::milliseconds(100));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].body, "limit 4");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(8)) << "the head was read to its end (about 13 s)";
+  // a head that arrives in time is served
+  std::vector<std::string> quick;
+  for (char c : std::string("GET /echo HTTP/1.1\r\nX-Id: ok\r\n\r\n")) quick.emplace_back(1, c);
+  EXPECT_EQ(exchange(srv.port, quick, std::chrono::milliseconds(10)), (std::vector<Answer>{{200, "ok", false}}));
 }
 
 TEST(BoundedHttpServer, EmptyLinesBeforeARequestAreSkipped) {
