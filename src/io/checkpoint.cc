@@ -16,6 +16,7 @@
 #include "io/checkpoint_builder.h"
 #include "io/generation_config.h"
 #include "io/json_lenient.h"
+#include "io/mapped_file.h"
 #include "io/safetensors.h"
 
 namespace mamba {
@@ -152,9 +153,10 @@ Result<bool> probe_model_file(const std::string& dir, const std::string& name, c
   const fs::file_status st = fs::status(p, ec);
   if (ec && ec != std::errc::no_such_file_or_directory)  // e.g. a link loop: "Too many levels of symbolic links"
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", p.string(), ec.message()));
-  if (st.type() == fs::file_type::not_found)
-    return make_error(ErrorCode::kNotFound, fmt::format("{}: a symbolic link to {}, which does not exist (an interrupted "
-                                                        "download? fetch the file again)", p.string(), fs::read_symlink(p, ec).string()));
+  if (st.type() == fs::file_type::not_found) {
+    if (auto dangling = io::dangling_link_error(p.string())) return *dangling;
+    return make_error(ErrorCode::kNotFound, fmt::format("{}: no such file", p.string()));
+  }
   if (st.type() != fs::file_type::regular)
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{}: {}", p.string(), st.type() == fs::file_type::directory ? fmt::format("is a directory, not a {}", role) : std::string("is not a regular file")));

@@ -18,14 +18,8 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int e = errno;
-    struct stat lst {};
-    char target[4096];
-    ssize_t n = 0;
-    if (e == ENOENT && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode) &&
-        (n = ::readlink(path.c_str(), target, sizeof target - 1)) >= 0) {
-      // what an interrupted download leaves in a Hugging Face cache snapshot
-      return make_error(ErrorCode::kNotFound, fmt::format("{}: a symbolic link to {}, which does not exist (an interrupted "
-                                                          "download? fetch the file again)", path, std::string(target, static_cast<std::size_t>(n))));
+    if (e == ENOENT) {
+      if (auto dangling = dangling_link_error(path)) return *dangling;
     }
     return make_error(e == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
                       fmt::format("{}: cannot open: {}", path, std::strerror(e)));
@@ -58,6 +52,18 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::uint8_t*>(data_), size_);
+}
+
+std::optional<Error> dangling_link_error(const std::string& path) {
+  struct stat lst {};
+  struct stat st {};
+  char target[4096];
+  if (::lstat(path.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode) || ::stat(path.c_str(), &st) == 0 || errno != ENOENT)
+    return std::nullopt;
+  const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+  if (n < 0) return std::nullopt;
+  return make_error(ErrorCode::kNotFound, fmt::format("{}: a symbolic link to {}, which does not exist (an interrupted download? "
+                                                      "fetch the file again)", path, std::string(target, static_cast<std::size_t>(n))));
 }
 
 Result<std::string> read_text_file(const std::string& path) {

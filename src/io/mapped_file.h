@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "mamba/status.h"
@@ -35,5 +36,10 @@ class MappedFile {
 /// (a directory, or not a regular file: a FIFO would block), kIo (with errno's reason, e.g. a
 /// symbolic-link loop).
 Result<std::string> read_text_file(const std::string& path);
+
+/// When `path` is a symbolic link whose target does not exist (what an interrupted download leaves
+/// in a Hugging Face cache snapshot), the kNotFound error naming the link and its target; nullopt
+/// otherwise (not a link, the target exists, or the link cannot be read).
+std::optional<Error> dangling_link_error(const std::string& path);
 
 }  // namespace mamba::io

@@ -59,8 +59,6 @@ class BoundedHttpServer : public httplib::Server {
   /// held a worker for the read timeout per byte, without end.
   BoundedHttpServer(std::size_t max_head_bytes, std::chrono::milliseconds head_timeout);
 
-  std::size_t max_head_bytes() const { return max_head_bytes_; }
-
   /// What ended the head of the request now processed on the calling thread early; kNone on a
   /// thread that processes no request. Read by the error handler (which is handed no stream).
   static HeadFault head_fault();
