@@ -11,7 +11,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace mamba::server {
 
@@ -56,6 +58,14 @@ bool socket_endpoint(int fd, bool peer, std::string& ip, int& port) {
   return true;
 }
 
+/// How long and how much of a client's further bytes are read and dropped when its connection
+/// ends with bytes unread (close_lingering).
+constexpr int kLingerMs = 2000;
+constexpr std::size_t kLingerBytes = std::size_t{1} << 30;
+
+/// The stream's read-ahead buffer (cpp-httplib's SocketStream reads ahead 4 KiB too).
+constexpr std::size_t kReadAhead = 4096;
+
 long to_ms(time_t sec, time_t usec) { return static_cast<long>(sec) * 1000 + static_cast<long>(usec) / 1000; }
 
 /// One connection's socket as cpp-httplib reads and writes it (the same buffering and timeouts as
@@ -71,9 +81,10 @@ class HeadBoundedStream final : public httplib::Stream {
         head_timeout_(head_timeout) {}
 
   /// A new request's head begins with the next byte read.
-  void start_request() {
+  /// `first_byte`: when its first byte arrived (now, unless it was read ahead while parked).
+  void start_request(std::chrono::steady_clock::time_point first_byte) {
     in_head_ = true;
-    head_deadline_ = std::chrono::steady_clock::now() + head_timeout_;
+    head_deadline_ = first_byte + head_timeout_;
     head_bytes_ = line_bytes_ = line_ = 0;
     line_state_ = kLineStart;
     http10_ = false;
@@ -99,6 +110,71 @@ class HeadBoundedStream final : public httplib::Stream {
     if (off_ == len_ && !fill(read_timeout_ms_)) return -1;
     while (off_ < len_ && (buf_[off_] == '\r' || buf_[off_] == '\n')) ++off_;
     return off_ < len_ ? 1 : 0;
+  }
+
+  /// Drops the CR / LF bytes buffered before a request line (as skip_empty_lines, without reading):
+  /// whether a request's first byte is buffered.
+  bool drop_buffered_empty_lines() {
+    while (off_ < len_ && (buf_[off_] == '\r' || buf_[off_] == '\n')) ++off_;
+    return off_ < len_;
+  }
+
+  /// Bytes read and not yet handed out.
+  std::size_t buffered() const { return len_ - off_; }
+
+  /// Gives back what pre_read() grew the buffer by, once the bytes left fit the usual read-ahead.
+  void shrink() {
+    if (buf_.size() <= kReadAhead || buffered() > kReadAhead) return;
+    std::memmove(buf_.data(), buf_.data() + off_, len_ - off_);
+    len_ -= off_;
+    off_ = 0;
+    buf_.resize(kReadAhead);
+    buf_.shrink_to_fit();
+  }
+
+  /// Whether the buffered bytes, from a request's first byte on, hold the end of its head (a line
+  /// feed followed by an empty line, CRLF or bare LF) — or anything the head's checks stop at
+  /// before then, so that reading the head through them does not wait: `max_head_` + 1 bytes. A
+  /// scan resumes where the last one stopped (`scanned`: bytes past off_ already scanned; 0 for a
+  /// new head).
+  bool head_buffered(std::size_t& scanned) const {
+    if (buffered() > max_head_) return true;
+    for (std::size_t i = off_ + (scanned > 2 ? scanned - 2 : 0); i < len_; ++i)
+      if (buf_[i] == '\n' && ((i + 1 < len_ && buf_[i + 1] == '\n') ||
+                              (i + 2 < len_ && buf_[i + 1] == '\r' && buf_[i + 2] == '\n')))
+        return true;
+    scanned = buffered();
+    return false;
+  }
+
+  /// What pre_read() found on the socket.
+  enum class PreRead { kData, kNothing, kEnd };
+
+  /// Reads what the socket has now without waiting, appended to the buffer (grown up to
+  /// max_head_ + 1 bytes past off_, so that a head over its bound is decided by the bytes here):
+  /// kEnd at the end of the connection or an error, kNothing when nothing came (or the buffer is full).
+  PreRead pre_read() {
+    if (off_ > 0) {  // keep the unread bytes at the front
+      std::memmove(buf_.data(), buf_.data() + off_, len_ - off_);
+      len_ -= off_;
+      off_ = 0;
+    }
+    const std::size_t cap = std::max(kReadAhead, max_head_ + 1);
+    bool got = false;
+    for (;;) {
+      if (len_ == buf_.size()) {
+        if (buf_.size() >= cap) return got ? PreRead::kData : PreRead::kNothing;
+        buf_.resize(std::min(cap, buf_.size() * 2));
+      }
+      ssize_t n;
+      do {
+        n = ::recv(fd_, buf_.data() + len_, buf_.size() - len_, MSG_DONTWAIT);
+      } while (n < 0 && errno == EINTR);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return PreRead::kEnd;
+      if (n < 0) return got ? PreRead::kData : PreRead::kNothing;
+      len_ += static_cast<std::size_t>(n);
+      got = true;
+    }
   }
 
   bool is_readable() const override { return wait_readable(read_timeout_ms_); }
@@ -276,7 +352,7 @@ class HeadBoundedStream final : public httplib::Stream {
   std::size_t max_head_;
   std::chrono::milliseconds head_timeout_;
   std::chrono::steady_clock::time_point head_deadline_{};
-  std::array<char, 4096> buf_{};  // cpp-httplib's SocketStream reads ahead 4 KiB too
+  std::vector<char> buf_ = std::vector<char>(kReadAhead);  // grows while a parked head is read ahead (pre_read)
   std::size_t off_ = 0, len_ = 0;
   bool in_head_ = false;
   std::size_t head_bytes_ = 0, line_bytes_ = 0, line_ = 0;
@@ -320,34 +396,167 @@ void BoundedHttpServer::set_keep_alive(bool keep) { t_connection = keep ? Connec
 
 int BoundedHttpServer::current_socket() { return t_socket; }
 
+/// One connection: its stream (kept across its requests) and where it stands between them. Parked
+/// (ConnectionParking) while its client has not sent a whole request head; destroying it closes
+/// the socket.
+class BoundedHttpServer::Connection final : public ParkedConnection {
+ public:
+  Connection(int fd, std::size_t requests, long read_timeout_ms, long write_timeout_ms, std::size_t max_head,
+             std::chrono::milliseconds head_timeout)
+      : strm(fd, read_timeout_ms, write_timeout_ms, max_head, head_timeout), left(requests), fd_(fd),
+        head_timeout_(head_timeout) {}
+  ~Connection() override {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+  }
+
+  int fd() const override { return fd_; }
+
+  /// Waits for the next request from now on: its first byte is due by `idle_deadline`.
+  void await_request(std::chrono::steady_clock::time_point idle_deadline) {
+    strm.shrink();
+    started = false;
+    deadline_ = idle_deadline;
+  }
+
+  /// What the buffered bytes call for: kResume once a request's whole head is here (or enough of
+  /// it for its bounds to decide), kWait otherwise. A request's first byte (after empty lines)
+  /// starts its head's deadline.
+  Next evaluate(std::chrono::steady_clock::time_point now) {
+    if (!started) {
+      if (!strm.drop_buffered_empty_lines()) return Next::kWait;
+      started = true;
+      first_byte = now;
+      deadline_ = now + head_timeout_;
+      scanned_ = 0;
+    }
+    return strm.head_buffered(scanned_) ? Next::kResume : Next::kWait;
+  }
+
+  /// Ends the connection the lingering way while parked (close_lingering's loop, without a
+  /// thread): the answer was written, the client's further bytes are read and dropped until it
+  /// closes, `max_bytes` came or `max_ms` passed.
+  void linger(int max_ms, std::size_t max_bytes) {
+    ::shutdown(fd_, SHUT_WR);
+    lingering_ = true;
+    linger_left_ = max_bytes;
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms);
+  }
+
+  Next on_readable() override {
+    if (lingering_) {
+      char buf[16384];
+      for (;;) {
+        const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Next::kWait;
+        if (n <= 0 || static_cast<std::size_t>(n) >= linger_left_) return Next::kClose;  // the client closed, or enough
+        linger_left_ -= static_cast<std::size_t>(n);
+      }
+    }
+    const HeadBoundedStream::PreRead r = strm.pre_read();
+    const Next next = evaluate(std::chrono::steady_clock::now());
+    // At the end of the connection a begun head goes to a worker (which answers it, as it would
+    // have read it: incomplete), an idle connection just ends.
+    if (r == HeadBoundedStream::PreRead::kEnd) return started ? Next::kResume : Next::kClose;
+    return next;
+  }
+  std::chrono::steady_clock::time_point deadline() const override { return deadline_; }
+  /// Past its deadline an idle connection ends (a keep-alive timeout); a begun head goes to a
+  /// worker, which finds its deadline passed and answers 400 (HeadFault::kIncomplete).
+  Next at_deadline() const override { return started && !lingering_ ? Next::kResume : Next::kClose; }
+
+  bool lingering() const { return lingering_; }
+
+  HeadBoundedStream strm;
+  std::size_t left;  // requests this connection may still make (the keep-alive count)
+  bool started = false;  // a request's first byte is buffered (first_byte: when it arrived)
+  std::chrono::steady_clock::time_point first_byte{};
+
+ private:
+  int fd_;
+  std::chrono::milliseconds head_timeout_;
+  std::chrono::steady_clock::time_point deadline_{};
+  std::size_t scanned_ = 0;  // HeadBoundedStream::head_buffered's progress
+  bool lingering_ = false;   // linger() was called: the connection is ending
+  std::size_t linger_left_ = 0;
+};
+
+BoundedHttpServer::~BoundedHttpServer() = default;
+
+Status BoundedHttpServer::park_waiting_connections(httplib::TaskQueue* workers, std::size_t max_parked) {
+  auto parking = ConnectionParking::create(
+      [this, workers](std::unique_ptr<ParkedConnection> c) {
+        Connection* raw = static_cast<Connection*>(c.release());
+        workers->enqueue([this, raw] { serve(std::unique_ptr<Connection>(raw)); });
+      },
+      max_parked);
+  if (!parking) return parking.error();
+  parking_ = std::move(*parking);
+  return {};
+}
+
+void BoundedHttpServer::stop_parking() {
+  if (parking_) parking_->close_all();
+}
+
+std::size_t BoundedHttpServer::parked_connections() const { return parking_ ? parking_->parked() : 0; }
+
+bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
+  serve(std::make_unique<Connection>(sock, keep_alive_max_count_, to_ms(read_timeout_sec_, read_timeout_usec_),
+                                     to_ms(write_timeout_sec_, write_timeout_usec_), max_head_bytes_, head_timeout_));
+  return true;
+}
+
 // cpp-httplib 0.11's loop (detail::process_server_socket): at most keep_alive_max_count_ requests,
 // each awaited for keep_alive_timeout_sec_, the last one answered with "Connection: close". Ours
 // also skips empty lines before a request, ends after an answer marked by close_after_answer() or
 // to a head cut short, keeps or ends the connection as set_keep_alive() says when it was called,
-// ends it the lingering way whenever the client's bytes are still coming, and looks at the
-// server's stop every 100 ms while it waits.
-bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
-  HeadBoundedStream strm(sock, to_ms(read_timeout_sec_, read_timeout_usec_), to_ms(write_timeout_sec_, write_timeout_usec_),
-                         max_head_bytes_, head_timeout_);
-  t_socket = sock;
-  bool ok = false;
-  for (std::size_t left = keep_alive_max_count_; left > 0; --left) {
-    // the next request's first byte, within the keep-alive timeout (empty lines do not extend it)
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
-    int arrived = 0;
-    while (arrived == 0 && svr_sock_ != INVALID_SOCKET && std::chrono::steady_clock::now() <= deadline)
-      if (strm.wait_readable(100)) arrived = strm.skip_empty_lines();
-    if (arrived != 1 || svr_sock_ == INVALID_SOCKET) break;
-    strm.start_request();
+// and ends it the lingering way whenever the client's bytes are still coming. While it waits for a
+// request's head it is parked (park_waiting_connections: the worker returns, and a worker takes it
+// up again once the head is here); without parking the worker waits, looking at the server's stop
+// every 100 ms.
+void BoundedHttpServer::serve(std::unique_ptr<Connection> c) {
+  HeadBoundedStream& strm = c->strm;
+  t_socket = c->fd();
+  for (; c->left > 0; --c->left) {
+    if (!c->started) {
+      // the next request's first byte, within the keep-alive timeout (empty lines do not extend it)
+      const auto now = std::chrono::steady_clock::now();
+      const auto deadline = now + std::chrono::seconds(keep_alive_timeout_sec_);
+      if (parking_) {
+        c->await_request(deadline);
+        if (c->evaluate(now) == ParkedConnection::Next::kWait) {
+          t_socket = -1;
+          parking_->park(std::move(c));
+          return;
+        }
+      } else {
+        int arrived = 0;
+        while (arrived == 0 && svr_sock_ != INVALID_SOCKET && std::chrono::steady_clock::now() <= deadline)
+          if (strm.wait_readable(100)) arrived = strm.skip_empty_lines();
+        if (arrived != 1) break;
+        c->first_byte = std::chrono::steady_clock::now();
+      }
+    }
+    if (svr_sock_ == INVALID_SOCKET) break;
+    c->started = false;
+    strm.start_request(c->first_byte);
     bool connection_closed = false;
-    ok = process_request(strm, left == 1, connection_closed, nullptr);
+    const bool ok = process_request(strm, c->left == 1, connection_closed, nullptr);
     const bool refused = t_close_after_answer || t_head_fault != HeadFault::kNone;
     const bool close = t_connection == ConnectionChoice::kClose || (t_connection == ConnectionChoice::kDefault && connection_closed);
-    if (refused || close || !ok || left == 1) {
+    if (refused || close || !ok || c->left == 1) {
       // Bytes still coming (a refused body, the head's rest, requests past the keep-alive count)
       // are read and dropped, so that they are never a request and the answers sent are not lost
       // to the reset that closing with unread bytes sends.
-      if (refused || strm.input_pending()) close_lingering(sock, 2000, std::size_t{1} << 30);
+      if (refused || strm.input_pending()) {
+        if (parking_) {  // the client's bytes are awaited without a thread
+          c->linger(kLingerMs, kLingerBytes);
+          break;
+        }
+        close_lingering(c->fd(), kLingerMs, kLingerBytes);
+      }
       break;
     }
   }
@@ -355,9 +564,8 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
   t_close_after_answer = false;
   t_connection = ConnectionChoice::kDefault;
   t_socket = -1;
-  ::shutdown(sock, SHUT_RDWR);
-  ::close(sock);
-  return ok;
+  if (c->lingering()) parking_->park(std::move(c));
+  // otherwise `c` is destroyed: the socket closes
 }
 
 }  // namespace mamba::server

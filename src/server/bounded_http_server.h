@@ -27,7 +27,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
+
+#include "mamba/status.h"
+#include "server/connection_parking.h"
 
 namespace mamba::server {
 
@@ -85,11 +89,30 @@ class BoundedHttpServer : public httplib::Server {
   /// The answer should say "Connection: close". cpp-httplib 0.11 would keep the connection.
   static void close_after_answer();
 
+  ~BoundedHttpServer() override;
+
+  /// Parks connections that wait for their client (idle between keep-alive requests, or with a
+  /// request head not yet whole) in a ConnectionParking instead of holding a worker while they
+  /// wait: `workers` (not owned; the server's task queue, whose threads serve the requests) gets
+  /// each back once its head is here. At most `max_parked` wait at once; one more is closed. Call
+  /// before listening, and stop_parking() before `workers` stops taking jobs (its shutdown).
+  /// Errors: kIo when the OS refuses the watch (epoll) or its thread; the server then works
+  /// without parking.
+  Status park_waiting_connections(httplib::TaskQueue* workers, std::size_t max_parked);
+  /// Closes the parked connections, and from now on every one that would be parked: none is
+  /// handed to the workers after this returns. Idempotent; nothing without parking.
+  void stop_parking();
+  /// Connections parked now (0 without parking).
+  std::size_t parked_connections() const;
+
  private:
+  class Connection;
   bool process_and_close_socket(socket_t sock) override;
+  void serve(std::unique_ptr<Connection> c);
 
   std::size_t max_head_bytes_;
   std::chrono::milliseconds head_timeout_;
+  std::unique_ptr<ConnectionParking> parking_;
 };
 
 }  // namespace mamba::server

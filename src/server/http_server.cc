@@ -1,5 +1,6 @@
 // Server: wires the HTTP layer (cpp-httplib) to the scheduler. Handler threads parse, validate,
 // tokenize and stream; only the scheduler thread touches the model.
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -41,6 +42,22 @@ constexpr std::size_t kMaxHeadBytes = std::size_t{64} << 10;
 /// The time a request's head (request line and headers) may take from its first byte: as the read
 /// timeout, but for the whole head (a client trickling it held a worker 10 s per byte).
 constexpr std::chrono::milliseconds kHeadTimeout{10000};
+
+/// Connections that may wait for their client at once without a thread (ConnectionParking): an
+/// idle one holds its socket and 4 KiB, one with a head begun up to 64 KiB more; one more is closed.
+constexpr std::size_t kMaxParkedConnections = 8192;
+
+/// Raises the soft limit on open descriptors to the hard one (at most 65536; systemd's default soft
+/// limit is 1024), so that parked connections are not refused by the process's limit first.
+void raise_open_file_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  const rlim_t want = std::min<rlim_t>(lim.rlim_max, 65536);
+  if (lim.rlim_cur >= want) return;
+  const rlim_t was = lim.rlim_cur;
+  lim.rlim_cur = want;
+  if (setrlimit(RLIMIT_NOFILE, &lim) == 0) spdlog::debug("open file limit raised from {} to {}", was, want);
+}
 
 struct Server::Impl {
   ServerContext ctx;
@@ -544,6 +561,11 @@ Status Server::start() {
   // own pool would start them inside listen() and terminate the process); listen() takes ownership.
   auto pool = server::HttpWorkerPool::create(static_cast<std::size_t>(threads));
   if (!pool.ok()) return pool.error();
+  // Connections waiting for their client (idle between requests, or trickling a head) wait without
+  // a thread (ConnectionParking); the workers serve requests only.
+  raise_open_file_limit();
+  (*pool)->set_before_shutdown([&im] { im.http.stop_parking(); });
+  if (Status st = im.http.park_waiting_connections(pool->get(), kMaxParkedConnections); !st.ok()) return st.error();
   http.new_task_queue = [p = pool->release()]() mutable -> httplib::TaskQueue* { return std::exchange(p, nullptr); };
   ctx.scheduler->start();
   im.listen_thread = std::thread([&im] {

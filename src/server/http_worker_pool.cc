@@ -37,6 +37,7 @@ void HttpWorkerPool::enqueue(std::function<void()> fn) {
 }
 
 void HttpWorkerPool::shutdown() {
+  if (before_shutdown_) std::exchange(before_shutdown_, nullptr)();
   {
     const std::lock_guard lk(mu_);
     stopping_ = true;

@@ -31,7 +31,12 @@ class HttpWorkerPool final : public httplib::TaskQueue {
 
   ~HttpWorkerPool() override;
   void enqueue(std::function<void()> fn) override;
+  /// Runs the before-shutdown callback (once), then finishes the queued jobs and joins the threads.
   void shutdown() override;
+
+  /// `fn` runs at the start of shutdown(), before the threads stop taking jobs (BoundedHttpServer's
+  /// stop_parking: nothing may be enqueued after that). Set before the pool is handed to the server.
+  void set_before_shutdown(std::function<void()> fn) { before_shutdown_ = std::move(fn); }
 
  private:
   HttpWorkerPool() = default;
@@ -41,6 +46,7 @@ class HttpWorkerPool final : public httplib::TaskQueue {
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   bool stopping_ = false;
+  std::function<void()> before_shutdown_;
   std::vector<std::thread> threads_;
 };
 

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <string>
@@ -20,6 +22,7 @@
 
 #include "server/bounded_http_server.h"
 #include "server/client_connection.h"
+#include "server/http_worker_pool.h"
 
 namespace mamba::server {
 namespace {
@@ -27,12 +30,25 @@ namespace {
 constexpr std::size_t kMaxHead = 16384;
 
 /// A BoundedHttpServer on a loopback port with a few plain routes; stopped by its destructor.
+/// `parking`: on `workers` HttpWorkerPool threads, with waiting connections parked (at most
+/// `max_parked`); else on cpp-httplib's own pool, each connection's worker waiting for it.
 struct TestServer {
-  BoundedHttpServer http{kMaxHead, std::chrono::milliseconds(1500)};
+  BoundedHttpServer http;
   std::thread thread;
   int port = -1;
+  int listen_fd = -1;
 
-  TestServer() {
+  explicit TestServer(bool parking = false, std::size_t workers = 4, std::size_t max_parked = 256,
+                      std::chrono::milliseconds head_timeout = std::chrono::milliseconds(1500))
+      : http(kMaxHead, head_timeout) {
+    if (parking) {
+      auto pool = HttpWorkerPool::create(workers);
+      EXPECT_TRUE(pool.ok());
+      HttpWorkerPool* p = pool->release();
+      p->set_before_shutdown([this] { http.stop_parking(); });
+      EXPECT_TRUE(http.park_waiting_connections(p, max_parked).ok());
+      http.new_task_queue = [p]() mutable -> httplib::TaskQueue* { return std::exchange(p, nullptr); };
+    }
     http.set_keep_alive_max_count(100);
     http.Get("/echo", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(req.get_header_value("X-Id"), "text/plain");
@@ -58,8 +74,14 @@ struct TestServer {
       if (BoundedHttpServer::head_fault() == HeadFault::kTooLong) res.status = 431;
       res.set_content("limit " + std::to_string(static_cast<int>(BoundedHttpServer::head_fault())), "text/plain");
     });
+    http.set_socket_options([this](int sock) {
+      int one = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      listen_fd = sock;
+    });
     port = http.bind_to_any_port("127.0.0.1");
     EXPECT_GT(port, 0);
+    ::listen(listen_fd, SOMAXCONN);  // cpp-httplib's backlog of 5 makes the 6th connect wait ~1 s
     thread = std::thread([this] { http.listen_after_bind(); });
   }
   ~TestServer() {
@@ -138,8 +160,11 @@ std::pair<std::string, std::vector<Answer>> pipelined_requests() {
   return {bytes, want};
 }
 
-TEST(BoundedHttpServer, PipelinedRequestsAreAllAnsweredInOrderHoweverTheBytesAreSplit) {
-  TestServer srv;
+/// Each case runs with waiting connections parked ("Parked") and without ("WorkerWaits").
+class BoundedHttpServerLoop : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BoundedHttpServerLoop, PipelinedRequestsAreAllAnsweredInOrderHoweverTheBytesAreSplit) {
+  TestServer srv(GetParam());
   const auto [bytes, want] = pipelined_requests();
   EXPECT_EQ(exchange(srv.port, {bytes}), want) << "one write";
   std::mt19937 rng(7);
@@ -155,8 +180,8 @@ TEST(BoundedHttpServer, PipelinedRequestsAreAllAnsweredInOrderHoweverTheBytesAre
   }
 }
 
-TEST(BoundedHttpServer, AHeadOverTheLimitGetsOneAnswerAndTheConnectionEnds) {
-  TestServer srv;
+TEST_P(BoundedHttpServerLoop, AHeadOverTheLimitGetsOneAnswerAndTheConnectionEnds) {
+  TestServer srv(GetParam());
   std::string head = "GET /echo HTTP/1.1\r\nHost: x\r\n";
   while (head.size() <= kMaxHead) head += "X-Pad: " + std::string(1000, 'p') + "\r\n";
   const std::string next = "GET /echo HTTP/1.1\r\nHost: x\r\nX-Id: next\r\n\r\n";
@@ -171,8 +196,8 @@ TEST(BoundedHttpServer, AHeadOverTheLimitGetsOneAnswerAndTheConnectionEnds) {
             (std::vector<Answer>{{200, "30000", false}, {200, "next", false}}));
 }
 
-TEST(BoundedHttpServer, AnOverlongLineIsRefusedByCppHttplibAndTheConnectionEnds) {
-  TestServer srv;
+TEST_P(BoundedHttpServerLoop, AnOverlongLineIsRefusedByCppHttplibAndTheConnectionEnds) {
+  TestServer srv(GetParam());
   const std::string next = "GET /echo HTTP/1.1\r\nHost: x\r\nX-Id: next\r\n\r\n";
   // cpp-httplib's own answers: 414 for the request line, 400 for a header line, after 8193 bytes
   auto got = exchange(srv.port, {"GET /" + std::string(1 << 20, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n" + next});
@@ -189,8 +214,8 @@ TEST(BoundedHttpServer, AnOverlongLineIsRefusedByCppHttplibAndTheConnectionEnds)
             (std::vector<Answer>{{200, "ok", false}, {200, "next", false}}));
 }
 
-TEST(BoundedHttpServer, MalformedHeaderLinesEndTheHeadWithOneAnswer) {
-  TestServer srv;
+TEST_P(BoundedHttpServerLoop, MalformedHeaderLinesEndTheHeadWithOneAnswer) {
+  TestServer srv(GetParam());
   const std::string next = "GET /echo HTTP/1.1\r\nX-Id: next\r\n\r\n";
   // each would be skipped or misread by cpp-httplib 0.11 (the first dropped its Transfer-Encoding)
   for (const std::string line : {"Transfer-Encoding : chunked", "NoColon", " folded", ": empty name", "X-Cr: a\rb"}) {
@@ -213,8 +238,8 @@ TEST(BoundedHttpServer, MalformedHeaderLinesEndTheHeadWithOneAnswer) {
             (std::vector<Answer>{{200, "a: b", false}, {200, "next", false}}));
 }
 
-TEST(BoundedHttpServer, ExpectIsCaseInsensitiveAndIgnoredForHttp10) {
-  TestServer srv;
+TEST_P(BoundedHttpServerLoop, ExpectIsCaseInsensitiveAndIgnoredForHttp10) {
+  TestServer srv(GetParam());
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -237,16 +262,16 @@ TEST(BoundedHttpServer, ExpectIsCaseInsensitiveAndIgnoredForHttp10) {
   EXPECT_EQ(got[0].body, "3");
 }
 
-TEST(BoundedHttpServer, AHeadTheClientLeavesUnfinishedIsMarkedIncomplete) {
-  TestServer srv;
+TEST_P(BoundedHttpServerLoop, AHeadTheClientLeavesUnfinishedIsMarkedIncomplete) {
+  TestServer srv(GetParam());
   const auto got = exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: a\r\n"});  // then the client half-closes
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].body, "limit 4");
 }
 
-TEST(BoundedHttpServer, AHeadTrickledPastItsDeadlineIsCutThere) {
+TEST_P(BoundedHttpServerLoop, AHeadTrickledPastItsDeadlineIsCutThere) {
   // One byte every 100 ms for 13 s (each read well within the read timeout): the head's 1.5 s end it.
-  TestServer srv;
+  TestServer srv(GetParam());
   std::vector<std::string> bytes;
   for (char c : std::string("GET /echo HTTP/1.1\r\nX-Id: slow\r\nX-Pad: ") + std::string(100, 'p')) bytes.emplace_back(1, c);
   const auto t0 = std::chrono::steady_clock::now();
@@ -260,16 +285,16 @@ TEST(BoundedHttpServer, AHeadTrickledPastItsDeadlineIsCutThere) {
   EXPECT_EQ(exchange(srv.port, quick, std::chrono::milliseconds(10)), (std::vector<Answer>{{200, "ok", false}}));
 }
 
-TEST(BoundedHttpServer, EmptyLinesBeforeARequestAreSkipped) {
-  TestServer srv;
+TEST_P(BoundedHttpServerLoop, EmptyLinesBeforeARequestAreSkipped) {
+  TestServer srv(GetParam());
   EXPECT_EQ(exchange(srv.port, {"\r\nPOST /len HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc\r\n\nGET /echo HTTP/1.1\r\nX-Id: n\r\n\r\n"}),
             (std::vector<Answer>{{200, "3", false}, {200, "n", false}}));
 }
 
-TEST(BoundedHttpServer, RequestsPastTheKeepAliveCountDoNotCostTheAnswersSent) {
+TEST_P(BoundedHttpServerLoop, RequestsPastTheKeepAliveCountDoNotCostTheAnswersSent) {
   // The 100th answer ends the connection with 50 requests unread: closing at once would reset the
   // connection, and the client would lose the answers still in its receive buffer.
-  TestServer srv;
+  TestServer srv(GetParam());
   std::string bytes;
   for (int i = 0; i < 150; ++i) bytes += "GET /echo HTTP/1.1\r\nX-Id: " + std::to_string(i) + "\r\n\r\n";
   const auto got = exchange(srv.port, {bytes});
@@ -277,24 +302,169 @@ TEST(BoundedHttpServer, RequestsPastTheKeepAliveCountDoNotCostTheAnswersSent) {
   EXPECT_EQ(got[99], (Answer{200, "99", true}));
 }
 
-TEST(BoundedHttpServer, CloseAfterAnswerEndsTheConnectionAfterTheAnswer) {
-  TestServer srv;
+TEST_P(BoundedHttpServerLoop, CloseAfterAnswerEndsTheConnectionAfterTheAnswer) {
+  TestServer srv(GetParam());
   const auto got = exchange(srv.port, {"GET /close HTTP/1.1\r\nHost: x\r\n\r\nGET /echo HTTP/1.1\r\nX-Id: after\r\n\r\n"});
   EXPECT_EQ(got, (std::vector<Answer>{{200, "bye", true}}));
 }
 
-TEST(BoundedHttpServer, HandlersSeeTheirOwnSocket) {
-  TestServer srv;
+TEST_P(BoundedHttpServerLoop, HandlersSeeTheirOwnSocket) {
+  TestServer srv(GetParam());
   EXPECT_EQ(exchange(srv.port, {"GET /socket HTTP/1.1\r\nHost: x\r\n\r\n"}), (std::vector<Answer>{{200, "same", false}}));
   EXPECT_EQ(BoundedHttpServer::current_socket(), -1) << "not a connection's thread";
 }
 
-TEST(BoundedHttpServer, KeepAliveMaxCountEndsTheConnection) {
-  TestServer srv;
+TEST_P(BoundedHttpServerLoop, KeepAliveMaxCountEndsTheConnection) {
+  TestServer srv(GetParam());
   srv.http.set_keep_alive_max_count(3);
   std::string bytes;
   for (int i = 0; i < 5; ++i) bytes += "GET /echo HTTP/1.1\r\nX-Id: " + std::to_string(i) + "\r\n\r\n";
   EXPECT_EQ(exchange(srv.port, {bytes}), (std::vector<Answer>{{200, "0", false}, {200, "1", false}, {200, "2", true}}));
+}
+
+INSTANTIATE_TEST_SUITE_P(, BoundedHttpServerLoop, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "Parked" : "WorkerWaits"; });
+
+/// A connected socket to the loopback `port` with a `timeout_s` receive timeout.
+int connect_to(int port, int timeout_s = 10) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  timeval tv{timeout_s, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+/// Reads one answer of these routes (its head, then its Content-Length bytes): "" at the end of the
+/// connection or the receive timeout before any byte.
+std::string read_answer(int fd) {
+  std::string in;
+  char c;
+  while (in.find("\r\n\r\n") == std::string::npos && read(fd, &c, 1) == 1) in += c;
+  const std::size_t cl = in.find("Content-Length: ");
+  if (cl == std::string::npos) return in;
+  for (std::size_t len = std::stoul(in.substr(cl + 16)); len > 0 && read(fd, &c, 1) == 1; --len) in += c;
+  return in;
+}
+
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+TEST(BoundedHttpServerParking, WaitingConnectionsHoldNoWorker) {
+  // Two workers, 60 connections waiting: 30 idle, 30 with half a head. Without parking each held
+  // a worker (a new request waited for the keep-alive timeout or the head deadline of two of them).
+  TestServer srv(true, 2, 256, std::chrono::seconds(20));
+  std::vector<int> fds;
+  for (int i = 0; i < 60; ++i) {
+    fds.push_back(connect_to(srv.port));
+    if (i % 2 == 1) {
+      const std::string half = "GET /echo HTTP/1.1\r\nX-Id: w" + std::to_string(i) + "\r\n";
+      ASSERT_EQ(send(fds.back(), half.data(), half.size(), MSG_NOSIGNAL), static_cast<ssize_t>(half.size()));
+    }
+  }
+  EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() == 60; }, std::chrono::seconds(5)))
+      << srv.http.parked_connections() << " parked";
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: new\r\n\r\n"}), (std::vector<Answer>{{200, "new", false}}));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  // every waiting connection then makes (or finishes) its request and is answered, and waits again
+  for (int i = 0; i < 60; ++i) {
+    const std::string rest = i % 2 == 1 ? "\r\n" : "GET /echo HTTP/1.1\r\nX-Id: w" + std::to_string(i) + "\r\n\r\n";
+    ASSERT_EQ(send(fds[static_cast<std::size_t>(i)], rest.data(), rest.size(), MSG_NOSIGNAL), static_cast<ssize_t>(rest.size()));
+  }
+  for (int i = 0; i < 60; ++i) {
+    const std::string got = read_answer(fds[static_cast<std::size_t>(i)]);
+    EXPECT_EQ(got.substr(0, 15), "HTTP/1.1 200 OK") << i;
+    EXPECT_TRUE(got.ends_with("\r\n\r\nw" + std::to_string(i))) << i << ": " << got;
+  }
+  EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() == 60; }, std::chrono::seconds(5)));
+  for (const int fd : fds) close(fd);
+  EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() == 0; }, std::chrono::seconds(5)))
+      << "closed connections stay parked";
+}
+
+TEST(BoundedHttpServerParking, RefusedConnectionsLingerWithoutAWorker) {
+  // A malformed head is answered and the connection ends the lingering way: the client's further
+  // bytes are read and dropped for up to 2 s. Ten such clients that stay connected held both
+  // workers for 2 s each without parking.
+  TestServer srv(true, 2);
+  std::vector<int> fds;
+  for (int i = 0; i < 10; ++i) {
+    fds.push_back(connect_to(srv.port));
+    const std::string bad = "GET /echo HTTP/1.1\r\nNoColon\r\n\r\n";
+    ASSERT_EQ(send(fds.back(), bad.data(), bad.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bad.size()));
+  }
+  for (const int fd : fds) EXPECT_NE(read_answer(fd).find("limit 3"), std::string::npos);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: new\r\n\r\n"}), (std::vector<Answer>{{200, "new", false}}));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  // what they send meanwhile is dropped, never answered; then the server ends them
+  const std::string more = "GET /echo HTTP/1.1\r\nX-Id: no\r\n\r\n";
+  EXPECT_EQ(send(fds[0], more.data(), more.size(), MSG_NOSIGNAL), static_cast<ssize_t>(more.size()));
+  for (const int fd : fds) EXPECT_EQ(read_answer(fd), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(4000));
+  for (const int fd : fds) close(fd);
+}
+
+TEST(BoundedHttpServerParking, AParkedConnectionEndsAtItsDeadline) {
+  TestServer srv(true, 2);
+  srv.http.set_keep_alive_timeout(1);
+  // idle: ends after the keep-alive timeout, silently
+  const int idle = connect_to(srv.port);
+  // a head begun: answered 400 (incomplete) at the head deadline (1.5 s here), then ends
+  const int begun = connect_to(srv.port);
+  const std::string half = "GET /echo HTTP/1.1\r\n";
+  ASSERT_EQ(send(begun, half.data(), half.size(), MSG_NOSIGNAL), static_cast<ssize_t>(half.size()));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(read_answer(idle), "");
+  const auto idle_for = std::chrono::steady_clock::now() - t0;
+  EXPECT_GT(idle_for, std::chrono::milliseconds(800));
+  EXPECT_LT(idle_for, std::chrono::milliseconds(2500));
+  const std::string got = read_answer(begun);
+  EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 400") << got;
+  EXPECT_NE(got.find("limit 4"), std::string::npos) << got;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(4000));
+  close(idle);
+  close(begun);
+}
+
+TEST(BoundedHttpServerParking, ConnectionsPastTheParkingLimitAreClosed) {
+  TestServer srv(true, 2, 3);
+  std::vector<int> fds;
+  for (int i = 0; i < 3; ++i) fds.push_back(connect_to(srv.port));
+  ASSERT_TRUE(wait_until([&] { return srv.http.parked_connections() == 3; }, std::chrono::seconds(5)));
+  const int extra = connect_to(srv.port, 5);
+  EXPECT_EQ(read_answer(extra), "") << "the fourth was kept";
+  // the parked ones are still served
+  const std::string req = "GET /echo HTTP/1.1\r\nX-Id: p\r\n\r\n";
+  ASSERT_EQ(send(fds[0], req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  EXPECT_EQ(read_answer(fds[0]).substr(0, 15), "HTTP/1.1 200 OK");
+  for (const int fd : fds) close(fd);
+  close(extra);
+}
+
+TEST(BoundedHttpServerParking, StopEndsParkedConnections) {
+  auto srv = std::make_unique<TestServer>(true, 2);
+  const int idle = connect_to(srv->port), begun = connect_to(srv->port);
+  const std::string half = "GET /echo HTTP/1.1\r\n";
+  ASSERT_EQ(send(begun, half.data(), half.size(), MSG_NOSIGNAL), static_cast<ssize_t>(half.size()));
+  ASSERT_TRUE(wait_until([&] { return srv->http.parked_connections() == 2; }, std::chrono::seconds(5)));
+  const auto t0 = std::chrono::steady_clock::now();
+  srv.reset();  // stop(): listen returns, the pool's shutdown closes what is parked
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  EXPECT_EQ(read_answer(idle), "");
+  EXPECT_EQ(read_answer(begun), "");
+  close(idle);
+  close(begun);
 }
 
 }  // namespace

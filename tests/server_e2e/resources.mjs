@@ -122,4 +122,45 @@ await check('10 clients sending 8 MB bodies at once: peak memory stays bounded',
   }
 });
 
+await check('600 connections waiting for their clients (idle, or trickling a head) hold no HTTP thread: /health answers at once', async () => {
+  // 40 HTTP threads; each waiting connection held one (until its keep-alive timeout or head deadline).
+  const fresh = await startServer(['--http-threads', '40']);
+  const { connect } = await import('node:net');
+  const url = new URL(fresh.base);
+  const socks = [];
+  try {
+    const before = rssMiB(fresh.proc.pid);
+    for (let i = 0; i < 600; i++) {
+      const sock = connect(Number(url.port), url.hostname);
+      sock.on('error', () => {});
+      socks.push(sock);
+      await new Promise((resolve) => sock.on('connect', resolve));
+      if (i % 2) sock.write('GET /health HTTP/1.1\r\nHost: x\r\n');  // half a head
+    }
+    await sleep(300);
+    for (let round = 0; round < 3; round++) {
+      const t0 = Date.now();
+      const res = await fetch(fresh.base + '/health');
+      assert.equal(res.status, 200);
+      assert.ok(Date.now() - t0 < 500, `/health took ${Date.now() - t0} ms with 600 connections waiting`);
+    }
+    const grown = rssMiB(fresh.proc.pid) - before;
+    assert.ok(grown < 64, `600 waiting connections cost ${grown.toFixed(0)} MiB`);
+    // the half heads, finished, are answered
+    const answered = await Promise.all(
+      socks.filter((_, i) => i % 2).slice(0, 100).map(
+        (sock) =>
+          new Promise((resolve) => {
+            sock.once('data', (d) => resolve(d.toString().startsWith('HTTP/1.1 200')));
+            sock.write('\r\n');
+          }),
+      ),
+    );
+    assert.equal(answered.filter(Boolean).length, 100);
+  } finally {
+    for (const sock of socks) sock.destroy();
+    await fresh.stop();
+  }
+});
+
 exitWithChecks();
