@@ -66,6 +66,16 @@ constexpr std::size_t kLingerBytes = std::size_t{1} << 30;
 /// The stream's read-ahead buffer (cpp-httplib's SocketStream reads ahead 4 KiB too).
 constexpr std::size_t kReadAhead = 4096;
 
+/// The calling thread processes no request now (what head_fault() and current_socket() say then).
+void clear_thread_state() {
+  t_head_fault = HeadFault::kNone;
+  t_fault_what = "";
+  t_fault_line = 0;
+  t_close_after_answer = false;
+  t_connection = ConnectionChoice::kDefault;
+  t_socket = -1;
+}
+
 long to_ms(time_t sec, time_t usec) { return static_cast<long>(sec) * 1000 + static_cast<long>(usec) / 1000; }
 
 /// One connection's socket as cpp-httplib reads and writes it (the same buffering and timeouts as
@@ -132,18 +142,30 @@ class HeadBoundedStream final : public httplib::Stream {
     buf_.shrink_to_fit();
   }
 
-  /// Whether the buffered bytes, from a request's first byte on, hold the end of its head (a line
-  /// feed followed by an empty line, CRLF or bare LF) — or anything the head's checks stop at
-  /// before then, so that reading the head through them does not wait: `max_head_` + 1 bytes. A
-  /// scan resumes where the last one stopped (`scanned`: bytes past off_ already scanned; 0 for a
-  /// new head).
-  bool head_buffered(std::size_t& scanned) const {
+  /// Where a scan of a parked head's buffered bytes stands (head_buffered).
+  struct HeadScan {
+    std::size_t scanned = 0;   // bytes past off_ looked at
+    std::size_t line_len = 0;  // bytes of the current line so far (its '\n' not yet seen)
+    bool last_cr = false;      // the last byte looked at was '\r'
+  };
+
+  /// Whether the buffered bytes, from a request's first byte on, hold the end of its head (an
+  /// empty line: "\r\n" or a bare "\n") — or anything the head's checks stop at before then (a
+  /// line over kMaxHeadLine + 1 bytes, a head over max_head_), so that reading the head through
+  /// them does not wait. Each call looks at the bytes that arrived since the last (`s`).
+  bool head_buffered(HeadScan& s) const {
     if (buffered() > max_head_) return true;
-    for (std::size_t i = off_ + (scanned > 2 ? scanned - 2 : 0); i < len_; ++i)
-      if (buf_[i] == '\n' && ((i + 1 < len_ && buf_[i + 1] == '\n') ||
-                              (i + 2 < len_ && buf_[i + 1] == '\r' && buf_[i + 2] == '\n')))
+    for (std::size_t i = off_ + s.scanned; i < len_; ++i) {
+      const char c = buf_[i];
+      if (c == '\n') {
+        if (s.line_len == 0 || (s.line_len == 1 && s.last_cr)) return true;
+        s.line_len = 0;
+      } else if (++s.line_len > BoundedHttpServer::kMaxHeadLine + 1) {
         return true;
-    scanned = buffered();
+      }
+      s.last_cr = c == '\r';
+    }
+    s.scanned = buffered();
     return false;
   }
 
@@ -428,9 +450,9 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
       started = true;
       first_byte = now;
       deadline_ = now + head_timeout_;
-      scanned_ = 0;
+      scan_ = {};
     }
-    return strm.head_buffered(scanned_) ? Next::kResume : Next::kWait;
+    return strm.head_buffered(scan_) ? Next::kResume : Next::kWait;
   }
 
   /// Ends the connection the lingering way while parked (close_lingering's loop, without a
@@ -446,13 +468,14 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   Next on_readable() override {
     if (lingering_) {
       char buf[16384];
-      for (;;) {
+      for (int reads = 0; reads < 16; ++reads) {  // at most 256 KiB per call: the other parked connections wait meanwhile
         const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Next::kWait;
         if (n <= 0 || static_cast<std::size_t>(n) >= linger_left_) return Next::kClose;  // the client closed, or enough
         linger_left_ -= static_cast<std::size_t>(n);
       }
+      return Next::kWait;
     }
     const HeadBoundedStream::PreRead r = strm.pre_read();
     const Next next = evaluate(std::chrono::steady_clock::now());
@@ -477,7 +500,7 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   int fd_;
   std::chrono::milliseconds head_timeout_;
   std::chrono::steady_clock::time_point deadline_{};
-  std::size_t scanned_ = 0;  // HeadBoundedStream::head_buffered's progress
+  HeadBoundedStream::HeadScan scan_;  // head_buffered's progress through a parked head
   bool lingering_ = false;   // linger() was called: the connection is ending
   std::size_t linger_left_ = 0;
 };
@@ -527,7 +550,7 @@ void BoundedHttpServer::serve(std::unique_ptr<Connection> c) {
       if (parking_) {
         c->await_request(deadline);
         if (c->evaluate(now) == ParkedConnection::Next::kWait) {
-          t_socket = -1;
+          clear_thread_state();
           parking_->park(std::move(c));
           return;
         }
@@ -560,10 +583,7 @@ void BoundedHttpServer::serve(std::unique_ptr<Connection> c) {
       break;
     }
   }
-  t_head_fault = HeadFault::kNone;
-  t_close_after_answer = false;
-  t_connection = ConnectionChoice::kDefault;
-  t_socket = -1;
+  clear_thread_state();
   if (c->lingering()) parking_->park(std::move(c));
   // otherwise `c` is destroyed: the socket closes
 }

@@ -415,6 +415,19 @@ TEST(BoundedHttpServerParking, RefusedConnectionsLingerWithoutAWorker) {
   for (const int fd : fds) close(fd);
 }
 
+TEST(BoundedHttpServerParking, AnOverlongLineIsAnsweredWithoutWaitingForTheHeadsEnd) {
+  // 9000 bytes of a header line, then the client waits: the line is over its bound, so the head
+  // goes to a worker at once (400), not at its deadline (20 s here).
+  TestServer srv(true, 2, 256, std::chrono::seconds(20));
+  const int fd = connect_to(srv.port);
+  const std::string part = "GET /echo HTTP/1.1\r\nX-Long: " + std::string(9000, 'h');
+  ASSERT_EQ(send(fd, part.data(), part.size(), MSG_NOSIGNAL), static_cast<ssize_t>(part.size()));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(read_answer(fd).find("limit 1"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  close(fd);
+}
+
 TEST(BoundedHttpServerParking, AParkedConnectionEndsAtItsDeadline) {
   TestServer srv(true, 2);
   srv.http.set_keep_alive_timeout(1);
