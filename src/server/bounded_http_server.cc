@@ -88,17 +88,14 @@ class HeadBoundedStream final : public httplib::Stream {
  public:
   HeadBoundedStream(int fd, long read_timeout_ms, long write_timeout_ms, std::size_t max_head, std::chrono::milliseconds head_timeout)
       : fd_(fd), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms), max_head_(max_head),
-        head_timeout_(head_timeout) {}
+        head_timeout_(head_timeout), checker_(max_head) {}
 
   /// A new request's head begins with the next byte read.
   /// `first_byte`: when its first byte arrived (now, unless it was read ahead while parked).
   void start_request(std::chrono::steady_clock::time_point first_byte) {
     in_head_ = true;
     head_deadline_ = first_byte + head_timeout_;
-    head_bytes_ = line_bytes_ = line_ = 0;
-    line_state_ = kLineStart;
-    http10_ = false;
-    version_.fill('\0');
+    checker_.reset();
     t_head_fault = HeadFault::kNone;
     t_fault_what = "";
     t_fault_line = 0;
@@ -142,30 +139,17 @@ class HeadBoundedStream final : public httplib::Stream {
     buf_.shrink_to_fit();
   }
 
-  /// Where a scan of a parked head's buffered bytes stands (head_buffered).
-  struct HeadScan {
-    std::size_t scanned = 0;   // bytes past off_ looked at
-    std::size_t line_len = 0;  // bytes of the current line so far (its '\n' not yet seen)
-    bool last_cr = false;      // the last byte looked at was '\r'
-  };
-
-  /// Whether the buffered bytes, from a request's first byte on, hold the end of its head (an
-  /// empty line: "\r\n" or a bare "\n") — or anything the head's checks stop at before then (a
-  /// line over kMaxHeadLine + 1 bytes, a head over max_head_), so that reading the head through
-  /// them does not wait. Each call looks at the bytes that arrived since the last (`s`).
-  bool head_buffered(HeadScan& s) const {
-    if (buffered() > max_head_) return true;
-    for (std::size_t i = off_ + s.scanned; i < len_; ++i) {
-      const char c = buf_[i];
-      if (c == '\n') {
-        if (s.line_len == 0 || (s.line_len == 1 && s.last_cr)) return true;
-        s.line_len = 0;
-      } else if (++s.line_len > BoundedHttpServer::kMaxHeadLine + 1) {
-        return true;
-      }
-      s.last_cr = c == '\r';
+  /// Whether reading the head from the buffered bytes (a request's first byte on) would not wait:
+  /// they hold its end, or a byte `scan` (a checker of its own, reset when the head began) finds
+  /// past a bound or malformed — the checker that reads the head fails at the same byte — or a
+  /// request line cpp-httplib refuses (it answers once the line is read). Each call looks at the
+  /// bytes that arrived since the last (`scanned`: bytes past off_ already looked at).
+  bool head_decidable(HeadChecker& scan, std::size_t& scanned) const {
+    for (std::size_t i = off_ + scanned; i < len_; ++i) {
+      char c = buf_[i];  // (a copy: the checker may rewrite it)
+      if (scan.check(c) != HeadChecker::Step::kMore || scan.request_line_refused()) return true;
     }
-    s.scanned = buffered();
+    scanned = buffered();
     return false;
   }
 
@@ -206,6 +190,10 @@ class HeadBoundedStream final : public httplib::Stream {
     if (size == 0) return 0;
     if (in_head_) {
       if (t_head_fault != HeadFault::kNone) return 0;
+      // A request line cpp-httplib refuses whatever follows is handed out as far as its bytes are
+      // here, never waited for (junk such as a TLS hello may send no line end): cpp-httplib then
+      // answers 400, naming the fault when the whole line came.
+      if (checker_.request_line_refused() && off_ == len_ && !fill(0)) return 0;
       size = 1;  // the head is read a byte at a time (cpp-httplib's line reader asks for one): check each
     }
     if (off_ == len_) {
@@ -221,18 +209,31 @@ class HeadBoundedStream final : public httplib::Stream {
       }
     }
     const std::size_t n = std::min(size, len_ - off_);
-    if (in_head_ && !check_head_byte(buf_[off_])) return 0;  // (may rewrite the byte: see check_head_byte)
+    if (in_head_) {  // one byte, checked (and maybe rewritten: HeadChecker::check)
+      const HeadChecker::Step step = checker_.check(buf_[off_]);
+      if (step == HeadChecker::Step::kFault) {
+        t_head_fault = checker_.fault();
+        t_fault_what = checker_.fault_what();
+        t_fault_line = checker_.fault_line();
+        return 0;
+      }
+      if (step == HeadChecker::Step::kEnd) in_head_ = false;
+    }
     std::memcpy(ptr, buf_.data() + off_, n);
     off_ += n;
     return static_cast<ssize_t>(n);
   }
 
+  /// Sends what the socket takes now, after waiting at most the write timeout for room: a client
+  /// that stops reading ends the answer one write timeout after it stopped. (A blocking send of a
+  /// large answer waited for the socket's own send timeout on top: 60 s, not 30.)
   ssize_t write(const char* ptr, std::size_t size) override {
     if (!is_writable()) return -1;
     ssize_t n;
     do {
-      n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+      n = ::send(fd_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;  // no room after all: the caller writes again
     return n;
   }
 
@@ -260,114 +261,6 @@ class HeadBoundedStream final : public httplib::Stream {
     return true;
   }
 
-  bool malformed(const char* what) {
-    t_head_fault = HeadFault::kMalformedLine;
-    t_fault_what = what;
-    t_fault_line = line_;
-    return false;
-  }
-
-  /// Checks one byte of the head, about to be handed out; false (and t_head_fault set) when it is
-  /// past a bound or makes its header line malformed. Line 0 is the request line (cpp-httplib
-  /// parses it); a header line is NAME ':' VALUE CRLF, NAME without whitespace, VALUE without NUL,
-  /// and not empty for Content-Length and Transfer-Encoding (cpp-httplib drops a header with an
-  /// empty value: "Content-Length: 0" + "Content-Length:" was one length, and the body a second
-  /// request). The head ends at a line that is "\r\n" alone. An Expect value is handed out in
-  /// lower case (cpp-httplib matches "100-continue" case-sensitively; RFC 9110 §10.1.1 makes it
-  /// case-insensitive), and as 'x's for an HTTP/1.0 request, whose expectation a server must ignore.
-  bool check_head_byte(char& c) {
-    if (++head_bytes_ > max_head_) {
-      t_head_fault = HeadFault::kTooLong;
-      return false;
-    }
-    if (++line_bytes_ > BoundedHttpServer::kMaxHeadLine + 1) {
-      t_head_fault = HeadFault::kLineTooLong;
-      return false;
-    }
-    const bool header = line_ > 0;
-    switch (line_state_) {
-      case kLineStart:
-        if (c == '\r') {
-          line_state_ = kBlankCr;
-        } else if (header && (c == ' ' || c == '\t')) {
-          return malformed("starts with whitespace (a folded line, which RFC 9112 §5.2 obsoletes)");
-        } else if (header && (c == ':' || c == '\n')) {
-          return malformed(c == ':' ? "has an empty name" : "ends in a bare LF");
-        } else {
-          line_state_ = header ? kName : kValue;  // the request line has no name: cpp-httplib reads it
-          name_.clear();
-          if (header) name_ += lower(c);
-          if (c == '\n') return end_line();
-          if (!header) note_request_line_byte(c);
-        }
-        break;
-      case kBlankCr:
-        if (c == '\n') {  // "\r\n" alone: the blank line (or an empty request line, which cpp-httplib refuses)
-          in_head_ = false;
-          return true;
-        }
-        if (header) return malformed("has a CR that does not end it");
-        line_state_ = kValue;
-        note_request_line_byte(c);  // (the request line's: a header line returned above)
-        break;
-      case kName:
-        if (c == ':') {
-          line_state_ = kValue;
-          value_blank_ = true;
-        } else if (c == ' ' || c == '\t') {
-          return malformed("has whitespace before its ':' (RFC 9112 §5.1)");
-        } else if (c == '\r' || c == '\n') {
-          return malformed("has no ':'");
-        } else if (name_.size() < 32) {
-          name_ += lower(c);
-        }
-        break;
-      case kValue:
-        if (c == '\r') {
-          line_state_ = kValueCr;
-        } else if (c == '\n') {
-          return header ? malformed("ends in a bare LF") : end_line();
-        } else if (header) {
-          if (c == '\0') return malformed("holds a NUL byte (RFC 9110 §5.5)");
-          if (c != ' ' && c != '\t') value_blank_ = false;
-          if (name_ == "expect") c = http10_ ? 'x' : lower(c);
-        } else {
-          note_request_line_byte(c);
-        }
-        break;
-      case kValueCr:
-        if (c == '\n') {
-          if (header && value_blank_ && (name_ == "content-length" || name_ == "transfer-encoding"))
-            return malformed(name_ == "content-length" ? "is a Content-Length without a value"
-                                                       : "is a Transfer-Encoding without a value");
-          return end_line();
-        }
-        if (header) return malformed("has a CR that does not end it");
-        line_state_ = c == '\r' ? kValueCr : kValue;
-        if (c != '\r') note_request_line_byte(c);  // (the request line's: a header line returned above)
-        break;
-    }
-    return true;
-  }
-
-  static char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-  /// Keeps the request line's last 8 bytes: whether it ends in "HTTP/1.0".
-  void note_request_line_byte(char c) {
-    std::memmove(version_.data(), version_.data() + 1, version_.size() - 1);
-    version_.back() = c;
-    http10_ = std::memcmp(version_.data(), "HTTP/1.0", 8) == 0;
-  }
-
-  bool end_line() {
-    ++line_;
-    line_bytes_ = 0;
-    line_state_ = kLineStart;
-    return true;
-  }
-
-  enum LineState { kLineStart, kBlankCr, kName, kValue, kValueCr };
-
   int fd_;
   long read_timeout_ms_;
   long write_timeout_ms_;
@@ -377,12 +270,7 @@ class HeadBoundedStream final : public httplib::Stream {
   std::vector<char> buf_ = std::vector<char>(kReadAhead);  // grows while a parked head is read ahead (pre_read)
   std::size_t off_ = 0, len_ = 0;
   bool in_head_ = false;
-  std::size_t head_bytes_ = 0, line_bytes_ = 0, line_ = 0;
-  LineState line_state_ = kLineStart;
-  std::string name_;                // the header line's name so far, lower case (its first 32 bytes)
-  bool value_blank_ = true;         // nothing but whitespace in the header line's value so far
-  std::array<char, 8> version_{};   // the request line's last 8 bytes
-  bool http10_ = false;             // the request line ends in "HTTP/1.0"
+  HeadChecker checker_;  // the head being handed out
 };
 
 }  // namespace
@@ -426,7 +314,7 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   Connection(int fd, std::size_t requests, long read_timeout_ms, long write_timeout_ms, std::size_t max_head,
              std::chrono::milliseconds head_timeout)
       : strm(fd, read_timeout_ms, write_timeout_ms, max_head, head_timeout), left(requests), fd_(fd),
-        head_timeout_(head_timeout) {}
+        head_timeout_(head_timeout), scan_(max_head) {}
   ~Connection() override {
     ::shutdown(fd_, SHUT_RDWR);
     ::close(fd_);
@@ -450,9 +338,10 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
       started = true;
       first_byte = now;
       deadline_ = now + head_timeout_;
-      scan_ = {};
+      scan_.reset();
+      scanned_ = 0;
     }
-    return strm.head_buffered(scan_) ? Next::kResume : Next::kWait;
+    return strm.head_decidable(scan_, scanned_) ? Next::kResume : Next::kWait;
   }
 
   /// Ends the connection the lingering way while parked (close_lingering's loop, without a
@@ -500,7 +389,8 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   int fd_;
   std::chrono::milliseconds head_timeout_;
   std::chrono::steady_clock::time_point deadline_{};
-  HeadBoundedStream::HeadScan scan_;  // head_buffered's progress through a parked head
+  HeadChecker scan_;         // the parked head's bytes as they arrive (HeadBoundedStream::head_decidable)
+  std::size_t scanned_ = 0;  // how many of them it has looked at
   bool lingering_ = false;   // linger() was called: the connection is ending
   std::size_t linger_left_ = 0;
 };

@@ -32,6 +32,7 @@
 
 #include "mamba/status.h"
 #include "server/connection_parking.h"
+#include "server/head_checker.h"
 
 namespace mamba::server {
 
@@ -41,21 +42,12 @@ namespace mamba::server {
 /// shutdown(SHUT_RD). The descriptor stays open (its owner closes it).
 void close_lingering(int fd, int max_ms, std::size_t max_bytes);
 
-/// What ended the head of the request being processed on this thread early.
-enum class HeadFault {
-  kNone,
-  kLineTooLong,    ///< one line over kMaxHeadLine bytes (cpp-httplib answers 414 or 400 itself)
-  kTooLong,        ///< the whole head over the server's max_head_bytes (answered 431)
-  kMalformedLine,  ///< a header line cpp-httplib would skip or misread (head_fault_detail() says how)
-  kIncomplete,     ///< no blank line within the head timeout, or the client closed before it
-};
-
 class BoundedHttpServer : public httplib::Server {
  public:
   /// Bytes of one line of the head, CRLF included, cpp-httplib accepts (its
   /// CPPHTTPLIB_REQUEST_URI_MAX_LENGTH and CPPHTTPLIB_HEADER_MAX_LENGTH); one byte more is read, so
   /// that cpp-httplib sees the line as over its limit.
-  static constexpr std::size_t kMaxHeadLine = 8192;
+  static constexpr std::size_t kMaxHeadLine = HeadChecker::kMaxHeadLine;
 
   /// `max_head_bytes` ≥ kMaxHeadLine + 1: the request line and all header lines together, CRLFs
   /// included (the body is not counted). `head_timeout`: the whole head must arrive within it of

@@ -140,7 +140,10 @@ Collected collect(RequestStream& stream, const std::function<bool()>& client_gon
   auto next_check = std::chrono::steady_clock::now() + kPoll;
   for (;;) {
     if (client_gone && !stream.cancelled() && std::chrono::steady_clock::now() >= next_check) {
-      if (client_gone()) stream.cancel();  // as a stream whose client left: the scheduler drops it
+      if (client_gone()) {  // as a stream whose client left: the scheduler drops it
+        stream.cancel();
+        c.client_left = true;
+      }
       next_check = std::chrono::steady_clock::now() + kPoll;
     }
     RequestStream::Update u;
@@ -159,6 +162,10 @@ Collected collect(RequestStream& stream, const std::function<bool()>& client_gon
 
 ApiError generation_error(const Collected& c) {
   if (c.error) return ApiError{424, "generation", c.error->message};
+  if (c.client_left)
+    return ApiError{400, "cancelled",
+                    "the request was cancelled: the client closed its connection, or its sending side, before the "
+                    "answer (a half-close counts as leaving: keep the connection open until the answer, or stream)"};
   return ApiError{503, "unavailable", "the request was cancelled (server shutting down)"};
 }
 

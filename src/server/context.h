@@ -131,13 +131,15 @@ struct Collected {
   std::string text;  ///< concatenated text_delta (= what a stream delivers)
   SequenceStats stats;
   std::optional<Error> error;
+  bool client_left = false;  ///< cancelled because `client_gone` answered true (collect)
 };
 /// Waits for the end of `stream`. `client_gone` (when set) is asked about every 250 ms: once it
 /// answers true the sequence is cancelled (counted as cancelled, its slot freed) and collection
 /// goes on until the scheduler ends it.
 Collected collect(RequestStream& stream, const std::function<bool()>& client_gone = {});
 
-/// 424 generation error (model / numerical) or 503 when cancelled by shutdown.
+/// 424 generation error (model / numerical); 400 (`cancelled`) when cancelled because the client
+/// left (it may still read: a half-closed socket); 503 when cancelled by shutdown.
 ApiError generation_error(const Collected& c);
 
 /// Logs one line: request id, route, prompt/generated tokens, queue/prefill/decode ms, finish.

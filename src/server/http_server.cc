@@ -59,6 +59,15 @@ void raise_open_file_limit() {
   if (setrlimit(RLIMIT_NOFILE, &lim) == 0) spdlog::debug("open file limit raised from {} to {}", was, want);
 }
 
+/// Warns when the open-file limit leaves room for fewer connections than may wait at once.
+void warn_low_open_file_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= kMaxParkedConnections + 64) return;
+  spdlog::warn("open-file limit {} (ulimit -n): about {} client connections fit at once, beyond which new ones wait "
+               "in the listen backlog; raise the hard limit for more (up to {} may wait for their client)",
+               lim.rlim_cur, lim.rlim_cur > 64 ? lim.rlim_cur - 64 : 0, kMaxParkedConnections);
+}
+
 struct Server::Impl {
   ServerContext ctx;
   server::BoundedHttpServer http{kMaxHeadBytes, kHeadTimeout};
@@ -564,6 +573,7 @@ Status Server::start() {
   // Connections waiting for their client (idle between requests, or trickling a head) wait without
   // a thread (ConnectionParking); the workers serve requests only.
   raise_open_file_limit();
+  warn_low_open_file_limit();
   (*pool)->set_before_shutdown([&im] { im.http.stop_parking(); });
   if (Status st = im.http.park_waiting_connections(pool->get(), kMaxParkedConnections); !st.ok()) return st.error();
   http.new_task_queue = [p = pool->release()]() mutable -> httplib::TaskQueue* { return std::exchange(p, nullptr); };

@@ -56,6 +56,9 @@ struct TestServer {
     http.Post("/len", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(std::to_string(req.body.size()), "text/plain");
     });
+    http.Get("/big", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(std::string(std::size_t{16} << 20, 'b'), "text/plain");
+    });
     http.Get("/close", [](const httplib::Request&, httplib::Response& res) {
       res.set_header("Connection", "close");
       BoundedHttpServer::close_after_answer();
@@ -425,6 +428,52 @@ TEST(BoundedHttpServerParking, AnOverlongLineIsAnsweredWithoutWaitingForTheHeads
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_NE(read_answer(fd).find("limit 1"), std::string::npos);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  close(fd);
+}
+
+TEST(BoundedHttpServerParking, AnAnswerToAClientThatStopsReadingEndsOneWriteTimeoutLater) {
+  // One worker, a 1 s write timeout; a client asks for 16 MB and never reads. The worker is free
+  // again (the next client answered) ~1 s after the socket's buffers filled: a blocking send had
+  // waited the socket's own send timeout (also 1 s) on top.
+  TestServer srv(true, 1);
+  srv.http.set_write_timeout(1, 0);
+  const int stalled = connect_to(srv.port);
+  const int small = 4096;
+  setsockopt(stalled, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  const std::string req = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(send(stalled, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the buffers fill
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: next\r\n\r\n"}), (std::vector<Answer>{{200, "next", false}}));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1600));
+  close(stalled);
+}
+
+TEST(BoundedHttpServerParking, AHeadThatCannotBeARequestIsAnsweredWithoutWaitingForItsEnd) {
+  // Each sent with its head unfinished (the deadline is 20 s here): answered at once, as the worker
+  // reading byte by byte would have.
+  TestServer srv(true, 2, 256, std::chrono::seconds(20));
+  const std::string tls_hello("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);
+  for (const std::string& start : {std::string("FOO /echo HTTP/1.1\r\n"), std::string("GET /echo\r\n"),
+                                   std::string("GET /echo HTTP/2.0\r\n"), std::string("GET /echo HTTP/1.1\nX-A: b\r\n"),
+                                   std::string("get /echo HTTP/1.1\r\n"), tls_hello,
+                                   std::string("GET /echo HTTP/1.1\r\nX-A: a\0b\r\n", 30),
+                                   std::string("GET /echo HTTP/1.1\r\nX-Id : a\r\n")}) {
+    const int fd = connect_to(srv.port);
+    ASSERT_EQ(send(fd, start.data(), start.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start.size()));
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string got = read_answer(fd);
+    EXPECT_EQ(got.substr(0, 10), "HTTP/1.1 4") << start;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << start;
+    close(fd);
+  }
+  // a request line cpp-httplib accepts, with spaces around its words, still waits for its head
+  const int fd = connect_to(srv.port);
+  const std::string ok = "\tGET  /echo   HTTP/1.1 \r\nX-Id: sp\r\n";
+  ASSERT_EQ(send(fd, ok.data(), ok.size(), MSG_NOSIGNAL), static_cast<ssize_t>(ok.size()));
+  EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() == 1; }, std::chrono::seconds(2)));
+  ASSERT_EQ(send(fd, "\r\n", 2, MSG_NOSIGNAL), 2);
+  EXPECT_TRUE(read_answer(fd).ends_with("\r\n\r\nsp"));
   close(fd);
 }
 

@@ -43,6 +43,26 @@ const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 1000
     assert.equal((await cancelled()) - before, 2);
   });
 
+  await check('non-stream client that half-closes: cancelled, and answered 400 "cancelled" if it still reads', async () => {
+    const { connect } = await import('node:net');
+    const url = new URL(base);
+    for (const [route, body] of [['/generate', endless], ['/v1/completions', { prompt: 'hi', max_tokens: 100000 }]]) {
+      const payload = JSON.stringify(body);
+      const sock = connect({ port: Number(url.port), host: url.hostname, allowHalfOpen: true });
+      sock.on('error', () => {});
+      await new Promise((resolve) => sock.on('connect', resolve));
+      let reply = '';
+      const ended = new Promise((resolve) => { sock.on('data', (d) => { reply += d; }); sock.on('end', resolve); });
+      sock.end(`POST ${route} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${payload.length}\r\n\r\n${payload}`);
+      await Promise.race([ended, sleep(10000)]);
+      sock.destroy();
+      assert.match(reply, /^HTTP\/1.1 400 /, `${route}: ${reply.slice(0, 300)}`);
+      assert.match(reply, /"error_type":"cancelled"/, route);
+      assert.match(reply, /half-close/, route);
+      assert.ok(await waitFor(async () => (await metrics(base)).mamba_slots_in_use === 0, { timeoutMs: 5000 }), `${route}: slot not freed`);
+    }
+  });
+
   await check('queue overflow → 429 overloaded; served again once capacity frees', async () => {
     const ctrl = [];
     const started = [];
