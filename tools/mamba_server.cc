@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   std::string precision = "exact";
   double grace = o.drain_grace_seconds;
-  app.add_option("-m,--model", model_ref, "model directory or HF repo id (default: the embedded model)")
+  app.add_option("-m,--model", model_ref, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)")
       ->check(mamba::cli::non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
   app.add_option("--tokenizer", tokenizer_ref,
                  "tokenizer.json to use instead of the model directory's (a file, a directory, or a cached HF repo id such as "

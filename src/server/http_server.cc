@@ -273,6 +273,7 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     for (std::size_t i = 1; i < req.get_header_value_count("Content-Length"); ++i)
       if (req.get_header_value("Content-Length", i) != first) {
         server::send_error(res, ApiError{400, "malformed_request", "conflicting Content-Length headers"}, ctx.metrics);
+        close_after_answer(res);  // a malformed head ends the connection (as nginx's 400s)
         return true;
       }
   }
@@ -280,10 +281,12 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   // host served as another's.
   if (req.get_header_value_count("Host") > 1) {
     server::send_error(res, ApiError{400, "malformed_request", "more than one Host header"}, ctx.metrics);
+    close_after_answer(res);  // a malformed head ends the connection (as nginx's 400s)
     return true;
   }
   if (req.has_header("Content-Length") && req.has_header("Transfer-Encoding")) {
     server::send_error(res, ApiError{400, "malformed_request", "both Content-Length and Transfer-Encoding headers"}, ctx.metrics);
+    close_after_answer(res);  // a malformed head ends the connection (as nginx's 400s)
     return true;
   }
   // Bodies must come with their length: cpp-httplib 0.11 reads a chunked body, or a POST body

@@ -167,7 +167,7 @@ std::optional<ApiError> get_float(const json& obj, const char* key, float& out) 
   // temperature of 1e-300 was reported as "must be strictly positive").
   if (d != 0.0 && static_cast<float>(d) == 0.0f) {
     return ApiError::validation(fmt::format(
-        "`{}` = {} is below 7.1e-46 in magnitude, which a 32-bit float rounds to 0 (give 0 itself, or a larger value)", key, v->dump()));
+        "`{}` = {} is below 7.1e-46 in magnitude, which a 32-bit float rounds to 0 (give a value of larger magnitude, or 0 itself where the field takes 0)", key, v->dump()));
   }
   out = static_cast<float>(d);
   return std::nullopt;

@@ -757,6 +757,12 @@ await check('a 416 or 413 before the body was read ends the connection: the body
   assert.deepEqual(reply.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 413 '], reply);
   reply = await rawRequest('GET /health HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n');
   assert.match(reply, /^HTTP\/1\.1 400 [^]*more than one Host header/, reply);
+  // a malformed head's 400 ends the connection, body or not (as nginx's); a bodyless GET's 405 keeps it
+  reply = await rawExchange(`GET /info HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n${inner}`);
+  assert.deepEqual(reply.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 400 '], reply);
+  assert.match(reply, /\r\nConnection: close/i, reply);
+  reply = await rawExchange(`GET /generate HTTP/1.1\r\nHost: x\r\n\r\n${inner}`);
+  assert.deepEqual(reply.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 405 ', 'HTTP/1.1 200 '], reply);
 });
 
 await check('HEAD answers offer no Accept-Ranges (Range is ignored), as GET answers do not', async () => {
