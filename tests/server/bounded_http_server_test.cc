@@ -103,17 +103,23 @@ struct Answer {
   }
 };
 
-/// Sends `pieces` one write each (with `pause` after each), half-closes, and reads until the server
-/// ends the connection. The answers, in order (each with a Content-Length: these routes' all have).
-std::vector<Answer> exchange(int port, const std::vector<std::string>& pieces, std::chrono::microseconds pause = {}) {
+/// A connected socket to the loopback `port` with a `timeout_s` receive timeout.
+int connect_to(int port, int timeout_s = 10) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<std::uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  timeval tv{20, 0};
+  timeval tv{timeout_s, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+/// Sends `pieces` one write each (with `pause` after each), half-closes, and reads until the server
+/// ends the connection. The answers, in order (each with a Content-Length: these routes' all have).
+std::vector<Answer> exchange(int port, const std::vector<std::string>& pieces, std::chrono::microseconds pause = {}) {
+  const int fd = connect_to(port, 20);
   std::string in;
   std::thread reader([&] {
     char buf[65536];
@@ -243,14 +249,7 @@ TEST_P(BoundedHttpServerLoop, MalformedHeaderLinesEndTheHeadWithOneAnswer) {
 
 TEST_P(BoundedHttpServerLoop, ExpectIsCaseInsensitiveAndIgnoredForHttp10) {
   TestServer srv(GetParam());
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(srv.port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const int fd = connect_to(srv.port, 5);
   const std::string head = "POST /len HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 3\r\n\r\n";
   ASSERT_EQ(send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
   char buf[256];
@@ -328,18 +327,6 @@ TEST_P(BoundedHttpServerLoop, KeepAliveMaxCountEndsTheConnection) {
 INSTANTIATE_TEST_SUITE_P(, BoundedHttpServerLoop, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "Parked" : "WorkerWaits"; });
 
-/// A connected socket to the loopback `port` with a `timeout_s` receive timeout.
-int connect_to(int port, int timeout_s = 10) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  timeval tv{timeout_s, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return fd;
-}
 
 /// Reads one answer of these routes (its head, then its Content-Length bytes): "" at the end of the
 /// connection or the receive timeout before any byte.
