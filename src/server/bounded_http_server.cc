@@ -297,7 +297,7 @@ HeadFault BoundedHttpServer::head_fault() { return t_head_fault; }
 
 std::string BoundedHttpServer::head_fault_detail() {
   if (t_head_fault != HeadFault::kMalformedLine) return "";
-  return "header line " + std::to_string(t_fault_line) + " " + t_fault_what;
+  return (t_fault_line == 0 ? std::string("the request line") : "header line " + std::to_string(t_fault_line)) + " " + t_fault_what;
 }
 
 void BoundedHttpServer::close_after_answer() { t_close_after_answer = true; }

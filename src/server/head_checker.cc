@@ -15,10 +15,10 @@ void HeadChecker::reset() {
   line_state_ = kLineStart;
   name_.clear();
   value_blank_ = true;
-  version_.fill('\0');
   http10_ = false;
-  method_.clear();
-  method_done_ = false;
+  piece_.clear();
+  piece_len_ = trailing_tabs_ = pieces_ = query_pieces_ = 0;
+  query_piece_open_ = false;
   refused_ = false;
   fault_ = HeadFault::kNone;
   fault_what_ = "";
@@ -37,32 +37,56 @@ HeadChecker::Step HeadChecker::end_line() {
   return Step::kMore;
 }
 
-// cpp-httplib 0.11 (Server::parse_request_line) takes the line up to its CRLF, splits it at
-// spaces (skipping empty pieces, trimming spaces and tabs), and wants three pieces: a method from
-// its list, a target, and HTTP/1.0 or HTTP/1.1.
+// cpp-httplib 0.11 (Server::parse_request_line) takes the line up to its CRLF (up to a NUL: it
+// measures it with strlen), splits it at spaces into pieces trimmed of spaces and tabs (empty ones
+// skipped), and wants three: a method from its list, a target with at most two non-empty pieces
+// between '?'s, and HTTP/1.0 or HTTP/1.1. Followed here piece by piece, so that a line it refuses
+// is known as soon as the byte that decides it arrives.
 void HeadChecker::note_request_line_byte(char c) {
-  const bool blank = c == ' ' || c == '\t';
-  if (!method_done_) {
-    if (blank) {
-      if (!method_.empty()) {
-        method_done_ = true;
-        static constexpr const char* kMethods[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "PRI"};
-        refused_ = refused_ || std::none_of(std::begin(kMethods), std::end(kMethods), [&](const char* m) { return method_ == m; });
-      }
-    } else if (c < 'A' || c > 'Z' || method_.size() >= 7) {
-      refused_ = true;
-    } else {
-      method_ += c;
+  if (c == '\0') {
+    refused_ = true;
+    return;
+  }
+  if (c == ' ') {
+    end_piece();
+    return;
+  }
+  if (piece_len_ == 0 && c == '\t') return;  // trimmed
+  if (pieces_ >= 3) refused_ = true;         // a fourth piece
+  if (pieces_ == 0 && ((c != '\t' && (c < 'A' || c > 'Z')) || (c != '\t' && trailing_tabs_ > 0) || piece_len_ >= 7))
+    refused_ = true;  // no method of the list has it (a capital letter, a tab inside, too long)
+  if (pieces_ == 1) {  // the target: its pieces between '?'s
+    if (c == '?') {
+      query_piece_open_ = false;
+    } else if (c != '\t' && !query_piece_open_) {
+      query_piece_open_ = true;
+      if (++query_pieces_ > 2) refused_ = true;
     }
   }
-  if (blank) return;
-  std::memmove(version_.data(), version_.data() + 1, version_.size() - 1);
-  version_.back() = c;
-  http10_ = std::memcmp(version_.data(), "HTTP/1.0", 8) == 0;
+  if (piece_.size() < 16) piece_ += c;
+  ++piece_len_;
+  trailing_tabs_ = c == '\t' ? trailing_tabs_ + 1 : 0;
+}
+
+void HeadChecker::end_piece() {
+  if (piece_len_ > trailing_tabs_) {
+    const std::string word = piece_len_ <= piece_.size() ? piece_.substr(0, piece_len_ - trailing_tabs_) : std::string();
+    ++pieces_;
+    if (pieces_ == 1) {
+      static constexpr const char* kMethods[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "PRI"};
+      refused_ = refused_ || std::none_of(std::begin(kMethods), std::end(kMethods), [&](const char* m) { return word == m; });
+    } else if (pieces_ == 3) {
+      http10_ = word == "HTTP/1.0";
+      refused_ = refused_ || (!http10_ && word != "HTTP/1.1");
+    }
+  }
+  piece_.clear();
+  piece_len_ = trailing_tabs_ = 0;
 }
 
 void HeadChecker::end_request_line(bool crlf) {
-  if (!crlf || !method_done_ || (!http10_ && std::memcmp(version_.data(), "HTTP/1.1", 8) != 0)) refused_ = true;
+  end_piece();
+  if (!crlf || pieces_ != 3) refused_ = true;
 }
 
 HeadChecker::Step HeadChecker::check(char& c) {
@@ -99,16 +123,13 @@ HeadChecker::Step HeadChecker::check(char& c) {
         if (!header) refused_ = true;
         return Step::kEnd;
       }
-      if (header) return malformed("has a CR that does not end it");
-      line_state_ = kValue;
-      note_request_line_byte(c);  // (the request line's: a header line returned above)
-      break;
+      return malformed("has a CR that does not end it");
     case kName:
       if (c == ':') {
         line_state_ = kValue;
         value_blank_ = true;
       } else if (c == ' ' || c == '\t') {
-        return malformed("has whitespace before its ':' (RFC 9112 §5.1)");
+        return malformed("has whitespace in its name or before its ':' (RFC 9112 §5.1)");
       } else if (c == '\r' || c == '\n') {
         return malformed("has no ':'");
       } else if (name_.size() < 32) {
@@ -138,10 +159,7 @@ HeadChecker::Step HeadChecker::check(char& c) {
         if (!header) end_request_line(true);
         return end_line();
       }
-      if (header) return malformed("has a CR that does not end it");
-      line_state_ = c == '\r' ? kValueCr : kValue;
-      if (c != '\r') note_request_line_byte(c);  // (the request line's: a header line returned above)
-      break;
+      return malformed("has a CR that does not end it");  // (RFC 9112 §2.2: cpp-httplib took it into the URL)
   }
   return Step::kMore;
 }

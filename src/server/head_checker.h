@@ -8,7 +8,6 @@
 // checker then fails at the same byte), or the request line is one cpp-httplib refuses.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <string>
 
@@ -58,16 +57,19 @@ class HeadChecker {
   std::size_t fault_line() const { return line_; }
 
   /// Whether the request line seen so far is one cpp-httplib 0.11 refuses (400 / its own answer)
-  /// whatever follows: its first byte after spaces and tabs not a capital letter, a method that is
-  /// not GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH or PRI, or — once the line
-  /// has ended — a bare LF ending or a version other than HTTP/1.0 and HTTP/1.1. Never true for a
-  /// line cpp-httplib accepts.
+  /// whatever follows: not three space-separated words (tabs at their edges trimmed), a method
+  /// that is not GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH or PRI (known from
+  /// its first byte that is not a capital letter), a version other than HTTP/1.0 and HTTP/1.1, a
+  /// target of more than two pieces between '?'s, a NUL, or a bare LF ending. Never true for a
+  /// line cpp-httplib accepts. (A CR inside the line, which cpp-httplib took into the URL, is a
+  /// kFault: RFC 9112 §2.2.)
   bool request_line_refused() const { return refused_; }
 
  private:
   Step malformed(const char* what);
   Step end_line();
   void note_request_line_byte(char c);
+  void end_piece();
   void end_request_line(bool crlf);
 
   enum LineState { kLineStart, kBlankCr, kName, kValue, kValueCr };
@@ -77,11 +79,15 @@ class HeadChecker {
   LineState line_state_ = kLineStart;
   std::string name_;               // the header line's name so far, lower case (its first 32 bytes)
   bool value_blank_ = true;        // nothing but whitespace in the header line's value so far
-  std::array<char, 8> version_{};  // the request line's last 8 bytes other than spaces and tabs
-  bool http10_ = false;            // the request line ends in "HTTP/1.0"
-  std::string method_;             // the request line's first word so far (at most 8 bytes)
-  bool method_done_ = false;       // a space or tab followed the method
-  bool refused_ = false;           // request_line_refused()
+  // The request line's pieces as cpp-httplib splits it (note_request_line_byte):
+  std::string piece_;                  // the current piece's first 16 bytes, from its first non-tab
+  std::size_t piece_len_ = 0;          // its bytes so far
+  std::size_t trailing_tabs_ = 0;      // tabs at its end so far (trimmed if the piece ends there)
+  std::size_t pieces_ = 0;             // non-empty pieces ended: method, target, version
+  std::size_t query_pieces_ = 0;       // the target's non-empty pieces between '?'s
+  bool query_piece_open_ = false;      // within one of them
+  bool http10_ = false;                // the version is HTTP/1.0
+  bool refused_ = false;               // request_line_refused()
   HeadFault fault_ = HeadFault::kNone;
   const char* fault_what_ = "";
 };

@@ -248,26 +248,10 @@ bool has_connection_token(const httplib::Request& req, std::string_view token) {
 /// beside Transfer-Encoding; a Transfer-Encoding, a POST without Content-Length, a GET / HEAD with a
 /// body) and multipart bodies. True when it answered the request (res is then set).
 bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  if (!ctx.opts.api_key.empty() && req.path != "/health") {
-    if (bearer_token(req.get_header_value("Authorization")) != ctx.opts.api_key &&
-        req.get_header_value("x-api-key") != ctx.opts.api_key) {
-      server::send_error(res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)"}, ctx.metrics);
-      res.set_header("WWW-Authenticate", "Bearer");  // RFC 7235 §3.1: a 401 names the scheme it wants
-      return true;
-    }
-  }
-  // cpp-httplib answers 404 for a known path asked with another method: make it 405 + Allow
-  if (std::string allow = ctx.routes.disallowed(req.method, req.path); !allow.empty()) {
-    // not counted as a rejected request (as a 404 is not): no request was parsed
-    res.status = 405;
-    res.set_header("Allow", allow);
-    res.set_content(ApiError{405, "method_not_allowed", fmt::format("method {} not allowed on {} (allowed: {})", req.method, req.path, allow)}.body(),
-                    "application/json");
-    return true;
-  }
-  // Message framing (RFC 7230 §3.3.3): several Content-Length headers that disagree, or one beside
-  // Transfer-Encoding, are refused; behind a proxy that picks the other length they would let a
-  // second request hide in the body (request smuggling). cpp-httplib would take the first.
+  // Message framing (RFC 7230 §3.3.3), first (a malformed head is a 400 whoever sends it, API key
+  // or not): several Content-Length headers that disagree, or one beside Transfer-Encoding, are
+  // refused; behind a proxy that picks the other length they would let a second request hide in
+  // the body (request smuggling). cpp-httplib would take the first.
   if (req.get_header_value_count("Content-Length") > 1) {
     const std::string first = req.get_header_value("Content-Length");
     for (std::size_t i = 1; i < req.get_header_value_count("Content-Length"); ++i)
@@ -287,6 +271,23 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   if (req.has_header("Content-Length") && req.has_header("Transfer-Encoding")) {
     server::send_error(res, ApiError{400, "malformed_request", "both Content-Length and Transfer-Encoding headers"}, ctx.metrics);
     close_after_answer(res);  // a malformed head ends the connection (as nginx's 400s)
+    return true;
+  }
+  if (!ctx.opts.api_key.empty() && req.path != "/health") {
+    if (bearer_token(req.get_header_value("Authorization")) != ctx.opts.api_key &&
+        req.get_header_value("x-api-key") != ctx.opts.api_key) {
+      server::send_error(res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)"}, ctx.metrics);
+      res.set_header("WWW-Authenticate", "Bearer");  // RFC 7235 §3.1: a 401 names the scheme it wants
+      return true;
+    }
+  }
+  // cpp-httplib answers 404 for a known path asked with another method: make it 405 + Allow
+  if (std::string allow = ctx.routes.disallowed(req.method, req.path); !allow.empty()) {
+    // not counted as a rejected request (as a 404 is not): no request was parsed
+    res.status = 405;
+    res.set_header("Allow", allow);
+    res.set_content(ApiError{405, "method_not_allowed", fmt::format("method {} not allowed on {} (allowed: {})", req.method, req.path, allow)}.body(),
+                    "application/json");
     return true;
   }
   // Bodies must come with their length: cpp-httplib 0.11 reads a chunked body, or a POST body

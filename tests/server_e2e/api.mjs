@@ -732,7 +732,7 @@ await check('header lines cpp-httplib would skip are a 400 naming the line (no s
   const body = '{"inputs":"Hi","parameters":{"max_new_tokens":1}}';
   let reply = await rawExchange(`POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
   assert.match(reply, /^HTTP\/1\.1 400 /, reply);
-  assert.match(reply, /header line 2 has whitespace before its ':'/, reply);
+  assert.match(reply, /header line 2 has whitespace in its name or before its ':'/, reply);
   reply = await rawExchange(`POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}\r\n` +
     'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
   assert.deepEqual(reply.match(/HTTP\/1\.1 \d{3} /g), ['HTTP/1.1 200 ', 'HTTP/1.1 200 '], reply);

@@ -27,6 +27,18 @@ await check('--api-key: 401 without / with a wrong key, /health open', async () 
   assert.equal(lower.json.generated_text, ref.generated_text);
   assert.equal((await fetch(base + '/health')).status, 200);
   assert.equal(typeof ref.generated_text, 'string');
+  // A malformed head is a 400 before any key is looked at (a framing fault is the server's to name).
+  const { connect } = await import('node:net');
+  const url = new URL(base);
+  const reply = await new Promise((resolve) => {
+    const sock = connect(Number(url.port), url.hostname, () =>
+      sock.write('POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}'));
+    let data = '';
+    sock.on('data', (d) => { data += d; });
+    sock.on('error', () => resolve(data));
+    sock.on('close', () => resolve(data));
+  });
+  assert.match(reply, /^HTTP\/1\.1 400 [^]*conflicting Content-Length headers/, reply);
 });
 
 const OpenAIModule = requireNode('openai');
