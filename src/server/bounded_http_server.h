@@ -20,7 +20,9 @@
 // are all answered (cpp-httplib 0.11 dropped the bytes its per-request stream had read ahead),
 // empty lines before a request line are skipped (RFC 9112 §2.2), and a connection that ends with
 // bytes still unread (requests past the keep-alive count) ends the lingering way, so the answers
-// already sent are not lost to a reset.
+// already sent are not lost to a reset. With park_waiting_connections(), a connection waiting for
+// its client — for a request head, or to end the lingering way — is held by a ConnectionParking
+// rather than by its worker; the head's checks are HeadChecker's, run on the parked bytes too.
 #pragma once
 
 #include <httplib.h>
