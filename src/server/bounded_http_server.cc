@@ -1,5 +1,7 @@
 #include "server/bounded_http_server.h"
 
+#include "server/http_worker_pool.h"
+
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mamba::server {
@@ -396,15 +399,20 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
 
 BoundedHttpServer::~BoundedHttpServer() = default;
 
-Status BoundedHttpServer::park_waiting_connections(httplib::TaskQueue* workers, std::size_t max_parked) {
+Status BoundedHttpServer::start_workers(std::size_t threads, std::size_t max_parked) {
+  auto pool = HttpWorkerPool::create(threads);
+  if (!pool.ok()) return pool.error();
+  HttpWorkerPool* workers = pool->get();
   auto parking = ConnectionParking::create(
       [this, workers](std::unique_ptr<ParkedConnection> c) {
         Connection* raw = static_cast<Connection*>(c.release());
         workers->enqueue([this, raw] { serve(std::unique_ptr<Connection>(raw)); });
       },
       max_parked);
-  if (!parking) return parking.error();
+  if (!parking.ok()) return parking.error();
   parking_ = std::move(*parking);
+  workers->set_before_shutdown([this] { stop_parking(); });
+  new_task_queue = [p = pool->release()]() mutable -> httplib::TaskQueue* { return std::exchange(p, nullptr); };
   return {};
 }
 
@@ -425,7 +433,7 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
 // also skips empty lines before a request, ends after an answer marked by close_after_answer() or
 // to a head cut short, keeps or ends the connection as set_keep_alive() says when it was called,
 // and ends it the lingering way whenever the client's bytes are still coming. While it waits for a
-// request's head it is parked (park_waiting_connections: the worker returns, and a worker takes it
+// request's head it is parked (start_workers: the worker returns, and a worker takes it
 // up again once the head is here); without parking the worker waits, looking at the server's stop
 // every 100 ms.
 void BoundedHttpServer::serve(std::unique_ptr<Connection> c) {

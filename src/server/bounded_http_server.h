@@ -20,7 +20,7 @@
 // are all answered (cpp-httplib 0.11 dropped the bytes its per-request stream had read ahead),
 // empty lines before a request line are skipped (RFC 9112 §2.2), and a connection that ends with
 // bytes still unread (requests past the keep-alive count) ends the lingering way, so the answers
-// already sent are not lost to a reset. With park_waiting_connections(), a connection waiting for
+// already sent are not lost to a reset. After start_workers(), a connection waiting for
 // its client — for a request head, or to end the lingering way — is held by a ConnectionParking
 // rather than by its worker; the head's checks are HeadChecker's, run on the parked bytes too.
 #pragma once
@@ -85,17 +85,15 @@ class BoundedHttpServer : public httplib::Server {
 
   ~BoundedHttpServer() override;
 
-  /// Parks connections that wait for their client (idle between keep-alive requests, or with a
-  /// request head not yet whole) in a ConnectionParking instead of holding a worker while they
-  /// wait: `workers` (not owned; the server's task queue, whose threads serve the requests) gets
-  /// each back once its head is here. At most `max_parked` wait at once; one more is closed. Call
-  /// before listening, and stop_parking() before `workers` stops taking jobs (its shutdown).
-  /// Errors: kIo when the OS refuses the watch (epoll) or its thread; the server then works
-  /// without parking.
-  Status park_waiting_connections(httplib::TaskQueue* workers, std::size_t max_parked);
-  /// Closes the parked connections, and from now on every one that would be parked: none is
-  /// handed to the workers after this returns. Idempotent; nothing without parking.
-  void stop_parking();
+  /// Starts the `threads` ≥ 1 HTTP workers (an HttpWorkerPool, which listen() takes as its task
+  /// queue) and the parking of connections that wait for their client (idle between keep-alive
+  /// requests, a request head not yet whole, a lingering close): such a connection is held by a
+  /// ConnectionParking instead of a worker, and handed back to the workers once its head is here.
+  /// At most `max_parked` wait at once; one more is closed. The pool's shutdown (when listen()
+  /// returns) closes what is parked first. Call once, before listening. Errors:
+  /// kIo when the OS refuses a thread or the epoll watch, naming the count and its reason.
+  /// Without it, cpp-httplib's own pool serves connections and each worker waits for its client.
+  Status start_workers(std::size_t threads, std::size_t max_parked);
   /// Connections parked now (0 without parking).
   std::size_t parked_connections() const;
 
@@ -103,6 +101,9 @@ class BoundedHttpServer : public httplib::Server {
   class Connection;
   bool process_and_close_socket(socket_t sock) override;
   void serve(std::unique_ptr<Connection> c);
+  /// Closes the parked connections, and from now on every one that would be parked: none is
+  /// handed to the workers after this returns (their pool's before-shutdown step). Idempotent.
+  void stop_parking();
 
   std::size_t max_head_bytes_;
   std::chrono::milliseconds head_timeout_;

@@ -25,7 +25,6 @@
 #include "mamba/server.h"
 #include "server/bounded_http_server.h"
 #include "server/context.h"
-#include "server/http_worker_pool.h"
 #include "server/json_fields.h"
 #include "server/listen_address.h"
 #include "server/routes.h"
@@ -48,24 +47,22 @@ constexpr std::chrono::milliseconds kHeadTimeout{10000};
 constexpr std::size_t kMaxParkedConnections = 8192;
 
 /// Raises the soft limit on open descriptors to the hard one (at most 65536; systemd's default soft
-/// limit is 1024), so that parked connections are not refused by the process's limit first.
+/// limit is 1024), so that parked connections are not refused by the process's limit first, and
+/// warns when the limit leaves room for fewer connections than may wait at once.
 void raise_open_file_limit() {
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
   const rlim_t want = std::min<rlim_t>(lim.rlim_max, 65536);
-  if (lim.rlim_cur >= want) return;
-  const rlim_t was = lim.rlim_cur;
-  lim.rlim_cur = want;
-  if (setrlimit(RLIMIT_NOFILE, &lim) == 0) spdlog::debug("open file limit raised from {} to {}", was, want);
-}
-
-/// Warns when the open-file limit leaves room for fewer connections than may wait at once.
-void warn_low_open_file_limit() {
-  rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= kMaxParkedConnections + 64) return;
-  spdlog::warn("open-file limit {} (ulimit -n): about {} client connections fit at once, beyond which new ones wait "
-               "in the listen backlog; raise the hard limit for more (up to {} may wait for their client)",
-               lim.rlim_cur, lim.rlim_cur > 64 ? lim.rlim_cur - 64 : 0, kMaxParkedConnections);
+  if (lim.rlim_cur < want) {
+    const rlim_t was = lim.rlim_cur;
+    lim.rlim_cur = want;
+    if (setrlimit(RLIMIT_NOFILE, &lim) == 0) spdlog::debug("open file limit raised from {} to {}", was, want);
+    else lim.rlim_cur = was;
+  }
+  if (lim.rlim_cur < kMaxParkedConnections + 64)
+    spdlog::warn("open-file limit {} (ulimit -n): about {} client connections fit at once, beyond which new ones wait "
+                 "in the listen backlog; raise the hard limit for more (up to {} may wait for their client)",
+                 lim.rlim_cur, lim.rlim_cur > 64 ? lim.rlim_cur - 64 : 0, kMaxParkedConnections);
 }
 
 struct Server::Impl {
@@ -572,15 +569,10 @@ Status Server::start() {
   if (im.listen_fd >= 0) ::listen(im.listen_fd, SOMAXCONN);
   // The HTTP threads start here, so that a refusal is an error before "listening on" (cpp-httplib's
   // own pool would start them inside listen() and terminate the process); listen() takes ownership.
-  auto pool = server::HttpWorkerPool::create(static_cast<std::size_t>(threads));
-  if (!pool.ok()) return pool.error();
   // Connections waiting for their client (idle between requests, or trickling a head) wait without
   // a thread (ConnectionParking); the workers serve requests only.
   raise_open_file_limit();
-  warn_low_open_file_limit();
-  (*pool)->set_before_shutdown([&im] { im.http.stop_parking(); });
-  if (Status st = im.http.park_waiting_connections(pool->get(), kMaxParkedConnections); !st.ok()) return st.error();
-  http.new_task_queue = [p = pool->release()]() mutable -> httplib::TaskQueue* { return std::exchange(p, nullptr); };
+  if (Status st = im.http.start_workers(static_cast<std::size_t>(threads), kMaxParkedConnections); !st.ok()) return st.error();
   ctx.scheduler->start();
   im.listen_thread = std::thread([&im] {
     im.http.listen_after_bind();  // returns when stop() was called and every connection has ended

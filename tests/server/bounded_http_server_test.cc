@@ -22,7 +22,6 @@
 
 #include "server/bounded_http_server.h"
 #include "server/client_connection.h"
-#include "server/http_worker_pool.h"
 
 namespace mamba::server {
 namespace {
@@ -30,7 +29,7 @@ namespace {
 constexpr std::size_t kMaxHead = 16384;
 
 /// A BoundedHttpServer on a loopback port with a few plain routes; stopped by its destructor.
-/// `parking`: on `workers` HttpWorkerPool threads, with waiting connections parked (at most
+/// `parking`: on `workers` threads of start_workers(), waiting connections parked (at most
 /// `max_parked`); else on cpp-httplib's own pool, each connection's worker waiting for it.
 struct TestServer {
   BoundedHttpServer http;
@@ -42,12 +41,7 @@ struct TestServer {
                       std::chrono::milliseconds head_timeout = std::chrono::milliseconds(1500))
       : http(kMaxHead, head_timeout) {
     if (parking) {
-      auto pool = HttpWorkerPool::create(workers);
-      EXPECT_TRUE(pool.ok());
-      HttpWorkerPool* p = pool->release();
-      p->set_before_shutdown([this] { http.stop_parking(); });
-      EXPECT_TRUE(http.park_waiting_connections(p, max_parked).ok());
-      http.new_task_queue = [p]() mutable -> httplib::TaskQueue* { return std::exchange(p, nullptr); };
+      EXPECT_TRUE(http.start_workers(workers, max_parked).ok());
     }
     http.set_keep_alive_max_count(100);
     http.Get("/echo", [](const httplib::Request& req, httplib::Response& res) {
