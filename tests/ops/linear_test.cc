@@ -143,6 +143,29 @@ TEST(Linear, ModelShapesMatchCanonicalOrder) {
   }
 }
 
+TEST(Linear, BatchTileRowsMatchCanonicalOrder) {
+  // Decode batches of 5–8 rows with K ≥ 256: the AVX-512 target runs every row in one tile of 3
+  // weight rows (linear_tile.inc, kMrBatch × kNrBatch) with its own 16-tree epilogue (lane 2m + n,
+  // then column 2) when K % 16 = 0, the generic one otherwise; N leaves 1 or 2 rows over; with and
+  // without bias; 1 and 2 threads.
+  const TargetGuard guard;
+  struct Shape { std::int64_t M, K, N; };
+  unsigned seed = 900;
+  for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+    ops::cpu::set_cpu_target_for_test(t);
+    for (const int threads : {1, 2}) {
+      ops::set_num_threads(threads);
+      for (const DType dt : {DType::kBF16, DType::kF32, DType::kF16})
+        for (const Shape s : {Shape{8, 256, 3}, Shape{8, 768, 100}, Shape{7, 1536, 80}, Shape{6, 272, 7},
+                              Shape{5, 784, 31}, Shape{8, 263, 14}, Shape{6, 512, 1}, Shape{5, 256, 2}})
+          for (const bool bias : {false, true}) {
+            check_against_canonical_and_ref(make_problem(s.M, s.K, s.N, dt, bias, seed++));
+            if (HasFatalFailure()) return;
+          }
+    }
+  }
+}
+
 TEST(Linear, LongRowsInKSlicesMatchCanonicalOrder) {
   // Many input rows and K ≥ 1024: the AVX-512 target sweeps K in slices (linear_tile.inc
   // sweep_sliced), the 16-lane accumulators carried between them; the last slice holds the K % 16

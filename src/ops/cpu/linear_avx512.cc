@@ -6,8 +6,8 @@
 // by scalar FMAs in order, then + bias: the canonical order, whatever the tile.
 //
 // Tiles: a micro-kernel computes MR input rows × NR weight rows (4 × 4 → 16 accumulators; for a
-// single row 1 × 3 rows far apart, or 1 × 16 short rows), loading each x and w vector once per
-// 16-element step.
+// single row 1 × 3 rows far apart, or 1 × 16 short rows; for a decode batch of 5–8 rows all of them
+// × 3), loading each x and w vector once per 16-element step.
 //  - Few rows (decode, M ≤ kDirectMaxRows): the weights are read straight from memory in their
 //    dtype (bf16 widened by vpmovzxwd + vpslld, f16 by vcvtph2ps) one NR-row group at a time, and
 //    every input row runs over that group while it is in L1: each weight byte leaves DRAM once.
@@ -188,6 +188,40 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
       return;
     }
   }
+  if constexpr (MR > 4 && (NR == 2 || NR == 3)) {
+    if (K % 16 == 0 && rs == 1) {  // the batch tile (5–8 rows × 2–3): columns 0–1 in one 16-tree pass
+      // tree16x16 puts the tree of v[4t + q] in lane 4q + t = L; lane L = 2m + n holds output (m, n).
+      const __m512 zero = _mm512_setzero_ps();
+      __m512 v[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) {
+        const int L = 4 * (i % 4) + i / 4;
+        v[i] = L / 2 < MR ? acc[L / 2 < MR ? L / 2 : 0][L % 2] : zero;
+      }
+      __m512 r = tree16x16(v);
+      if (bias != nullptr) r = _mm512_add_ps(r, _mm512_castpd_ps(_mm512_set1_pd(*reinterpret_cast<const double*>(bias))));
+      alignas(64) float t[16];
+      _mm512_store_ps(t, r);
+#pragma GCC unroll 8
+      for (int m = 0; m < MR; ++m) {
+        y[m * ldy] = t[2 * m];
+        y[m * ldy + 1] = t[2 * m + 1];
+      }
+      if constexpr (NR == 3) {  // column 2: a second pass, lane L = m
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) {
+          const int L = 4 * (i % 4) + i / 4;
+          v[i] = L < MR ? acc[L < MR ? L : 0][2] : zero;
+        }
+        r = tree16x16(v);
+        if (bias != nullptr) r = _mm512_add_ps(r, _mm512_set1_ps(bias[2]));
+        _mm512_store_ps(t, r);
+#pragma GCC unroll 8
+        for (int m = 0; m < MR; ++m) y[m * ldy + 2] = t[m];
+      }
+      return;
+    }
+  }
   if constexpr (MR == 1 && NR == 16) {
     if (K % 16 == 0 && rs == 1) {  // one input row, 16 short rows (dt_proj): 16 trees at once
       // tree16x16 puts the tree of v[4t + q] in lane 4q + t: v[4t + q] = output 4q + t's
@@ -212,7 +246,8 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
 }
 
 /// micro<T, mr, nr> for run-time mr ∈ [1, 4], nr ∈ [1, 6] (and nr ≤ 16 when mr = 1: 9–15 rows run as
-/// 8 + the rest; results are per output, so the split changes nothing).
+/// 8 + the rest; results are per output, so the split changes nothing), and mr ∈ [5, 8], nr ∈ [1, 3]
+/// (the batch tile).
 template <WT T>
 void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const void* w, std::int64_t K,
                std::int64_t rs, const float* bias, float* y, std::int64_t ldy) {
@@ -226,12 +261,14 @@ void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const 
   if (mr == MR && nr == NR)                                                         \
     return pf ? micro<T, MR, NR, true>(x, ldx, w, K, rs, bias, y, ldy)              \
               : micro<T, MR, NR, false>(x, ldx, w, K, rs, bias, y, ldy);
-  MAMBA_MICRO(4, 6) MAMBA_MICRO(4, 4) MAMBA_MICRO(1, 16) MAMBA_MICRO(1, 8)
+  MAMBA_MICRO(4, 6) MAMBA_MICRO(8, 3) MAMBA_MICRO(4, 4) MAMBA_MICRO(1, 16) MAMBA_MICRO(1, 8)
   MAMBA_MICRO(4, 5) MAMBA_MICRO(4, 3) MAMBA_MICRO(4, 2) MAMBA_MICRO(4, 1)
   MAMBA_MICRO(3, 6) MAMBA_MICRO(3, 5) MAMBA_MICRO(3, 4) MAMBA_MICRO(3, 3) MAMBA_MICRO(3, 2) MAMBA_MICRO(3, 1)
   MAMBA_MICRO(2, 6) MAMBA_MICRO(2, 5) MAMBA_MICRO(2, 4) MAMBA_MICRO(2, 3) MAMBA_MICRO(2, 2) MAMBA_MICRO(2, 1)
   MAMBA_MICRO(1, 7) MAMBA_MICRO(1, 6) MAMBA_MICRO(1, 5) MAMBA_MICRO(1, 4) MAMBA_MICRO(1, 3) MAMBA_MICRO(1, 2)
   MAMBA_MICRO(1, 1)
+  MAMBA_MICRO(8, 2) MAMBA_MICRO(8, 1) MAMBA_MICRO(7, 3) MAMBA_MICRO(7, 2) MAMBA_MICRO(7, 1)
+  MAMBA_MICRO(6, 3) MAMBA_MICRO(6, 2) MAMBA_MICRO(6, 1) MAMBA_MICRO(5, 3) MAMBA_MICRO(5, 2) MAMBA_MICRO(5, 1)
 #undef MAMBA_MICRO
 }
 
@@ -262,8 +299,14 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 // 1 × 8 6.2 µs → 1 × 16 3.4 µs per call); else 4 × 6 for rows of
 // K ≥ kWideMinK (24 accumulators: each x vector loaded from L2 serves 6 weight rows held in L1, not
 // 4; prefill in_proj +11–14%, out_proj +6–11% on Zen 5) and 4 × 4 for shorter rows (dt_proj,
-// K = 48: there the epilogue dominates and the 4 × 4 tile's single 16-tree pass wins).
-constexpr int kNrOneRow = 16, kNrStream = 1, kStreams = 3, kNr = 4, kNrWide = 6, kMr = 4;
+// K = 48: there the epilogue dominates and the 4 × 4 tile's single 16-tree pass wins). A decode batch
+// of 5–8 rows with K ≥ kWideMinK: all rows × 3 weight rows (kMrBatch × kNrBatch, ≤ 24 accumulators),
+// each bf16 weight vector widened (vpmovzxwd + vpslld) once for all rows, not once per 4: Zen 4,
+// 2 threads, M = 8, GFLOP/s 4 × 6 → 8 × 3: in_proj 137–161 → 170–176, lm_head 145–173 → 178–184,
+// out_proj (K = 1536) unchanged (~183); mamba-130m bf16 b=8 decode +15–20%. 8 × 2 lost on
+// out_proj (−20%: its 8 rows of x, 48 KiB, spill L1 and are read from L2 twice as often).
+constexpr int kNrOneRow = 16, kNrStream = 1, kStreams = 3, kNr = 4, kNrWide = 6, kMr = 4,
+              kNrBatch = 3, kMrBatch = 8;
 constexpr std::int64_t kStreamMinK = 256, kWideMinK = 256;
 /// Many rows, K ≥ kSliceMinK: the sweep runs K in slices of kKSlice (micro over [k0, k1)): a 4 × 6 tile's
 /// rows over all of K (K = 1536: 60 KiB) spill L1, which made prefill GEMMs with long rows
