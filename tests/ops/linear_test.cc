@@ -143,11 +143,12 @@ TEST(Linear, ModelShapesMatchCanonicalOrder) {
   }
 }
 
-TEST(Linear, BatchTileRowsMatchCanonicalOrder) {
-  // Decode batches of 5–8 rows with K ≥ 256: the AVX-512 target runs every row in one tile of 3
-  // weight rows (linear_tile.inc, kMrBatch × kNrBatch) with its own 16-tree epilogue (lane 2m + n,
-  // then column 2) when K % 16 = 0, the generic one otherwise; N leaves 1 or 2 rows over; with and
-  // without bias; 1 and 2 threads.
+TEST(Linear, BatchTilesMatchCanonicalOrder) {
+  // More than 4 rows read straight from memory with K ≥ 256: the AVX-512 target runs them 8 at a time
+  // (5–7 left over) in tiles of 3 weight rows (linear_tile.inc, kMrBatch × kNrBatch) with their own
+  // 16-tree epilogue (lane 2m + n, then column 2) when K % 16 = 0, the generic one otherwise; N leaves
+  // 1 or 2 rows over; up to 64 rows while M·K ≤ 96 Ki floats (linear_reads_direct: M = 38 and 40
+  // with K = 2560 fall on either side); with and without bias; 1 and 2 threads.
   const TargetGuard guard;
   struct Shape { std::int64_t M, K, N; };
   unsigned seed = 900;
@@ -157,7 +158,9 @@ TEST(Linear, BatchTileRowsMatchCanonicalOrder) {
       ops::set_num_threads(threads);
       for (const DType dt : {DType::kBF16, DType::kF32, DType::kF16})
         for (const Shape s : {Shape{8, 256, 3}, Shape{8, 768, 100}, Shape{7, 1536, 80}, Shape{6, 272, 7},
-                              Shape{5, 784, 31}, Shape{8, 263, 14}, Shape{6, 512, 1}, Shape{5, 256, 2}})
+                              Shape{5, 784, 31}, Shape{8, 263, 14}, Shape{6, 512, 1}, Shape{5, 256, 2},
+                              Shape{12, 768, 50}, Shape{21, 256, 8}, Shape{64, 1536, 26}, Shape{33, 263, 5},
+                              Shape{38, 2560, 4}, Shape{40, 2560, 4}, Shape{65, 256, 3}})
           for (const bool bias : {false, true}) {
             check_against_canonical_and_ref(make_problem(s.M, s.K, s.N, dt, bias, seed++));
             if (HasFatalFailure()) return;

@@ -90,13 +90,14 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
   const bool split_n = N >= 64 * std::int64_t(T) || M < 4 * std::int64_t(T);
   if (split_n && M >= 2) {
     // Several input rows (batched decode, prefill): the output features in grains — kRowQuantum
-    // rows while the weights are read straight from memory (M ≤ kDirectMaxRows), else one converted weight
+    // rows while the weights are read straight from memory (linear_reads_direct), else one converted weight
     // block (linear_block_rows) — each thread its own range front to back, then the others' tails
     // (parallel_for_balanced). Zen 5 VM, 2 threads, b=8 decode of mamba-130m: the two halves of a
     // static split finished 9.6 µs apart on average (of ~60 µs regions), the caller's core slower.
     // One input row keeps the static split: its kernel reads a thread's range as three streams
     // a third of the range apart, which small grains would bring next to each other.
-    const std::int64_t grain = M <= cpu::kDirectMaxRows ? kRowQuantum : cpu::linear_block_rows(K);
+    const bool direct = cpu::linear_reads_direct(cpu::cpu_target() == cpu::CpuTarget::kAvx512, M, K);
+    const std::int64_t grain = direct ? kRowQuantum : cpu::linear_block_rows(K);
     cpu::parallel_for_balanced(N, grain, true, [&](std::int64_t n0, std::int64_t n1) { run_tile(p, 0, M, n0, n1); });
     return;
   }

@@ -165,6 +165,7 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 // else 2 × 3.
 constexpr int kNrOneRow = 4, kNrStream = 1, kStreams = 3, kNr = 3, kNrWide = kNr, kMr = 2,
               kNrBatch = kNr, kMrBatch = kMr;  // no batch tile: 16 ymm registers
+constexpr bool kWideDirect = false;  // linear_reads_direct: M ≤ kDirectMaxRows
 constexpr std::int64_t kStreamMinK = 256, kWideMinK = 0;  // kNrWide = kNr: one tile width
 /// Many rows, K ≥ kSliceMinK: K in slices of kKSlice (micro over [k0, k1)), as on AVX-512: a 2 × 3 tile's
 /// rows over all of K spill L1 for long rows (avx2 target forced on Zen 5, M = 512, bf16 weights,

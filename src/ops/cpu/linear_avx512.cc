@@ -6,10 +6,10 @@
 // by scalar FMAs in order, then + bias: the canonical order, whatever the tile.
 //
 // Tiles: a micro-kernel computes MR input rows × NR weight rows (4 × 4 → 16 accumulators; for a
-// single row 1 × 3 rows far apart, or 1 × 16 short rows; for a decode batch of 5–8 rows all of them
-// × 3), loading each x and w vector once per 16-element step.
-//  - Few rows (decode, M ≤ kDirectMaxRows): the weights are read straight from memory in their
-//    dtype (bf16 widened by vpmovzxwd + vpslld, f16 by vcvtph2ps) one NR-row group at a time, and
+// single row 1 × 3 rows far apart, or 1 × 16 short rows; for 5–64 rows read directly, 8 of them at
+// a time × 3), loading each x and w vector once per 16-element step.
+//  - Few rows (decode batches, short prompts: linear_reads_direct): the weights are read straight
+//    from memory in their dtype (bf16 widened by vpmovzxwd + vpslld, f16 by vcvtph2ps) one NR-row group at a time, and
 //    every input row runs over that group while it is in L1: each weight byte leaves DRAM once.
 //  - Many rows (prefill): blocks of weight rows are converted to fp32 once into the thread's scratch
 //    (L2-sized), and the micro-kernel sweeps blocks of MB input rows over every NR-row group.
@@ -299,14 +299,16 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 // 1 × 8 6.2 µs → 1 × 16 3.4 µs per call); else 4 × 6 for rows of
 // K ≥ kWideMinK (24 accumulators: each x vector loaded from L2 serves 6 weight rows held in L1, not
 // 4; prefill in_proj +11–14%, out_proj +6–11% on Zen 5) and 4 × 4 for shorter rows (dt_proj,
-// K = 48: there the epilogue dominates and the 4 × 4 tile's single 16-tree pass wins). A decode batch
-// of 5–8 rows with K ≥ kWideMinK: all rows × 3 weight rows (kMrBatch × kNrBatch, ≤ 24 accumulators),
-// each bf16 weight vector widened (vpmovzxwd + vpslld) once for all rows, not once per 4: Zen 4,
+// K = 48: there the epilogue dominates and the 4 × 4 tile's single 16-tree pass wins). More than 4
+// rows read directly (up to 64, linear_reads_direct) with K ≥ kWideMinK: 8 rows at a time × 3 weight
+// rows (kMrBatch × kNrBatch, ≤ 24 accumulators), each bf16 weight vector widened (vpmovzxwd +
+// vpslld) once per 8 rows, not once per 4: Zen 4,
 // 2 threads, M = 8, GFLOP/s 4 × 6 → 8 × 3: in_proj 137–161 → 170–176, lm_head 145–173 → 178–184,
 // out_proj (K = 1536) unchanged (~183); mamba-130m bf16 b=8 decode +15–20%. 8 × 2 lost on
 // out_proj (−20%: its 8 rows of x, 48 KiB, spill L1 and are read from L2 twice as often).
 constexpr int kNrOneRow = 16, kNrStream = 1, kStreams = 3, kNr = 4, kNrWide = 6, kMr = 4,
               kNrBatch = 3, kMrBatch = 8;
+constexpr bool kWideDirect = true;  // linear_reads_direct: the batch tile reads up to 64 rows directly
 constexpr std::int64_t kStreamMinK = 256, kWideMinK = 256;
 /// Many rows, K ≥ kSliceMinK: the sweep runs K in slices of kKSlice (micro over [k0, k1)): a 4 × 6 tile's
 /// rows over all of K (K = 1536: 60 KiB) spill L1, which made prefill GEMMs with long rows

@@ -27,9 +27,22 @@ struct LinearProblem {
 };
 
 /// Input rows up to which the SIMD tiles read the weights straight from memory in their dtype
-/// (decode batches); more rows convert weight blocks to fp32 first (prefill). Both targets use it,
-/// and ops::linear picks its thread split by it.
+/// (decode batches); more rows convert weight blocks to fp32 first (prefill).
 inline constexpr std::int64_t kDirectMaxRows = 8;
+/// The AVX-512 target (its 8-row batch tile) reads them directly for up to kDirectMaxRowsWide rows
+/// while the rows' x, M·K floats, stays within kDirectMaxXFloats (384 KiB: in L2, which every
+/// AVX-512 core has at ≥ 1 MiB, while each 3-row weight group passes all the rows from L1).
+/// Zen 4, 2 threads, bf16 weights, GFLOP/s converted → direct: in_proj (K = 768) M = 12 121 → 160–169,
+/// 16 137 → 175–185, 32 169 → 190–195, 64 192 → 205; out_proj (K = 1536) M = 16 132 → 189–203,
+/// 64 181 → 217; M = 128: equal (in_proj 206, x_proj 203 / 199); M = 512: converted ahead (215 / 199).
+/// The AVX2 target gains nothing from it (its 2 × 3 tile widens each weight vector per 2 rows).
+inline constexpr std::int64_t kDirectMaxRowsWide = 64, kDirectMaxXFloats = 96 * 1024;
+
+/// Whether the tiles read the weights of a problem of M input rows × K columns straight from memory
+/// (wide: the AVX-512 target). ops::linear picks its thread split by it, the tiles their path.
+constexpr bool linear_reads_direct(bool wide, std::int64_t M, std::int64_t K) {
+  return M <= kDirectMaxRows || (wide && M <= kDirectMaxRowsWide && M * K <= kDirectMaxXFloats);
+}
 
 /// Weight rows per fp32-converted block for K columns (an L2-sized block; a multiple of 12, the
 /// least common multiple of the micro-kernels' row counts). Defined in linear.cc (baseline code).
