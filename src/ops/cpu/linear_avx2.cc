@@ -8,7 +8,8 @@
 // Tiles: a micro-kernel computes MR input rows × NR weight rows (2 × 3 → 12 accumulators, plus 2 x
 // and 1 w register), loading each x and w vector once per 16-element step.
 //  - Few rows (decode, M ≤ kDirectMaxRows): the weights are read straight from memory in their
-//    dtype (bf16 widened by vpmovzxwd + vpslld, f16 by vcvtph2ps) one NR-row group at a time, and
+//    dtype (bf16 widened by two unpacks with zero against x rows permuted to match (stream_x,
+//    batch_x), f16 by vcvtph2ps) one NR-row group at a time, and
 //    every input row runs over that group while it is in L1: each weight byte leaves DRAM once.
 //  - Many rows (prefill): blocks of weight rows are converted to fp32 once into the thread's scratch
 //    (L2-sized), and the micro-kernel sweeps blocks of MB input rows over every NR-row group.
@@ -138,10 +139,77 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
     }
 }
 
-/// micro<T, mr, nr> for run-time mr ∈ [1, 2], nr ∈ [1, 4].
+/// micro<kBF16, MR, NR, kPf> over rows of x permuted as stream_x lays them out (xs: row m at
+/// xs + m·K), adjacent weight rows (rs = 1), the whole of K: 16 bf16 weights are widened by two
+/// unpacks with zero (vpunpcklwd / vpunpckhwd: 1 operation per 8 weights instead of vpmovzxwd +
+/// vpslld), so the accumulators hold k-lanes [0..3, 8..11] and [4..7, 12..15]; two 128-bit permutes
+/// restore the canonical lo / hi halves before the tree (the same FMAs in the same order), and the
+/// K % 16 tail reads the unpermuted x. Zen 4 with the avx2 target forced, 2 threads, M = 8, GFLOP/s
+/// vpmovzxwd + vpslld → unpacks: in_proj 106–114 → 118–119, out_proj 119–135 → 135–138; b=8
+/// decode of mamba-130m bf16, 3 interleaved rounds: 330 / 325 / 326 → 326 / 350 / 360 tok/s (on
+/// Intel cores vpslld also takes an FMA port; the unpacks do not).
+template <int MR, int NR, bool kPf>
+void micro_px(const float* x, std::int64_t ldx, const float* xs, const void* w, std::int64_t K, const float* bias,
+              float* y, std::int64_t ldy) {
+  const auto* wb = static_cast<const std::uint16_t*>(w);
+  const __m256i zero = _mm256_setzero_si256();
+  __m256 acc[MR][NR][2];
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 8
+    for (int n = 0; n < NR; ++n) acc[m][n][0] = acc[m][n][1] = _mm256_setzero_ps();
+  const std::int64_t k16 = K - K % 16;
+  for (std::int64_t k = 0; k < k16; k += 16) {
+    if constexpr (kPf) {
+#pragma GCC unroll 8
+      for (int n = 0; n < NR; ++n) _mm_prefetch(reinterpret_cast<const char*>(wb + (n + NR) * K + k), _MM_HINT_T0);
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m256 xv[MR];
+#pragma GCC unroll 8
+      for (int m = 0; m < MR; ++m) {
+        xv[m] = _mm256_loadu_ps(xs + m * K + k + 8 * h);
+        __asm__("" : "+x"(xv[m]));  // one load per x vector
+      }
+#pragma GCC unroll 8
+      for (int n = 0; n < NR; ++n) {
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + n * K + k));
+        __m256 wv = _mm256_castsi256_ps(h == 0 ? _mm256_unpacklo_epi16(zero, raw) : _mm256_unpackhi_epi16(zero, raw));
+        __asm__("" : "+x"(wv));  // one widening per weight vector, not one per row
+#pragma GCC unroll 8
+        for (int m = 0; m < MR; ++m) acc[m][n][h] = _mm256_fmadd_ps(xv[m], wv, acc[m][n][h]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 8
+    for (int n = 0; n < NR; ++n) {
+      const __m256 lo = _mm256_permute2f128_ps(acc[m][n][0], acc[m][n][1], 0x20);
+      const __m256 hi = _mm256_permute2f128_ps(acc[m][n][0], acc[m][n][1], 0x31);
+      float r = tree16(lo, hi);
+      for (std::int64_t k = k16; k < K; ++k) r = __builtin_fmaf(x[m * ldx + k], load1<WT::kBF16>(w, n * K + k), r);
+      y[m * ldy + n] = bias != nullptr ? r + bias[n] : r;
+    }
+}
+
+/// micro<T, mr, nr> for run-time mr ∈ [1, 2], nr ∈ [1, 4]; micro_px for bf16 rows that batch_x
+/// permuted (xs ≠ nullptr, rs = 1).
 template <WT T>
 void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const void* w, std::int64_t K,
-               std::int64_t rs, const float* bias, float* y, std::int64_t ldy) {
+               std::int64_t rs, const float* bias, float* y, std::int64_t ldy, const float* xs = nullptr) {
+  if constexpr (T == WT::kBF16) {
+    if (xs != nullptr) {
+#define MAMBA_MICRO_PX(MR, NR)                                                      \
+  if (mr == MR && nr == NR)                                                         \
+    return pf ? micro_px<MR, NR, true>(x, ldx, xs, w, K, bias, y, ldy)              \
+              : micro_px<MR, NR, false>(x, ldx, xs, w, K, bias, y, ldy);
+      MAMBA_MICRO_PX(2, 3) MAMBA_MICRO_PX(1, 3) MAMBA_MICRO_PX(2, 2) MAMBA_MICRO_PX(1, 2) MAMBA_MICRO_PX(2, 1)
+      MAMBA_MICRO_PX(1, 1) MAMBA_MICRO_PX(1, 4)
+#undef MAMBA_MICRO_PX
+    }
+  }
 #define MAMBA_MICRO(MR, NR)                                                         \
   if (mr == MR && nr == NR)                                                         \
     return pf ? micro<T, MR, NR, true>(x, ldx, w, K, rs, bias, y, ldy)              \
@@ -195,6 +263,17 @@ template <WT T> const float* stream_x(const float* x, std::int64_t K, float* buf
       _mm_storeu_ps(buf + k + 8, _mm_loadu_ps(x + k + 4));
       _mm_storeu_ps(buf + k + 12, _mm_loadu_ps(x + k + 12));
     }
+    return buf;
+  }
+}
+
+/// The direct path's rows (M > 1) for micro_px: BF16 rows permuted by stream_x into `buf` (row m at
+/// buf + m·K; M ≤ kDirectMaxRows ≤ linear_block_rows(K), so the scratch holds them), else nullptr.
+template <WT T> const float* batch_x(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, float* buf) {
+  if constexpr (T != WT::kBF16) {
+    return nullptr;
+  } else {
+    for (std::int64_t m = 0; m < M; ++m) stream_x<T>(x + m * ldx, K, buf + m * K);
     return buf;
   }
 }

@@ -250,7 +250,7 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
 /// (the batch tile).
 template <WT T>
 void micro_any(int mr, int nr, bool pf, const float* x, std::int64_t ldx, const void* w, std::int64_t K,
-               std::int64_t rs, const float* bias, float* y, std::int64_t ldy) {
+               std::int64_t rs, const float* bias, float* y, std::int64_t ldy, const float* /*xs*/ = nullptr) {
   if (mr == 1 && nr > 8 && nr < 16) {
     constexpr std::int64_t esz = T == WT::kF32 ? 4 : 2;
     micro_any<T>(1, 8, pf, x, ldx, w, K, rs, bias, y, ldy);
@@ -317,8 +317,10 @@ constexpr std::int64_t kStreamMinK = 256, kWideMinK = 256;
 /// 297–311; 5120 × 2560 232–239 → 269–312; slices of 256 / 512 / 768 within each other's noise).
 constexpr std::int64_t kKSlice = 768, kSliceMinK = 1024;
 
-/// The stream path of the shared driver reads x as it is (vpmovzxwd widens bf16 in k order).
+/// The stream path and the direct batch path of the shared driver read x as it is (vpmovzxwd
+/// widens bf16 in k order; a 512-bit unpack would mix two 16-element steps in one vector).
 template <WT T> const float* stream_x(const float* x, std::int64_t, float*) { return x; }
+template <WT T> const float* batch_x(const float*, std::int64_t, std::int64_t, std::int64_t, float*) { return nullptr; }
 /// One input row × kStreams weight rows rs rows apart; kPf: prefetching the row after each.
 template <WT T, bool kPf>
 void micro_stream(const float*, const void* w, std::int64_t K, std::int64_t rs, const float* x, const float* bias, float* y) {
