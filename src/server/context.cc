@@ -20,7 +20,9 @@ namespace mamba::server {
 void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics) {
   if (err.status == 429) {
     metrics.requests_overloaded++;
-  } else if (err.status < 500 && err.status != 424) {  // 424: a generation that failed, counted as failed
+  } else if (err.status < 500 && err.status != 424 && err.type != "cancelled") {
+    // Not counted here: 424, a generation that failed (counted as failed), and the 400 "cancelled"
+    // of a client that left (the scheduler counted it as cancelled).
     metrics.requests_rejected++;
   }
   res.status = err.status;

@@ -88,7 +88,8 @@ struct ServerContext {
   std::int64_t created_unix = 0;  ///< start time (seconds since epoch), for OpenAI "created"
 };
 
-/// Writes `err` as the JSON answer; counts it as rejected (or overloaded for 429).
+/// Writes `err` as the JSON answer; counts it as rejected (overloaded for 429; not at all for 5xx,
+/// 424 "generation" or 400 "cancelled", which the scheduler counts as failed / cancelled).
 void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics);
 
 /// Sets `body` (a finished JSON document, taken) as the answer. A large answer (details or logprobs

@@ -25,7 +25,8 @@ const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 1000
 
   await check('non-stream client that leaves: sequence cancelled, slot freed (TGI and OpenAI)', async () => {
     const cancelled = async () => (await metrics(base))['mamba_requests_total{outcome="cancelled"}'];
-    const before = await cancelled();
+    const rejected = async () => (await metrics(base))['mamba_requests_total{outcome="rejected"}'];
+    const before = await cancelled(), rejectedBefore = await rejected();
     for (const [route, body] of [['/generate', endless], ['/v1/completions', { prompt: 'hi', max_tokens: 100000 }]]) {
       const ctrl = new AbortController();
       const req = fetch(base + route, {
@@ -41,10 +42,13 @@ const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 1000
       assert.ok(freed, `${route}: slot still in use 5 s after the client left`);
     }
     assert.equal((await cancelled()) - before, 2);
+    await sleep(500);  // the route's answer to the gone client comes just after the slot is freed
+    assert.equal((await rejected()) - rejectedBefore, 0, 'a client that left is counted as cancelled only, not rejected');
   });
 
   await check('non-stream client that half-closes: cancelled, and answered 400 "cancelled" if it still reads', async () => {
     const { connect } = await import('node:net');
+    const rejectedBefore = (await metrics(base))['mamba_requests_total{outcome="rejected"}'];
     const url = new URL(base);
     for (const [route, body] of [['/generate', endless], ['/v1/completions', { prompt: 'hi', max_tokens: 100000 }]]) {
       const payload = JSON.stringify(body);
@@ -61,6 +65,8 @@ const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 1000
       assert.match(reply, /half-close/, route);
       assert.ok(await waitFor(async () => (await metrics(base)).mamba_slots_in_use === 0, { timeoutMs: 5000 }), `${route}: slot not freed`);
     }
+    assert.equal((await metrics(base))['mamba_requests_total{outcome="rejected"}'] - rejectedBefore, 0,
+                 'a half-closed client is counted as cancelled only, not rejected');
   });
 
   await check('queue overflow → 429 overloaded; served again once capacity frees', async () => {
