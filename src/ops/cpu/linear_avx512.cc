@@ -199,7 +199,11 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
         v[i] = L / 2 < MR ? acc[L / 2 < MR ? L / 2 : 0][L % 2] : zero;
       }
       __m512 r = tree16x16(v);
-      if (bias != nullptr) r = _mm512_add_ps(r, _mm512_castpd_ps(_mm512_set1_pd(*reinterpret_cast<const double*>(bias))));
+      if (bias != nullptr) {  // bias[0], bias[1] in every lane pair (bias is only 4-byte aligned)
+        double b01;
+        __builtin_memcpy(&b01, bias, sizeof b01);
+        r = _mm512_add_ps(r, _mm512_castpd_ps(_mm512_set1_pd(b01)));
+      }
       alignas(64) float t[16];
       _mm512_store_ps(t, r);
 #pragma GCC unroll 8
