@@ -175,8 +175,9 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
           v[12 + m] = zero;
         }
         const __m512 r2 = tree16x16(v);
-        const __m128 b2 = bias != nullptr ? _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(bias + 4)))
-                                          : _mm_setzero_ps();
+        double b45 = 0.0;  // bias[4], bias[5] (bias is only 4-byte aligned: no double load)
+        if (bias != nullptr) __builtin_memcpy(&b45, bias + 4, sizeof b45);
+        const __m128 b2 = _mm_castpd_ps(_mm_set_sd(b45));
         auto store2 = [&](int m, __m128 q) {
           _mm_storel_pi(reinterpret_cast<__m64*>(y + m * ldy + 4), bias != nullptr ? _mm_add_ps(q, b2) : q);
         };
