@@ -70,6 +70,16 @@ inline float tree16(__m256 lo, __m256 hi) {
   return _mm_cvtss_f32(q);
 }
 
+/// xv[m] = the 8 floats at x + m·ld, m < MR, each kept in a register (one load per x vector: GCC
+/// would otherwise fold the load into each FMA that uses it).
+template <int MR> inline void load_rows(const float* x, std::int64_t ld, __m256 (&xv)[MR]) {
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m) {
+    xv[m] = _mm256_loadu_ps(x + m * ld);
+    __asm__("" : "+x"(xv[m]));
+  }
+}
+
 /// y[m, n·rs] for m < MR, n < NR: x → row m0, w → row n0 (rows of K elements; the NR rows are rs
 /// rows apart), y and bias → column n0. kPf: also prefetch, one k-step at a time, the rows that
 /// come next (rs = 1: the NR rows after the group; rs > 1: the row after each of the NR), so that
@@ -104,11 +114,7 @@ void micro(const float* x, std::int64_t ldx, const void* w, std::int64_t K, std:
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       __m256 xv[MR];
-#pragma GCC unroll 8
-      for (int m = 0; m < MR; ++m) {
-        xv[m] = _mm256_loadu_ps(x + m * ldx + k + 8 * h);
-        __asm__("" : "+x"(xv[m]));  // likewise: one load per x vector
-      }
+      load_rows(x + k + 8 * h, ldx, xv);
 #pragma GCC unroll 8
       for (int n = 0; n < NR; ++n) {
         __m256 wv = load8<T>(w, n * rs * K + k + 8 * h);
@@ -167,11 +173,7 @@ void micro_px(const float* x, std::int64_t ldx, const float* xs, const void* w, 
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       __m256 xv[MR];
-#pragma GCC unroll 8
-      for (int m = 0; m < MR; ++m) {
-        xv[m] = _mm256_loadu_ps(xs + m * K + k + 8 * h);
-        __asm__("" : "+x"(xv[m]));  // one load per x vector
-      }
+      load_rows(xs + k + 8 * h, K, xv);
 #pragma GCC unroll 8
       for (int n = 0; n < NR; ++n) {
         const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + n * K + k));
