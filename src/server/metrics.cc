@@ -46,6 +46,7 @@ std::string Metrics::render() const {
   g("mamba_slots_in_use", "State slots held by running sequences.", slots_in_use);
   g("mamba_queue_size", "Requests waiting for a state slot.", queue_size);
   g("mamba_running_sequences", "Sequences being prefilled or decoded.", running);
+  g("mamba_streams_paused", "Running streams not decoded because their client stopped reading.", streams_paused);
   g("mamba_state_bytes_per_slot", "Bytes of one sequence's state (fp32).", state_bytes_per_slot);
   return out;
 }

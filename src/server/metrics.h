@@ -35,6 +35,9 @@ struct Metrics {
   std::atomic<std::int64_t> slots_in_use{0};
   std::atomic<std::int64_t> queue_size{0};           ///< admitted to the server, waiting for a slot
   std::atomic<std::int64_t> running{0};              ///< sequences holding a slot
+  /// running sequences left out of the last decode step because their stream's client stopped
+  /// reading (SchedulerOptions::max_stream_backlog)
+  std::atomic<std::int64_t> streams_paused{0};
   std::atomic<std::int64_t> state_bytes_per_slot{0};
 
   /// Prometheus text exposition format 0.0.4 (# HELP / # TYPE lines, `mamba_` prefix).

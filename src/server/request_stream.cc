@@ -10,6 +10,7 @@ bool RequestStream::take(Update& out, std::chrono::milliseconds timeout) {
   pending_prompt_.reset();
   out.tokens = std::move(pending_);
   pending_.clear();
+  backlog_.store(0, std::memory_order_relaxed);
   out.done = done_;
   out.error = error_;
   return true;
@@ -34,6 +35,7 @@ void RequestStream::push(TokenEvent ev) {
   {
     std::lock_guard lk(mu_);
     pending_.push_back(std::move(ev));
+    backlog_.store(pending_.size(), std::memory_order_relaxed);
   }
   cv_.notify_all();
 }

@@ -64,6 +64,10 @@ class RequestStream {
   /// Asks the scheduler to drop the sequence (idempotent).
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
+  /// Token events pushed and not yet taken: how far the consumer lags. A stream consumer blocked
+  /// in a write (its client stopped reading) lets it grow; the scheduler pauses the sequence at
+  /// SchedulerOptions::max_stream_backlog, and the next take() (the client reads again) empties it.
+  std::size_t backlog() const { return backlog_.load(std::memory_order_relaxed); }
   /// Valid after an Update with done = true.
   const SequenceStats& stats() const { return stats_; }
 
@@ -91,6 +95,7 @@ class RequestStream {
   SequenceStats stats_;
   std::function<void(const SequenceStats&, const std::optional<Error>&)> on_end_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<std::size_t> backlog_{0};  ///< pending_.size(), readable without the lock
 };
 
 }  // namespace mamba::server

@@ -23,6 +23,9 @@ std::int64_t ns_since(Clock::time_point a) {
 }
 // Largest prompt piece (rows of logits) when every prompt position's logits are needed.
 constexpr std::int64_t kMaxAllLogitsFloats = std::int64_t{32} << 20;
+// How often an iteration with every running sequence paused looks again for a consumer that
+// caught up (RequestStream::take cannot wake the scheduler: it knows no scheduler).
+constexpr auto kPausedPoll = std::chrono::milliseconds(5);
 }  // namespace
 
 struct Scheduler::Sequence {
@@ -105,10 +108,18 @@ void Scheduler::stop(std::chrono::milliseconds grace) {
 void Scheduler::run() {
   for (;;) {
     if (!admit_and_drop()) break;
-    metrics_.iterations++;
-    decode_step();
-    prefill_pieces();
+    const bool decoded = decode_step();
+    const bool prefilled = prefill_pieces();
+    if (decoded || prefilled)
+      metrics_.iterations++;
+    else
+      wait_while_paused();
   }
+}
+
+void Scheduler::wait_while_paused() {
+  std::unique_lock lk(mu_);
+  cv_.wait_for(lk, kPausedPoll, [&] { return cancel_all_ || (!waiting_.empty() && pool_.has_free()); });
 }
 
 bool Scheduler::admit_and_drop() {
@@ -183,12 +194,20 @@ void Scheduler::emit(Sequence& s, TokenEvent ev) {
   }
 }
 
-void Scheduler::decode_step() {
+bool Scheduler::decode_step() {
   std::vector<std::size_t> ready;
+  std::int64_t paused = 0;
+  const auto backlog_limit = static_cast<std::size_t>(std::max(0, opts_.max_stream_backlog));
   for (std::size_t i = 0; i < running_.size(); ++i) {
-    if (running_[i]->has_pending && !running_[i]->done) ready.push_back(i);
+    const Sequence& s = *running_[i];
+    if (!s.has_pending || s.done) continue;
+    if (backlog_limit > 0 && s.stream->backlog() >= backlog_limit)
+      ++paused;
+    else
+      ready.push_back(i);
   }
-  if (ready.empty()) return;
+  metrics_.streams_paused = paused;
+  if (ready.empty()) return false;
   const std::size_t n = ready.size();
   const std::size_t batch = std::min<std::size_t>(n, static_cast<std::size_t>(opts_.max_batch_size));
   std::vector<std::size_t> rows;
@@ -265,6 +284,7 @@ void Scheduler::decode_step() {
     emit_or_fail(s, std::move(*events[b]));
   }
   reap_done();
+  return true;
 }
 
 void Scheduler::emit_or_fail(Sequence& s, Result<TokenEvent> ev) {
@@ -284,7 +304,7 @@ void Scheduler::reap_done() {
   }
 }
 
-void Scheduler::prefill_pieces() {
+bool Scheduler::prefill_pieces() {
   const std::int64_t budget = opts_.max_batch_prefill_tokens;
   const std::int64_t g = granule_;
   const std::int64_t width = model_.logits_width();
@@ -371,6 +391,7 @@ void Scheduler::prefill_pieces() {
   }
   if (first_served) prefill_cursor_ = *first_served + 1;
   reap_done();
+  return first_served.has_value();
 }
 
 void Scheduler::finish_sequence(std::size_t idx, const std::optional<Error>& err) {
@@ -393,6 +414,7 @@ void Scheduler::finish_sequence(std::size_t idx, const std::optional<Error>& err
   pool_.release(s->slot);
   metrics_.slots_in_use = pool_.in_use();
   metrics_.running = static_cast<std::int64_t>(running_.size());
+  if (running_.empty()) metrics_.streams_paused = 0;  // else the next decode step recounts
   {
     std::lock_guard lk(mu_);
     --in_flight_;

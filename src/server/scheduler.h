@@ -5,6 +5,7 @@
 //      free slots (FIFO);
 //   2. one batched decode step (Model::step) over up to max_batch_size sequences that have a
 //      sampled-but-unfed token (round robin when more are running), then samples each row;
+//      Sequences whose client stopped reading are paused (SchedulerOptions::max_stream_backlog).
 //   3. prefills waiting prompts within max_batch_prefill_tokens. A prompt that does not fit is
 //      prefilled in pieces across iterations; every piece but the last is a multiple of the
 //      model's chunk granularity (Mamba-2: chunk_size), so chunk boundaries stay at absolute
@@ -37,6 +38,12 @@ struct SchedulerOptions {
   int max_in_flight = 128;              ///< running + queued; submit beyond → overloaded
   int max_batch_size = 0;               ///< sequences per decode step; 0 = slots
   int max_batch_prefill_tokens = 512;   ///< prompt tokens per iteration
+  /// A sequence whose stream holds this many token events its consumer has not taken
+  /// (RequestStream::backlog: its client stopped reading, so the HTTP thread is blocked in a
+  /// write) is left out of the decode steps until the consumer takes them: a stalled client costs
+  /// its slot, not compute, until the write timeout ends it. Outputs do not change (a row's math
+  /// does not depend on its batch). ≤ 0: never paused.
+  int max_stream_backlog = 64;
 };
 
 /// A validated generation request (ids already tokenized and truncated).
@@ -77,8 +84,14 @@ class Scheduler {
   struct Sequence;
   void run();
   bool admit_and_drop();  ///< returns false when the loop should exit
-  void decode_step();
-  void prefill_pieces();
+  /// Returns whether it ran a step (false: no sequence was ready, or all that were are paused).
+  bool decode_step();
+  /// Returns whether it prefilled any prompt piece.
+  bool prefill_pieces();
+  /// An iteration found nothing to do (every running sequence paused): waits up to kPausedPoll for
+  /// a reason to go on (a consumer catching up is seen at the next iteration; a new request that
+  /// can take a free slot or the end of the grace period wakes it at once).
+  void wait_while_paused();
   void finish_sequence(std::size_t idx, const std::optional<Error>& err);
   void emit(Sequence& s, TokenEvent ev);
   /// Emits a sampled token event, or marks `s` done with the error.

@@ -2,6 +2,7 @@
 // logprobs bitwise), prompts are split only at chunk multiples, slots are freed on cancel,
 // concurrent decode steps are batched, the in-flight limit answers overloaded.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -24,6 +25,13 @@ std::vector<std::int32_t> make_prompt(int len, int salt) {
   std::vector<std::int32_t> p;
   for (int i = 0; i < len; ++i) p.push_back((i * 7 + salt * 13) % 60);
   return p;
+}
+
+/// User + system CPU time of this process so far, in seconds.
+double process_cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 GenerateOptions make_opts(int i) {
@@ -260,6 +268,78 @@ TEST(Scheduler, InFlightLimitAndCancelFreesSlot) {
   for (int i = 0; i < 50 && m.slots_in_use.load() != 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(m.slots_in_use.load(), 0);
   EXPECT_EQ(m.requests_cancelled.load(), 2);
+  sch.stop(1s);
+}
+
+// A stream whose consumer stops taking (its client stopped reading: the HTTP thread is blocked in a
+// write) is paused at max_stream_backlog events: no decode steps for it (the generated count
+// stands still, the scheduler idles instead of spinning), while another request
+// runs to its end; once the consumer takes, it resumes, and it delivers exactly what it does alone.
+TEST(Scheduler, StalledStreamPausesAndResumesUnchanged) {
+  SequenceRequest stalled{make_prompt(6, 3), {}};
+  stalled.opts.max_new_tokens = 300;
+  stalled.opts.ignore_eos = true;
+  stalled.opts.top_logprobs = 2;
+  SequenceRequest other{make_prompt(4, 5), {}};
+  other.opts.max_new_tokens = 200;
+  other.opts.ignore_eos = true;
+  const Outcome stalled_alone = run_alone(stalled), other_alone = run_alone(other);
+
+  test::FakeModel model;
+  Metrics m;
+  SchedulerOptions so;
+  so.slots = 2;
+  so.max_stream_backlog = 16;
+  Scheduler sch(model, nullptr, {}, so, m);
+  sch.start();
+  auto a = sch.submit(stalled);
+  ASSERT_NE(a, nullptr);
+  for (int i = 0; i < 400 && m.streams_paused.load() != 1; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(m.streams_paused.load(), 1) << "the stream was never paused";
+  EXPECT_EQ(a->backlog(), 16u);
+  const std::int64_t generated = m.generated_tokens.load();
+  const double cpu0 = process_cpu_seconds();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(m.generated_tokens.load(), generated) << "a paused stream kept generating";
+  EXPECT_LT(process_cpu_seconds() - cpu0, 0.05) << "the scheduler spun while every sequence was paused";
+  EXPECT_EQ(a->backlog(), 16u);
+
+  // Another request runs to its end meanwhile; a stays paused.
+  auto b = sch.submit(other);
+  ASSERT_NE(b, nullptr);
+  const Outcome ob = drain(*b);
+  EXPECT_EQ(ob.ids, other_alone.ids);
+  EXPECT_EQ(ob.logprobs, other_alone.logprobs);
+  EXPECT_EQ(a->backlog(), 16u);
+
+  // The consumer takes: a resumes and ends with exactly its tokens alone.
+  const Outcome oa = drain(*a);
+  EXPECT_EQ(oa.finish, FinishReason::kLength);
+  EXPECT_EQ(oa.ids, stalled_alone.ids);
+  EXPECT_EQ(oa.logprobs, stalled_alone.logprobs);
+  EXPECT_EQ(oa.top, stalled_alone.top);
+  for (int i = 0; i < 100 && m.streams_paused.load() != 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(m.streams_paused.load(), 0);
+  sch.stop(1s);
+}
+
+// max_stream_backlog ≤ 0: a stream is never paused, however far its consumer lags.
+TEST(Scheduler, StreamBacklogLimitOffNeverPauses) {
+  test::FakeModel model;
+  Metrics m;
+  SchedulerOptions so;
+  so.slots = 1;
+  so.max_stream_backlog = 0;
+  Scheduler sch(model, nullptr, {}, so, m);
+  sch.start();
+  SequenceRequest req{make_prompt(5, 1), {}};
+  req.opts.max_new_tokens = 150;
+  req.opts.ignore_eos = true;
+  auto a = sch.submit(req);
+  ASSERT_NE(a, nullptr);
+  for (int i = 0; i < 400 && m.requests_ok.load() != 1; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(m.requests_ok.load(), 1) << "generation stopped without a consumer";
+  EXPECT_EQ(drain(*a).ids.size(), 150u);
   sch.stop(1s);
 }
 
