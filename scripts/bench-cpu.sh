@@ -2,7 +2,8 @@
 # Issue 5's CPU goal table: builds bench_cpu (Release) and runs it on random-weight mamba-130m and
 # mamba2-130m checkpoints in bf16 — plus q8 / q4 copies once `mamba-cli quantize` exists.
 #   bash scripts/bench-cpu.sh [bench_cpu options]      e.g. --threads 2 --prompt-lens 512
-#   (--precision int8: the q8 / q4 copies only, loaded with the int8 tier)
+#   (--precision int8: the q8 / q4 copies only, loaded with the int8 tier; --precision bf16: the bf16
+#   checkpoints only)
 # The checkpoints are made once with ../shared/tools/make_checkpoint.py (python3-numpy) and cached
 # under $MODELS. Run it on an otherwise idle machine: other load shows as a cpu column below ~90%.
 # Env: BUILD (default build/release), MODELS (default $BUILD/bench-models), MAMBA_SHARED_DIR
@@ -40,11 +41,18 @@ if "$BUILD/mamba-cli" --help 2>&1 | grep -qw quantize; then
 else
   echo "(mamba-cli has no quantize command yet: q8/q4 rows skipped)"
 fi
-# The int8 tier applies to quantized checkpoints only: with --precision int8, the q8 / q4 copies alone.
+# The int8 tier applies to quantized checkpoints only: with --precision int8, the q8 / q4 copies
+# alone. The bf16 tier applies to float projections (a q8 / q4 Mamba-2 copy has none and is refused):
+# with --precision bf16, the bf16 checkpoints alone.
+prev=
 for a in "$@"; do
-  if [ "$a" = int8 ] || [ "$a" = --precision=int8 ]; then
+  tier=
+  case "$a" in --precision=*) tier=${a#--precision=} ;; *) [ "$prev" = --precision ] && tier=$a ;; esac
+  prev=$a
+  if [ "$tier" = int8 ]; then
     [ ${#qdirs[@]} -gt 0 ] || { echo "error: --precision int8 needs the q8 / q4 copies (mamba-cli quantize)" >&2; exit 2; }
     exec "$BUILD/bench_cpu" "${qdirs[@]}" "$@"
   fi
+  [ "$tier" = bf16 ] && exec "$BUILD/bench_cpu" "${dirs[@]}" "$@"
 done
 exec "$BUILD/bench_cpu" "${dirs[@]}" "${qdirs[@]}" "$@"

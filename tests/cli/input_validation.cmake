@@ -142,6 +142,18 @@ endif()
 string(REPEAT "5 " 524287 ids_run)
 file(WRITE ${WORK}/straddle.ids "${ids_run} é 6")
 expect_error("error: ${WORK}/straddle.ids: 'é' \\(item 524288\\) is not a token id" perplexity -m ${model} --ids-file ${WORK}/straddle.ids)
+# A bad item is shown escaped and shortened: a NUL no longer ends the message, an ESC does not reach
+# the terminal, and a 100-byte item shows its first 40 bytes and its length (a 5 MB one was echoed).
+execute_process(COMMAND printf "5 7\\000 9" OUTPUT_FILE ${WORK}/nul.ids)
+expect_error("error: ${WORK}/nul.ids: '7\\\\x00' \\(item 2\\) is not a token id \\(a non-negative integer\\)\n$"
+             perplexity -m ${model} --ids-file ${WORK}/nul.ids)
+execute_process(COMMAND printf "5 \\033[31mRED 7" OUTPUT_FILE ${WORK}/esc.ids)
+expect_error("error: ${WORK}/esc.ids: '\\\\x1B\\[31mRED' \\(item 2\\)" perplexity -m ${model} --ids-file ${WORK}/esc.ids)
+string(REPEAT "a" 100 long_item)
+string(REPEAT "a" 40 long_shown)
+expect_error("error: --prompt-ids: '${long_shown}…' \\(100 bytes\\) \\(item 1\\) is not a token id" run -m ${model} --prompt-ids "${long_item}" -n 1)
+string(REPEAT "9" 100 long_number)
+expect_error("error: --prompt-ids: '9999999999999999999999999999999999999999…' \\(100 bytes\\) \\(item 2\\) is too large" run -m ${model} --prompt-ids "5 ${long_number}" -n 1)
 # A UTF-16 file (PowerShell's `>` writes one) is named as such.
 execute_process(COMMAND printf "\\377\\3765\\000 \\0006\\000" OUTPUT_FILE ${WORK}/utf16.ids)
 expect_error("error: ${WORK}/utf16.ids: not valid UTF-8 text \\(invalid byte 0xFF at offset 0\\): it starts with the UTF-16 byte-order mark FF FE; save it as UTF-8"

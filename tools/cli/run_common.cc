@@ -92,6 +92,29 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
   return out;
 }
 
+namespace {
+/// An ids-list item as an error message shows it, between quotes: control bytes (a NUL, an ESC that
+/// would drive the terminal) as \xNN, a quote or backslash escaped, and at most kMaxShown bytes
+/// (cut before a UTF-8 character, then "…" and the item's length): a 5 MB item is not echoed whole.
+std::string shown_item(std::string_view item) {
+  constexpr std::size_t kMaxShown = 40;
+  std::size_t keep = std::min(item.size(), kMaxShown);
+  while (keep > 0 && keep < item.size() && (static_cast<unsigned char>(item[keep]) & 0xC0) == 0x80) --keep;
+  std::string out = "'";
+  for (std::size_t k = 0; k < keep; ++k) {
+    const auto c = static_cast<unsigned char>(item[k]);
+    if (c < 0x20 || c == 0x7F)
+      out += fmt::format("\\x{:02X}", c);
+    else if (c == '\'' || c == '\\')
+      out += std::string("\\") + static_cast<char>(c);
+    else
+      out += static_cast<char>(c);
+  }
+  out += keep < item.size() ? fmt::format("…' ({} bytes)", item.size()) : "'";
+  return out;
+}
+}  // namespace
+
 Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::string& what) {
   std::vector<std::int32_t> ids;
   auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
@@ -130,10 +153,10 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
     const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string_view::npos;
     if (digits && (ec == std::errc::result_out_of_range || v > INT32_MAX))
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("{}: '{}' (item {}) is too large for a token id (at most {})", what, item, ids.size() + 1, INT32_MAX));
+                        fmt::format("{}: {} (item {}) is too large for a token id (at most {})", what, shown_item(item), ids.size() + 1, INT32_MAX));
     if (ec != std::errc() || p != item.data() + item.size() || v < 0)
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("{}: '{}' (item {}) is not a token id (a non-negative integer)", what, item, ids.size() + 1));
+                        fmt::format("{}: {} (item {}) is not a token id (a non-negative integer)", what, shown_item(item), ids.size() + 1));
     ids.push_back(static_cast<std::int32_t>(v));
     i = j;
   }
