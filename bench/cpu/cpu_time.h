@@ -2,7 +2,11 @@
 // the cores the process really had).
 #pragma once
 
+#include <algorithm>
 #include <ctime>
+#include <optional>
+
+#include "mamba/thread_limit.h"
 
 namespace mamba::bench {
 
@@ -11,6 +15,21 @@ inline double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+/// Wall time below which a cpu_share is not given by default: the process CPU clock of threads
+/// running on other cores is brought up to date only every scheduler tick (1–4 ms), so short rows
+/// read 50–180%.
+inline constexpr double kCpuShareMinSeconds = 0.25;
+
+/// CPU seconds ÷ (wall seconds × min(threads, usable CPUs)) of a measurement, or none when it ran
+/// less than min_wall seconds (too short to tell). Below ~0.9 other processes took the cores and the
+/// figure understates this machine. More threads than CPUs cannot get more than the CPUs' time: that
+/// is oversubscription, not other processes.
+inline std::optional<double> cpu_share(double cpu_seconds, double wall_seconds, int threads,
+                                       double min_wall = kCpuShareMinSeconds) {
+  if (wall_seconds < min_wall) return std::nullopt;
+  return cpu_seconds / (wall_seconds * std::max(1, std::min(threads, usable_cpus())));
 }
 
 /// Core clock in GHz as this thread sees it now: a chain of dependent 1-cycle integer adds (one per

@@ -29,12 +29,9 @@ std::vector<std::int32_t> random_ids(const Model& model, int n, unsigned seed) {
 /// Greedy pick as the engine's sampler makes it (ops::argmax).
 std::int32_t argmax(const float* row, std::int64_t n) { return static_cast<std::int32_t>(ops::argmax(row, n)); }
 
-/// CPU seconds ÷ (wall seconds × min(threads, usable CPUs)), or none for a measurement too short to
-/// tell. More threads than CPUs cannot get more than the CPUs' time: that is oversubscription, not
-/// other processes.
+/// cpu_time.h's cpu_share on the ops threads.
 std::optional<double> cpu_share(double cpu_seconds, double wall_seconds) {
-  if (wall_seconds < kCpuShareMinSeconds) return std::nullopt;
-  return cpu_seconds / (wall_seconds * std::min(ops::num_threads(), usable_cpus()));
+  return mamba::bench::cpu_share(cpu_seconds, wall_seconds, ops::num_threads());
 }
 
 }  // namespace

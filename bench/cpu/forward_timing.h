@@ -13,13 +13,9 @@
 
 namespace mamba::bench {
 
-/// Wall time below which a cpu_share is not given: the process CPU clock of threads running on
-/// other cores is brought up to date only every scheduler tick (1–4 ms), so short rows read 50–180%.
-inline constexpr double kCpuShareMinSeconds = 0.25;
-
-/// cpu_share: process CPU seconds ÷ (wall seconds × min(threads, usable CPUs)) over a measurement of at least
-/// kCpuShareMinSeconds (else none): below ~0.9 other processes took the cores and the figure
-/// understates this machine.
+/// cpu_share: cpu_time.h's cpu_share over the measurement (ops threads; none below
+/// kCpuShareMinSeconds): below ~0.9 other processes took the cores and the figure understates this
+/// machine.
 struct Timed {
   double tokens_per_s = 0;
   double seconds = 0;

@@ -6,6 +6,8 @@
 #include <random>
 #include <vector>
 
+#include "cpu/cpu_time.h"
+#include "cpu/onednn_gemm.h"
 #include "ops/ops.h"
 
 namespace mamba::bench {
@@ -30,6 +32,8 @@ LinearRate time_linear(const Projection& p, std::int64_t M, double min_seconds) 
   LinearRate r;
   r.seconds = 1e30;
   double total = 0;
+  const double cpu0 = process_cpu_seconds();
+  const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 1; i <= 2 || total < min_seconds; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     call(i);
@@ -38,6 +42,9 @@ LinearRate time_linear(const Projection& p, std::int64_t M, double min_seconds) 
     total += s;
     if (i >= 100000) break;
   }
+  r.cpu_share = cpu_share(process_cpu_seconds() - cpu0,
+                          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                          ops::num_threads(), kGemmShareMinSeconds);
   r.gflops = 2.0 * static_cast<double>(M) * static_cast<double>(p.K) * static_cast<double>(p.N) / r.seconds / 1e9;
   r.weight_gbps = p.weight_bytes / r.seconds / 1e9;
   return r;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "cpu/model_cost.h"
 
@@ -11,6 +12,8 @@ struct LinearRate {
   double gflops = 0;        ///< 2·M·K·N ÷ best call time, 1e9/s
   double weight_gbps = 0;   ///< the weight's stored bytes (Projection::weight_bytes) ÷ best call time (what bounds small M)
   double seconds = 0;       ///< best call time
+  /// cpu_time.h's cpu_share over the timed calls (ops threads; none below kGemmShareMinSeconds)
+  std::optional<double> cpu_share;
 };
 
 /// Times ops::linear(x [M, K] random fp32, W, bias) → y [M, N], cycling through the projection's

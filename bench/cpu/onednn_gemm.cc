@@ -6,9 +6,11 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/cpu_time.h"
 #include "ops/cpu/cpu_target.h"
 
 #ifdef MAMBA_HAVE_DNNL
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
@@ -94,6 +96,8 @@ std::optional<GemmRate> onednn_gemm(std::int64_t M, std::int64_t K, std::int64_t
     r.impl = pd.impl_info_str();
     r.seconds = 1e30;
     double total = 0;
+    const double cpu0 = process_cpu_seconds();
+    const auto start = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < 3 || total < min_seconds; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       call(i % weights.size());
@@ -102,6 +106,9 @@ std::optional<GemmRate> onednn_gemm(std::int64_t M, std::int64_t K, std::int64_t
       total += s;
       if (i >= 100000) break;
     }
+    r.cpu_share = cpu_share(process_cpu_seconds() - cpu0,
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                            omp_get_max_threads(), kGemmShareMinSeconds);
     r.gflops = 2.0 * static_cast<double>(M) * static_cast<double>(K) * static_cast<double>(N) / r.seconds / 1e9;
     return r;
   } catch (const dnnl::error&) {
