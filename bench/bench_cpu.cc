@@ -244,18 +244,22 @@ class GemmCeiling {
   /// The Aggregate at M rows. With `prefill` the lm_head runs at 1 row (prefill asks only the last
   /// token's logits); without, only the per-layer projections count (the compute peak at that M).
   /// nullopt if any shape is unmeasured.
-  std::optional<Aggregate> aggregate(const mb::ModelCost& c, std::int64_t M, bool prefill, mb::GemmType float_type) {
+  /// int8_scale multiplies the int8 rates (the exact tier's 16-bit activations take two vpdpbusd per
+  /// 4 products: ½ is its compute bound).
+  std::optional<Aggregate> aggregate(const mb::ModelCost& c, std::int64_t M, bool prefill, mb::GemmType float_type,
+                                     double int8_scale = 1.0) {
     double flops = 0, secs = 0;
     bool busy = false;
     for (const auto& p : c.projections) {
       if (!prefill && !p.per_prefill_token) continue;
       const std::int64_t m = prefill && !p.per_prefill_token ? 1 : M;
-      auto r = rate(m, p.K, p.N, type_of(p, float_type));
+      const mb::GemmType t = type_of(p, float_type);
+      auto r = rate(m, p.K, p.N, t);
       if (!r) return std::nullopt;
       const double f = 2.0 * static_cast<double>(m * p.count * p.K * p.N);
       flops += f;
-      secs += f / (r->gflops * 1e9);
-      busy = busy || busy_[std::make_tuple(m, p.K, p.N, static_cast<int>(type_of(p, float_type)))];
+      secs += f / (r->gflops * (t == mb::GemmType::kInt8 ? int8_scale : 1.0) * 1e9);
+      busy = busy || busy_[std::make_tuple(m, p.K, p.N, static_cast<int>(t))];
     }
     return Aggregate{flops / secs / 1e9, busy};
   }
@@ -317,9 +321,10 @@ void print_gemm_table(const Options& o, const mb::ModelCost& cost, GemmCeiling& 
 }
 
 mamba::Status print_decode(const Options& o, const std::string& name, mamba::Model& model, const mb::ModelCost& cost,
-                           double bw_gbps, std::optional<double> peak_gflops, bool from_cache) {
-  fmt::print("-- decode ({}; ceiling = read bandwidth ÷ bytes per step; FMA bound = GEMM peak ÷ 2·params)\n",
-             n_threads(mamba::ops::num_threads()));
+                           double bw_gbps, std::optional<double> peak_gflops, bool from_cache, bool w8a16) {
+  fmt::print("-- decode ({}; ceiling = read bandwidth ÷ bytes per step; FMA bound = GEMM peak ÷ 2·params{})\n",
+             n_threads(mamba::ops::num_threads()),
+             w8a16 ? ", the peak at half oneDNN's int8 rate: the exact tier's 16-bit activations take two vpdpbusd per 4 products" : "");
   fmt::print("{:>5} {:>9} {:>10} {:>11} {:>8} {:>6} {:>10} {:>10} {:>9} {:>9} {:>5}\n", "b", "tok/s", "MB/step", "ceiling",
              "of ceil", "goal", "", "FMA bound", "bound by", "of lower", "cpu");
   const std::optional<double> fma_tps =
@@ -477,13 +482,16 @@ mamba::Status bench_model(const Options& o, std::unique_ptr<mamba::Model> model,
                "goal met here is not counted (n/a), one missed still fails\n",
                static_cast<double>(llc) / (1 << 20), step_bw.gbps, step_bw.gbps / bw_gbps);
   print_gemm_table(o, cost, gemm, precision);
-  // The FMA-compute bound: the best rate of the per-layer projections at the prompt lengths.
+  // The compute bound: the best rate of the per-layer projections at the prompt lengths; q8 / q4
+  // weights in the exact tier at half oneDNN's int8 rate (their activations are 16-bit: two vpdpbusd
+  // per 4 products, where oneDNN's 8-bit ones take one).
+  const double int8_scale = cost.quantized && o.precision == mamba::Precision::kExact ? 0.5 : 1.0;
   std::optional<double> peak;
   for (int L : o.prompt_lens) {
-    auto r = gemm.aggregate(cost, L, /*prefill=*/false, precision);
+    auto r = gemm.aggregate(cost, L, /*prefill=*/false, precision, int8_scale);
     if (r && (!peak || r->gflops > *peak)) peak = r->gflops;
   }
-  MAMBA_RETURN_IF_ERROR(print_decode(o, name, *model, cost, bw_gbps, peak, from_cache));
+  MAMBA_RETURN_IF_ERROR(print_decode(o, name, *model, cost, bw_gbps, peak, from_cache, int8_scale < 1.0));
   MAMBA_RETURN_IF_ERROR(print_prefill(o, name, *model, cost, gemm, precision));
   return print_scaling(o, name, *model, threads);
 }
