@@ -152,7 +152,7 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
   so.max_batch_prefill_tokens = opts.max_batch_prefill_tokens;
   ctx.scheduler = std::make_unique<server::Scheduler>(*ctx.model, ctx.tok.get(), ctx.eos_ids, so, ctx.metrics);
   spdlog::info("state slots: {} (state {:.2f} MiB per sequence, budget {:.0f} MiB, max concurrent requests {}), "
-               "decode batch <= {}, prefill budget {} tokens per iteration, prompt granule {}",
+               "decode batch <= {}, prefill budget {} tokens per iteration, prompt pieces cut at multiples of {} token(s)",
                slots, static_cast<double>(state_bytes) / (1 << 20), static_cast<double>(opts.state_memory_bytes) / (1 << 20),
                opts.max_concurrent_requests, opts.max_batch_size > 0 ? std::min(opts.max_batch_size, slots) : slots,
                ctx.scheduler->prefill_budget(), ctx.scheduler->granularity());
@@ -160,8 +160,8 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
     spdlog::warn("the tokenizer has {} ids and the model {}: prompts whose text tokenizes to an id >= {} will be refused "
                  "(422); is the tokenizer (--tokenizer) the model's own?", ctx.tok->size(), ids, ids);
   if (opts.max_batch_prefill_tokens < ctx.scheduler->granularity())
-    spdlog::warn("--max-batch-prefill-tokens {} is below the prompt granule {} (prompt pieces stay aligned to the model's "
-                 "chunk_size): each prefill iteration still takes at least {} tokens",
+    spdlog::warn("--max-batch-prefill-tokens {} is below the model's chunk_size {} (prompt pieces stay aligned to it): "
+                 "each prefill iteration still takes at least {} tokens",
                  opts.max_batch_prefill_tokens, ctx.scheduler->granularity(), ctx.scheduler->granularity());
   // /info reports the budget the scheduler keeps (at least one prompt granule), not the flag's value.
   ctx.opts.max_batch_prefill_tokens = ctx.scheduler->prefill_budget();
