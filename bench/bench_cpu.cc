@@ -119,16 +119,21 @@ constexpr double kBandwidthDrift = 1.15;
 double g_min_cpu_share = 1e9;
 constexpr double kBusyShare = 0.9;
 /// A GEMM measurement (ours or oneDNN's, 0.2 s by default) counts as busy below this share — the
-/// shorter window reads a few % either side, 83% seen once on an idle machine — and only for calls of
-/// at least kGemmShareMinFlops: oneDNN runs smaller ones on fewer threads by its own choice (x_proj
-/// at M = 1, int8: 52% on an idle machine). A busy ceiling is too low, so a ratio to it too high.
+/// shorter window reads a few % either side, 83% seen once on an idle machine — and only for
+/// prefill-sized calls (≥ kGemmShareMinRows rows, ≥ kGemmShareMinFlops), which both spread over every
+/// thread: oneDNN runs small ones on fewer threads by its own choice (x_proj at M = 1, int8: 52% on
+/// an idle machine), and decode-sized ones wait on memory (lm_head at M = 8: 75%). A busy ceiling is
+/// too low, so a ratio to it too high.
 constexpr double kGemmBusyShare = 0.75;
+constexpr std::int64_t kGemmShareMinRows = 64;
 constexpr double kGemmShareMinFlops = 1e8;
 /// Lowest share of a GEMM measurement that counts (none: 1e9).
 double g_min_gemm_share = 1e9;
 /// Whether a GEMM measurement of 2·M·K·N flops with this share counts as busy (and notes it).
 bool gemm_busy(std::optional<double> share, std::int64_t M, std::int64_t K, std::int64_t N) {
-  if (!share || 2.0 * static_cast<double>(M) * static_cast<double>(K) * static_cast<double>(N) < kGemmShareMinFlops) return false;
+  if (!share || M < kGemmShareMinRows ||
+      2.0 * static_cast<double>(M) * static_cast<double>(K) * static_cast<double>(N) < kGemmShareMinFlops)
+    return false;
   g_min_gemm_share = std::min(g_min_gemm_share, *share);
   return *share < kGemmBusyShare;
 }
