@@ -22,6 +22,10 @@ inline double process_cpu_seconds() {
 /// read 50–180%.
 inline constexpr double kCpuShareMinSeconds = 0.25;
 
+/// Wall time from which a GEMM measurement's cpu_share is given (bench_cpu's --gemm-seconds is 0.2
+/// by default; the CPU clock's tick-wise updates then shift it by a few %).
+inline constexpr double kGemmShareMinSeconds = 0.15;
+
 /// CPU seconds ÷ (wall seconds × min(threads, usable CPUs)) of a measurement, or none when it ran
 /// less than min_wall seconds (too short to tell). Below ~0.9 other processes took the cores and the
 /// figure understates this machine. More threads than CPUs cannot get more than the CPUs' time: that

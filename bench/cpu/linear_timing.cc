@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "cpu/cpu_time.h"
-#include "cpu/onednn_gemm.h"
 #include "ops/ops.h"
 
 namespace mamba::bench {

@@ -28,14 +28,11 @@ struct GemmRate {
   double gflops = 0;     ///< 2·M·K·N ÷ best call time, 1e9/s (GOP/s for int8)
   double seconds = 0;    ///< best call time
   std::string impl;      ///< oneDNN's implementation name (e.g. "brg:avx2")
-  /// cpu_time.h's cpu_share over the timed calls (OpenMP threads; none below kGemmShareMinSeconds):
-  /// below ~0.9 another process took a core, and the rate (a ceiling) came out low.
+  /// cpu_time.h's cpu_share over the timed calls (OpenMP threads; none below kGemmShareMinSeconds).
+  /// Low on a prefill-sized call: another process took a core, and the rate (a ceiling) came out low.
+  /// (oneDNN runs small calls on fewer threads by its own choice: their share says nothing.)
   std::optional<double> cpu_share;
 };
-
-/// Wall time from which a GEMM measurement's cpu_share is given (--gemm-seconds is 0.2 by default;
-/// the CPU clock's tick-wise updates then shift it by ~2%).
-inline constexpr double kGemmShareMinSeconds = 0.15;
 
 /// Times oneDNN matmul at (M, K, N) in precision `t` on omp_get_max_threads() threads. The weights
 /// are in the layout oneDNN prefers (reordered once, not timed), `weight_copies` ≥ 1 distinct
