@@ -41,6 +41,8 @@ struct Scheduler::Sequence {
   std::optional<TokenEvent> last_event;  // the final token, delivered with the end of the stream
   Clock::time_point t_submit, t_admit, t_first;
   std::optional<Clock::time_point> t_prefill;  // its first prefill piece began
+  std::optional<Clock::time_point> paused_since;  // left out of decode steps for its backlog since
+  Clock::duration paused_total{};                 // time paused before paused_since
   double prefill_ms = 0;
   std::vector<float> prompt_logprobs;
   std::vector<std::vector<std::pair<std::int32_t, float>>> prompt_top_logprobs;
@@ -198,13 +200,21 @@ bool Scheduler::decode_step() {
   std::vector<std::size_t> ready;
   std::int64_t paused = 0;
   const auto backlog_limit = static_cast<std::size_t>(std::max(0, opts_.max_stream_backlog));
+  const auto now = Clock::now();
   for (std::size_t i = 0; i < running_.size(); ++i) {
-    const Sequence& s = *running_[i];
+    Sequence& s = *running_[i];
     if (!s.has_pending || s.done) continue;
-    if (backlog_limit > 0 && s.stream->backlog() >= backlog_limit)
+    const Clock::duration paused_for = s.paused_total + (s.paused_since ? now - *s.paused_since : Clock::duration{});
+    if (backlog_limit > 0 && s.stream->backlog() >= backlog_limit && paused_for < opts_.max_stream_pause) {
       ++paused;
-    else
-      ready.push_back(i);
+      if (!s.paused_since) s.paused_since = now;
+      continue;
+    }
+    if (s.paused_since) {
+      s.paused_total = paused_for;
+      s.paused_since.reset();
+    }
+    ready.push_back(i);
   }
   metrics_.streams_paused = paused;
   if (ready.empty()) return false;

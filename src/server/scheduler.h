@@ -44,6 +44,10 @@ struct SchedulerOptions {
   /// its slot, not compute, until the write timeout ends it. Outputs do not change (a row's math
   /// does not depend on its batch). ≤ 0: never paused.
   int max_stream_backlog = 64;
+  /// A stream is paused for at most this long in all; after that it is decoded to its end whatever
+  /// its backlog (the events wait in memory, as before pausing existed). So a client that reads a
+  /// few bytes now and then cannot hold a slot for hours (a 100 000-token stream read at 0.5 KB/s).
+  std::chrono::milliseconds max_stream_pause{30'000};
 };
 
 /// A validated generation request (ids already tokenized and truncated).

@@ -323,6 +323,35 @@ TEST(Scheduler, StalledStreamPausesAndResumesUnchanged) {
   sch.stop(1s);
 }
 
+// A stream is paused for at most max_stream_pause in all: then it is decoded to its end with nobody
+// taking (a client reading a few bytes now and then held its slot for hours), with the same tokens.
+TEST(Scheduler, StreamPauseIsBoundedInTotal) {
+  SequenceRequest req{make_prompt(6, 4), {}};
+  req.opts.max_new_tokens = 200;
+  req.opts.ignore_eos = true;
+  const Outcome alone = run_alone(req);
+  test::FakeModel model;
+  Metrics m;
+  SchedulerOptions so;
+  so.slots = 1;
+  so.max_stream_backlog = 16;
+  so.max_stream_pause = 300ms;
+  Scheduler sch(model, nullptr, {}, so, m);
+  sch.start();
+  auto a = sch.submit(req);
+  ASSERT_NE(a, nullptr);
+  for (int i = 0; i < 400 && m.streams_paused.load() != 1; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(m.streams_paused.load(), 1) << "the stream was never paused";
+  EXPECT_EQ(m.requests_ok.load(), 0);
+  for (int i = 0; i < 400 && m.requests_ok.load() != 1; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(m.requests_ok.load(), 1) << "still paused after max_stream_pause";
+  EXPECT_EQ(a->backlog(), 199u);  // every event but the last (delivered with the end)
+  const Outcome o = drain(*a);
+  EXPECT_EQ(o.ids, alone.ids);
+  EXPECT_EQ(o.logprobs, alone.logprobs);
+  sch.stop(1s);
+}
+
 // max_stream_backlog ≤ 0: a stream is never paused, however far its consumer lags.
 TEST(Scheduler, StreamBacklogLimitOffNeverPauses) {
   test::FakeModel model;
