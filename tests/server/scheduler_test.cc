@@ -34,6 +34,26 @@ double process_cpu_seconds() {
   return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+/// Polls `counter` every 5 ms until it reads `value` or `timeout` passes; returns the last read.
+std::int64_t wait_for_value(const std::atomic<std::int64_t>& counter, std::int64_t value,
+                            std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::int64_t v = counter.load();
+  while (v != value && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    v = counter.load();
+  }
+  return v;
+}
+
+/// A greedy request for exactly `tokens` new tokens (EOS ignored) after a prompt of `len` ids.
+SequenceRequest fixed_length(int len, int salt, int tokens) {
+  SequenceRequest r{make_prompt(len, salt), {}};
+  r.opts.max_new_tokens = tokens;
+  r.opts.ignore_eos = true;
+  return r;
+}
+
 GenerateOptions make_opts(int i) {
   GenerateOptions o;
   o.max_new_tokens = 5 + i % 9;
@@ -265,8 +285,7 @@ TEST(Scheduler, InFlightLimitAndCancelFreesSlot) {
   EXPECT_EQ(m.slots_in_use.load(), 1);
   b->cancel();
   drain(*b);
-  for (int i = 0; i < 50 && m.slots_in_use.load() != 0; ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(m.slots_in_use.load(), 0);
+  EXPECT_EQ(wait_for_value(m.slots_in_use, 0, 500ms), 0);
   EXPECT_EQ(m.requests_cancelled.load(), 2);
   sch.stop(1s);
 }
@@ -276,13 +295,9 @@ TEST(Scheduler, InFlightLimitAndCancelFreesSlot) {
 // stands still, the scheduler idles instead of spinning), while another request
 // runs to its end; once the consumer takes, it resumes, and it delivers exactly what it does alone.
 TEST(Scheduler, StalledStreamPausesAndResumesUnchanged) {
-  SequenceRequest stalled{make_prompt(6, 3), {}};
-  stalled.opts.max_new_tokens = 300;
-  stalled.opts.ignore_eos = true;
+  SequenceRequest stalled = fixed_length(6, 3, 300);
   stalled.opts.top_logprobs = 2;
-  SequenceRequest other{make_prompt(4, 5), {}};
-  other.opts.max_new_tokens = 200;
-  other.opts.ignore_eos = true;
+  const SequenceRequest other = fixed_length(4, 5, 200);
   const Outcome stalled_alone = run_alone(stalled), other_alone = run_alone(other);
 
   test::FakeModel model;
@@ -294,8 +309,7 @@ TEST(Scheduler, StalledStreamPausesAndResumesUnchanged) {
   sch.start();
   auto a = sch.submit(stalled);
   ASSERT_NE(a, nullptr);
-  for (int i = 0; i < 400 && m.streams_paused.load() != 1; ++i) std::this_thread::sleep_for(5ms);
-  ASSERT_EQ(m.streams_paused.load(), 1) << "the stream was never paused";
+  ASSERT_EQ(wait_for_value(m.streams_paused, 1), 1) << "the stream was never paused";
   EXPECT_EQ(a->backlog(), 16u);
   const std::int64_t generated = m.generated_tokens.load();
   const double cpu0 = process_cpu_seconds();
@@ -318,17 +332,14 @@ TEST(Scheduler, StalledStreamPausesAndResumesUnchanged) {
   EXPECT_EQ(oa.ids, stalled_alone.ids);
   EXPECT_EQ(oa.logprobs, stalled_alone.logprobs);
   EXPECT_EQ(oa.top, stalled_alone.top);
-  for (int i = 0; i < 100 && m.streams_paused.load() != 0; ++i) std::this_thread::sleep_for(5ms);
-  EXPECT_EQ(m.streams_paused.load(), 0);
+  EXPECT_EQ(wait_for_value(m.streams_paused, 0, 500ms), 0);
   sch.stop(1s);
 }
 
 // A stream is paused for at most max_stream_pause in all: then it is decoded to its end with nobody
 // taking (a client reading a few bytes now and then held its slot for hours), with the same tokens.
 TEST(Scheduler, StreamPauseIsBoundedInTotal) {
-  SequenceRequest req{make_prompt(6, 4), {}};
-  req.opts.max_new_tokens = 200;
-  req.opts.ignore_eos = true;
+  const SequenceRequest req = fixed_length(6, 4, 200);
   const Outcome alone = run_alone(req);
   test::FakeModel model;
   Metrics m;
@@ -340,11 +351,9 @@ TEST(Scheduler, StreamPauseIsBoundedInTotal) {
   sch.start();
   auto a = sch.submit(req);
   ASSERT_NE(a, nullptr);
-  for (int i = 0; i < 400 && m.streams_paused.load() != 1; ++i) std::this_thread::sleep_for(5ms);
-  ASSERT_EQ(m.streams_paused.load(), 1) << "the stream was never paused";
+  ASSERT_EQ(wait_for_value(m.streams_paused, 1), 1) << "the stream was never paused";
   EXPECT_EQ(m.requests_ok.load(), 0);
-  for (int i = 0; i < 400 && m.requests_ok.load() != 1; ++i) std::this_thread::sleep_for(5ms);
-  EXPECT_EQ(m.requests_ok.load(), 1) << "still paused after max_stream_pause";
+  EXPECT_EQ(wait_for_value(m.requests_ok, 1), 1) << "still paused after max_stream_pause";
   EXPECT_EQ(a->backlog(), 199u);  // every event but the last (delivered with the end)
   const Outcome o = drain(*a);
   EXPECT_EQ(o.ids, alone.ids);
@@ -361,13 +370,9 @@ TEST(Scheduler, StreamBacklogLimitOffNeverPauses) {
   so.max_stream_backlog = 0;
   Scheduler sch(model, nullptr, {}, so, m);
   sch.start();
-  SequenceRequest req{make_prompt(5, 1), {}};
-  req.opts.max_new_tokens = 150;
-  req.opts.ignore_eos = true;
-  auto a = sch.submit(req);
+  auto a = sch.submit(fixed_length(5, 1, 150));
   ASSERT_NE(a, nullptr);
-  for (int i = 0; i < 400 && m.requests_ok.load() != 1; ++i) std::this_thread::sleep_for(5ms);
-  EXPECT_EQ(m.requests_ok.load(), 1) << "generation stopped without a consumer";
+  EXPECT_EQ(wait_for_value(m.requests_ok, 1), 1) << "generation stopped without a consumer";
   EXPECT_EQ(drain(*a).ids.size(), 150u);
   sch.stop(1s);
 }
