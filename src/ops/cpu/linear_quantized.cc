@@ -8,6 +8,8 @@
 // within a task each weight row's codes are read from memory once and reused from L1 for every
 // input row of the block, so decode (M ≤ 64) streams the weights once per call and prefill keeps a
 // weight block in cache while its input rows pass. Threads take whole tasks (parallel_for, static).
+// From kTileMinRows input rows on, a task's weight rows are unpacked once into lanes-are-rows
+// vectors (dot_tiles_avx2) that every input row of the task then reads.
 
 #include <algorithm>
 #include <cfloat>
@@ -220,6 +222,10 @@ namespace {
 
 constexpr std::int64_t kRowsPerTask = 16;
 constexpr std::int64_t kMPerTask = 64;
+/// Input rows from which the AVX2 target runs dot_tiles_avx2, whose weight unpacking (~0.4
+/// instructions per weight and call) pays off from here on (Zen 4 under MAMBA_CPU_TARGET=avx2,
+/// 768 × 3072 q8, 2 threads, G MAC/s rows / tiles: M = 4 68 / 62, 5 69 / 67, 6 68 / 77, 8 68 / 84).
+constexpr std::int64_t kTileMinRows = 6;
 
 float bias_at(const TensorView& b, std::int64_t n) {
   switch (b.dtype) {
@@ -370,25 +376,29 @@ void linear_quantized(const float* x, std::int64_t ldx, std::int64_t M, const Te
   std::int8_t* xl = grow(s.xl, M * K);
   float* sx = grow(s.sx, M * G);
   const bool simd = target >= CpuTarget::kAvx2;
-  std::int16_t* x16 = simd ? grow(s.x16, M * K) : nullptr;  // x16 for q8, x16n for q4
-  std::int32_t* xsum = simd && q4 ? grow(s.xsum, M * G) : nullptr;  // read by the q4 kernel only
+  // Several rows: the tile kernel (x16 in k order for q4 as well); fewer: the row-major kernel
+  // (x16 for q8, x16n and xsum for q4).
+  const bool tiles = simd && M >= kTileMinRows;
+  const bool nibble_order = q4 && !tiles;
+  std::int16_t* x16 = simd ? grow(s.x16, M * K) : nullptr;
+  std::int32_t* xsum = simd && nibble_order ? grow(s.xsum, M * G) : nullptr;  // read by the q4 row kernel only
   // Rows are independent: many rows (prefill) are quantized by all threads (else this serial part
   // caps the prefill's thread scaling).
   cpu::parallel_for(M, M >= 16 && M * K >= kParallelMinWork / 8, [&](std::int64_t m0, std::int64_t m1) {
     for (std::int64_t m = m0; m < m1; ++m) {
       if (simd) {
         quant::quantize_rows_avx2(x + m * ldx, ldx, 1, K, xq + m * K, xl + m * K, sx + m * G);
-        quant::pack_rows(xq + m * K, xl + m * K, 1, K, q4, q4 ? nullptr : x16 + m * K, q4 ? x16 + m * K : nullptr,
-                         xsum != nullptr ? xsum + m * G : nullptr);
+        quant::pack_rows(xq + m * K, xl + m * K, 1, K, nibble_order, nibble_order ? nullptr : x16 + m * K,
+                         nibble_order ? x16 + m * K : nullptr, xsum != nullptr ? xsum + m * G : nullptr);
       } else {
         quant::quantize_row_ref(x + m * ldx, K, xq + m * K, xl + m * K, sx + m * G);
       }
     }
   });
-  const quant::PackedX px{simd && !q4 ? x16 : nullptr, simd && q4 ? x16 : nullptr, xsum, xq, xl};
+  const quant::PackedX px{simd && !nibble_order ? x16 : nullptr, nibble_order ? x16 : nullptr, xsum, xq, xl};
   // 2–4. Integer dot products and the fixed-order fp32 combination, threads over tasks.
   const quant::DotArgs args{xq, xl, sx, px, M, K, W.data, static_cast<const float*>(W.scales), q4, y, ldy};
-  auto* kernel = simd ? &quant::dot_rows_avx2 : &quant::dot_rows_baseline;
+  auto* kernel = tiles ? &quant::dot_tiles_avx2 : simd ? &quant::dot_rows_avx2 : &quant::dot_rows_baseline;
   if (M == 1) {
     // Decode: one contiguous range of weight rows per thread (the kernel reads it as three streams).
     const bool par = N * K >= kParallelMinWork && N >= 2 * kRowsPerTask;

@@ -94,6 +94,11 @@ struct DotArgs {
 };
 void dot_rows_baseline(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1);
 void dot_rows_avx2(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1);
+/// The AVX2 kernel for several input rows (prefill, decode batches): the same y, bitwise. Weight
+/// rows [n0, n1) are first unpacked into per-thread scratch (8 rows per block, int16 pairs with one
+/// int32 lane per row; codes as signed values), then each unpacked vector serves every input row.
+/// Reads px.x16 in k order for q4 weights as well (not x16n / xsum).
+void dot_tiles_avx2(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1);
 
 /// Blocked weights (the AVX-512 VNNI kernels' layout; ops::pack_weight_to makes a model's copies at
 /// load, linear_quantized packs a weight that has none into scratch per call). From W [N, K]:
