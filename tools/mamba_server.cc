@@ -69,6 +69,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32, at most 4096)")->capture_default_str();
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (all routes but /health)");
+  app.add_option("--cors-allow-origin", o.cors_allow_origins,
+                 "origin whose web pages may call the API from a browser (CORS), as scheme://host[:port]; repeat the "
+                 "flag or separate by commas; * = any origin (default: none, no CORS headers)")
+      ->delimiter(',');
   app.add_option("--model-id", o.model_id, "model name reported by /info and /v1/models (default: the Hugging Face repo id as given to -m, else the model directory name)");
   app.add_option("--shutdown-grace", grace, "seconds in-flight requests get to finish on SIGTERM/SIGINT (0 to 86400)")->capture_default_str();
   mamba::cli::strict_numbers(app);  // "010" is ten, "" and "0x10" are errors (CLI11 alone: 8, 0, 16)

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "mamba/model.h"
@@ -35,6 +36,9 @@ struct ServerOptions {
   std::string model_id = "mamba";           ///< name reported by /info and /v1/models
   double drain_grace_seconds = 30.0;         ///< on shutdown: in-flight requests get this long
   std::size_t max_body_bytes = std::size_t{8} << 20;  ///< larger request bodies → 413
+  /// Origins whose web pages may call the API from a browser (CORS; `--cors-allow-origin`):
+  /// "scheme://host[:port]" as browsers send them, "*" for any; empty (default) = no CORS headers.
+  std::vector<std::string> cors_allow_origins;
 };
 
 /// Most HTTP worker threads (`--http-threads`, or max_concurrent_requests + 32 when 0): each is
@@ -45,7 +49,8 @@ inline constexpr double kMaxDrainGraceSeconds = 86400.0;
 
 /// Checks the options that need no model: port in [0, 65535], max_concurrent_requests ≥ 1,
 /// max_batch_prefill_tokens ≥ 1, 1 ≤ max_input_tokens < max_total_tokens, HTTP threads (as
-/// resolved) in [1, kMaxHttpThreads], drain_grace_seconds finite in [0, kMaxDrainGraceSeconds].
+/// resolved) in [1, kMaxHttpThreads], drain_grace_seconds finite in [0, kMaxDrainGraceSeconds],
+/// every cors_allow_origins entry an origin or "*".
 /// Errors: kInvalidArgument naming the flag, the value and what is expected.
 Status validate_server_options(const ServerOptions& opts);
 

@@ -24,6 +24,7 @@
 #include "mamba/server.h"
 #include "mamba/tokenizer.h"
 #include "server/api_error.h"
+#include "server/cors.h"
 #include "server/metrics.h"
 #include "server/request_stream.h"
 #include "server/route_table.h"
@@ -85,6 +86,7 @@ struct ServerContext {
   std::atomic<std::uint64_t> next_request_id{1};
   BodyBudget body_budget;  ///< request bodies being parsed and tokenized at once
   RouteTable routes;  ///< paths and their methods (405 for a known path with another method)
+  CorsPolicy cors;    ///< opts.cors_allow_origins: browser pages allowed to call the API
   std::int64_t created_unix = 0;  ///< start time (seconds since epoch), for OpenAI "created"
 };
 

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -25,6 +26,7 @@
 #include "mamba/server.h"
 #include "server/bounded_http_server.h"
 #include "server/context.h"
+#include "server/cors.h"
 #include "server/json_fields.h"
 #include "server/listen_address.h"
 #include "server/routes.h"
@@ -115,7 +117,7 @@ Status validate_server_options(const ServerOptions& opts) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--shutdown-grace must be a number of seconds from 0 to {:.0f}, got {}",
                                                                kMaxDrainGraceSeconds, opts.drain_grace_seconds));
   }
-  return {};
+  return server::validate_cors_origins(opts.cors_allow_origins);
 }
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -139,6 +141,7 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
   auto impl = std::make_unique<Impl>();
   ServerContext& ctx = impl->ctx;
   ctx.opts = opts;
+  ctx.cors = server::CorsPolicy(opts.cors_allow_origins);
   ctx.model = std::move(model);
   ctx.tok = std::move(tokenizer);
   ctx.eos_ids = std::move(eos_ids);
@@ -270,6 +273,8 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     close_after_answer(res);  // a malformed head ends the connection (as nginx's 400s)
     return true;
   }
+  // A browser's preflight comes without credentials: answered before the API key is asked for.
+  if (ctx.cors.answer_preflight(ctx.routes, req, res)) return true;
   if (!ctx.opts.api_key.empty() && req.path != "/health") {
     if (bearer_token(req.get_header_value("Authorization")) != ctx.opts.api_key &&
         req.get_header_value("x-api-key") != ctx.opts.api_key) {
@@ -444,6 +449,7 @@ Status Server::start() {
   // "Accept-Ranges: bytes" on HEAD answers goes: Range headers are ignored.
   http.set_post_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     res.headers.erase("Accept-Ranges");
+    ctx.cors.add_headers(req, res);
     const bool http10 = req.version == "HTTP/1.0";
     const bool keep = !has_connection_token(req, "close") && (!http10 || has_connection_token(req, "keep-alive")) &&
                       res.get_header_value("Connection") != "close" && !ctx.draining.load();
@@ -585,6 +591,7 @@ Status Server::start() {
     im.started = true;
   }
   spdlog::info("listening on http://{}:{} (model '{}', {} HTTP threads)", ctx.opts.host, port, ctx.opts.model_id, threads);
+  if (ctx.cors.enabled()) spdlog::info("CORS: browser pages from {} may call the API", fmt::join(ctx.opts.cors_allow_origins, ", "));
   return {};
 }
 

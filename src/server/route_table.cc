@@ -31,15 +31,21 @@ void RouteTable::add(httplib::Server& svr, const std::string& method, const std:
   }
 }
 
-std::string RouteTable::disallowed(const std::string& method, const std::string& path) const {
+std::string RouteTable::allowed(const std::string& path) const {
   auto it = methods_.find(path);
-  if (it == methods_.end() || it->second.count(method) != 0) return "";
+  if (it == methods_.end()) return "";
   std::string allow;
   for (const auto& m : it->second) {
     if (!allow.empty()) allow += ", ";
     allow += m;
   }
   return allow;
+}
+
+std::string RouteTable::disallowed(const std::string& method, const std::string& path) const {
+  auto it = methods_.find(path);
+  if (it == methods_.end() || it->second.count(method) != 0) return "";
+  return allowed(path);
 }
 
 const httplib::Server::Handler* RouteTable::post_handler(const std::string& path) const {

@@ -20,6 +20,10 @@ class RouteTable {
   /// (e.g. "POST" for GET /generate); "" when the method is allowed or the path is unknown.
   std::string disallowed(const std::string& method, const std::string& path) const;
 
+  /// The methods `path` accepts, as an Allow header lists them ("GET, HEAD", "POST"); "" for an
+  /// unknown path.
+  std::string allowed(const std::string& path) const;
+
   /// The handler registered for POST `path`, or nullptr (for requests cpp-httplib refused before
   /// routing that the server still wants to serve; see http_server.cc's error handler).
   const httplib::Server::Handler* post_handler(const std::string& path) const;

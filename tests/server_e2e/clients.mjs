@@ -8,7 +8,8 @@ requireNodeOrSkip(['openai', '@huggingface/inference', 'hf-inference-v2']);
 
 deadline(120);
 const srvKey = 'sekrit';
-const srv = await startServer(['--api-key', srvKey]);
+const APP = 'http://app.example:5173';
+const srv = await startServer(['--api-key', srvKey, '--cors-allow-origin', `${APP},http://other.example`]);
 const { base } = srv;
 const PROMPT = 'The old man said';
 const auth = { authorization: `Bearer ${srvKey}` };
@@ -106,6 +107,43 @@ await check('@huggingface/inference (current): textGeneration / textGenerationSt
     text += ev.choices?.[0]?.text ?? ev.token?.text ?? '';
   }
   assert.equal(text, ref.generated_text);
+});
+
+await check('--cors-allow-origin: a preflight needs no key; allowed pages read answers (errors and streams too), others do not', async () => {
+  const pre = await fetch(base + '/v1/chat/completions', {
+    method: 'OPTIONS',
+    headers: { origin: APP, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-stainless-os' },
+  });
+  assert.equal(pre.status, 204);
+  assert.equal(pre.headers.get('access-control-allow-origin'), APP);
+  assert.equal(pre.headers.get('access-control-allow-methods'), 'POST');
+  assert.equal(pre.headers.get('access-control-allow-headers'), 'authorization, content-type, x-stainless-os');
+  const denied = await fetch(base + '/generate', { method: 'OPTIONS', headers: { origin: 'http://evil.example', 'access-control-request-method': 'POST' } });
+  assert.equal(denied.status, 403);
+  assert.equal(denied.headers.get('access-control-allow-origin'), null);
+  assert.equal((await denied.json()).error_type, 'forbidden');
+  // The page can read a 401's JSON (the Allow-Origin is on every answer) and a result with its token counts.
+  const unauth = await postJson(base, '/generate', { inputs: PROMPT }, { origin: APP });
+  assert.equal(unauth.status, 401);
+  assert.equal(unauth.headers.get('access-control-allow-origin'), APP);
+  const ok = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 10 } }, { ...auth, origin: 'http://other.example' });
+  assert.equal(ok.status, 200);
+  assert.equal(ok.json.generated_text, ref.generated_text);
+  assert.equal(ok.headers.get('access-control-allow-origin'), 'http://other.example');
+  assert.match(ok.headers.get('access-control-expose-headers'), /x-generated-tokens/);
+  assert.equal(ok.headers.get('vary'), 'Origin');
+  const stream = await fetch(base + '/generate_stream', {
+    method: 'POST',
+    headers: { ...auth, origin: APP, 'content-type': 'application/json' },
+    body: JSON.stringify({ inputs: PROMPT, parameters: { max_new_tokens: 3 } }),
+  });
+  assert.equal(stream.headers.get('access-control-allow-origin'), APP);
+  assert.match(await stream.text(), /"generated_text":"/);
+  // Another origin, or none (curl, SDKs outside a browser): no Allow-Origin, the same answer.
+  const evil = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 10 } }, { ...auth, origin: 'http://evil.example' });
+  assert.equal(evil.status, 200);
+  assert.equal(evil.headers.get('access-control-allow-origin'), null);
+  assert.equal((await fetch(base + '/health')).headers.get('access-control-allow-origin'), null);
 });
 
 const ex = await srv.stop();

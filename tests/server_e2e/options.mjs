@@ -126,6 +126,10 @@ await check('port already taken → "Address already in use", exit 2', async () 
     assert.equal((await srv.stop()).code, 0);
   }
 });
+await check('--cors-allow-origin that is not an origin (a path, no scheme) → exit 2 naming it', async () => {
+  await expectStartupError(['--cors-allow-origin', 'http://localhost:3000/'], /error: --cors-allow-origin: 'http:\/\/localhost:3000\/' is not an origin: expected scheme:\/\/host\[:port\]/);
+  await expectStartupError(['--cors-allow-origin', '*,localhost:3000'], /error: --cors-allow-origin: 'localhost:3000' is not an origin/);
+});
 await check('empty --api-key / --model-id → exit 2 (an empty key must not switch authentication off)', async () => {
   await expectStartupError(['--api-key', ''], /error: --api-key is empty/);
   await expectStartupError(['--model-id', ''], /error: --model-id is empty/);
