@@ -8,6 +8,9 @@ namespace mamba::server {
 
 namespace {
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+/// What a line ending in LF alone is told (RFC 9112 §2.2: a server may accept it; cpp-httplib
+/// 0.11 does not, and mixing both endings lets a proxy and this server split a head differently).
+constexpr const char* kBareLf = "ends in a bare LF: HTTP lines end in CR LF (\\r\\n)";
 }  // namespace
 
 void HeadChecker::reset() {
@@ -84,9 +87,9 @@ void HeadChecker::end_piece() {
   piece_len_ = trailing_tabs_ = 0;
 }
 
-void HeadChecker::end_request_line(bool crlf) {
+void HeadChecker::end_request_line() {
   end_piece();
-  if (!crlf || pieces_ != 3) refused_ = true;
+  if (pieces_ != 3) refused_ = true;
 }
 
 HeadChecker::Step HeadChecker::check(char& c) {
@@ -106,13 +109,13 @@ HeadChecker::Step HeadChecker::check(char& c) {
       } else if (header && (c == ' ' || c == '\t')) {
         return malformed("starts with whitespace (a folded line, which RFC 9112 §5.2 obsoletes)");
       } else if (header && (c == ':' || c == '\n')) {
-        return malformed(c == ':' ? "has an empty name" : "ends in a bare LF");
+        return malformed(c == ':' ? "has an empty name" : kBareLf);
       } else {
         line_state_ = header ? kName : kValue;  // the request line has no name: cpp-httplib reads it
         name_.clear();
         if (header) name_ += lower(c);
-        if (c == '\n') {  // (the request line's: a header line returned above)
-          end_request_line(false);
+        if (c == '\n') {  // an empty request line (a header line's LF returned above): cpp-httplib refuses it
+          refused_ = true;
           return end_line();
         }
         if (!header) note_request_line_byte(c);
@@ -140,9 +143,7 @@ HeadChecker::Step HeadChecker::check(char& c) {
       if (c == '\r') {
         line_state_ = kValueCr;
       } else if (c == '\n') {
-        if (header) return malformed("ends in a bare LF");
-        end_request_line(false);
-        return end_line();
+        return malformed(kBareLf);
       } else if (header) {
         if (c == '\0') return malformed("holds a NUL byte (RFC 9110 §5.5)");
         if (c != ' ' && c != '\t') value_blank_ = false;
@@ -156,7 +157,7 @@ HeadChecker::Step HeadChecker::check(char& c) {
         if (header && value_blank_ && (name_ == "content-length" || name_ == "transfer-encoding"))
           return malformed(name_ == "content-length" ? "is a Content-Length without a value"
                                                      : "is a Transfer-Encoding without a value");
-        if (!header) end_request_line(true);
+        if (!header) end_request_line();
         return end_line();
       }
       return malformed("has a CR that does not end it");  // (RFC 9112 §2.2: cpp-httplib took it into the URL)

@@ -45,7 +45,8 @@ class HeadChecker {
   /// header with an empty value: "Content-Length: 0" + "Content-Length:" was one length, and the
   /// body a second request); no folded lines, bare LFs or stray CRs. A line over kMaxHeadLine + 1
   /// bytes, or a head over max_head bytes, is a fault at the first byte past it. The request line
-  /// (line 0) is cpp-httplib's to parse. `c` may be rewritten: an Expect value is handed on in lower
+  /// (line 0) is cpp-httplib's to parse, but for its ending: a bare LF there is a fault too (the
+  /// answer then names it, where cpp-httplib's refusal could not). `c` may be rewritten: an Expect value is handed on in lower
   /// case (cpp-httplib matches "100-continue" case-sensitively; RFC 9110 §10.1.1 makes it
   /// case-insensitive), and as 'x's for an HTTP/1.0 request, whose expectation a server must ignore.
   Step check(char& c);
@@ -60,7 +61,7 @@ class HeadChecker {
   /// whatever follows: not three space-separated words (tabs at their edges trimmed), a method
   /// that is not GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH or PRI (known from
   /// its first byte that is not a capital letter), a version other than HTTP/1.0 and HTTP/1.1, a
-  /// target of more than two pieces between '?'s, a NUL, or a bare LF ending. Never true for a
+  /// target of more than two pieces between '?'s, or a NUL. Never true for a
   /// line cpp-httplib accepts. (A CR inside the line, which cpp-httplib took into the URL, is a
   /// kFault: RFC 9112 §2.2.)
   bool request_line_refused() const { return refused_; }
@@ -70,7 +71,7 @@ class HeadChecker {
   Step end_line();
   void note_request_line_byte(char c);
   void end_piece();
-  void end_request_line(bool crlf);
+  void end_request_line();
 
   enum LineState { kLineStart, kBlankCr, kName, kValue, kValueCr };
 
