@@ -250,10 +250,11 @@ int main(int argc, char** argv) {
   }).detach();
   server.value()->shutdown();
   // Requests had the grace period; a connection still open 2 s after the listener closed is a
-  // client holding its request open (e.g. trickling headers): exit rather than wait for it.
+  // client holding it open (trickling its request, or not reading its answer, whose write waits up
+  // to the 30 s write timeout): exit rather than wait for it.
   if (!server.value()->wait_for(std::chrono::seconds(2))) {
-    spdlog::warn("connections still open 2 s after the drain ended (a client is holding one open, e.g. sending its request "
-                 "slowly): exiting");
+    spdlog::warn("connections still open 2 s after the drain ended (a client sending its request slowly, or not reading "
+                 "its answer): exiting");
     spdlog::default_logger()->flush();
     std::_Exit(0);
   }

@@ -198,6 +198,10 @@ void set_sse_response(const httplib::Request& req, httplib::Response& res, std::
     if (closed->exchange(true) || !h.on_close) return;
     h.on_close(st, err);
   };
+  // Logged when the sequence ends, even while the pump below is stuck writing to a client that
+  // stopped reading (its socket write waits up to the write timeout: a shutdown that ended such
+  // streams exited before their line was logged).
+  stream->on_end(close_once);
   httplib::ContentProviderWithoutLength pump = [stream, h, close_once](std::size_t /*offset*/, httplib::DataSink& sink) -> bool {
     auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
     auto last_write = std::chrono::steady_clock::now();

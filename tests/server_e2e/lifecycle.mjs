@@ -126,6 +126,35 @@ await check('SIGTERM with a request that cannot finish: cancelled after the grac
   assert.equal(ex.code, 0);
 });
 
+await check('SIGTERM with a stream whose client stopped reading: logged as cancelled, exit 0 2 s after the grace period', async () => {
+  // The request's line is logged when its sequence ends, not after the handler's last write, which
+  // may wait for the 30 s write timeout when the process exits (seen with a client whose receive
+  // buffer was 4 KiB; this client's write ends with the listener, so both orders pass here).
+  const srv = await startServer(['--shutdown-grace', '0.5']);
+  const { connect } = await import('node:net');
+  const url = new URL(srv.base);
+  const sock = connect({ port: Number(url.port), host: url.hostname });
+  sock.on('error', () => {});
+  try {
+    await new Promise((resolve) => sock.on('connect', resolve));
+    const body = JSON.stringify(endless);
+    sock.write(`POST /generate_stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    sock.pause();  // reads nothing: the socket buffers fill, then the sequence pauses
+    assert.ok(await waitFor(async () => (await metrics(srv.base)).mamba_streams_paused === 1, { timeoutMs: 20000, stepMs: 100 }),
+              'the stream was never paused');
+    const t0 = Date.now();
+    srv.proc.kill('SIGTERM');
+    const ex = await Promise.race([srv.exited, sleep(8000).then(() => null)]);
+    assert.ok(ex !== null, 'the server was still running 8 s after SIGTERM');
+    assert.equal(ex.code, 0, srv.log());
+    assert.ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
+    assert.match(srv.log(), /route=\/generate_stream prompt_tokens=\d+ generated_tokens=[1-9]\d* .*finish=cancelled/, srv.log());
+  } finally {
+    sock.destroy();
+    if (srv.proc.exitCode === null) srv.proc.kill('SIGKILL');
+  }
+});
+
 /// Starts a server (grace 0.5 s), connects, sends `first` and then `more` every `everyMs`, and
 /// sends SIGTERM 0.5 s in: how the server exited, how long after the signal, and whether the
 /// client's connection had ended by then.
