@@ -109,6 +109,22 @@ await check('--threads above the CPUs this process may run on → a warning nami
     assert.equal((await srv.stop()).code, 0);
   }
 });
+await check('--http-threads not above --max-concurrent-requests → a warning that /health can wait; the server still serves', async () => {
+  const srv = await startServer(['--http-threads', '4', '--max-concurrent-requests', '4']);
+  try {
+    const warning = /\[warning\] --http-threads 4 is not above --max-concurrent-requests 4: 4 requests being generated or streamed [^\n]*\/health and \/metrics then wait for one \(the default, 0, gives 36\)/;
+    assert.ok(await waitFor(() => warning.test(srv.log())), srv.log());
+    assert.equal((await fetch(srv.base + '/health')).status, 200);
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+  }
+  const fine = await startServer(['--http-threads', '5', '--max-concurrent-requests', '4']);
+  try {
+    assert.doesNotMatch(fine.log(), /is not above --max-concurrent-requests/);
+  } finally {
+    assert.equal((await fine.stop()).code, 0);
+  }
+});
 await check('--host that does not resolve → the reason, no drain log', () =>
   expectStartupError(['--host', '999.1.1.1'], /error: cannot bind 999\.1\.1\.1:<any port>: cannot resolve the address: /));
 await check('port already taken → "Address already in use", exit 2', async () => {
