@@ -69,10 +69,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32, at most 4096)")->capture_default_str();
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (all routes but /health)");
-  app.add_option("--cors-allow-origin", o.cors_allow_origins,
+  std::vector<std::string> cors_flags;  // split at commas below
+  app.add_option("--cors-allow-origin", cors_flags,
                  "origin whose web pages may call the API from a browser (CORS), as scheme://host[:port]; repeat the "
-                 "flag or separate by commas; * = any origin (default: none, no CORS headers)")
-      ->delimiter(',');
+                 "flag or separate by commas; * = any origin (default: none, no CORS headers)");
   app.add_option("--model-id", o.model_id, "model name reported by /info and /v1/models (default: the Hugging Face repo id as given to -m, else the model directory name)");
   app.add_option("--shutdown-grace", grace, "seconds in-flight requests get to finish on SIGTERM/SIGINT (0 to 86400)")->capture_default_str();
   mamba::cli::strict_numbers(app);  // "010" is ten, "" and "0x10" are errors (CLI11 alone: 8, 0, 16)
@@ -99,6 +99,24 @@ int main(int argc, char** argv) {
   if (app.count("--api-key") > 0 && o.api_key.empty()) {
     std::fprintf(stderr, "error: --api-key is empty (omit the flag to serve without authentication)\n%s", kHelpHint);
     return 2;
+  }
+  // --cors-allow-origin "http://a, http://b": entries split at commas, spaces around them dropped.
+  for (const std::string& flag : cors_flags) {
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t comma = flag.find(',', start);
+      std::string entry = flag.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      entry.erase(0, entry.find_first_not_of(" \t"));
+      entry.erase(entry.find_last_not_of(" \t") + 1);
+      if (entry.empty()) {
+        std::fprintf(stderr, "error: --cors-allow-origin '%s' has an empty entry (expected origins such as http://localhost:3000, "
+                     "separated by commas)\n%s", flag.c_str(), kHelpHint);
+        return 2;
+      }
+      o.cors_allow_origins.push_back(std::move(entry));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
   }
   if (app.count("--model-id") > 0 && o.model_id.empty()) {
     std::fprintf(stderr, "error: --model-id is empty\n%s", kHelpHint);

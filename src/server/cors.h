@@ -17,14 +17,17 @@ namespace mamba::server {
 
 class RouteTable;
 
-/// Whether `s` is an origin as a browser's Origin header serializes one: scheme "://" host
-/// [":" port], no path, query, fragment, userinfo, whitespace or trailing slash (e.g.
-/// "http://localhost:3000", "https://app.example.com"); or "*" (any origin) or "null" (pages from
-/// file:// and sandboxed frames).
+/// Why `s` could never equal an Origin header as browsers serialize one (RFC 6454 §6.2: scheme
+/// "://" host [":" port], lower case, no default port, no path, query, fragment, userinfo or
+/// trailing slash; e.g. "http://localhost:3000", "https://app.example.com", "http://[::1]:5173"),
+/// with the form to use where there is one (lower case, the default port left out, the path cut);
+/// "" when it could, or for "*" (any origin) and "null" (pages from file:// and sandboxed frames).
+std::string cors_origin_problem(std::string_view s);
+/// cors_origin_problem(s) is "".
 bool is_cors_origin(std::string_view s);
 
-/// Checks a --cors-allow-origin list: every entry passes is_cors_origin. Errors: kInvalidArgument
-/// naming the flag, the entry and the expected form.
+/// Checks a --cors-allow-origin list: every entry passes is_cors_origin, and "*" comes alone.
+/// Errors: kInvalidArgument naming the flag, the entry and what is wrong with it.
 Status validate_cors_origins(const std::vector<std::string>& origins);
 
 /// The configured origins and what they allow. Origins compare as exact strings, as browsers send
@@ -47,11 +50,13 @@ class CorsPolicy {
   /// send) for an allowed Origin, and "Vary: Origin" whenever the answer depends on it.
   void add_headers(const httplib::Request& req, httplib::Response& res) const;
 
-  /// Answers a preflight request (OPTIONS with Origin and Access-Control-Request-Method) for a path
-  /// in `routes`: 204 with Access-Control-Allow-Origin / -Methods (the path's methods) / -Headers
-  /// (the headers the browser asked for) / -Max-Age for an allowed origin; 403 with a JSON error
-  /// naming the origin and the flag otherwise. Returns false (nothing written) for any other
-  /// request, or when the policy is off or the path unknown (the router's 404 / 405 then answer).
+  /// Answers a preflight request (OPTIONS with Origin and Access-Control-Request-Method), whatever
+  /// the path: 204 with Access-Control-Allow-Origin / -Methods (the path's methods in `routes`; for a
+  /// path that is none, those of any route, so the page reads the request's 404) / -Headers (the
+  /// headers the browser asked for) / -Max-Age, and -Private-Network when asked (Chrome's Private
+  /// Network Access), for an allowed origin; 403 with a JSON error naming the origin and the flag
+  /// otherwise (also for several Origin headers). Returns false (nothing written) for any other
+  /// request, or when the policy is off (the router's 405 / 404 then answer).
   bool answer_preflight(const RouteTable& routes, const httplib::Request& req, httplib::Response& res) const;
 
  private:

@@ -288,7 +288,14 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     // not counted as a rejected request (as a 404 is not): no request was parsed
     res.status = 405;
     res.set_header("Allow", allow);
-    res.set_content(ApiError{405, "method_not_allowed", fmt::format("method {} not allowed on {} (allowed: {})", req.method, req.path, allow)}.body(),
+    // A browser's CORS preflight while CORS is off: say which flag it needs.
+    const bool preflight = req.method == "OPTIONS" && req.has_header("Origin") && req.has_header("Access-Control-Request-Method");
+    res.set_content(ApiError{405, "method_not_allowed",
+                             fmt::format("method {} not allowed on {} (allowed: {}){}", req.method, req.path, allow,
+                                         preflight ? "; this is a browser's CORS preflight: start the server with "
+                                                     "--cors-allow-origin ORIGIN to let that page call the API"
+                                                   : "")}
+                        .body(),
                     "application/json");
     return true;
   }

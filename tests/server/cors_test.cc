@@ -13,20 +13,47 @@ namespace {
 
 TEST(Cors, OriginsAreSchemeHostPortAsBrowsersSendThem) {
   for (const char* ok : {"http://localhost:3000", "https://app.example.com", "http://127.0.0.1:8080", "http://[::1]:5173",
-                         "chrome-extension://abcdef", "*", "null"})
-    EXPECT_TRUE(is_cors_origin(ok)) << ok;
-  for (const char* bad : {"", "localhost:3000", "http://", "http://x/", "http://x/app", "http://x?y", "http://x#y",
-                          "http://u@x", "http://x y", "3http://x", "://x", "http://a,http://b", "http://x\r\nSet-Cookie: a=b"})
+                         "https://a.example:8443", "http://a.example:443", "chrome-extension://abcdef", "tauri://localhost", "*", "null"})
+    EXPECT_TRUE(is_cors_origin(ok)) << ok << ": " << cors_origin_problem(ok);
+  for (const char* bad : {"", "localhost:3000", "http://", "://x", "3http://x", "http://x y", "http://u@x", "http://a,http://b",
+                          "http://x\r\nSet-Cookie: a=b", "http://a.com:", "http://[::1", "http://[::1]x"})
     EXPECT_FALSE(is_cors_origin(bad)) << bad;
 }
 
-TEST(Cors, ValidationNamesTheFlagAndTheEntry) {
+TEST(Cors, AnEntryNoBrowserCouldSendIsRefusedWithTheFormToUse) {
+  // Each entry: what the message must say (browsers lower-case scheme and host, leave out the
+  // default port and send no path: such an entry would never match, while the log said it was allowed).
+  const std::pair<const char*, const char*> cases[] = {
+      {"http://b.example/", "no path, query or trailing slash: use 'http://b.example'"},
+      {"http://b.example/app?x=1", "use 'http://b.example'"},
+      {"HTTP://B.Example:3000", "lower case: use 'http://b.example:3000'"},
+      {"http://a.example:80", "leaves out the default port 80: use 'http://a.example'"},
+      {"https://A.example:443", "leaves out the default port 443: use 'https://a.example'"},
+      {"http://a.example:0", "the port must be a number from 1 to 65535"},
+      {"http://a.example:99999", "the port must be a number from 1 to 65535"},
+      {"http://a.example:8o", "the port must be a number from 1 to 65535"},
+      {"http://a.example:", "the port after ':' is empty"},
+      {"http://*.example.com", "wildcards in a host are not matched"},
+      {"http://a..example", "the host 'a..example' has an empty label"},
+      {"http://bücher.example", "punycode"},
+      {"localhost:3000", "expected scheme://host[:port]"},
+  };
+  for (const auto& [entry, says] : cases) {
+    const Status s = validate_cors_origins({"http://ok.example", entry});
+    ASSERT_FALSE(s.ok()) << entry;
+    EXPECT_NE(s.message().find(std::string("--cors-allow-origin: '") + entry + "' is not an origin as a browser sends it: "), std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find(says), std::string::npos) << s.message();
+  }
   EXPECT_TRUE(validate_cors_origins({}).ok());
-  EXPECT_TRUE(validate_cors_origins({"http://a.example", "*"}).ok());
-  const Status s = validate_cors_origins({"http://a.example", "http://b.example/"});
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("--cors-allow-origin: 'http://b.example/' is not an origin"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("no path or trailing slash"), std::string::npos) << s.message();
+  EXPECT_TRUE(validate_cors_origins({"http://a.example", "http://localhost:3000"}).ok());
+  EXPECT_TRUE(validate_cors_origins({"*"}).ok());
+  // * with anything else makes the list pointless.
+  for (const std::vector<std::string>& list : {std::vector<std::string>{"http://a.example", "*"}, std::vector<std::string>{"*", "*"}}) {
+    const Status s = validate_cors_origins(list);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("* allows every origin: give it alone"), std::string::npos) << s.message();
+  }
   // Control bytes are shown escaped, not written to the terminal.
   const Status c = validate_cors_origins({"http://x\x1b[2J"});
   ASSERT_FALSE(c.ok());
@@ -72,7 +99,7 @@ TEST(Cors, NormalAnswersCarryAllowOriginForAllowedOriginsOnly) {
   EXPECT_TRUE(none.headers.empty());
 }
 
-TEST(Cors, PreflightOfAKnownPathIsAnsweredBeforeAnythingElse) {
+TEST(Cors, PreflightsAreAnsweredForAllowedOriginsOnly) {
   httplib::Server svr;
   RouteTable routes;
   routes.add(svr, "POST", "/generate", [](const httplib::Request&, httplib::Response&) {});
@@ -113,11 +140,37 @@ TEST(Cors, PreflightOfAKnownPathIsAnsweredBeforeAnythingElse) {
   EXPECT_NE(denied.body.find("\"error_type\":\"forbidden\""), std::string::npos) << denied.body;
   EXPECT_NE(denied.body.find("origin 'http://evil.example' is not allowed"), std::string::npos) << denied.body;
 
-  // Not a preflight, an unknown path, or CORS off: left to the router (404 / 405).
+  // A path that is no route: allowed, so the page can read the 404 its request then gets.
+  httplib::Response nope;
+  ASSERT_TRUE(p.answer_preflight(routes, request("OPTIONS", "/nope", {{"Origin", "http://a.example"}, {"Access-Control-Request-Method", "GET"}}), nope));
+  EXPECT_EQ(nope.status, 204);
+  EXPECT_EQ(nope.get_header_value("Access-Control-Allow-Methods"), "GET, HEAD, POST");
+
+  // Chrome's Private Network Access question is answered for an allowed origin.
+  httplib::Response pna;
+  ASSERT_TRUE(p.answer_preflight(routes, request("OPTIONS", "/generate", {{"Origin", "http://a.example"}, {"Access-Control-Request-Method", "POST"},
+                                                                          {"Access-Control-Request-Private-Network", "true"}}),
+                                 pna));
+  EXPECT_EQ(pna.get_header_value("Access-Control-Allow-Private-Network"), "true");
+  EXPECT_FALSE(res.has_header("Access-Control-Allow-Private-Network"));  // not asked: not said
+
+  // Two Origin headers (no browser sends that): refused, whichever comes first.
+  for (const auto& order : {std::vector<std::string>{"http://a.example", "http://evil.example"}, std::vector<std::string>{"http://evil.example", "http://a.example"}}) {
+    httplib::Response two;
+    httplib::Request req = request("OPTIONS", "/generate", {{"Access-Control-Request-Method", "POST"}});
+    for (const auto& o : order) req.headers.emplace("Origin", o);
+    ASSERT_TRUE(p.answer_preflight(routes, req, two));
+    EXPECT_EQ(two.status, 403);
+    EXPECT_NE(two.body.find("several Origin headers"), std::string::npos) << two.body;
+    httplib::Response normal;
+    req.method = "POST";
+    p.add_headers(req, normal);
+    EXPECT_FALSE(normal.has_header("Access-Control-Allow-Origin"));
+  }
+
+  // Not a preflight, or CORS off: left to the router (404 / 405).
   httplib::Response untouched;
   EXPECT_FALSE(p.answer_preflight(routes, request("OPTIONS", "/generate", {{"Origin", "http://a.example"}}), untouched));
-  EXPECT_FALSE(p.answer_preflight(routes, request("OPTIONS", "/nope", {{"Origin", "http://a.example"}, {"Access-Control-Request-Method", "GET"}}),
-                                  untouched));
   EXPECT_FALSE(p.answer_preflight(routes, request("POST", "/generate", {{"Origin", "http://a.example"}, {"Access-Control-Request-Method", "POST"}}),
                                   untouched));
   EXPECT_FALSE(CorsPolicy().answer_preflight(

@@ -29,7 +29,7 @@ TEST(ServerOptions, OutOfRangeNamesTheFlag) {
       {[](ServerOptions& o) { o.drain_grace_seconds = std::numeric_limits<double>::infinity(); }, "--shutdown-grace"},
       {[](ServerOptions& o) { o.drain_grace_seconds = -1; }, "--shutdown-grace"},
       {[](ServerOptions& o) { o.max_input_tokens = 10; o.max_total_tokens = 10; }, "--max-input-tokens"},
-      {[](ServerOptions& o) { o.cors_allow_origins = {"*", "localhost:3000"}; }, "--cors-allow-origin: 'localhost:3000' is not an origin"},
+      {[](ServerOptions& o) { o.cors_allow_origins = {"http://a.example", "localhost:3000"}; }, "--cors-allow-origin: 'localhost:3000' is not an origin"},
   };
   for (const auto& c : cases) {
     ServerOptions o;

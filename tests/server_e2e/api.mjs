@@ -807,6 +807,11 @@ await check('405 JSON with Allow for a known path asked with the wrong method', 
     assert.ok(j.error.includes(route), j.error);
   }
   assert.equal((await fetch(base + '/health', { method: 'HEAD' })).status, 200);
+  // A browser's CORS preflight while CORS is off: the 405 names the flag it needs.
+  const pre = await fetch(base + '/v1/chat/completions', { method: 'OPTIONS', headers: { origin: 'http://localhost:3000', 'access-control-request-method': 'POST' } });
+  assert.equal(pre.status, 405);
+  assert.equal(pre.headers.get('access-control-allow-origin'), null);
+  assert.match((await pre.json()).error, /this is a browser's CORS preflight: start the server with --cors-allow-origin ORIGIN/);
 });
 
 await check('server still serves after bad input; metrics count it', async () => {

@@ -9,7 +9,7 @@ requireNodeOrSkip(['openai', '@huggingface/inference', 'hf-inference-v2']);
 deadline(120);
 const srvKey = 'sekrit';
 const APP = 'http://app.example:5173';
-const srv = await startServer(['--api-key', srvKey, '--cors-allow-origin', `${APP},http://other.example`]);
+const srv = await startServer(['--api-key', srvKey, '--cors-allow-origin', `${APP}, http://other.example`]);  // spaces after commas are fine
 const { base } = srv;
 const PROMPT = 'The old man said';
 const auth = { authorization: `Bearer ${srvKey}` };
@@ -118,6 +118,12 @@ await check('--cors-allow-origin: a preflight needs no key; allowed pages read a
   assert.equal(pre.headers.get('access-control-allow-origin'), APP);
   assert.equal(pre.headers.get('access-control-allow-methods'), 'POST');
   assert.equal(pre.headers.get('access-control-allow-headers'), 'authorization, content-type, x-stainless-os');
+  // A path that is no route: the preflight passes, so the page can read the request's 404.
+  const nope = await fetch(base + '/v1/nope', { method: 'OPTIONS', headers: { origin: APP, 'access-control-request-method': 'POST' } });
+  assert.equal(nope.status, 204);
+  const missing = await postJson(base, '/v1/nope', {}, { ...auth, origin: APP });
+  assert.equal(missing.status, 404);
+  assert.equal(missing.headers.get('access-control-allow-origin'), APP);
   const denied = await fetch(base + '/generate', { method: 'OPTIONS', headers: { origin: 'http://evil.example', 'access-control-request-method': 'POST' } });
   assert.equal(denied.status, 403);
   assert.equal(denied.headers.get('access-control-allow-origin'), null);

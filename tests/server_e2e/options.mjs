@@ -142,9 +142,13 @@ await check('port already taken → "Address already in use", exit 2', async () 
     assert.equal((await srv.stop()).code, 0);
   }
 });
-await check('--cors-allow-origin that is not an origin (a path, no scheme) → exit 2 naming it', async () => {
-  await expectStartupError(['--cors-allow-origin', 'http://localhost:3000/'], /error: --cors-allow-origin: 'http:\/\/localhost:3000\/' is not an origin: expected scheme:\/\/host\[:port\]/);
-  await expectStartupError(['--cors-allow-origin', '*,localhost:3000'], /error: --cors-allow-origin: 'localhost:3000' is not an origin/);
+await check('--cors-allow-origin that no browser could send (a path, capitals, a default port, * among others, an empty entry) → exit 2 naming the form to use', async () => {
+  await expectStartupError(['--cors-allow-origin', 'http://localhost:3000/'],
+    /error: --cors-allow-origin: 'http:\/\/localhost:3000\/' is not an origin as a browser sends it: a browser's Origin has no path, query or trailing slash: use 'http:\/\/localhost:3000'/);
+  await expectStartupError(['--cors-allow-origin', 'HTTP://App.Example:80'], /a browser leaves out the default port 80: use 'http:\/\/app\.example'/);
+  await expectStartupError(['--cors-allow-origin', 'http://a.example,*'], /error: --cors-allow-origin: \* allows every origin: give it alone/);
+  await expectStartupError(['--cors-allow-origin', 'http://a.example,,http://b.example'], /error: --cors-allow-origin 'http:\/\/a\.example,,http:\/\/b\.example' has an empty entry/);
+  await expectStartupError(['--cors-allow-origin', ','], /has an empty entry/);
 });
 await check('empty --api-key / --model-id → exit 2 (an empty key must not switch authentication off)', async () => {
   await expectStartupError(['--api-key', ''], /error: --api-key is empty/);
