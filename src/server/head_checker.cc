@@ -109,7 +109,7 @@ HeadChecker::Step HeadChecker::check(char& c) {
       } else if (header && (c == ' ' || c == '\t')) {
         return malformed("starts with whitespace (a folded line, which RFC 9112 §5.2 obsoletes)");
       } else if (header && (c == ':' || c == '\n')) {
-        return malformed(c == ':' ? "has an empty name" : kBareLf);
+        return malformed(c == ':' ? "has an empty name" : "(the blank line that ends the headers) is a bare LF: HTTP lines end in CR LF (\\r\\n)");
       } else {
         line_state_ = header ? kName : kValue;  // the request line has no name: cpp-httplib reads it
         name_.clear();

@@ -647,6 +647,7 @@ await check('cpp-httplib refusals of the request line, headers and body are JSON
     // Lines ending in LF alone (a hand-written request, printf without \r): named, not "expected METHOD /path".
     ['GET /info HTTP/1.1\nHost: x\n\n', 400, 'malformed_request', /the request line ends in a bare LF: HTTP lines end in CR LF \(\\r\\n\)/, true],
     ['GET /info HTTP/1.1\r\nHost: x\n\r\n', 400, 'malformed_request', /header line 1 ends in a bare LF/, true],
+    ['GET /info HTTP/1.1\r\nHost: x\r\n\n', 400, 'malformed_request', /header line 2 \(the blank line that ends the headers\) is a bare LF/, true],
     [`GET /info HTTP/1.1\r\nHost: x\r\n${`X-Pad: ${'p'.repeat(1000)}\r\n`.repeat(70)}\r\n`, 431, 'request_header_fields_too_large',
       /the request's head \(request line and headers\) is longer than 65536 bytes/, true],
     ['GET /info HTTP/1.1\r\nHost: x\r\nRange: bytes=abc\r\n\r\n', 416, 'range_not_satisfiable', /invalid Range header 'bytes=abc'/, false],
