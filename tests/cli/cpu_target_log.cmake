@@ -20,7 +20,7 @@ if(NOT n EQUAL 1)
 endif()
 
 # Forced: baseline runs on every x86-64 CPU.
-set(ENV{MAMBA_CPU_TARGET} baseline)
+set(ENV{MAMBA_CPU_TARGET} Baseline)  # any case (AVX2, Avx512)
 cli_run_ok(r run -m ${model} -p "Once" -n 2)
 if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\), weight prefetch (on|off) \\(detected[^\n]*\\)\nmodel: ")
   message(FATAL_ERROR "run with MAMBA_CPU_TARGET=baseline: expected 'cpu: baseline (forced by MAMBA_CPU_TARGET)':\n${r_ERR}")

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <strings.h>
 #include <fmt/format.h>
 #include <string>
 #include <unistd.h>
@@ -59,9 +60,9 @@ Choice initial_choice() {
   const char* env = std::getenv("MAMBA_CPU_TARGET");
   if (env == nullptr || *env == '\0') return {best, detected_why(best)};
   CpuTarget want;
-  if (!std::strcmp(env, "baseline")) want = CpuTarget::kBaseline;
-  else if (!std::strcmp(env, "avx2")) want = CpuTarget::kAvx2;
-  else if (!std::strcmp(env, "avx512")) want = CpuTarget::kAvx512;
+  if (!strcasecmp(env, "baseline")) want = CpuTarget::kBaseline;  // any case (AVX2, Avx512)
+  else if (!strcasecmp(env, "avx2")) want = CpuTarget::kAvx2;
+  else if (!strcasecmp(env, "avx512")) want = CpuTarget::kAvx512;
   else {
     std::fprintf(stderr, "warning: MAMBA_CPU_TARGET=%s is not one of baseline|avx2|avx512; using %s\n", env,
                  cpu_target_name(best));
