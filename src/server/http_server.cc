@@ -602,9 +602,10 @@ Status Server::start() {
   // whose client stopped reading, up to the 30 s write timeout): with no more workers than
   // requests, /health and /metrics can find none free and wait.
   if (threads <= ctx.opts.max_concurrent_requests)
-    spdlog::warn("--http-threads {} is not above --max-concurrent-requests {}: {} requests being generated or streamed (or "
+    spdlog::warn("--http-threads {} is not above --max-concurrent-requests {}: {} request{} being generated or streamed (or "
                  "whose clients stopped reading) hold every HTTP worker, and /health and /metrics then wait for one (the "
-                 "default, 0, gives {})", threads, ctx.opts.max_concurrent_requests, threads, ctx.opts.max_concurrent_requests + 32);
+                 "default, 0, gives {})", threads, ctx.opts.max_concurrent_requests, threads, threads == 1 ? "" : "s",
+                 ctx.opts.max_concurrent_requests + 32);
   if (ctx.cors.enabled()) spdlog::info("CORS: browser pages from {} may call the API", fmt::join(ctx.opts.cors_allow_origins, ", "));
   return {};
 }

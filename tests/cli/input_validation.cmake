@@ -51,10 +51,19 @@ expect_error("error: .*precision int8 (applies to the projections of a q8/q4 che
 cli_run_ok(ok run -m ${model} -p hi -n 1 -t 2)
 
 # --seed: the full uint64 range, nothing beyond it (it was clamped to 2^64 - 1 silently).
-expect_error("error: --seed: expected an integer from 0 to 18446744073709551615, got 99999999999999999999999"
+expect_error("error: --seed: expected an integer from 0 to 18446744073709551615, or -1 for a random seed, got 99999999999999999999999"
              run -m ${model} -p hi -n 1 --seed 99999999999999999999999)
 expect_error("error: --seed: .*got -5" run -m ${model} -p hi -n 1 --seed -5)
 cli_run_ok(ok run -m ${model} -p hi -n 1 --seed 18446744073709551615)
+# --seed -1 (llama.cpp's "random"): a drawn seed, printed as without the flag; a given one is not printed.
+cli_run_ok(rnd run -m ${model} -p hi -n 1 --temp 0.8 --seed -1)
+if(NOT rnd_ERR MATCHES "seed: [0-9]+ \\(repeat with --seed\\)")
+  message(FATAL_ERROR "run --seed -1: expected the drawn seed on stderr:\n${rnd_ERR}")
+endif()
+cli_run_ok(given run -m ${model} -p hi -n 1 --temp 0.8 --seed 7)
+if(given_ERR MATCHES "seed: [0-9]+ \\(repeat")
+  message(FATAL_ERROR "run --seed 7: no seed should be drawn:\n${given_ERR}")
+endif()
 
 # A non-zero sampling value that a 32-bit float rounds to 0 is refused (it decoded greedily).
 expect_error("error: --temp: '1e-300' is below 7.1e-46 in magnitude, which a 32-bit float rounds to 0"

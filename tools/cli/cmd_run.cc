@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -35,6 +36,7 @@ struct RunArgs {
   float temp = 1.0f;
   GenerateOptions gen;
   std::uint64_t seed = 0;
+  bool seed_random = false;  ///< --seed -1: a random seed, as without --seed (llama.cpp's -1)
   bool json = false, echo = false;
 };
 
@@ -91,7 +93,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
     opts.sampling.temperature = a.temp;
     opts.sampling.do_sample = true;
   }
-  if (cmd.count("--seed")) {
+  if (cmd.count("--seed") && !a.seed_random) {
     opts.sampling.seed = a.seed;
     opts.sampling.has_seed = true;
   }
@@ -314,7 +316,20 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--seed", a->seed, "RNG seed 0 to 2^64-1 (same seed + same input = same output)")->check(uint64_value());
+  cmd->add_option_function<std::string>(
+         "--seed",
+         [a](const std::string& v) {
+           a->seed_random = v == "-1";
+           if (!a->seed_random) std::from_chars(v.data(), v.data() + v.size(), a->seed);  // checked below
+         },
+         "RNG seed 0 to 2^64-1 (same seed + same input = same output); -1: a random one (as without --seed)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const std::string e = v == "-1" ? std::string() : uint64_value()(v);
+            return e.empty() ? e : fmt::format("expected an integer from 0 to {}, or -1 for a random seed, got {}",
+                                               std::numeric_limits<std::uint64_t>::max(), v);
+          },
+          "UINT64|-1"));
   cmd->add_option("--stop", a->gen.stop, "Stop string (repeatable); its text is not printed")
       ->expected(1)
       ->allow_extra_args(false)  // else CLI11 splits a "[...]" value on commas, dropping the brackets
