@@ -1,5 +1,8 @@
 #include "server/cors.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cctype>
 #include <utility>
@@ -36,7 +39,7 @@ bool is_header_list(std::string_view s) {
     const bool token = std::isalnum(c) != 0 || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
     if (!token && c != ',' && c != ' ') return false;
   }
-  return s.size() <= 1024;
+  return true;  // (a header line is at most 8 KiB: the request head's bounds)
 }
 
 }  // namespace
@@ -48,6 +51,9 @@ std::string cors_origin_problem(std::string_view s) {
     for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
   };
+  if (lower(s) == "null") return "use 'null' (lower case), the Origin of pages opened from file:// and of sandboxed frames";
+  if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front())
+    return fmt::format("drop the quotes: use {}", s.substr(1, s.size() - 2));
   const std::size_t sep = s.find("://");
   const std::string_view scheme = sep == std::string_view::npos ? std::string_view() : s.substr(0, sep);
   bool scheme_ok = !scheme.empty() && std::isalpha(static_cast<unsigned char>(scheme[0])) != 0;
@@ -55,6 +61,7 @@ std::string cors_origin_problem(std::string_view s) {
     if (std::isalnum(c) == 0 && c != '+' && c != '-' && c != '.') scheme_ok = false;
   if (!scheme_ok) return "expected scheme://host[:port], e.g. http://localhost:3000";
   std::string_view rest = s.substr(sep + 3);
+  if (lower(scheme) == "file") return "pages opened from file:// send the Origin null: list null";
   for (unsigned char c : rest)
     if (c <= ' ' || c == 0x7F || c == '@' || c == '\\' || c == ',')
       return "expected scheme://host[:port], e.g. http://localhost:3000 (no spaces, control bytes, user name or commas)";
@@ -62,7 +69,8 @@ std::string cors_origin_problem(std::string_view s) {
     return fmt::format("a browser's Origin has no path, query or trailing slash: use '{}'", s.substr(0, sep + 3 + cut));
   // host [":" port]; an IPv6 host in brackets.
   std::string_view host = rest, port;
-  if (!rest.empty() && rest.front() == '[') {
+  const bool v6 = !rest.empty() && rest.front() == '[';
+  if (v6) {
     const std::size_t close = rest.find(']');
     if (close == std::string_view::npos) return "an IPv6 host needs its closing ']'";
     host = rest.substr(0, close + 1);
@@ -71,9 +79,10 @@ std::string cors_origin_problem(std::string_view s) {
       port = rest.substr(close + 2);
       if (port.empty()) return "the port after ':' is empty";
     }
-  } else if (const std::size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
+  } else if (const std::size_t colon = rest.find(':'); colon != std::string_view::npos) {
     host = rest.substr(0, colon);
     port = rest.substr(colon + 1);
+    if (port.find(':') != std::string_view::npos) return "an IPv6 host goes in brackets: scheme://[host]:port";
     if (port.empty()) return "the port after ':' is empty";
   }
   if (host.empty()) return "the host is empty";
@@ -81,17 +90,46 @@ std::string cors_origin_problem(std::string_view s) {
     return "wildcards in a host are not matched: list each origin, or give * alone for any origin";
   for (unsigned char c : host)
     if (c >= 0x80) return "a browser sends a non-ASCII host in its punycode form (xn--...): list that";
-  if (host.front() != '[') {
+  std::string canonical_host = lower(host);
+  if (v6) {
+    // The WHATWG URL serializer writes an IPv6 address compressed, in lower-case hex (as inet_ntop).
+    const std::string inner(host.substr(1, host.size() - 2));
+    in6_addr a{};
+    char text[INET6_ADDRSTRLEN];
+    if (inner.empty() || inet_pton(AF_INET6, inner.c_str(), &a) != 1 || inet_ntop(AF_INET6, &a, text, sizeof text) == nullptr)
+      return fmt::format("'{}' is not an IPv6 address", host);
+    canonical_host = fmt::format("[{}]", text);
+  } else {
+    if (host.size() > 253) return "the host is longer than 253 characters (DNS's limit)";
+    for (unsigned char c : host)
+      if (std::isalnum(c) == 0 && c != '-' && c != '.' && c != '_')
+        return fmt::format("a host holds letters, digits, '-', '_' and '.' only, got '{}'", shown_value(host));
+    // Labels: none empty but a trailing dot's (browsers keep "example.com." as it is).
+    const std::string_view body = host.back() == '.' ? host.substr(0, host.size() - 1) : host;
     std::size_t label = 0;
-    for (std::size_t i = 0; i <= host.size(); ++i) {
-      if (i == host.size() || host[i] == '.') {
+    for (std::size_t i = 0; i <= body.size(); ++i) {
+      if (i == body.size() || body[i] == '.') {
         if (label == 0) return fmt::format("the host '{}' has an empty label", host);
         label = 0;
       } else {
         ++label;
       }
     }
+    // A host whose last label is a number is an IPv4 address to a browser, which writes it as four
+    // decimal numbers ("127.1" and "0x7f.0.0.1" are http://127.0.0.1).
+    const std::string_view last = body.substr(body.rfind('.') == std::string_view::npos ? 0 : body.rfind('.') + 1);
+    const bool numeric_last = !last.empty() && (std::all_of(last.begin(), last.end(), [](unsigned char c) { return std::isdigit(c) != 0; }) ||
+                                                (last.size() >= 2 && last[0] == '0' && (last[1] == 'x' || last[1] == 'X')));
+    if (numeric_last) {
+      in_addr a{};
+      char text[INET_ADDRSTRLEN];
+      const std::string h(body);
+      if (inet_aton(h.c_str(), &a) == 0 || inet_ntop(AF_INET, &a, text, sizeof text) == nullptr)
+        return fmt::format("'{}' is not an IPv4 address (browsers read a host ending in a number as one)", host);
+      canonical_host = text;
+    }
   }
+  std::string canonical_port;
   if (!port.empty()) {
     long value = 0;
     for (unsigned char c : port) {
@@ -101,10 +139,14 @@ std::string cors_origin_problem(std::string_view s) {
     if (value < 1 || value > 65535) return "the port must be a number from 1 to 65535";
     const std::string sch = lower(scheme);
     if ((sch == "http" && value == 80) || (sch == "https" && value == 443))
-      return fmt::format("a browser leaves out the default port {}: use '{}'", value,
-                         lower(s.substr(0, sep + 3)) + lower(host));
+      return fmt::format("a browser leaves out the default port {}: use '{}://{}'", value, sch, canonical_host);
+    canonical_port = fmt::format(":{}", value);
   }
-  if (lower(s) != s) return fmt::format("a browser sends scheme and host in lower case: use '{}'", lower(s));
+  const std::string canonical = fmt::format("{}://{}{}", lower(scheme), canonical_host, canonical_port);
+  if (canonical != s) {
+    if (lower(s) == canonical) return fmt::format("a browser sends scheme and host in lower case: use '{}'", canonical);
+    return fmt::format("a browser writes this origin as '{}': use that", canonical);
+  }
   return "";
 }
 
@@ -123,6 +165,24 @@ Status validate_cors_origins(const std::vector<std::string>& origins) {
   return {};
 }
 
+void add_vary(httplib::Response& res, std::string_view token) {
+  std::string vary = res.get_header_value("Vary");
+  std::size_t start = 0;
+  while (start < vary.size()) {  // listed already?
+    std::size_t end = vary.find(',', start);
+    if (end == std::string::npos) end = vary.size();
+    std::string_view item = std::string_view(vary).substr(start, end - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.size() == token.size() &&
+        std::equal(item.begin(), item.end(), token.begin(), [](char a, char b) { return std::tolower(a) == std::tolower(b); }))
+      return;
+    start = end + 1;
+  }
+  res.headers.erase("Vary");
+  res.set_header("Vary", vary.empty() ? std::string(token) : vary + ", " + std::string(token));
+}
+
 CorsPolicy::CorsPolicy(std::vector<std::string> origins) : origins_(std::move(origins)) {
   any_ = std::find(origins_.begin(), origins_.end(), "*") != origins_.end();
 }
@@ -137,7 +197,7 @@ void CorsPolicy::add_headers(const httplib::Request& req, httplib::Response& res
   // Off, or a preflight's answer (answer_preflight set its own headers).
   if (!enabled() || res.has_header("Access-Control-Allow-Origin")) return;
   // A cache must not hand one origin's answer (with its Allow-Origin, or without one) to another.
-  if (!any_ && !res.has_header("Vary")) res.set_header("Vary", "Origin");
+  if (!any_) add_vary(res, "Origin");
   if (req.get_header_value_count("Origin") != 1) return;  // none, or several (no browser sends that)
   const std::string allow = allow_origin(req.get_header_value("Origin"));
   if (allow.empty()) return;
@@ -152,6 +212,12 @@ bool CorsPolicy::answer_preflight(const RouteTable& routes, const httplib::Reque
   // with the CORS headers, which it can read (a refused preflight is only a "CORS error" there).
   std::string methods = routes.allowed(req.path);
   if (methods.empty()) methods = "GET, HEAD, POST";
+  // A method the path does not take is allowed too: the page's request then gets its readable 405
+  // (with Allow), not an unexplained CORS error.
+  if (const std::string asked = req.get_header_value("Access-Control-Request-Method");
+      !asked.empty() && is_header_list(asked) && asked.find(',') == std::string::npos && asked.find(' ') == std::string::npos &&
+      (", " + methods + ",").find(", " + asked + ",") == std::string::npos)
+    methods += ", " + asked;
   const std::string origin = req.get_header_value("Origin");
   const std::string allow = req.get_header_value_count("Origin") == 1 ? allow_origin(origin) : "";
   if (allow.empty()) {

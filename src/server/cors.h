@@ -30,6 +30,9 @@ bool is_cors_origin(std::string_view s);
 /// Errors: kInvalidArgument naming the flag, the entry and what is wrong with it.
 Status validate_cors_origins(const std::vector<std::string>& origins);
 
+/// Adds `token` to the answer's Vary header (one header, comma-separated; nothing when listed).
+void add_vary(httplib::Response& res, std::string_view token);
+
 /// The configured origins and what they allow. Origins compare as exact strings, as browsers send
 /// them (a scheme or host in capitals in the list never matches: validate_cors_origins does not
 /// lower-case; the documented form is lower-case).

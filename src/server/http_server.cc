@@ -243,6 +243,17 @@ bool has_connection_token(const httplib::Request& req, std::string_view token) {
   return false;
 }
 
+/// For a browser's CORS preflight while CORS is off (it reaches the router's 405 / 404): which flag
+/// it needs, with the page's origin ready to copy; "" for any other request.
+std::string cors_preflight_hint(const ServerContext& ctx, const httplib::Request& req) {
+  if (ctx.cors.enabled() || req.method != "OPTIONS" || req.get_header_value_count("Origin") != 1 ||
+      !req.has_header("Access-Control-Request-Method"))
+    return "";
+  const std::string origin = req.get_header_value("Origin");
+  return fmt::format("; this is a browser's CORS preflight: start the server with --cors-allow-origin {} to let that page "
+                     "call the API", server::is_cors_origin(origin) ? origin : std::string("ORIGIN"));
+}
+
 /// What runs before every route (before the body is read): the API key, 405 for a known path asked
 /// with another method, the body's framing (Content-Length not a number, several that disagree, or
 /// beside Transfer-Encoding; a Transfer-Encoding, a POST without Content-Length, a GET / HEAD with a
@@ -288,13 +299,9 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     // not counted as a rejected request (as a 404 is not): no request was parsed
     res.status = 405;
     res.set_header("Allow", allow);
-    // A browser's CORS preflight while CORS is off: say which flag it needs.
-    const bool preflight = req.method == "OPTIONS" && req.has_header("Origin") && req.has_header("Access-Control-Request-Method");
     res.set_content(ApiError{405, "method_not_allowed",
                              fmt::format("method {} not allowed on {} (allowed: {}){}", req.method, req.path, allow,
-                                         preflight ? "; this is a browser's CORS preflight: start the server with "
-                                                     "--cors-allow-origin ORIGIN to let that page call the API"
-                                                   : "")}
+                                         cors_preflight_hint(ctx, req))}
                         .body(),
                     "application/json");
     return true;
@@ -457,6 +464,11 @@ Status Server::start() {
   http.set_post_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     res.headers.erase("Accept-Ranges");
     ctx.cors.add_headers(req, res);
+    // cpp-httplib compresses a text or JSON answer (not an event stream) for a client that accepts
+    // gzip / br: a cache must key it by Accept-Encoding too (RFC 9110 §12.5.5).
+    if (const std::string type = res.get_header_value("Content-Type");
+        type == "application/json" || (type.rfind("text/", 0) == 0 && type.rfind("text/event-stream", 0) != 0))
+      server::add_vary(res, "Accept-Encoding");
     const bool http10 = req.version == "HTTP/1.0";
     const bool keep = !has_connection_token(req, "close") && (!http10 || has_connection_token(req, "keep-alive")) &&
                       res.get_header_value("Connection") != "close" && !ctx.draining.load();
@@ -527,7 +539,7 @@ Status Server::start() {
           e.message = fmt::format("no model '{}' here: this server serves '{}' (GET /v1/models)", req.path.substr(kModels.size()),
                                   ctx.opts.model_id);
         else
-          e.message = fmt::format("no route for {} {}", req.method, req.path);
+          e.message = fmt::format("no route for {} {}{}", req.method, req.path, cors_preflight_hint(ctx, req));
         break;
       case 405: e.type = "method_not_allowed"; e.message = fmt::format("method {} not allowed on {}", req.method, req.path); break;
       case 413: e.type = "payload_too_large"; e.message = fmt::format("request body exceeds {} bytes", ctx.opts.max_body_bytes); break;
@@ -606,7 +618,16 @@ Status Server::start() {
                  "whose clients stopped reading) hold every HTTP worker, and /health and /metrics then wait for one (the "
                  "default, 0, gives {})", threads, ctx.opts.max_concurrent_requests, threads, threads == 1 ? "" : "s",
                  ctx.opts.max_concurrent_requests + 32);
-  if (ctx.cors.enabled()) spdlog::info("CORS: browser pages from {} may call the API", fmt::join(ctx.opts.cors_allow_origins, ", "));
+  if (ctx.cors.enabled()) {
+    const auto& origins = ctx.opts.cors_allow_origins;
+    constexpr std::size_t kShown = 8;  // a list of thousands would make one line of 100 KB
+    spdlog::info("CORS: browser pages from {}{} may call the API",
+                 fmt::join(origins.begin(), origins.begin() + static_cast<std::ptrdiff_t>(std::min(origins.size(), kShown)), ", "),
+                 origins.size() > kShown ? fmt::format(" and {} more origins", origins.size() - kShown) : "");
+    if (std::find(origins.begin(), origins.end(), "null") != origins.end())
+      spdlog::warn("--cors-allow-origin null: pages opened from file://, and sandboxed frames and data: pages of any site, all send "
+                   "the Origin null: each of them may call the API");
+  }
   return {};
 }
 

@@ -12,7 +12,7 @@ namespace mamba::server {
 namespace {
 
 TEST(Cors, OriginsAreSchemeHostPortAsBrowsersSendThem) {
-  for (const char* ok : {"http://localhost:3000", "https://app.example.com", "http://127.0.0.1:8080", "http://[::1]:5173",
+  for (const char* ok : {"http://localhost:3000", "https://app.example.com", "http://127.0.0.1:8080", "http://[::1]:5173", "http://example.com.",
                          "https://a.example:8443", "http://a.example:443", "chrome-extension://abcdef", "tauri://localhost", "*", "null"})
     EXPECT_TRUE(is_cors_origin(ok)) << ok << ": " << cors_origin_problem(ok);
   for (const char* bad : {"", "localhost:3000", "http://", "://x", "3http://x", "http://x y", "http://u@x", "http://a,http://b",
@@ -37,6 +37,18 @@ TEST(Cors, AnEntryNoBrowserCouldSendIsRefusedWithTheFormToUse) {
       {"http://a..example", "the host 'a..example' has an empty label"},
       {"http://bücher.example", "punycode"},
       {"localhost:3000", "expected scheme://host[:port]"},
+      // As the WHATWG URL serializer writes them (a fresh user's list).
+      {"http://[0:0:0:0:0:0:0:1]:5173", "a browser writes this origin as 'http://[::1]:5173': use that"},
+      {"http://[hello]", "'[hello]' is not an IPv6 address"},
+      {"http://::1:5173", "an IPv6 host goes in brackets"},
+      {"http://localhost:05173", "a browser writes this origin as 'http://localhost:5173'"},
+      {"http://127.1", "a browser writes this origin as 'http://127.0.0.1'"},
+      {"http://0x7f.1", "a browser writes this origin as 'http://127.0.0.1'"},
+      {"http://1.2.3.4.5", "is not an IPv4 address"},
+      {"http://a.example'", "a host holds letters, digits"},
+      {"\"http://a.example\"", "drop the quotes: use http://a.example"},
+      {"NULL", "use 'null' (lower case)"},
+      {"file://", "pages opened from file:// send the Origin null: list null"},
   };
   for (const auto& [entry, says] : cases) {
     const Status s = validate_cors_origins({"http://ok.example", entry});
@@ -58,6 +70,15 @@ TEST(Cors, AnEntryNoBrowserCouldSendIsRefusedWithTheFormToUse) {
   const Status c = validate_cors_origins({"http://x\x1b[2J"});
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.message().find("http://x\\x1b[2J"), std::string::npos) << c.message();
+}
+
+TEST(Cors, VaryListsEachTokenOnce) {
+  httplib::Response res;
+  add_vary(res, "Origin");
+  add_vary(res, "Accept-Encoding");
+  add_vary(res, "origin");
+  EXPECT_EQ(res.get_header_value_count("Vary"), 1u);
+  EXPECT_EQ(res.get_header_value("Vary"), "Origin, Accept-Encoding");
 }
 
 TEST(Cors, AllowOriginIsTheListedOriginAStarOrNothing) {
@@ -119,6 +140,11 @@ TEST(Cors, PreflightsAreAnsweredForAllowedOriginsOnly) {
   p.add_headers(request("OPTIONS", "/generate", {{"Origin", "http://a.example"}}), res);
   EXPECT_EQ(res.get_header_value_count("Access-Control-Allow-Origin"), 1u);
   EXPECT_EQ(res.get_header_value_count("Vary"), 1u);
+
+  // A method the path does not take: allowed too, so the page reads the request's 405.
+  httplib::Response del;
+  ASSERT_TRUE(p.answer_preflight(routes, request("OPTIONS", "/generate", {{"Origin", "http://a.example"}, {"Access-Control-Request-Method", "DELETE"}}), del));
+  EXPECT_EQ(del.get_header_value("Access-Control-Allow-Methods"), "POST, DELETE");
 
   httplib::Response info;
   ASSERT_TRUE(p.answer_preflight(routes, request("OPTIONS", "/info", {{"Origin", "http://a.example"}, {"Access-Control-Request-Method", "GET"}}), info));

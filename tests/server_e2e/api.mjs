@@ -812,7 +812,15 @@ await check('405 JSON with Allow for a known path asked with the wrong method', 
   const pre = await fetch(base + '/v1/chat/completions', { method: 'OPTIONS', headers: { origin: 'http://localhost:3000', 'access-control-request-method': 'POST' } });
   assert.equal(pre.status, 405);
   assert.equal(pre.headers.get('access-control-allow-origin'), null);
-  assert.match((await pre.json()).error, /this is a browser's CORS preflight: start the server with --cors-allow-origin ORIGIN/);
+  assert.match((await pre.json()).error, /this is a browser's CORS preflight: start the server with --cors-allow-origin http:\/\/localhost:3000 to let/);
+  const pre404 = await fetch(base + '/v1/nope', { method: 'OPTIONS', headers: { origin: 'http://localhost:3000', 'access-control-request-method': 'POST' } });
+  assert.equal(pre404.status, 404);
+  assert.match((await pre404.json()).error, /no route for OPTIONS \/v1\/nope; this is a browser's CORS preflight/);
+  // A JSON answer may be compressed (cpp-httplib, for a client that accepts gzip / br): caches key it by Accept-Encoding.
+  const info = await fetch(base + '/info', { headers: { 'accept-encoding': 'gzip' } });
+  assert.equal(info.headers.get('vary'), 'Accept-Encoding');
+  assert.equal(info.headers.get('content-encoding'), 'gzip');
+  assert.equal((await info.json()).model_id.length > 0, true);
 });
 
 await check('server still serves after bad input; metrics count it', async () => {
