@@ -53,7 +53,7 @@ std::string cors_origin_problem(std::string_view s) {
   };
   if (lower(s) == "null") return "use 'null' (lower case), the Origin of pages opened from file:// and of sandboxed frames";
   if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front())
-    return fmt::format("drop the quotes: use {}", s.substr(1, s.size() - 2));
+    return fmt::format("drop the quotes: use {}", shown_value(s.substr(1, s.size() - 2)));
   const std::size_t sep = s.find("://");
   const std::string_view scheme = sep == std::string_view::npos ? std::string_view() : s.substr(0, sep);
   bool scheme_ok = !scheme.empty() && std::isalpha(static_cast<unsigned char>(scheme[0])) != 0;
