@@ -109,8 +109,10 @@ int main(int argc, char** argv) {
       entry.erase(0, entry.find_first_not_of(" \t"));
       entry.erase(entry.find_last_not_of(" \t") + 1);
       if (entry.empty()) {
+        std::string shown;  // control bytes as \xNN, not written to the terminal
+        for (unsigned char c : flag) shown += c < ' ' || c == 0x7F ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
         std::fprintf(stderr, "error: --cors-allow-origin '%s' has an empty entry (expected origins such as http://localhost:3000, "
-                     "separated by commas)\n%s", flag.c_str(), kHelpHint);
+                     "separated by commas)\n%s", shown.c_str(), kHelpHint);
         return 2;
       }
       o.cors_allow_origins.push_back(std::move(entry));
