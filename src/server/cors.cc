@@ -46,6 +46,7 @@ bool is_header_list(std::string_view s) {
 
 std::string cors_origin_problem(std::string_view s) {
   if (s == "*" || s == "null") return "";
+  if (s.empty()) return "the entry is empty (two commas in a row, or one at an end?)";
   auto lower = [](std::string_view v) {
     std::string out(v);
     for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

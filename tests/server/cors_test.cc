@@ -49,6 +49,7 @@ TEST(Cors, AnEntryNoBrowserCouldSendIsRefusedWithTheFormToUse) {
       {"\"http://a.example\"", "drop the quotes: use http://a.example"},
       {"NULL", "use 'null' (lower case)"},
       {"file://", "pages opened from file:// send the Origin null: list null"},
+      {"", "the entry is empty"},
   };
   for (const auto& [entry, says] : cases) {
     const Status s = validate_cors_origins({"http://ok.example", entry});
