@@ -36,7 +36,7 @@ void run(const PplArgs& a, CLI::App& cmd) {
   refuse_extra_arguments(cmd, "give the text to score with -f FILE, or token ids with --ids-file FILE");
   const bool show_progress = isatty(STDERR_FILENO) == 1;  // no \r progress lines in redirected logs
   const bool have_text = cmd.count("--file") > 0, have_ids = cmd.count("--ids-file") > 0;
-  if (have_text == have_ids) fail("give exactly one of -f/--file TEXT or --ids-file IDS");
+  if (have_text == have_ids) fail_flag("give exactly one of -f/--file TEXT or --ids-file IDS");
 
   // A file is read (and a bad path reported) before the (slow) model load; stdin after it, so a
   // bad model or a missing tokenizer is reported without waiting for the input's end.

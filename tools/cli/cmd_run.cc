@@ -108,11 +108,11 @@ void run(const RunArgs& a, CLI::App& cmd) {
     if (!ignored.empty()) std::fprintf(stderr, "note: %s: no effect with --temp 0 (greedy decoding)\n", ignored.c_str());
   }
   const int sources = (cmd.count("--prompt") > 0) + (cmd.count("--file") > 0) + (cmd.count("--prompt-ids") > 0);
-  if (sources > 1) fail("give at most one of -p/--prompt, -f/--file, --prompt-ids");
+  if (sources > 1) fail_flag("give at most one of -p/--prompt, -f/--file, --prompt-ids");
   if (!a.json && (cmd.count("--top-logprobs") || cmd.count("--prompt-logprobs")))
-    fail("--top-logprobs and --prompt-logprobs need --json (the streamed text has no place for them)");
+    fail_flag("--top-logprobs and --prompt-logprobs need --json (the streamed text has no place for them)");
   for (const std::string& s : opts.stop) {
-    if (s.empty()) fail("--stop: an empty stop string would stop before the first token");
+    if (s.empty()) fail_flag("--stop: an empty stop string would stop before the first token");
     // The generated text is valid UTF-8, so a stop string that is not could never match.
     if (Status st = require_utf8(s, "--stop"); !st.ok()) fail(st.message());
   }
@@ -343,7 +343,7 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object: ids, text, logprobs, ... instead of streaming");
   cmd->add_option("--top-logprobs", a->gen.top_logprobs, "With --json: the K most likely tokens per step (0 to 100)")
-      ->check(CLI::Range(0, 100));
+      ->check(decimal_int_in(0, 100, "", "INT in [0, 100]"));
   cmd->add_flag("--prompt-logprobs", a->gen.prompt_logprobs, "With --json: logprob of each prompt token");
   cmd->add_flag("--echo", a->echo, "Print the prompt text before the generated text (with --json: as \"prompt\")");
   cmd->allow_extras();  // a bare word is refused by run() with the -p hint (CLI11 said only "not expected")

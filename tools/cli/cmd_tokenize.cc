@@ -37,7 +37,13 @@ Result<std::string> tokenizer_path(const TokenizeOptions& o) {
 
 void run(const TokenizeOptions& o) {
   auto path = tokenizer_path(o);
-  if (!path.ok()) fail(path.error().message);
+  if (!path.ok()) {
+    // `tokenize -t 4`: run's and perplexity's -t is the thread count, tokenize's the tokenizer.
+    const bool number = !o.tokenizer.empty() && o.tokenizer.find_first_not_of("0123456789") == std::string::npos;
+    fail(path.error().message + (number ? fmt::format("\n(here -t is -t/--tokenizer, not a thread count: tokenize runs no model, "
+                                                      "so it takes no -t N threads; leave -t {} out)", o.tokenizer)
+                                        : std::string()));
+  }
   auto tok = Tokenizer::from_file(*path);
   if (!tok.ok()) fail(tok.error().message);
   if (o.decode) {
