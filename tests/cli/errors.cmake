@@ -22,7 +22,7 @@ expect_error("error: .*/no/such/model" run -m /no/such/model -p hi)
 expect_error("error: .*--bogus" run -m ${model} -p hi --bogus)
 expect_error("error: .*temp" run -m ${model} -p hi --temp abc)
 expect_error("error: .*need --json" run -m ${model} -p hi --top-logprobs 3)
-expect_error("error: --top-logprobs: Value -1 not in range 0 to 100" run -m ${model} -p hi --json --top-logprobs -1)
+expect_error("error: --top-logprobs: expected an integer from 0 to 100, got -1" run -m ${model} -p hi --json --top-logprobs -1)
 expect_error("error: .*stop" run -m ${model} -p hi --stop "")  # an empty CMake list element may not reach the CLI: either message is fine
 expect_error("error: give exactly one of" perplexity -m ${model})
 file(WRITE ${WORK}/one.ids "5")
