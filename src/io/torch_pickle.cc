@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <memory>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -11,6 +12,33 @@
 
 namespace mamba::io {
 namespace {
+
+/// Where `s` stops being UTF-8 as Python's unpickler decodes a BINUNICODE string ('utf-8' with
+/// 'surrogatepass': no overlong forms or code points past U+10FFFF, encoded surrogates allowed);
+/// s.size() when all of it is.
+std::size_t utf8_prefix(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int more = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c < 0x80) more = 0;
+    else if (c >= 0xC2 && c <= 0xDF) more = 1;
+    else if (c == 0xE0) more = 2, lo = 0xA0;
+    else if (c >= 0xE1 && c <= 0xEF) more = 2;
+    else if (c == 0xF0) more = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) more = 3;
+    else if (c == 0xF4) more = 3, hi = 0x8F;
+    else return i;
+    if (s.size() - i <= static_cast<std::size_t>(more)) return i;
+    for (int k = 1; k <= more; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return i;
+    }
+    i += static_cast<std::size_t>(more) + 1;
+  }
+  return i;
+}
 
 // ---- values ------------------------------------------------------------------------------------
 
@@ -180,6 +208,11 @@ class Unpickler {
     if (len > n_ - pos_) return fail(fmt::format("truncated pickle: string of {} bytes runs past the end", len));
     auto v = make(Value::Kind::kStr);
     v->s.assign(reinterpret_cast<const char*>(b_ + pos_), static_cast<std::size_t>(len));
+    // Python's unpickler refuses such a string too (UnicodeDecodeError): a damaged file, whose
+    // bytes would otherwise reach error messages as names.
+    if (const std::size_t bad = utf8_prefix(v->s); bad != v->s.size())
+      return fail(fmt::format("a string of {} bytes is not valid UTF-8 (byte 0x{:02X} at its offset {}): the file is damaged", len,
+                              static_cast<unsigned char>(v->s[bad]), bad));
     pos_ += static_cast<std::size_t>(len);
     push(v);
     return {};

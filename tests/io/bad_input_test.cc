@@ -420,6 +420,28 @@ TEST(BadInput, UnknownPickleOpcodeIsNamed) {
   expect_mentions(e, {"opcode 0x69", "INST"});
 }
 
+TEST(BadInput, APickleStringThatIsNotUtf8IsADamagedFile) {
+  // A tensor name whose bytes were overwritten (a fresh user's damaged copy): refused as Python's
+  // unpickler refuses it, not quoted raw into a "named under another prefix" hint.
+  std::string pkl = one_tensor_pickle(4, 4);
+  pkl.replace(pkl.find(U("w")), U("w").size(), U("\x93\x94w"));
+  Error e = torch_bin_error(pkl);
+  EXPECT_EQ(e.code, ErrorCode::kFormat);
+  expect_mentions(e, {"pytorch_model.bin", "a string of 3 bytes is not valid UTF-8 (byte 0x93 at its offset 0): the file is damaged"});
+  // Overlong and past-U+10FFFF forms too; valid multi-byte names and encoded surrogates (Python's
+  // surrogatepass) are taken.
+  for (const std::string& bad : {"\xC0\xAF"s, "\xE0\x80\xAF"s, "\xF4\x90\x80\x80"s, "\xE2\x82"s})
+    expect_mentions(pickle_err("\x80\x02"s + U(bad) + "."), {"is not valid UTF-8"});
+  for (const std::string& ok : {"caf\xC3\xA9"s, "\xE2\x82\xAC"s, "\xF0\x9F\x98\x80"s, "\xED\xA0\x80"s}) {
+    const std::string one = "\x80\x02"s + U(ok) + ".";
+    auto r = io::parse_torch_pickle(reinterpret_cast<const std::uint8_t*>(one.data()), one.size(), "data.pkl");
+    // (A string alone is no state dict: the error, if any, must not be about UTF-8.)
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().message.find("UTF-8"), std::string::npos) << r.error().message;
+    }
+  }
+}
+
 TEST(BadInput, MalformedPickles) {
   expect_mentions(pickle_err("\x80\x02}"s), {"truncated", "STOP"});
   expect_mentions(pickle_err("\x80\x02X\xff\xff\xff\x7f"s), {"truncated"});
