@@ -280,8 +280,11 @@ void run(const RunArgs& a, CLI::App& cmd) {
     std::fprintf(stderr, "seed: %llu (repeat with --seed)\n", static_cast<unsigned long long>(res->seed));
   // Cancelled during the prefill (no token, no decode time): the prompt's rate is not known.
   const bool prefill_cut = res->finish == FinishReason::kCancelled && res->n_generated == 0 && res->decode_seconds == 0;
+  // The generation's end; the stats must not read as a finished run when stdout could not be
+  // written (main() then fails the command with the write error).
   const std::string finish =
-      Interrupt::interrupted() ? fmt::format("cancelled ({})", Interrupt::reason()) : finish_reason_name(res->finish);
+      (Interrupt::interrupted() ? fmt::format("cancelled ({})", Interrupt::reason()) : std::string(finish_reason_name(res->finish))) +
+      (std::ferror(stdout) != 0 ? ", but the output could not be written" : "");
   const std::string prompt_rate = prefill_cut ? "prefill not finished" : fmt::format("{:.1f} tokens/s", pre_tps);
   std::fprintf(stderr, "finish: %s | prompt: %s, %s | generated: %s, %.1f tokens/s\n", finish.c_str(),
                count_of(prompt.size(), "token").c_str(), prompt_rate.c_str(), count_of(res->n_generated, "token").c_str(), gen_tps);
