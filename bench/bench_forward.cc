@@ -24,10 +24,10 @@
 #include "cpu/parse_args.h"
 #include "mamba/checkpoint.h"
 #include "mamba/model.h"
-#include "mamba/thread_limit.h"
 #include "ops/cpu/cpu_target.h"
 #include "ops/ops.h"
 #include "common/option_rules.h"
+#include "common/thread_warning.h"
 
 namespace {
 
@@ -106,10 +106,8 @@ int main(int argc, char** argv) {
   // Which kernels ran (MAMBA_CPU_TARGET may force another), and threads beyond the CPUs, which only
   // take turns on them (as mamba-cli and mamba-server warn).
   fmt::print("cpu: {}\n", mamba::ops::cpu::cpu_dispatch_description());
-  for (int n : counts)
-    if (n > mamba::usable_cpus())
-      fmt::print("warning: {} threads is more than the {} CPUs this process may run on: the extra threads take turns on them\n", n,
-                 mamba::usable_cpus());
+  std::fflush(stdout);
+  for (int t : threads) mamba::tools::warn_if_more_threads_than_cpus(t, "--threads");
   fmt::print("{:<40} {:>7} {:>16} {:>16} {:>9}\n", "model", "threads", "prefill tok/s", "decode tok/s", "cpu share");
   for (std::size_t i = 0; i < models.size(); ++i) {
     const std::string& dir = dirs[i];

@@ -192,17 +192,13 @@ std::string sse_data(const std::string& payload) { return "data: " + payload + "
 void set_sse_response(const httplib::Request& req, httplib::Response& res, std::shared_ptr<RequestStream> stream, SseHandlers h) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  auto closed = std::make_shared<std::atomic<bool>>(false);
-  // Logs the request once, with its final stats. (Captures no stream: the stream holds it.)
-  auto close_once = [h, closed](const SequenceStats& st, const std::optional<Error>& err) {
-    if (closed->exchange(true) || !h.on_close) return;
-    h.on_close(st, err);
-  };
-  // Logged when the sequence ends, even while the pump below is stuck writing to a client that
-  // stopped reading (its socket write waits up to the write timeout: a shutdown that ended such
-  // streams exited before their line was logged).
-  stream->on_end(close_once);
-  httplib::ContentProviderWithoutLength pump = [stream, h, close_once](std::size_t /*offset*/, httplib::DataSink& sink) -> bool {
+  // The request is logged once, with its final stats, when the sequence ends (on the scheduler's
+  // thread): also while the pump below is stuck writing to a client that stopped reading (its
+  // socket write waits up to the write timeout: a shutdown that ended such streams exited before
+  // their line was logged), and for a client that left (at the scheduler's next step, which under
+  // load can be seconds away). (h.on_close captures no stream: the stream holds it.)
+  if (h.on_close) stream->on_end(h.on_close);
+  httplib::ContentProviderWithoutLength pump = [stream, h](std::size_t /*offset*/, httplib::DataSink& sink) -> bool {
     auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
     auto last_write = std::chrono::steady_clock::now();
     for (;;) {
@@ -237,18 +233,15 @@ void set_sse_response(const httplib::Request& req, httplib::Response& res, std::
           (void)write(h.on_error(generation_error(c)));
         }
         if (h.on_end) (void)write(h.on_end());
-        close_once(stream->stats(), u.error);
         sink.done();
         return true;
       }
     }
   };
-  auto release = [stream, close_once](bool /*success*/) {
-    // Connection closed (normally or not): make sure the sequence leaves the scheduler, and
-    // log it with the counts it reached, when the scheduler drops it (at its next step, which
-    // under load can be seconds away: a timed wait here logged zeros then).
+  auto release = [stream](bool /*success*/) {
+    // Connection closed (normally or not): make sure the sequence leaves the scheduler (on_end
+    // above logs it with the counts it reached when the scheduler drops it).
     stream->cancel();
-    stream->on_end(close_once);
   };
   if (req.version == "HTTP/1.0") {
     res.set_header("Connection", "close");

@@ -157,7 +157,8 @@ std::string token_bytes(const ServerContext& ctx, std::int32_t id);
 /// Sets a text/event-stream response that pumps `stream`: `on_tokens(tokens, done)` returns the
 /// SSE text for a batch of tokens (done: the batch ends the stream normally, stats valid);
 /// `on_error(error)` the text for a failed / cancelled end; `on_end()` the trailer (e.g. [DONE]).
-/// A failed write (client gone) cancels the sequence. `on_close(stats, error)` runs once at the end.
+/// A failed write (client gone) cancels the sequence. `on_close(stats, error)` runs once, when the
+/// sequence ends (on the scheduler's thread: it must not touch the stream).
 struct SseHandlers {
   std::function<std::string(const std::vector<TokenEvent>&, bool done, const SequenceStats&)> on_tokens;
   /// The prompt's scores when the request published them (optional; before any on_tokens).

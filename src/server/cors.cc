@@ -25,11 +25,12 @@ constexpr const char* kExposedHeaders =
 /// How long a browser may cache a preflight's answer (seconds; browsers cap it: Chromium at 7200).
 constexpr int kPreflightMaxAgeSeconds = 600;
 
-/// `s` for a message: its first 80 bytes, control bytes as \xNN, "…" when cut.
+/// `s` for a message also shown on a terminal (a refused flag): cut as shown_text cuts a client's
+/// value (80 bytes), control bytes as \xNN.
 std::string shown_value(std::string_view s) {
   std::string out;
-  for (unsigned char c : s.substr(0, 80)) out += c < ' ' || c == 0x7F ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
-  return s.size() > 80 ? out + "…" : out;
+  for (unsigned char c : shown_text(std::string(s), 80)) out += c < ' ' || c == 0x7F ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
+  return out;
 }
 
 /// Whether `s` is a comma-separated list of header names (RFC 9110 tokens), as browsers send in
