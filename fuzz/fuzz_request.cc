@@ -18,7 +18,11 @@ namespace {
 using mamba::server::ApiError;
 
 void check_error(const ApiError& e) {
-  if (e.status < 400 || e.status >= 500 || e.message.empty() || e.body().empty()) std::abort();
+  if (e.status < 400 || e.status >= 500 || e.message.empty()) std::abort();
+  // Both shapes are JSON objects carrying the message as a string (invalid UTF-8 in it replaced):
+  // parse throws, and the fuzzer stops, on anything else.
+  if (!nlohmann::json::parse(e.tgi_body())["error"].is_string()) std::abort();
+  if (!nlohmann::json::parse(e.openai_body())["error"]["message"].is_string()) std::abort();
 }
 
 void check_accepted(const mamba::GenerateOptions& o, const mamba::server::RequestLimits& limits) {

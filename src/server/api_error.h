@@ -1,9 +1,11 @@
-// ApiError: an HTTP error answer {error, error_type} as TGI writes them (also used on the OpenAI
-// routes). Bad input is always a 4xx naming the field; 5xx only for server-side failures.
+// ApiError: an HTTP error answer, in TGI's shape {error, error_type} on TGI's routes and in
+// OpenAI's {"error": {message, type, param, code}} under /v1/. Bad input is always a 4xx naming the
+// field; 5xx only for server-side failures.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace mamba::server {
 
@@ -14,9 +16,25 @@ struct ApiError {
 
   static ApiError validation(std::string msg) { return {422, "validation", std::move(msg)}; }
   static ApiError malformed(std::string msg) { return {400, "malformed_request", std::move(msg)}; }
-  /// JSON body {"error": message, "error_type": type}.
-  std::string body() const;
+  /// The JSON body for an answer to `path` (error_shape_for_path): TGI's
+  /// {"error": message, "error_type": type}, or under /v1/ OpenAI's
+  /// {"error": {"message": message, "type": openai_type(), "param": null, "code": type}}.
+  std::string body_for(std::string_view path) const;
+  /// TGI's body {"error": message, "error_type": type}.
+  std::string tgi_body() const;
+  /// OpenAI's body {"error": {"message", "type", "param": null, "code": type}} (the shape vLLM and
+  /// llama.cpp answer: the OpenAI SDKs read err.message, err.type and err.code from it).
+  std::string openai_body() const;
+  /// OpenAI's error category for this answer: invalid_request_error (400, 405, 411, 413–416, 422,
+  /// 431), authentication_error (401), permission_error (403), not_found_error (404),
+  /// rate_limit_error (429), not_supported_error (501), unavailable_error (503), server_error
+  /// (424, 5xx) — llama.cpp's names; `type` (validation, overloaded, …) goes into `code`.
+  const char* openai_type() const;
 };
+
+/// Whether answers to `path` are OpenAI's (a path under /v1/, and /v1 itself) or TGI's (every
+/// other path: TGI's routes, /health, /info, /metrics, unknown paths).
+bool is_openai_path(std::string_view path);
 
 /// A client's text (a header, a key) as an error message quotes it: `s` itself when at most
 /// `max_bytes` long, else its first `max_bytes` bytes cut back to a UTF-8 character boundary and

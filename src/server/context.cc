@@ -17,7 +17,7 @@
 
 namespace mamba::server {
 
-void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics) {
+void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& err, Metrics& metrics) {
   if (err.status == 429) {
     metrics.requests_overloaded++;
   } else if (err.status < 500 && err.status != 424 && err.type != "cancelled") {
@@ -26,7 +26,7 @@ void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics) {
     metrics.requests_rejected++;
   }
   res.status = err.status;
-  res.set_content(err.body(), "application/json");
+  res.set_content(err.body_for(req.path), "application/json");
 }
 
 namespace {

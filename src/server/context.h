@@ -90,9 +90,10 @@ struct ServerContext {
   std::int64_t created_unix = 0;  ///< start time (seconds since epoch), for OpenAI "created"
 };
 
-/// Writes `err` as the JSON answer; counts it as rejected (overloaded for 429; not at all for 5xx,
-/// 424 "generation" or 400 "cancelled", which the scheduler counts as failed / cancelled).
-void send_error(httplib::Response& res, const ApiError& err, Metrics& metrics);
+/// Writes `err` as the JSON answer to `req` (TGI's or OpenAI's shape by its path: ApiError::body_for);
+/// counts it as rejected (overloaded for 429; not at all for 5xx, 424 "generation" or 400
+/// "cancelled", which the scheduler counts as failed / cancelled).
+void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& err, Metrics& metrics);
 
 /// Sets `body` (a finished JSON document, taken) as the answer. A large answer (details or logprobs
 /// of tens of thousands of tokens: the DOM that made it ~10× its size) is followed, a second later

@@ -229,7 +229,7 @@ bool CorsPolicy::answer_preflight(const RouteTable& routes, const httplib::Reque
                                  ? std::string("a preflight with several Origin headers is not answered")
                                  : fmt::format("origin '{}' is not allowed to call this server from a browser (the server's "
                                                "--cors-allow-origin list)", shown_value(origin))}
-                        .body(),
+                        .body_for(req.path),
                     "application/json");
     return true;
   }

@@ -267,7 +267,7 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     const std::string first = req.get_header_value("Content-Length");
     for (std::size_t i = 1; i < req.get_header_value_count("Content-Length"); ++i)
       if (req.get_header_value("Content-Length", i) != first) {
-        server::send_error(res, ApiError{400, "malformed_request", "conflicting Content-Length headers"}, ctx.metrics);
+        server::send_error(req, res, ApiError{400, "malformed_request", "conflicting Content-Length headers"}, ctx.metrics);
         close_after_answer(res);  // a malformed head ends the connection (as nginx's 400s)
         return true;
       }
@@ -275,12 +275,12 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   // Two Host headers (RFC 9112 §3.2: a 400): behind a proxy that reads the other, a request for one
   // host served as another's.
   if (req.get_header_value_count("Host") > 1) {
-    server::send_error(res, ApiError{400, "malformed_request", "more than one Host header"}, ctx.metrics);
+    server::send_error(req, res, ApiError{400, "malformed_request", "more than one Host header"}, ctx.metrics);
     close_after_answer(res);  // a malformed head ends the connection (as nginx's 400s)
     return true;
   }
   if (req.has_header("Content-Length") && req.has_header("Transfer-Encoding")) {
-    server::send_error(res, ApiError{400, "malformed_request", "both Content-Length and Transfer-Encoding headers"}, ctx.metrics);
+    server::send_error(req, res, ApiError{400, "malformed_request", "both Content-Length and Transfer-Encoding headers"}, ctx.metrics);
     close_after_answer(res);  // a malformed head ends the connection (as nginx's 400s)
     return true;
   }
@@ -289,7 +289,7 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   if (!ctx.opts.api_key.empty() && req.path != "/health") {
     if (bearer_token(req.get_header_value("Authorization")) != ctx.opts.api_key &&
         req.get_header_value("x-api-key") != ctx.opts.api_key) {
-      server::send_error(res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)"}, ctx.metrics);
+      server::send_error(req, res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)"}, ctx.metrics);
       res.set_header("WWW-Authenticate", "Bearer");  // RFC 7235 §3.1: a 401 names the scheme it wants
       return true;
     }
@@ -302,7 +302,7 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     res.set_content(ApiError{405, "method_not_allowed",
                              fmt::format("method {} not allowed on {} (allowed: {}){}", req.method, req.path, allow,
                                          cors_preflight_hint(ctx, req))}
-                        .body(),
+                        .body_for(req.path),
                     "application/json");
     return true;
   }
@@ -313,7 +313,7 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     std::string te = req.get_header_value("Transfer-Encoding");
     std::transform(te.begin(), te.end(), te.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     const bool chunked = te.find("chunked") != std::string::npos;
-    server::send_error(res,
+    server::send_error(req, res,
                        chunked ? ApiError{411, "length_required",
                                           fmt::format("chunked request bodies are not accepted: send the body with a "
                                                       "Content-Length header (at most {} bytes)", ctx.opts.max_body_bytes)}
@@ -326,7 +326,7 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   // cpp-httplib reads no body for GET / HEAD: one sent anyway would be read as the next request.
   if ((req.method == "GET" || req.method == "HEAD") && !req.get_header_value("Content-Length").empty() &&
       req.get_header_value("Content-Length") != "0") {
-    server::send_error(res,
+    server::send_error(req, res,
                        ApiError{400, "malformed_request",
                                 fmt::format("a {} request has no body (Content-Length: {})", req.method,
                                             req.get_header_value("Content-Length"))},
@@ -334,7 +334,7 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     return true;
   }
   if (req.method == "POST" && !req.has_header("Content-Length")) {
-    server::send_error(res,
+    server::send_error(req, res,
                        ApiError{411, "length_required",
                                 "a POST needs its JSON body with a Content-Length header (the body's size in bytes); none was given"},
                        ctx.metrics);
@@ -348,7 +348,7 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     std::string ce = req.get_header_value("Content-Encoding");
     std::transform(ce.begin(), ce.end(), ce.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     if (ce != "identity") {
-      server::send_error(res,
+      server::send_error(req, res,
                          ApiError{415, "unsupported_media_type",
                                   fmt::format("Content-Encoding '{}' is not accepted: send the JSON body uncompressed "
                                               "(at most {} bytes)", shown(req.get_header_value("Content-Encoding")),
@@ -359,12 +359,12 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   }
   // cpp-httplib parses multipart bodies into form fields and leaves req.body empty.
   if (req.method == "POST" && req.is_multipart_form_data()) {
-    server::send_error(res, ApiError{415, "unsupported_media_type", "multipart/form-data bodies are not supported: send the JSON object itself as the body (Content-Type: application/json)"}, ctx.metrics);
+    server::send_error(req, res, ApiError{415, "unsupported_media_type", "multipart/form-data bodies are not supported: send the JSON object itself as the body (Content-Type: application/json)"}, ctx.metrics);
     return true;
   }
   // cpp-httplib reads a non-numeric Content-Length ("abc") as 0 and an empty body.
   if (const std::string cl = req.get_header_value("Content-Length"); !cl.empty() && !is_decimal(cl)) {
-    server::send_error(res, ApiError{400, "malformed_request", fmt::format("invalid Content-Length header '{}'", cl)}, ctx.metrics);
+    server::send_error(req, res, ApiError{400, "malformed_request", fmt::format("invalid Content-Length header '{}'", cl)}, ctx.metrics);
     return true;
   }
   return false;
@@ -431,11 +431,11 @@ Status Server::start() {
     if (!refused && req.method == "POST" && ctx.routes.post_handler(req.path) == nullptr) {
       // an unknown path: its 404 now, not after the body it would not read
       res.status = 404;
-      res.set_content(ApiError{404, "not_found", fmt::format("no route for {} {}", req.method, req.path)}.body(), "application/json");
+      res.set_content(ApiError{404, "not_found", fmt::format("no route for {} {}", req.method, req.path)}.body_for(req.path), "application/json");
       refused = true;
     }
     if (!refused && has_length && length > static_cast<std::uint64_t>(ctx.opts.max_body_bytes)) {
-      server::send_error(res,
+      server::send_error(req, res,
                          ApiError{413, "payload_too_large",
                                   fmt::format("request body exceeds {} bytes (Content-Length: {})", ctx.opts.max_body_bytes,
                                               cl)},
@@ -498,7 +498,7 @@ Status Server::start() {
       // A Content-Length that is not a decimal number ("-5", or one past 2⁶⁴ that cpp-httplib reads
       // as a huge length) is refused before routing as 413: name the header instead.
       if (const std::string cl = req.get_header_value("Content-Length"); !cl.empty() && !is_decimal(cl)) {
-        server::send_error(res, ApiError{400, "malformed_request", fmt::format("invalid Content-Length header '{}'", cl)}, ctx.metrics);
+        server::send_error(req, res, ApiError{400, "malformed_request", fmt::format("invalid Content-Length header '{}'", cl)}, ctx.metrics);
         return;
       }
     }
@@ -555,13 +555,13 @@ Status Server::start() {
     // the client sends after the answer must not be read as a next request.
     if ((res.status == 413 || res.status == 416) && may_have_unread_body(req)) body_unread = true;
     if (res.status != 404 && res.status != 405) {
-      server::send_error(res, e, ctx.metrics);
+      server::send_error(req, res, e, ctx.metrics);
       // The body's missing bytes may still come (a client silent for the read timeout): they must
       // not be read as the next request (cpp-httplib 0.11 keeps the connection otherwise).
       if (body_unread) close_after_answer(res);
       return;
     }
-    res.set_content(e.body(), "application/json");
+    res.set_content(e.body_for(req.path), "application/json");
   });
   http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown exception";
@@ -573,7 +573,7 @@ Status Server::start() {
     }
     spdlog::error("internal error on {} {}: {}", req.method, req.path, what);
     res.status = 500;
-    res.set_content(ApiError{500, "internal", fmt::format("internal error: {}", what)}.body(), "application/json");
+    res.set_content(ApiError{500, "internal", fmt::format("internal error: {}", what)}.body_for(req.path), "application/json");
   });
   server::register_tgi_routes(http, ctx);
   server::register_openai_routes(http, ctx);

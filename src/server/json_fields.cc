@@ -9,9 +9,29 @@ namespace mamba::server {
 
 using nlohmann::json;
 
-std::string ApiError::body() const {
-  return dump_json(json{{"error", message}, {"error_type", type}});
+std::string ApiError::tgi_body() const { return dump_json(json{{"error", message}, {"error_type", type}}); }
+
+std::string ApiError::openai_body() const {
+  return dump_json(json{{"error", {{"message", message}, {"type", openai_type()}, {"param", nullptr}, {"code", type}}}});
 }
+
+std::string ApiError::body_for(std::string_view path) const {
+  return is_openai_path(path) ? openai_body() : tgi_body();
+}
+
+const char* ApiError::openai_type() const {
+  switch (status) {
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 429: return "rate_limit_error";
+    case 501: return "not_supported_error";
+    case 503: return "unavailable_error";
+    default: return status >= 500 || status == 424 ? "server_error" : "invalid_request_error";
+  }
+}
+
+bool is_openai_path(std::string_view path) { return path == "/v1" || path.starts_with("/v1/"); }
 
 std::string shown_text(const std::string& s, std::size_t max_bytes) {
   if (s.size() <= max_bytes) return s;

@@ -161,22 +161,22 @@ json usage_json(const SequenceStats& st) {
 void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat) {
   BodyBudget::Lease parsing = ctx.body_budget.acquire(req.body.size());  // until the prompt's ids are made
   nlohmann::json body;
-  if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
+  if (auto e = parse_body_object(req.body, body)) return send_error(req, res, *e, ctx.metrics);
   auto r = std::make_shared<OpenAiRequest>();
   if (auto e = chat ? parse_chat_request(body, ctx.limits, *r) : parse_completion_request(body, ctx.limits, *r)) {
-    return send_error(res, *e, ctx.metrics);
+    return send_error(req, res, *e, ctx.metrics);
   }
   drop_body_dom(body);
   r->opts.skip_special_tokens = true;
   SequenceRequest sreq;
   const PromptFields fields{r->chat ? "`messages`" : "`prompt`", r->max_tokens_field};
   if (auto e = prepare_prompt(ctx, r->prompt, r->add_special_tokens, r->prompt_ids, 0, r->opts.max_new_tokens, r->max_tokens_given, fields, sreq.prompt)) {
-    return send_error(res, *e, ctx.metrics);
+    return send_error(req, res, *e, ctx.metrics);
   }
   const std::int64_t vocab = vocab_limit(ctx.tok.get(), *ctx.model);
   for (const auto& [id, bias] : r->opts.sampling.logit_bias)
     if (id >= vocab)
-      return send_error(res, ApiError::validation(fmt::format("`logit_bias` token id {} is outside the vocabulary [0, {})", id, vocab)), ctx.metrics);
+      return send_error(req, res, ApiError::validation(fmt::format("`logit_bias` token id {} is outside the vocabulary [0, {})", id, vocab)), ctx.metrics);
   if (r->echo && r->prompt.empty()) {
     auto d = ctx.tok->decode(sreq.prompt, false);
     if (d.ok()) r->prompt = d.value();
@@ -191,7 +191,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   const std::vector<std::int32_t> prompt_ids = echo_logprobs ? sreq.prompt : std::vector<std::int32_t>{};
   parsing.release();
   std::shared_ptr<RequestStream> rs;
-  if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(res, *e, ctx.metrics);
+  if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(req, res, *e, ctx.metrics);
   const std::uint64_t id = ctx.next_request_id++;
   const char* route = chat ? "/v1/chat/completions" : "/v1/completions";
   const std::string oid = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", id);
@@ -265,7 +265,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
       }
       return out;
     };
-    h.on_error = [](const ApiError& e) { return sse_data(e.body()); };
+    h.on_error = [](const ApiError& e) { return sse_data(e.openai_body()); };
     h.on_end = [] { return std::string("data: [DONE]\n\n"); };
     h.on_close = [id, route](const SequenceStats& st, const std::optional<Error>& err) { log_request(id, route, st, err); };
     set_sse_response(req, res, rs, std::move(h));
@@ -275,7 +275,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   const ClientConnection conn(BoundedHttpServer::current_socket());  // a client that leaves cancels the sequence, as a stream's does
   Collected c = collect(*rs, [&conn] { return conn.closed(); });
   log_request(id, route, c.stats, c.error);
-  if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(res, generation_error(c), ctx.metrics);
+  if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(req, res, generation_error(c), ctx.metrics);
   // The answer as text, its logprobs written entry by entry (a DOM of a long answer's logprobs
   // took ~12 times the answer's size).
   json choice{{"index", 0}};

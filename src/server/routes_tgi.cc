@@ -61,25 +61,25 @@ void set_timing_headers(httplib::Response& res, const SequenceStats& st, std::si
 void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, TgiMode mode) {
   BodyBudget::Lease parsing = ctx.body_budget.acquire(req.body.size());  // until the prompt's ids are made
   nlohmann::json body;
-  if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
+  if (auto e = parse_body_object(req.body, body)) return send_error(req, res, *e, ctx.metrics);
   auto r = std::make_shared<TgiRequest>();
-  if (auto e = parse_tgi_request(body, ctx.limits, *r)) return send_error(res, *e, ctx.metrics);
+  if (auto e = parse_tgi_request(body, ctx.limits, *r)) return send_error(req, res, *e, ctx.metrics);
   drop_body_dom(body);
   const bool stream = mode == TgiMode::kStream || (mode == TgiMode::kCompat && r->stream);
   if (stream && r->decoder_input_details)  // as TGI: the prompt's details have no place in a stream
-    return send_error(res, ApiError::validation("`decoder_input_details` == true is not supported when streaming tokens"), ctx.metrics);
+    return send_error(req, res, ApiError::validation("`decoder_input_details` == true is not supported when streaming tokens"), ctx.metrics);
   r->opts.skip_special_tokens = true;
   SequenceRequest sreq;
   if (auto e = prepare_prompt(ctx, r->inputs, r->add_special_tokens, {}, r->truncate, r->opts.max_new_tokens, r->max_new_tokens_given, kTgiFields,
                               sreq.prompt)) {
-    return send_error(res, *e, ctx.metrics);
+    return send_error(req, res, *e, ctx.metrics);
   }
   auto prompt_ids = std::make_shared<std::vector<std::int32_t>>(sreq.prompt);
   sreq.opts = r->opts;
   r->opts.stop = {};  // one copy of the stop strings (up to 8 MiB) goes with the request
   parsing.release();
   std::shared_ptr<RequestStream> rs;
-  if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(res, *e, ctx.metrics);
+  if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(req, res, *e, ctx.metrics);
   const std::uint64_t id = ctx.next_request_id++;
   const char* route = mode == TgiMode::kGenerate ? "/generate" : (mode == TgiMode::kStream ? "/generate_stream" : "/");
   const std::string prefix = r->return_full_text ? r->inputs : std::string();
@@ -115,7 +115,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
       }
       return out;
     };
-    h.on_error = [](const ApiError& e) { return sse_data(e.body()); };
+    h.on_error = [](const ApiError& e) { return sse_data(e.tgi_body()); };
     h.on_close = [id, route](const SequenceStats& st, const std::optional<Error>& err) { log_request(id, route, st, err); };
     res.set_header("x-compute-type", "cpu");
     set_sse_response(req, res, rs, std::move(h));
@@ -125,7 +125,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
   const ClientConnection conn(BoundedHttpServer::current_socket());  // a client that leaves cancels the sequence, as a stream's does
   Collected c = collect(*rs, [&conn] { return conn.closed(); });
   log_request(id, route, c.stats, c.error);
-  if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(res, generation_error(c), ctx.metrics);
+  if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(req, res, generation_error(c), ctx.metrics);
   // The answer as text, its per-token arrays written entry by entry (a DOM of a long answer's
   // details took ~11 times the answer's size).
   const nlohmann::ordered_json out{{"generated_text", prefix + c.text}};  // "details" only when asked, as TGI
@@ -168,14 +168,14 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
 void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const BodyBudget::Lease parsing = ctx.body_budget.acquire(req.body.size());  // the whole answer is made under it
   nlohmann::json body;
-  if (auto e = parse_body_object(req.body, body)) return send_error(res, *e, ctx.metrics);
+  if (auto e = parse_body_object(req.body, body)) return send_error(req, res, *e, ctx.metrics);
   TgiRequest r;
-  if (auto e = parse_tgi_request(body, ctx.limits, r)) return send_error(res, *e, ctx.metrics);
+  if (auto e = parse_tgi_request(body, ctx.limits, r)) return send_error(req, res, *e, ctx.metrics);
   // The ids /generate would run: with the post-processor's specials (a BOS) unless the request
   // says `add_special_tokens: false`. Those added ids are not in the text: span [0, 0), as HF's
   // offsets give them.
   auto plain = ctx.tok->encode(r.inputs, false);
-  if (!plain.ok()) return send_error(res, ApiError::validation(plain.error().message), ctx.metrics);
+  if (!plain.ok()) return send_error(req, res, ApiError::validation(plain.error().message), ctx.metrics);
   std::size_t text0 = 0;  // where the text's ids start among `ids`
   const std::vector<std::int32_t> ids = r.add_special_tokens ? ctx.tok->add_special_tokens(*plain, &text0) : *plain;
   // `parameters.truncate` keeps the last tokens, as for a prompt (TGI's /tokenize truncates too).
@@ -184,7 +184,7 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   // The same bound as a prompt's: the answer is ~50 bytes of JSON per token (a 7 MiB input made a
   // 380 MB answer and 5 GB of peak memory).
   if (const std::int64_t n = all - first; n > ctx.limits.max_input_tokens) {
-    return send_error(res,
+    return send_error(req, res,
                       ApiError::validation(fmt::format("`inputs` must have at most {} tokens (--max-input-tokens). Given: {}",
                                                        ctx.limits.max_input_tokens, n)),
                       ctx.metrics);
@@ -228,7 +228,7 @@ void register_tgi_routes(httplib::Server& svr, ServerContext& ctx) {
   ctx.routes.add(svr, "GET", "/health", [&ctx](const httplib::Request&, httplib::Response& s) {
     if (ctx.draining.load()) {
       s.status = 503;
-      s.set_content(ApiError{503, "unavailable", "shutting down"}.body(), "application/json");
+      s.set_content(ApiError{503, "unavailable", "shutting down"}.tgi_body(), "application/json");
     } else {
       s.status = 200;
     }

@@ -61,7 +61,37 @@ TEST(JsonText, ShownTextCutsLongTextAtACharacterBoundary) {
   EXPECT_EQ(shown_text(s, 6), s);
   // The error body stays valid UTF-8 JSON whatever the cut.
   const ApiError e{422, "validation", "key \"" + shown_text(s + s, 8) + "\""};
-  EXPECT_EQ(nlohmann::json::parse(e.body())["error"], "key \"a\xC3\xA9\xE2\x82\xAC" "a… (12 bytes)\"");
+  EXPECT_EQ(nlohmann::json::parse(e.tgi_body())["error"], "key \"a\xC3\xA9\xE2\x82\xAC" "a… (12 bytes)\"");
+  EXPECT_EQ(nlohmann::json::parse(e.openai_body())["error"]["message"], "key \"a\xC3\xA9\xE2\x82\xAC" "a… (12 bytes)\"");
+}
+
+TEST(ApiErrorShape, TgiOutsideV1AndOpenAiUnderIt) {
+  const ApiError e{422, "validation", "`max_tokens` must be >= 1"};
+  EXPECT_EQ(e.tgi_body(), R"({"error":"`max_tokens` must be >= 1","error_type":"validation"})");
+  EXPECT_EQ(e.openai_body(),
+            R"({"error":{"code":"validation","message":"`max_tokens` must be >= 1","param":null,"type":"invalid_request_error"}})");
+  EXPECT_EQ(e.body_for("/generate"), e.tgi_body());
+  EXPECT_EQ(e.body_for("/"), e.tgi_body());
+  EXPECT_EQ(e.body_for("/health"), e.tgi_body());
+  EXPECT_EQ(e.body_for("/v1x"), e.tgi_body());
+  EXPECT_EQ(e.body_for(""), e.tgi_body());  // a request refused before its path was read
+  EXPECT_EQ(e.body_for("/v1"), e.openai_body());
+  EXPECT_EQ(e.body_for("/v1/chat/completions"), e.openai_body());
+  EXPECT_EQ(e.body_for("/v1/no/such/route"), e.openai_body());
+}
+
+TEST(ApiErrorShape, OpenAiTypesByStatus) {
+  const std::pair<int, const char*> cases[] = {
+      {400, "invalid_request_error"}, {405, "invalid_request_error"}, {411, "invalid_request_error"},
+      {413, "invalid_request_error"}, {415, "invalid_request_error"}, {422, "invalid_request_error"},
+      {431, "invalid_request_error"}, {401, "authentication_error"},  {403, "permission_error"},
+      {404, "not_found_error"},       {429, "rate_limit_error"},      {424, "server_error"},
+      {500, "server_error"},          {501, "not_supported_error"},   {503, "unavailable_error"},
+  };
+  for (const auto& [status, type] : cases) {
+    const ApiError e{status, "x", "m"};
+    EXPECT_STREQ(e.openai_type(), type) << status;
+  }
 }
 
 }  // namespace

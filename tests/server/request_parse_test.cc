@@ -156,7 +156,7 @@ TEST(TgiRequest, BadInputsGive4xxNamingTheField) {
     ASSERT_TRUE(e.has_value()) << c.body;
     EXPECT_EQ(e->status, c.status) << c.body << " → " << e->message;
     EXPECT_NE(e->message.find(c.mentions), std::string::npos) << c.body << " → " << e->message;
-    auto body = json::parse(e->body());
+    auto body = json::parse(e->tgi_body());
     EXPECT_TRUE(body["error"].is_string());
     EXPECT_TRUE(body["error_type"].is_string());
   }

@@ -1,8 +1,9 @@
 // End-to-end: every endpoint's happy path and its validation errors against a real mamba-server
-// (embedded model), at the HTTP level. Bad input gets a 4xx with {error, error_type} and the
+// (embedded model), at the HTTP level. Bad input gets a 4xx with TGI's {error, error_type} (OpenAI's
+// {error: {message, type, param, code}} under /v1) and the
 // server keeps serving.
 import assert from 'node:assert/strict';
-import { deadline, startServer, postJson, postSse, metrics, check, exitWithChecks } from './lib.mjs';
+import { deadline, startServer, postJson, postSse, metrics, check, exitWithChecks, apiError } from './lib.mjs';
 
 deadline(120);
 const srv = await startServer(['--max-concurrent-requests', '16']);
@@ -36,7 +37,10 @@ await check('GET /v1/models', async () => {
   assert.deepEqual(await one.json(), j.data[0]);
   const other = await fetch(base + '/v1/models/' + j.data[0].id + 'x');
   assert.equal(other.status, 404);
-  assert.equal((await other.json()).error, `no model '${j.data[0].id}x' here: this server serves '${j.data[0].id}' (GET /v1/models)`);
+  const oe = apiError('/v1/models/x', await other.json());
+  assert.equal(oe.message, `no model '${j.data[0].id}x' here: this server serves '${j.data[0].id}' (GET /v1/models)`);
+  assert.equal(oe.type, 'not_found');
+  assert.equal(oe.openaiType, 'not_found_error');
 });
 
 await check('POST /tokenize', async () => {
@@ -280,7 +284,7 @@ await check('logit_bias (OpenAI routes): bans and forces tokens; chat logprobs `
                                   [{ 5: 101 }, 'between -100 and 100'], [{ x: 1 }, 'keys must be token ids']]) {
     const r = await postJson(base, '/v1/completions', { ...body, logit_bias: bias });
     assert.equal(r.status, 422, r.text);
-    assert.ok(r.json.error.includes(mentions), r.text);
+    assert.ok(apiError('/v1/completions', r.json).message.includes(mentions), r.text);
   }
 });
 
@@ -314,13 +318,14 @@ const bad = [
   ['/v1/completions', '{"prompt": "hi", "tool_choice": "required"}', 422, '`tool_choice` "required" is not supported'],
   ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f"}}]}', 422, '`tools` is not supported'],
 ];
-await check('malformed bodies → 4xx with {error, error_type}', async () => {
+await check('malformed bodies → 4xx with {error, error_type} (OpenAI\'s shape under /v1)', async () => {
   for (const [route, body, status, mentions] of bad) {
     const r = await postJson(base, route, body);
     assert.equal(r.status, status, `${route} ${body} → ${r.status} ${r.text}`);
-    if (mentions) assert.ok(r.json.error.includes(mentions), r.text);
-    assert.equal(typeof r.json?.error, 'string', r.text);
-    assert.equal(typeof r.json?.error_type, 'string', r.text);
+    const e = apiError(route, r.json);
+    if (mentions) assert.ok(e.message.includes(mentions), r.text);
+    assert.equal(e.type, status === 400 ? 'malformed_request' : 'validation', r.text);
+    if (e.openaiType) assert.equal(e.openaiType, 'invalid_request_error', r.text);
   }
   // invalid UTF-8 bytes in the prompt
   const raw = Buffer.concat([Buffer.from('{"inputs": "ab'), Buffer.from([0xff, 0xc3]), Buffer.from('"}')]);
@@ -487,7 +492,7 @@ await check('completions echo + max_tokens 0 scores the prompt and generates not
                               ['/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_tokens: 0 }]]) {
     const e = await postJson(base, path, body);
     assert.equal(e.status, 422, `${path}: ${JSON.stringify(e.json)}`);
-    assert.match(e.json.error, /max_tokens/);
+    assert.match(apiError(path, e.json).message, /max_tokens/);
   }
 });
 
@@ -661,9 +666,9 @@ await check('cpp-httplib refusals of the request line, headers and body are JSON
     const reply = await rawRequest(text);
     const [head, body] = reply.split('\r\n\r\n');
     assert.match(head, new RegExp(`^HTTP/1\\.1 ${status} `), reply.slice(0, 300));
-    const j = JSON.parse(body);
-    assert.equal(j.error_type, type, body);
-    assert.match(j.error, message);
+    const e = apiError(text.split(' ')[1], JSON.parse(body));
+    assert.equal(e.type, type, body);
+    assert.match(e.message, message);
     // A request line or header not taken leaves the rest unread: the answer says the connection ends.
     assert.equal(/\r\nConnection: close\r\n/i.test(head + '\r\n'), closes, head);
     assert.equal(/Keep-Alive/i.test(head), !closes, head);
@@ -803,19 +808,19 @@ await check('405 JSON with Allow for a known path asked with the wrong method', 
     const res = await fetch(base + route, { method });
     assert.equal(res.status, 405, `${method} ${route}`);
     assert.equal(res.headers.get('allow'), allow);
-    const j = await res.json();
-    assert.equal(j.error_type, 'method_not_allowed');
-    assert.ok(j.error.includes(route), j.error);
+    const e = apiError(route, await res.json());
+    assert.equal(e.type, 'method_not_allowed');
+    assert.ok(e.message.includes(route), e.message);
   }
   assert.equal((await fetch(base + '/health', { method: 'HEAD' })).status, 200);
   // A browser's CORS preflight while CORS is off: the 405 names the flag it needs.
   const pre = await fetch(base + '/v1/chat/completions', { method: 'OPTIONS', headers: { origin: 'http://localhost:3000', 'access-control-request-method': 'POST' } });
   assert.equal(pre.status, 405);
   assert.equal(pre.headers.get('access-control-allow-origin'), null);
-  assert.match((await pre.json()).error, /this is a browser's CORS preflight: start the server with --cors-allow-origin http:\/\/localhost:3000 to let/);
+  assert.match(apiError('/v1/chat/completions', await pre.json()).message, /this is a browser's CORS preflight: start the server with --cors-allow-origin http:\/\/localhost:3000 to let/);
   const pre404 = await fetch(base + '/v1/nope', { method: 'OPTIONS', headers: { origin: 'http://localhost:3000', 'access-control-request-method': 'POST' } });
   assert.equal(pre404.status, 404);
-  assert.match((await pre404.json()).error, /no route for OPTIONS \/v1\/nope; this is a browser's CORS preflight/);
+  assert.match(apiError('/v1/nope', await pre404.json()).message, /no route for OPTIONS \/v1\/nope; this is a browser's CORS preflight/);
   // A JSON answer may be compressed (cpp-httplib, for a client that accepts gzip / br): caches key it by Accept-Encoding.
   const info = await fetch(base + '/info', { headers: { 'accept-encoding': 'gzip' } });
   assert.equal(info.headers.get('vary'), 'Accept-Encoding');

@@ -73,11 +73,29 @@ await check('openai: chat.completions.create (non-stream and stream)', async () 
   assert.equal(text, content);
 });
 
-await check('openai: n=2 → 422 surfaces as an APIError', async () => {
-  await assert.rejects(
-    client.completions.create({ model: 'mamba', prompt: PROMPT, n: 2 }),
-    (e) => e.status === 422,
-  );
+await check('openai: errors surface as APIErrors with OpenAI\'s message, type and code (n=2 → 422, a wrong key → 401)', async () => {
+  // The /v1 routes answer errors in OpenAI's shape, so the SDK reads the message as such (with TGI's
+  // {error: "..."} it showed the JSON string, quotes included) and `type` / `code` are set.
+  const n2 = /`n` must be 1 \(several choices are not supported\), got 2/;
+  for (const stream of [false, true]) {
+    await assert.rejects(client.completions.create({ model: 'mamba', prompt: PROMPT, n: 2, stream }), (e) => {
+      assert.ok(e instanceof OpenAI.UnprocessableEntityError, `${e.constructor.name}: ${e.message}`);
+      assert.equal(e.status, 422);
+      assert.match(e.message, new RegExp('^422 ' + n2.source + '$'));
+      assert.equal(e.type, 'invalid_request_error');
+      assert.equal(e.code, 'validation');
+      assert.equal(e.param, null);
+      return true;
+    });
+  }
+  const wrongKey = new OpenAI({ apiKey: 'nope', baseURL: base + '/v1', maxRetries: 0 });
+  await assert.rejects(wrongKey.chat.completions.create({ model: 'mamba', messages: [{ role: 'user', content: 'hi' }] }), (e) => {
+    assert.ok(e instanceof OpenAI.AuthenticationError, `${e.constructor.name}: ${e.message}`);
+    assert.equal(e.type, 'authentication_error');
+    assert.equal(e.code, 'authentication');
+    assert.match(e.message, /^401 missing or invalid API key/);
+    return true;
+  });
 });
 
 await check('@huggingface/inference v2: textGeneration / textGenerationStream on TGI routes', async () => {

@@ -1,5 +1,6 @@
 // Shared helpers of the server end-to-end tests: start a real mamba-server on a free loopback
-// port, HTTP/SSE helpers, npm client loading from tests/node, bounded waits.
+// port, HTTP/SSE helpers, npm client loading from tests/node, bounded waits, error bodies.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -161,6 +162,26 @@ export async function postSse(base, route, body, { onEvent, headers = {} } = {})
     if (e.name !== 'AbortError') throw e;
   }
   return { status: res.status, events, raw, aborted };
+}
+
+/// The error of an answer's JSON body, checked to be in the shape its route answers: OpenAI's
+/// {error: {message, type, param, code}} under /v1 (`code` is the server's own type), TGI's
+/// {error, error_type} everywhere else. Returns {message, type} with type the server's (validation, …).
+export function apiError(route, json) {
+  const openai = route === '/v1' || route.startsWith('/v1/');
+  const text = JSON.stringify(json);
+  if (openai) {
+    assert.equal(typeof json?.error, 'object', `${route}: OpenAI's error shape expected: ${text}`);
+    assert.equal(typeof json.error.message, 'string', text);
+    assert.equal(typeof json.error.type, 'string', text);
+    assert.equal(json.error.param, null, text);
+    assert.equal(typeof json.error.code, 'string', text);
+    assert.equal(json.error_type, undefined, text);
+    return { message: json.error.message, type: json.error.code, openaiType: json.error.type };
+  }
+  assert.equal(typeof json?.error, 'string', `${route}: TGI's error shape expected: ${text}`);
+  assert.equal(typeof json.error_type, 'string', text);
+  return { message: json.error, type: json.error_type };
 }
 
 /// Parses /metrics into {name or name{labels}: number}.

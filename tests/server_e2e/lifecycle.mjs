@@ -2,7 +2,7 @@
 // answer frees its slot (metrics), a full server answers 429, SIGTERM drains in-flight requests
 // (they complete) and exits 0.
 import assert from 'node:assert/strict';
-import { deadline, startServer, postJson, postSse, metrics, waitFor, sleep, check, exitWithChecks } from './lib.mjs';
+import { deadline, startServer, postJson, postSse, metrics, waitFor, sleep, check, exitWithChecks, apiError } from './lib.mjs';
 
 deadline(120);
 const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 100000 } };
@@ -61,7 +61,7 @@ const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 1000
       await Promise.race([ended, sleep(10000)]);
       sock.destroy();
       assert.match(reply, /^HTTP\/1.1 400 /, `${route}: ${reply.slice(0, 300)}`);
-      assert.match(reply, /"error_type":"cancelled"/, route);
+      assert.equal(apiError(route, JSON.parse(reply.split('\r\n\r\n')[1])).type, 'cancelled', route);
       assert.match(reply, /half-close/, route);
       assert.ok(await waitFor(async () => (await metrics(base)).mamba_slots_in_use === 0, { timeoutMs: 5000 }), `${route}: slot not freed`);
     }
@@ -117,11 +117,16 @@ await check('SIGTERM drains: in-flight requests complete, then exit 0', async ()
 await check('SIGTERM with a request that cannot finish: cancelled after the grace period, exit 0', async () => {
   const srv = await startServer(['--shutdown-grace', '0.5']);
   const s = postSse(srv.base, '/generate_stream', endless);
+  const o = postSse(srv.base, '/v1/completions', { prompt: 'hi', max_tokens: 100000, stream: true });
   await sleep(300);
   srv.proc.kill('SIGTERM');
   const res = await s;
   assert.ok(res.events.length > 0);
   assert.ok(res.events.at(-1).error, 'the stream ends with an error event');
+  assert.equal(apiError('/generate_stream', res.events.at(-1)).type, 'unavailable');
+  // OpenAI's stream ends with its error event in OpenAI's shape (the SDK throws it as an APIError), then [DONE].
+  const ores = await o;
+  assert.equal(apiError('/v1/completions', ores.events.filter((e) => e.error).at(-1)).type, 'unavailable', ores.raw.slice(-400));
   const ex = await srv.exited;
   assert.equal(ex.code, 0);
 });
