@@ -19,6 +19,7 @@
 #include "mamba/tokenizer.h"
 #include "ops/cpu/cpu_target.h"
 #include "server/listen_address.h"
+#include "common/env_options.h"
 #include "common/option_rules.h"
 #include "common/out_of_memory.h"
 #include "common/thread_warning.h"
@@ -76,10 +77,14 @@ int main(int argc, char** argv) {
   app.add_option("--model-id", o.model_id, "model name reported by /info and /v1/models (default: the Hugging Face repo id as given to -m, else the model directory name)");
   app.add_option("--shutdown-grace", grace, "seconds in-flight requests get to finish on SIGTERM/SIGINT (0 to 86400)")->capture_default_str();
   mamba::cli::strict_numbers(app);  // "010" is ten, "" and "0x10" are errors (CLI11 alone: 8, 0, 16)
+  // Every flag but -m (read from MAMBA_MODEL below) from MAMBA_<FLAG> when not given (docs/SERVER.md).
+  mamba::tools::read_options_from_env(app, "MAMBA_", {"--model"});
+  const std::vector<std::string> from_env = mamba::tools::options_from_env(app, argc, argv);
+  // After a flag's error: which values came from the environment (a container's setting is easy to
+  // miss), then the help hint.
+  const std::string hint = mamba::tools::env_note(from_env) + kHelpHint;
   // Startup errors look like mamba-cli's: one "error: ..." line on stderr, exit 2.
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return "error: " + std::string(e.what()) + "\n" + kHelpHint;
-  });
+  app.failure_message([&hint](const CLI::App*, const CLI::Error& e) { return "error: " + std::string(e.what()) + "\n" + hint; });
   // An unknown option is named before CLI11 parses, as by mamba-cli, with what llama.cpp's flags
   // (-ngl, -fa, -np, -c, ...) mean here: CLI11 read -hf as -h (the help, exit 0) and -ngl 99 as
   // two stray arguments.
@@ -95,9 +100,14 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;  // --help exits 0
   }
-  // An empty --api-key would silently turn authentication off (e.g. --api-key "$UNSET_VAR").
+  // An empty --api-key would silently turn authentication off (e.g. --api-key "$UNSET_VAR"); so
+  // would an empty MAMBA_API_KEY, which CLI11 reads as unset.
   if (app.count("--api-key") > 0 && o.api_key.empty()) {
-    std::fprintf(stderr, "error: --api-key is empty (omit the flag to serve without authentication)\n%s", kHelpHint);
+    std::fprintf(stderr, "error: --api-key is empty (omit the flag to serve without authentication)\n%s", hint.c_str());
+    return 2;
+  }
+  if (const char* key = std::getenv("MAMBA_API_KEY"); key != nullptr && *key == '\0' && app.count("--api-key") == 0) {
+    std::fprintf(stderr, "error: MAMBA_API_KEY is set but empty (unset it to serve without authentication)\n%s", hint.c_str());
     return 2;
   }
   // --cors-allow-origin "http://a, http://b": entries split at commas, spaces around them dropped
@@ -114,7 +124,7 @@ int main(int argc, char** argv) {
     }
   }
   if (app.count("--model-id") > 0 && o.model_id.empty()) {
-    std::fprintf(stderr, "error: --model-id is empty\n%s", kHelpHint);
+    std::fprintf(stderr, "error: --model-id is empty\n%s", hint.c_str());
     return 2;
   }
   // Logs go to stderr; stdout carries only the "listening on" line (for scripts).
@@ -122,20 +132,20 @@ int main(int argc, char** argv) {
   o.drain_grace_seconds = grace;
   // --max-total-tokens alone: the default --max-input-tokens follows it (total − 1), as TGI's launcher.
   if (app.count("--max-total-tokens") > 0 && app.count("--max-input-tokens") == 0 && o.max_total_tokens < 2) {
-    std::fprintf(stderr, "error: --max-total-tokens must be >= 2 (one prompt token and one generated), got %d\n%s", o.max_total_tokens, kHelpHint);
+    std::fprintf(stderr, "error: --max-total-tokens must be >= 2 (one prompt token and one generated), got %d\n%s", o.max_total_tokens, hint.c_str());
     return 2;
   }
   if (app.count("--max-total-tokens") > 0 && app.count("--max-input-tokens") == 0 && o.max_input_tokens >= o.max_total_tokens &&
       o.max_total_tokens >= 2)
     o.max_input_tokens = o.max_total_tokens - 1;
   if (mamba::Status v = mamba::validate_server_options(o); !v.ok()) {  // a flag's value (or two flags together)
-    std::fprintf(stderr, "error: %s\n%s", v.message().c_str(), kHelpHint);
+    std::fprintf(stderr, "error: %s\n%s", v.message().c_str(), hint.c_str());
     return 2;
   }
 
   auto mem = mamba::parse_byte_size(state_memory);
   if (!mem.ok()) {
-    std::fprintf(stderr, "error: --state-memory: %s\n%s", mem.error().message.c_str(), kHelpHint);
+    std::fprintf(stderr, "error: --state-memory: %s\n%s", mem.error().message.c_str(), hint.c_str());
     return 2;
   }
   o.state_memory_bytes = mem.value();
@@ -175,7 +185,7 @@ int main(int argc, char** argv) {
   if (!tokenizer_ref.empty()) {
     auto resolved = mamba::resolve_tokenizer_file(tokenizer_ref);
     if (!resolved.ok()) {
-      std::fprintf(stderr, "error: --tokenizer: %s\n", resolved.error().message.c_str());
+      std::fprintf(stderr, "error: --tokenizer: %s\n%s", resolved.error().message.c_str(), mamba::tools::env_note(from_env).c_str());
       return 2;
     }
     tokenizer_file = *resolved;
@@ -209,6 +219,7 @@ int main(int argc, char** argv) {
 
   // Which SIMD path computes, and why; a bad MAMBA_CPU_TARGET / MAMBA_WEIGHT_PREFETCH warns here,
   // not at the first request.
+  if (!from_env.empty()) spdlog::info("from the environment: {}", mamba::tools::env_list(from_env));
   spdlog::info("cpu: {}", mamba::ops::cpu::cpu_dispatch_description());
   mamba::tools::warn_if_more_threads_than_cpus(threads, "--threads");  // allowed, but slower (as mamba-cli's -t)
   mamba::LoadOptions lo;

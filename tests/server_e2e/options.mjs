@@ -8,10 +8,11 @@ import { deadline, startServer, postJson, SERVER_BIN, check, exitWithChecks, wai
 
 deadline(120);
 
-/// Runs mamba-server with `args` to its exit (it must not start serving); {code, signal, stderr}.
-function runServer(args) {
+/// Runs mamba-server with `args` (and `env` added to the environment) to its exit (it must not
+/// start serving); {code, signal, stderr}.
+function runServer(args, env = {}) {
   const model = process.env.MAMBA_E2E_MODEL ? ['-m', process.env.MAMBA_E2E_MODEL] : [];
-  const proc = spawn(SERVER_BIN, [...model, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(SERVER_BIN, [...model, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';
   let stdout = '';
   proc.stderr.on('data', (d) => (stderr += d.toString()));
@@ -25,11 +26,11 @@ function runServer(args) {
   });
 }
 
-async function expectStartupError(args, pattern) {
-  const host = args.includes('--host') ? [] : ['--host', '127.0.0.1'];
-  const port = args.includes('--port') ? [] : ['--port', '0'];
-  const r = await runServer([...host, ...port, ...args]);
-  const what = `mamba-server ${args.join(' ')}: exit ${r.code} ${r.signal ?? ''}\nstderr:\n${r.stderr}`;
+async function expectStartupError(args, pattern, env = {}) {
+  const host = args.includes('--host') || env.MAMBA_HOST ? [] : ['--host', '127.0.0.1'];
+  const port = args.includes('--port') || env.MAMBA_PORT ? [] : ['--port', '0'];
+  const r = await runServer([...host, ...port, ...args], env);
+  const what = `${JSON.stringify(env)} mamba-server ${args.join(' ')}: exit ${r.code} ${r.signal ?? ''}\nstderr:\n${r.stderr}`;
   assert.equal(r.code, 2, what);
   assert.match(r.stderr, pattern, what);
   assert.match(r.stderr, /^error: /m, what);
@@ -154,6 +155,31 @@ await check('--cors-allow-origin that no browser could send (a path, capitals, a
 await check('empty --api-key / --model-id → exit 2 (an empty key must not switch authentication off)', async () => {
   await expectStartupError(['--api-key', ''], /error: --api-key is empty/);
   await expectStartupError(['--model-id', ''], /error: --model-id is empty/);
+});
+await check('flags from MAMBA_<FLAG> when not given (a given flag wins); a bad value names its variable; an empty MAMBA_API_KEY is refused', async () => {
+  const srv = await startServer(['--model-id', 'from-flag'], {
+    env: { MAMBA_API_KEY: 'envkey', MAMBA_MODEL_ID: 'from-env', MAMBA_MAX_INPUT_TOKENS: '7', MAMBA_PORT: '1' } });
+  try {
+    assert.equal((await fetch(srv.base + '/info')).status, 401, 'MAMBA_API_KEY is the key');
+    const info = await (await fetch(srv.base + '/info', { headers: { authorization: 'Bearer envkey' } })).json();
+    assert.equal(info.model_id, 'from-flag', '--model-id given: MAMBA_MODEL_ID is not read');
+    assert.equal(info.max_input_tokens, 7, 'MAMBA_MAX_INPUT_TOKENS');
+    // The log names what came from the environment (the key's name only, never its value).
+    assert.match(srv.log(), /from the environment: --max-input-tokens \(MAMBA_MAX_INPUT_TOKENS\), --api-key \(MAMBA_API_KEY\)/);
+    assert.doesNotMatch(srv.log(), /envkey|MAMBA_PORT|MAMBA_MODEL_ID/);
+  } finally {
+    await srv.stop();
+  }
+  await expectStartupError([], /error: --port: Value 99999 not in range 0 to 65535\nnote: from the environment: --port \(MAMBA_PORT\)\nRun with --help/,
+                           { MAMBA_PORT: '99999' });
+  await expectStartupError([], /error: --state-memory: invalid byte size '1Q'[^]*note: from the environment: --state-memory \(MAMBA_STATE_MEMORY\)/,
+                           { MAMBA_STATE_MEMORY: '1Q' });
+  await expectStartupError([], /error: --cors-allow-origin: 'http:\/\/a.example\/' is not an origin[^]*note: from the environment: --cors-allow-origin/,
+                           { MAMBA_CORS_ALLOW_ORIGIN: 'http://b.example, http://a.example/' });
+  await expectStartupError([], /error: MAMBA_API_KEY is set but empty/, { MAMBA_API_KEY: '' });
+  const help = await runServer(['--help']);
+  assert.match(help.stdout, /--max-batch-size INT:INT >= 0=0 \(Env:MAMBA_MAX_BATCH_SIZE\)/);
+  assert.match(help.stdout, /--api-key TEXT \(Env:MAMBA_API_KEY\)/);
 });
 await check('empty -m / --host → exit 2 (not the embedded model, not a listen address nobody can reach)', async () => {
   await expectStartupError(['-m', ''], /error: --model: must not be empty/);
