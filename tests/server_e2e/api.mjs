@@ -334,6 +334,15 @@ await check('malformed bodies → 4xx with {error, error_type} (OpenAI\'s shape 
   assert.equal(typeof r.json.error, 'string');
 });
 
+await check('a refused request is logged on one line (its client text escaped: no forged lines)', async () => {
+  const r = await postJson(base, '/v1/completions', { prompt: 'x', logit_bias: { 'a\n[x] [mamba-server] [info] req=1 forged': 1 } });
+  assert.equal(r.status, 422, r.text);
+  const line = srv.log().split('\n').findLast((l) => l.includes('refused POST /v1/completions status=422 error_type=validation'));
+  assert.ok(line, srv.log().slice(-2000));
+  assert.ok(line.endsWith('got \\"a\\n[x] [mamba-server] [info] req=1 forged\\""'), line);
+  assert.doesNotMatch(srv.log(), /^\[x\] \[mamba-server\]/m);
+});
+
 await check('413 for bodies over 8 MiB, 404 JSON for unknown routes', async () => {
   const before = (await metrics(base))['mamba_requests_total{outcome="rejected"}'];
   const big = JSON.stringify({ inputs: 'a'.repeat(9 << 20) });
