@@ -44,9 +44,24 @@ struct Tokenizer::Impl {
   /// −1 when the vocabulary's first ids have none (then decode([id]) alone).
   std::int32_t context_id = -1;
   std::string context_text;  ///< decode_ids({context_id}, raw)
+  /// True when a long text may be encoded in pieces cut after a '\n' that stands between two
+  /// visible ASCII characters (newline_cut_after): the pipeline is the GPT-2 one — no normalizer or
+  /// a Unicode normal form, ByteLevel with its regex and no prefix space — and no normalized added
+  /// token contains '\n' or strips whitespace. There every step is local to such a cut (a '\n'
+  /// between two non-space characters is a regex match of its own, and a starter for the normal
+  /// forms), so the ids are those of the whole text, with a bounded working set (a 19 MB text as
+  /// one piece took 552 MB).
+  bool newline_cuts = false;
 
   /// Appends the ids of `text` (valid UTF-8) without post-processing.
   void encode_into(std::string_view text, std::vector<std::int32_t>& out) const;
+  /// encode_into's steps after the added tokens without normalization (raw_matcher) for
+  /// text[begin, end): normalize, the normalized added tokens, pre-tokenize, BPE. `at_start`: the
+  /// range begins the input (HF's offsets_original().0 == 0).
+  void encode_range(std::string_view text, std::size_t begin, std::size_t end, bool at_start,
+                    std::vector<std::int32_t>& out) const;
+  /// Sets newline_cuts (after loading).
+  void choose_newline_cuts();
   /// Token strings of `ids` (all < size), skipping special tokens when asked and undefined ids.
   void ids_to_tokens(std::span<const std::int32_t> ids, bool skip_special, std::vector<std::string>& out) const;
   /// Runs the decoder over tokens (or joins them with ' ' when there is none); `raw`: the

@@ -105,6 +105,9 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
   static Result<std::unique_ptr<ByteLevelPreTokenizer>> create(bool add_prefix_space, bool use_regex);
   void pre_tokenize(PieceList& pieces) const override;
   void set_map_bytes(bool map) { map_bytes_ = map; }
+  bool add_prefix_space() const { return add_prefix_space_; }
+  /// Whether pieces are split by kGpt2Regex (use_regex).
+  bool splits_by_regex() const { return regex_split_ != nullptr; }
 
  private:
   bool add_prefix_space_ = false;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tokenizer/impl.h"
+#include "tokenizer/newline_cut.h"
 #include "tokenizer/unicode.h"
 
 namespace mamba {
@@ -24,31 +25,60 @@ Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
+void Tokenizer::Impl::encode_range(std::string_view text, std::size_t begin, std::size_t end, bool at_start,
+                                   std::vector<std::int32_t>& out) const {
+  thread_local std::vector<tok::Segment> subs;
+  thread_local std::string norm;
+  thread_local tok::PieceList pieces;
+  norm.assign(text.substr(begin, end - begin));
+  if (normalizer) normalizer->normalize(norm);
+  normalized_matcher.split(norm, subs);
+  for (const auto& sub : subs) {
+    if (sub.id >= 0) {
+      out.push_back(sub.id);
+      continue;
+    }
+    if (sub.end == sub.begin) continue;
+    pieces.buf.assign(norm, sub.begin, sub.end - sub.begin);
+    pieces.spans.assign(1, {0, pieces.buf.size(), at_start && sub.begin == 0});
+    if (pre_tokenizer) pre_tokenizer->pre_tokenize(pieces);
+    for (const auto& s : pieces.spans) model->tokenize(pieces.text(s), model_maps_bytes, out);
+  }
+  // A long text's buffers are not kept by the thread.
+  if (norm.capacity() > 4 * tok::kNewlineCutBytes) {
+    std::string().swap(norm);
+    tok::PieceList().buf.swap(pieces.buf);
+    decltype(pieces.spans)().swap(pieces.spans);
+    decltype(subs)().swap(subs);
+  }
+}
+
 void Tokenizer::Impl::encode_into(std::string_view text, std::vector<std::int32_t>& out) const {
-  std::vector<tok::Segment> segments, subs;
+  std::vector<tok::Segment> segments;
   raw_matcher.split(text, segments);
-  std::string norm;
-  tok::PieceList pieces;
   for (const auto& seg : segments) {
     if (seg.id >= 0) {
       out.push_back(seg.id);
       continue;
     }
-    norm.assign(text.substr(seg.begin, seg.end - seg.begin));
-    if (normalizer) normalizer->normalize(norm);
-    normalized_matcher.split(norm, subs);
-    for (const auto& sub : subs) {
-      if (sub.id >= 0) {
-        out.push_back(sub.id);
-        continue;
-      }
-      if (sub.end == sub.begin) continue;
-      pieces.buf.assign(norm, sub.begin, sub.end - sub.begin);
-      pieces.spans.assign(1, {0, pieces.buf.size(), seg.begin == 0 && sub.begin == 0});
-      if (pre_tokenizer) pre_tokenizer->pre_tokenize(pieces);
-      for (const auto& s : pieces.spans) model->tokenize(pieces.text(s), model_maps_bytes, out);
+    if (!newline_cuts) {
+      encode_range(text, seg.begin, seg.end, seg.begin == 0, out);
+      continue;
+    }
+    for (std::size_t b = seg.begin; b < seg.end;) {
+      const std::size_t e = tok::newline_cut_after(text, b, seg.end);
+      encode_range(text, b, e, b == 0, out);
+      b = e;
     }
   }
+}
+
+void Tokenizer::Impl::choose_newline_cuts() {
+  const auto* byte_level = dynamic_cast<const tok::ByteLevelPreTokenizer*>(pre_tokenizer.get());
+  newline_cuts = byte_level != nullptr && byte_level->splits_by_regex() && !byte_level->add_prefix_space() &&
+                 (normalizer == nullptr || dynamic_cast<const tok::UnicodeNormalizer*>(normalizer.get()) != nullptr);
+  for (const AddedToken& a : added_tokens)
+    if (a.normalized && (a.lstrip || a.rstrip || a.content.find('\n') != std::string::npos)) newline_cuts = false;
 }
 
 void Tokenizer::Impl::ids_to_tokens(std::span<const std::int32_t> ids, bool skip_special, std::vector<std::string>& out) const {

@@ -434,6 +434,7 @@ Result<Tokenizer> Tokenizer::from_json_text(const std::string& json_text, const 
     for (const auto& a : impl.added_tokens) impl.size = std::max<std::int64_t>(impl.size, std::int64_t{a.id} + 1);
     if (impl.size == 0) return make_error(ErrorCode::kFormat, fmt::format("{}: no tokens (empty model.vocab and no added_tokens)", source));
     impl.choose_context_id();
+    impl.choose_newline_cuts();
     return t;
   } catch (const std::bad_alloc&) {
     root = nullptr;  // give the parsed document's memory back first: the message needs some too
