@@ -16,7 +16,7 @@ struct ApiError {
 
   static ApiError validation(std::string msg) { return {422, "validation", std::move(msg)}; }
   static ApiError malformed(std::string msg) { return {400, "malformed_request", std::move(msg)}; }
-  /// The JSON body for an answer to `path` (error_shape_for_path): TGI's
+  /// The JSON body for an answer to `path` (is_openai_path): TGI's
   /// {"error": message, "error_type": type}, or under /v1/ OpenAI's
   /// {"error": {"message": message, "type": openai_type(), "param": null, "code": type}}.
   std::string body_for(std::string_view path) const;

@@ -18,19 +18,19 @@
 namespace mamba::server {
 
 void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& err, Metrics& metrics) {
-  // Not counted or logged here: 424, a generation that failed (counted as failed), the 400
-  // "cancelled" of a client that left (the scheduler counted it as cancelled) and 5xx: their
-  // request's line is logged when its sequence ends (log_request).
+  // A refusal of the request by the server's own checks: counted (429 as overloaded, the rest as
+  // rejected) and logged. Not counted here: 424, a generation that failed (counted as failed), the
+  // 400 "cancelled" of a client that left (the scheduler counted it as cancelled) and 5xx; their
+  // request's line is logged when its sequence ends (log_request), a 503 while draining here.
   const bool refused = err.status == 429 || (err.status < 500 && err.status != 424 && err.type != "cancelled");
   if (err.status == 429) {
     metrics.requests_overloaded++;
   } else if (refused) {
     metrics.requests_rejected++;
   }
-  // One line per refused request (503 while draining included), as an access log has it. The
-  // method, path and message may carry a client's bytes (cut by shown_text): written escaped
-  // ({:?}), so a CR/LF in them cannot forge a log line.
-  // A method or path of plain visible ASCII is written as it is.
+  // One line per refusal, as an access log has it. The method, path and message may carry a
+  // client's bytes (cut by shown_text): the message is written escaped ({:?}), and so are a method
+  // or path that are not plain visible ASCII, so a CR/LF in them cannot forge a log line.
   auto word = [](const std::string& s) {
     const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 0x7f && c != '"'; });
     return plain ? s : fmt::format("{:?}", s);
