@@ -156,7 +156,7 @@ Collected collect(RequestStream& stream, const std::function<bool()>& client_gon
   for (;;) {
     if (client_gone && !stream.cancelled() && std::chrono::steady_clock::now() >= next_check) {
       if (client_gone()) {  // as a stream whose client left: the scheduler drops it
-        stream.cancel();
+        stream.cancel(CancelReason::kClientGone);
         c.client_left = true;
       }
       next_check = std::chrono::steady_clock::now() + kPoll;
@@ -187,7 +187,10 @@ ApiError generation_error(const Collected& c) {
 void log_request(std::uint64_t id, const char* route, const SequenceStats& st, const std::optional<Error>& err) {
   spdlog::info("req={} route={} prompt_tokens={} generated_tokens={} queue_ms={:.1f} prefill_ms={:.1f} decode_ms={:.1f} total_ms={:.1f} finish={}{}",
                id, route, st.prompt_tokens, st.generated_tokens, st.queue_ms, st.prefill_ms, st.decode_ms, st.total_ms,
-               err ? "error" : finish_reason_name(st.finish), err ? fmt::format(" error=\"{}\"", err->message) : "");
+               err ? "error" : finish_reason_name(st.finish),
+               err                                          ? fmt::format(" error=\"{}\"", err->message)
+               : st.cancelled_by != CancelReason::kNone ? fmt::format(" cancelled_by={}", cancel_reason_name(st.cancelled_by))
+                                                          : std::string());
 }
 
 std::string token_text(const ServerContext& ctx, std::int32_t id) {
@@ -212,31 +215,32 @@ void set_sse_response(const httplib::Request& req, httplib::Response& res, std::
   // load can be seconds away). (h.on_close captures no stream: the stream holds it.)
   if (h.on_close) stream->on_end(h.on_close);
   httplib::ContentProviderWithoutLength pump = [stream, h](std::size_t /*offset*/, httplib::DataSink& sink) -> bool {
-    auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
+    // A failed write ends the stream: the client left (the write fails at once), or it stopped
+    // reading (the write waited out the server's 30 s write timeout; any wait of a second or more
+    // counts as that).
+    auto write = [&](const std::string& s) {
+      if (s.empty()) return true;
+      const auto t0 = std::chrono::steady_clock::now();
+      if (sink.write(s.data(), s.size())) return true;
+      stream->cancel(std::chrono::steady_clock::now() - t0 >= std::chrono::seconds(1) ? CancelReason::kClientNotReading
+                                                                                       : CancelReason::kClientGone);
+      return false;
+    };
     auto last_write = std::chrono::steady_clock::now();
     for (;;) {
       RequestStream::Update u;
       if (!stream->take(u, std::chrono::milliseconds(250))) {
         // SSE comment as heartbeat: lets a vanished client be noticed while queued
         if (std::chrono::steady_clock::now() - last_write > std::chrono::seconds(1)) {
-          if (!write(": ping\n\n")) {
-            stream->cancel();
-            return false;
-          }
+          if (!write(": ping\n\n")) return false;
           last_write = std::chrono::steady_clock::now();
         }
         continue;
       }
-      if (u.prompt && h.on_prompt && !write(h.on_prompt(*u.prompt))) {
-        stream->cancel();
-        return false;
-      }
+      if (u.prompt && h.on_prompt && !write(h.on_prompt(*u.prompt))) return false;
       const bool ok_end = u.done && !u.error && stream->stats().finish != FinishReason::kCancelled;
       if (!u.tokens.empty() || ok_end) {
-        if (!write(h.on_tokens(u.tokens, ok_end, stream->stats()))) {
-          stream->cancel();
-          return false;
-        }
+        if (!write(h.on_tokens(u.tokens, ok_end, stream->stats()))) return false;
         last_write = std::chrono::steady_clock::now();
       }
       if (u.done) {
@@ -254,7 +258,7 @@ void set_sse_response(const httplib::Request& req, httplib::Response& res, std::
   auto release = [stream](bool /*success*/) {
     // Connection closed (normally or not): make sure the sequence leaves the scheduler (on_end
     // above logs it with the counts it reached when the scheduler drops it).
-    stream->cancel();
+    stream->cancel(CancelReason::kClientGone);
   };
   if (req.version == "HTTP/1.0") {
     res.set_header("Connection", "close");

@@ -2,6 +2,16 @@
 
 namespace mamba::server {
 
+const char* cancel_reason_name(CancelReason r) {
+  switch (r) {
+    case CancelReason::kClientGone: return "client_gone";
+    case CancelReason::kClientNotReading: return "client_not_reading";
+    case CancelReason::kShutdown: return "shutdown";
+    case CancelReason::kNone: break;
+  }
+  return "";
+}
+
 bool RequestStream::take(Update& out, std::chrono::milliseconds timeout) {
   std::unique_lock lk(mu_);
   cv_.wait_for(lk, timeout, [&] { return !pending_.empty() || pending_prompt_ || done_; });

@@ -18,6 +18,16 @@
 
 namespace mamba::server {
 
+/// Why a request was cancelled (the first cancel() names it).
+enum class CancelReason : std::uint8_t {
+  kNone,
+  kClientGone,        ///< the client closed its connection (or its sending side), or a write to it failed at once
+  kClientNotReading,  ///< a write to the client waited out the server's write timeout (it stopped reading)
+  kShutdown,          ///< the server's shutdown grace period ended
+};
+/// "client_gone", "client_not_reading", "shutdown" ("" for kNone).
+const char* cancel_reason_name(CancelReason r);
+
 /// Timings and counts of one finished request (milliseconds of wall time).
 struct SequenceStats {
   double queue_ms = 0;    ///< submit → its first prefill piece (waiting for a slot, then for prefill budget)
@@ -28,6 +38,7 @@ struct SequenceStats {
   int generated_tokens = 0;
   std::uint64_t seed = 0;
   FinishReason finish = FinishReason::kNone;
+  CancelReason cancelled_by = CancelReason::kNone;  ///< with finish kCancelled: why
   std::vector<float> prompt_logprobs;  ///< [prompt_tokens − 1] when requested: token i given < i
   /// [prompt_tokens − 1] when SequenceRequest::prompt_top_logprobs (with prompt_logprobs and
   /// top_logprobs > 0): the top_logprobs likeliest ids at each of those positions (top_logprobs()
@@ -61,9 +72,15 @@ class RequestStream {
   /// its client gone — still learns the counts the sequence reached, however long the scheduler
   /// takes to drop it). One callback per stream; `fn` must not call back into the stream.
   void on_end(std::function<void(const SequenceStats&, const std::optional<Error>&)> fn);
-  /// Asks the scheduler to drop the sequence (idempotent).
-  void cancel() { cancelled_.store(true); }
+  /// Asks the scheduler to drop the sequence (idempotent; the first call's reason is kept).
+  void cancel(CancelReason why) {
+    auto none = static_cast<std::uint8_t>(CancelReason::kNone);
+    reason_.compare_exchange_strong(none, static_cast<std::uint8_t>(why));
+    cancelled_.store(true);
+  }
   bool cancelled() const { return cancelled_.load(); }
+  /// The first cancel()'s reason (kNone before any).
+  CancelReason cancel_reason() const { return static_cast<CancelReason>(reason_.load()); }
   /// Token events pushed and not yet taken: how far the consumer lags. A stream consumer blocked
   /// in a write (its client stopped reading) lets it grow; the scheduler pauses the sequence at
   /// SchedulerOptions::max_stream_backlog, and the next take() (the client reads again) empties it.
@@ -95,6 +112,7 @@ class RequestStream {
   SequenceStats stats_;
   std::function<void(const SequenceStats&, const std::optional<Error>&)> on_end_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<std::uint8_t> reason_{static_cast<std::uint8_t>(CancelReason::kNone)};
   std::atomic<std::size_t> backlog_{0};  ///< pending_.size(), readable without the lock
 };
 

@@ -131,8 +131,8 @@ bool Scheduler::admit_and_drop() {
     cv_.wait(lk, [&] { return !waiting_.empty() || !running_.empty() || stopping_; });
     if (stopping_ && waiting_.empty() && running_.empty()) return false;
     if (cancel_all_) {
-      for (auto& s : waiting_) s->stream->cancel();
-      for (auto& s : running_) s->stream->cancel();
+      for (auto& s : waiting_) s->stream->cancel(CancelReason::kShutdown);
+      for (auto& s : running_) s->stream->cancel(CancelReason::kShutdown);
     }
     for (auto it = waiting_.begin(); it != waiting_.end();) {
       if ((*it)->stream->cancelled()) {
@@ -159,6 +159,7 @@ bool Scheduler::admit_and_drop() {
   for (auto& s : dropped) {
     SequenceStats st;
     st.finish = FinishReason::kCancelled;
+    st.cancelled_by = s->stream->cancel_reason();
     st.prompt_tokens = static_cast<int>(s->req.prompt.size());
     st.queue_ms = st.total_ms = ms_between(s->t_submit, Clock::now());
     s->stream->finish(std::move(st));
@@ -435,6 +436,7 @@ void Scheduler::finish_sequence(std::size_t idx, const std::optional<Error>& err
     s->stream->fail(*err, std::move(st));
   } else if (!s->gen->finished()) {
     st.finish = FinishReason::kCancelled;
+    st.cancelled_by = s->stream->cancel_reason();
     metrics_.requests_cancelled++;
     s->stream->finish(std::move(st));
   } else {

@@ -274,17 +274,20 @@ TEST(Scheduler, InFlightLimitAndCancelFreesSlot) {
   RequestStream::Update u;
   ASSERT_TRUE(a->take(u, 2000ms));
   EXPECT_FALSE(u.tokens.empty());
-  a->cancel();
+  a->cancel(CancelReason::kClientNotReading);
+  a->cancel(CancelReason::kShutdown);  // the first reason is kept
   Outcome oa = drain(*a);
   EXPECT_EQ(oa.finish, FinishReason::kCancelled);
+  EXPECT_EQ(a->stats().cancelled_by, CancelReason::kClientNotReading);
   // b gets the slot and produces tokens
   RequestStream::Update ub;
   bool got = false;
   for (int i = 0; i < 50 && !got; ++i) got = b->take(ub, 100ms) && !ub.tokens.empty();
   EXPECT_TRUE(got);
   EXPECT_EQ(m.slots_in_use.load(), 1);
-  b->cancel();
+  b->cancel(CancelReason::kClientGone);
   drain(*b);
+  EXPECT_EQ(b->stats().cancelled_by, CancelReason::kClientGone);
   EXPECT_EQ(wait_for_value(m.slots_in_use, 0, 500ms), 0);
   EXPECT_EQ(m.requests_cancelled.load(), 2);
   sch.stop(1s);

@@ -19,7 +19,7 @@ const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 1000
     const m = await metrics(base);
     assert.ok(m['mamba_requests_total{outcome="cancelled"}'] >= 1);
     // The request's log line has the tokens it reached (it logged zeros and no finish before).
-    const line = /route=\/generate_stream prompt_tokens=[1-9]\d* generated_tokens=[1-9]\d* .*finish=cancelled/;
+    const line = /route=\/generate_stream prompt_tokens=[1-9]\d* generated_tokens=[1-9]\d* .*finish=cancelled cancelled_by=client_gone$/m;
     assert.ok(await waitFor(async () => line.test(srv.log()), { timeoutMs: 5000 }), `no such log line:\n${srv.log()}`);
   });
 
@@ -44,6 +44,8 @@ const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 1000
     assert.equal((await cancelled()) - before, 2);
     await sleep(500);  // the route's answer to the gone client comes just after the slot is freed
     assert.equal((await rejected()) - rejectedBefore, 0, 'a client that left is counted as cancelled only, not rejected');
+    for (const route of ['/generate', '/v1/completions'])
+      assert.match(srv.log(), new RegExp(`route=${route} prompt_tokens=\\d+ .*finish=cancelled cancelled_by=client_gone$`, 'm'), route);
   });
 
   await check('non-stream client that half-closes: cancelled, and answered 400 "cancelled" if it still reads', async () => {
@@ -129,6 +131,8 @@ await check('SIGTERM with a request that cannot finish: cancelled after the grac
   assert.equal(apiError('/v1/completions', ores.events.filter((e) => e.error).at(-1)).type, 'unavailable', ores.raw.slice(-400));
   const ex = await srv.exited;
   assert.equal(ex.code, 0);
+  assert.match(srv.log(), /route=\/generate_stream prompt_tokens=\d+ generated_tokens=[1-9]\d* .*finish=cancelled cancelled_by=shutdown$/m);
+  assert.match(srv.log(), /route=\/v1\/completions prompt_tokens=\d+ generated_tokens=[1-9]\d* .*finish=cancelled cancelled_by=shutdown$/m);
 });
 
 await check('SIGTERM with a stream whose client stopped reading: logged as cancelled, exit 0 2 s after the grace period', async () => {
@@ -153,7 +157,8 @@ await check('SIGTERM with a stream whose client stopped reading: logged as cance
     assert.ok(ex !== null, 'the server was still running 8 s after SIGTERM');
     assert.equal(ex.code, 0, srv.log());
     assert.ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
-    assert.match(srv.log(), /route=\/generate_stream prompt_tokens=\d+ generated_tokens=[1-9]\d* .*finish=cancelled/, srv.log());
+    // Its blocked write had not failed yet: the shutdown is what ended it.
+    assert.match(srv.log(), /route=\/generate_stream prompt_tokens=\d+ generated_tokens=[1-9]\d* .*finish=cancelled cancelled_by=shutdown$/m, srv.log());
   } finally {
     sock.destroy();
     if (srv.proc.exitCode === null) srv.proc.kill('SIGKILL');
