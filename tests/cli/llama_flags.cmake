@@ -24,8 +24,12 @@ expect_error("error: unknown option '--alias' of run\nRun with --help" run -m ${
 # Long spellings and one-letter llama.cpp flags get the same hint.
 expect_error("error: unknown option '--n-gpu-layers=99' of run \\(llama.cpp's -ngl/" run -m ${model} --n-gpu-layers=99 -p hi)
 expect_error("error: unknown option '-s' of run \\(llama.cpp's -s/--seed\\? mamba-cli run's is --seed N\\)" run -m ${model} -s 5 -p hi)
-expect_error("error: unknown option '-c' of perplexity \\(llama.cpp's -c/--ctx-size\\? .*perplexity's scoring window is --ctx N\\)"
+# llama-perplexity's -c is its scoring window, which is perplexity's --ctx here; elsewhere -c sizes a
+# context a Mamba model does not have.
+expect_error("error: unknown option '-c' of perplexity \\(llama.cpp's -c/--ctx-size\\? perplexity's scoring window is --ctx N, as llama-perplexity's -c N \\(windows of N \\+ 1 ids sharing their boundary id\\)\\)"
              perplexity -m ${model} -c 512 -f ${WORK}/prompt.txt)
+expect_error("error: unknown option '-c' of run \\(llama.cpp's -c/--ctx-size\\? a Mamba model has no context window to size \\(its state does not grow with the text\\): leave it out\\)\n"
+             run -m ${model} -c 512 -p hi)
 # Other multi-letter one-dash arguments: how options are written.
 expect_error("error: unknown option '-xyz' of run \\(one dash takes one letter; long options take two, as --help lists them\\)\n"
              run -m ${model} -xyz -p hi)

@@ -32,7 +32,8 @@ namespace {
 /// and where a subcommand takes positional arguments, that text starting with '-' goes after "--".
 std::string unknown_option_notes(const CLI::App& cmd, const std::string& bad) {
   std::vector<std::string> notes;
-  if (std::string note = tools::unknown_option_note(cmd, bad, tools::LlamaHintFor::kCli); !note.empty()) notes.push_back(std::move(note));
+  const auto program = cmd.get_name() == "perplexity" ? tools::LlamaHintFor::kPerplexity : tools::LlamaHintFor::kCli;
+  if (std::string note = tools::unknown_option_note(cmd, bad, program); !note.empty()) notes.push_back(std::move(note));
   if (!cmd.get_options([](const CLI::Option* o) { return !o->nonpositional(); }).empty())  // tokenize's text, inspect's model
     notes.push_back(fmt::format("an argument that starts with '-' and is not an option goes after --, e.g. mamba-cli {} -- {}",
                                 cmd.get_name(), bad));

@@ -12,6 +12,7 @@ struct LlamaFlag {
   const char* names;   ///< llama.cpp's spellings, separated by spaces
   const char* cli;     ///< what to do in mamba-cli; "": no hint there (it has the flag, or it means nothing there)
   const char* server;  ///< what to do in mamba-server; nullptr: the same as `cli`; "": no hint
+  const char* perplexity = nullptr;  ///< what to do in mamba-cli perplexity; nullptr: the same as `cli`
 };
 
 constexpr const char* kCpuOnly = "mamba.cpp computes on the CPU only (no GPU offload): leave it out";
@@ -39,10 +40,10 @@ constexpr LlamaFlag kFlags[] = {
     {"-ctv --cache-type-v", kNoKvCache, nullptr},
     {"-nkvo --no-kv-offload", kNoKvCache, nullptr},
     {"-c --ctx-size",
-     "a Mamba model has no context window to size (its state does not grow with the text): leave it out; "
-     "perplexity's scoring window is --ctx N",
+     "a Mamba model has no context window to size (its state does not grow with the text): leave it out",
      "a Mamba model has no context window to size (its state does not grow with the text); what bounds a request is "
-     "--max-total-tokens N (prompt + generated tokens) and --max-input-tokens N (prompt)"},
+     "--max-total-tokens N (prompt + generated tokens) and --max-input-tokens N (prompt)",
+     "perplexity's scoring window is --ctx N, as llama-perplexity's -c N (windows of N + 1 ids sharing their boundary id)"},
     {"-b --batch-size", kPromptPieces,
      "the prompt tokens prefilled per scheduler iteration are --max-batch-prefill-tokens N (a longer prompt goes in pieces)"},
     {"-ub --ubatch-size", kPromptPieces, nullptr},
@@ -106,7 +107,9 @@ std::string llama_flag_hint(std::string_view flag, LlamaHintFor program) {
       match = match || name == flag;
     }
     if (!match) continue;
-    const char* advice = program == LlamaHintFor::kServer && f.server != nullptr ? f.server : f.cli;
+    const char* advice = program == LlamaHintFor::kServer && f.server != nullptr           ? f.server
+                         : program == LlamaHintFor::kPerplexity && f.perplexity != nullptr ? f.perplexity
+                                                                                             : f.cli;
     return *advice == '\0' ? std::string() : fmt::format("llama.cpp's {}? {}", all, advice);
   }
   return {};

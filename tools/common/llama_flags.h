@@ -13,8 +13,9 @@
 namespace mamba::tools {
 
 /// The program a hint is for: some llama.cpp flags have another equivalent in each (llama.cpp's -c
-/// sizes a context: perplexity's scoring window is --ctx, a server request's bound --max-total-tokens).
-enum class LlamaHintFor { kCli, kServer };
+/// sizes a context: mamba-cli perplexity's scoring window is --ctx, as llama-perplexity's -c is; a
+/// server request's bound is --max-total-tokens).
+enum class LlamaHintFor { kCli, kPerplexity, kServer };
 
 /// For a llama.cpp option that `program` has no option of the same name for (`flag` as typed, up to
 /// an '='; short or long form, e.g. "-ngl", "--n-gpu-layers"): "llama.cpp's -ngl/--gpu-layers/--n-gpu-layers?
