@@ -1,4 +1,5 @@
 // mamba-server: TGI- and OpenAI-compatible HTTP server with continuous batching (docs/SERVER.md).
+#include <algorithm>
 #include <thread>
 #include <cstdlib>
 #include <csignal>
@@ -18,6 +19,7 @@
 #include "mamba/server.h"
 #include "mamba/tokenizer.h"
 #include "ops/cpu/cpu_target.h"
+#include "ops/ops.h"
 #include "server/listen_address.h"
 #include "common/env_options.h"
 #include "common/option_rules.h"
@@ -110,6 +112,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: MAMBA_API_KEY is set but empty (unset it to serve without authentication)\n%s", hint.c_str());
     return 2;
   }
+  // A key no client can send: HTTP header values lose their leading and trailing whitespace, and
+  // carry no control characters (a key read from a file keeps its final newline: $(cat key) drops
+  // it, a Kubernetes secret or an env file may not).
+  if (const std::string& k = o.api_key; !k.empty()) {
+    const auto ws = [](char c) { return c == ' ' || c == '\t'; };
+    const bool control = std::any_of(k.begin(), k.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+    if (control || ws(k.front()) || ws(k.back())) {
+      std::fprintf(stderr,
+                   "error: --api-key %s: no client could send it (HTTP trims a header value's spaces and carries no control "
+                   "characters; a key read from a file may keep its final newline)\n%s",
+                   control ? "has a control character (a newline, tab or other byte below 0x20)" : "starts or ends with whitespace",
+                   hint.c_str());
+      return 2;
+    }
+  }
   // --cors-allow-origin "http://a, http://b": entries split at commas, spaces around them dropped
   // (an empty entry is refused by validate_server_options, as any other that is no origin).
   for (const std::string& flag : cors_flags) {
@@ -125,6 +142,11 @@ int main(int argc, char** argv) {
   }
   if (app.count("--model-id") > 0 && o.model_id.empty()) {
     std::fprintf(stderr, "error: --model-id is empty\n%s", hint.c_str());
+    return 2;
+  }
+  if (std::any_of(o.model_id.begin(), o.model_id.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+    std::fprintf(stderr, "error: --model-id has a control character (a newline, tab or other byte below 0x20): it names the model in answers and logs\n%s",
+                 hint.c_str());
     return 2;
   }
   // Logs go to stderr; stdout carries only the "listening on" line (for scripts).
@@ -211,15 +233,16 @@ int main(int argc, char** argv) {
   // A listen address that cannot be bound now (a taken port, a host that does not resolve) is
   // reported before the model load, which takes minutes for large checkpoints; the server binds
   // for real after it (and still names the reason if another process took the port meanwhile).
+  if (!from_env.empty()) spdlog::info("from the environment: {}", mamba::tools::env_list(from_env));
+  const std::string env_note = mamba::tools::env_note(from_env);  // after the errors below: where a value came from
   if (auto why = mamba::server::listen_address_unavailable(o.host, o.port)) {
-    std::fprintf(stderr, "error: cannot bind %s:%s: %s\n", o.host.c_str(),
-                 o.port == 0 ? "<any port>" : std::to_string(o.port).c_str(), why->c_str());
+    std::fprintf(stderr, "error: cannot bind %s:%s: %s\n%s", o.host.c_str(),
+                 o.port == 0 ? "<any port>" : std::to_string(o.port).c_str(), why->c_str(), env_note.c_str());
     return 2;
   }
 
   // Which SIMD path computes, and why; a bad MAMBA_CPU_TARGET / MAMBA_WEIGHT_PREFETCH warns here,
   // not at the first request.
-  if (!from_env.empty()) spdlog::info("from the environment: {}", mamba::tools::env_list(from_env));
   spdlog::info("cpu: {}", mamba::ops::cpu::cpu_dispatch_description());
   mamba::tools::warn_if_more_threads_than_cpus(threads, "--threads");  // allowed, but slower (as mamba-cli's -t)
   mamba::LoadOptions lo;
@@ -227,10 +250,10 @@ int main(int argc, char** argv) {
   lo.precision = mamba::parse_precision(precision).value();  // CLI checked the value
   auto model = mamba::Model::load(dir.value(), lo);
   if (!model.ok()) {
-    std::fprintf(stderr, "error: %s\n", model.error().message.c_str());
+    std::fprintf(stderr, "error: %s\n%s", model.error().message.c_str(), env_note.c_str());
     return 2;
   }
-  spdlog::info("precision: {}", mamba::precision_name(lo.precision));
+  spdlog::info("precision: {}; compute threads: {}", mamba::precision_name(lo.precision), mamba::ops::num_threads());
   auto tok = mamba::Tokenizer::from_file(tokenizer_file);
   if (!tok.ok()) {
     std::fprintf(stderr, "error: %s\n", tok.error().message.c_str());
@@ -252,7 +275,7 @@ int main(int argc, char** argv) {
   }
   mamba::Status st = server.value()->start();
   if (!st.ok()) {
-    std::fprintf(stderr, "error: %s\n", st.message().c_str());
+    std::fprintf(stderr, "error: %s\n%s", st.message().c_str(), env_note.c_str());
     return 2;
   }
   // Machine-readable line for scripts that start the server on port 0.

@@ -21,24 +21,18 @@ void send_error(const httplib::Request& req, httplib::Response& res, const ApiEr
   // A refusal of the request by the server's own checks: counted (429 as overloaded, the rest as
   // rejected) and logged. Not counted here: 424, a generation that failed (counted as failed), the
   // 400 "cancelled" of a client that left (the scheduler counted it as cancelled) and 5xx; their
-  // request's line is logged when its sequence ends (log_request), a 503 while draining here.
+  // request's line is logged when its sequence ends (log_request). A 501 (a Transfer-Encoding not
+  // supported) and a 503 while draining are logged here too.
   const bool refused = err.status == 429 || (err.status < 500 && err.status != 424 && err.type != "cancelled");
   if (err.status == 429) {
     metrics.requests_overloaded++;
   } else if (refused) {
     metrics.requests_rejected++;
   }
-  // One line per refusal, as an access log has it. The method, path and message may carry a
-  // client's bytes (cut by shown_text): the message is written escaped ({:?}), and so are a method
-  // or path that are not plain visible ASCII, so a CR/LF in them cannot forge a log line.
-  auto word = [](const std::string& s) {
-    const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 0x7f && c != '"'; });
-    return plain ? s : fmt::format("{:?}", s);
-  };
-  if (refused || err.status == 503)
-    spdlog::info("refused {} {} status={} error_type={} error={:?}", word(shown_text(req.method, 16)), word(shown_text(req.path, 200)),
-                 err.status, err.type, err.message);
-  res.status = err.status;
+  if (refused || err.status == 501 || err.status == 503) log_refusal(req, err.status_for(req.path), err.type, err.message);
+  // A full queue: a client may try again in a second (the OpenAI SDKs wait as Retry-After says).
+  if (err.status == 429) res.set_header("Retry-After", "1");
+  res.status = err.status_for(req.path);
   res.set_content(err.body_for(req.path), "application/json");
 }
 
@@ -124,15 +118,20 @@ std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::stri
   }
   const auto n = static_cast<std::int64_t>(out.size());
   if (n > ctx.limits.max_input_tokens) {
-    return ApiError::validation(fmt::format("{} must have at most {} tokens (--max-input-tokens). Given: {}", fields.prompt,
-                                            ctx.limits.max_input_tokens, n));
+    ApiError e = ApiError::validation(fmt::format("{} must have at most {} tokens (--max-input-tokens, the server's maximum context "
+                                                  "length for a prompt). Given: {}", fields.prompt, ctx.limits.max_input_tokens, n));
+    e.openai_code = "context_length_exceeded";
+    return e;
   }
   if (!max_given && n + max_new_tokens > ctx.limits.max_total_tokens && n < ctx.limits.max_total_tokens)
     max_new_tokens = static_cast<int>(ctx.limits.max_total_tokens - n);  // the default, shrunk to fit
   if (n + max_new_tokens > ctx.limits.max_total_tokens) {
-    return ApiError::validation(fmt::format("{} tokens + {} must be <= {} (--max-total-tokens). Given: {} {} tokens and {} {}",
-                                            fields.prompt, fields.max_tokens, ctx.limits.max_total_tokens, n, fields.prompt,
-                                            max_new_tokens, fields.max_tokens));
+    ApiError e = ApiError::validation(fmt::format("{} tokens + {} must be <= {} (--max-total-tokens, the server's maximum context "
+                                                  "length). Given: {} {} tokens and {} {}",
+                                                  fields.prompt, fields.max_tokens, ctx.limits.max_total_tokens, n, fields.prompt,
+                                                  max_new_tokens, fields.max_tokens));
+    e.openai_code = "context_length_exceeded";
+    return e;
   }
   return std::nullopt;
 }
@@ -142,8 +141,9 @@ std::optional<ApiError> submit(ServerContext& ctx, SequenceRequest req, std::sha
   out = ctx.scheduler->submit(std::move(req));
   if (!out) {
     if (ctx.draining.load()) return ApiError{503, "unavailable", "the server is shutting down"};
-    return ApiError{429, "overloaded", fmt::format("Model is overloaded: {} requests are already in flight (--max-concurrent-requests)",
-                                                   ctx.opts.max_concurrent_requests)};
+    const int n = ctx.opts.max_concurrent_requests;
+    return ApiError{429, "overloaded", fmt::format("Model is overloaded: {} request{} already in flight (--max-concurrent-requests)",
+                                                   n, n == 1 ? " is" : "s are")};
   }
   ctx.metrics.requests_received++;
   return std::nullopt;
@@ -184,9 +184,20 @@ ApiError generation_error(const Collected& c) {
   return ApiError{503, "unavailable", "the request was cancelled (server shutting down)"};
 }
 
-void log_request(std::uint64_t id, const char* route, const SequenceStats& st, const std::optional<Error>& err) {
-  spdlog::info("req={} route={} prompt_tokens={} generated_tokens={} queue_ms={:.1f} prefill_ms={:.1f} decode_ms={:.1f} total_ms={:.1f} finish={}{}",
-               id, route, st.prompt_tokens, st.generated_tokens, st.queue_ms, st.prefill_ms, st.decode_ms, st.total_ms,
+void log_refusal(const httplib::Request& req, int status, const std::string& type, const std::string& message) {
+  auto word = [](const std::string& s) {
+    if (s.empty()) return std::string("-");
+    const bool plain = std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 0x7f && c != '"'; });
+    return plain ? s : fmt::format("{:?}", s);
+  };
+  spdlog::info("refused {} {} client={} status={} error_type={} error={:?}", word(shown_text(req.method, 16)),
+               word(shown_text(req.path, 200)), word(req.remote_addr), status, type, message);
+}
+
+void log_request(std::uint64_t id, const char* route, const std::string& client, const SequenceStats& st,
+                 const std::optional<Error>& err) {
+  spdlog::info("req={} route={} client={} prompt_tokens={} generated_tokens={} queue_ms={:.1f} prefill_ms={:.1f} decode_ms={:.1f} total_ms={:.1f} finish={}{}",
+               id, route, client.empty() ? "-" : client, st.prompt_tokens, st.generated_tokens, st.queue_ms, st.prefill_ms, st.decode_ms, st.total_ms,
                err ? "error" : finish_reason_name(st.finish),
                err                                          ? fmt::format(" error=\"{}\"", err->message)
                : st.cancelled_by != CancelReason::kNone ? fmt::format(" cancelled_by={}", cancel_reason_name(st.cancelled_by))

@@ -95,6 +95,11 @@ struct ServerContext {
 /// "cancelled", which the scheduler counts as failed / cancelled).
 void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& err, Metrics& metrics);
 
+/// The log line of a refused request: `refused METHOD PATH client=ADDR status=N error_type=T
+/// error="..."` (the method and path as they are when plain visible ASCII, else escaped and quoted
+/// as the message always is, so a client's CR/LF cannot forge a line; "-" for one not read).
+void log_refusal(const httplib::Request& req, int status, const std::string& type, const std::string& message);
+
 /// Sets `body` (a finished JSON document, taken) as the answer. A large answer (details or logprobs
 /// of tens of thousands of tokens: the DOM that made it ~10× its size) is followed, a second later
 /// on another thread, by malloc_trim, so the memory freed by the handler's thread goes back to the
@@ -147,7 +152,8 @@ Collected collect(RequestStream& stream, const std::function<bool()>& client_gon
 ApiError generation_error(const Collected& c);
 
 /// Logs one line: request id, route, prompt/generated tokens, queue/prefill/decode ms, finish.
-void log_request(std::uint64_t id, const char* route, const SequenceStats& st, const std::optional<Error>& err);
+void log_request(std::uint64_t id, const char* route, const std::string& client, const SequenceStats& st,
+                 const std::optional<Error>& err);
 
 /// One id's text (Tokenizer::token_text, for details / logprobs); "" when the tokenizer refuses it.
 std::string token_text(const ServerContext& ctx, std::int32_t id);

@@ -47,7 +47,7 @@ bool is_header_list(std::string_view s) {
 
 std::string cors_origin_problem(std::string_view s) {
   if (s == "*" || s == "null") return "";
-  if (s.empty()) return "the entry is empty (two commas in a row, or one at an end?)";
+  if (s.empty()) return "the entry is empty (two commas in a row, one at an end, or only spaces?)";
   auto lower = [](std::string_view v) {
     std::string out(v);
     for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -64,11 +64,19 @@ std::string cors_origin_problem(std::string_view s) {
   if (!scheme_ok) return "expected scheme://host[:port], e.g. http://localhost:3000";
   std::string_view rest = s.substr(sep + 3);
   if (lower(scheme) == "file") return "pages opened from file:// send the Origin null: list null";
+  if (rest.find_first_of(";|") != std::string_view::npos)
+    return "one origin per entry: separate them by commas (or repeat the flag), not ';' or '|'";
   for (unsigned char c : rest)
     if (c <= ' ' || c == 0x7F || c == '@' || c == '\\' || c == ',')
       return "expected scheme://host[:port], e.g. http://localhost:3000 (no spaces, control bytes, user name or commas)";
-  if (const std::size_t cut = rest.find_first_of("/?#"); cut != std::string_view::npos)
-    return fmt::format("a browser's Origin has no path, query or trailing slash: use '{}'", s.substr(0, sep + 3 + cut));
+  if (const std::size_t cut = rest.find_first_of("/?#"); cut != std::string_view::npos) {
+    // Suggest the origin only when it is one as it stands, else say what else it needs.
+    const std::string origin(s.substr(0, sep + 3 + cut));
+    if (const std::string next = cors_origin_problem(origin); !next.empty())
+      return fmt::format("a browser's Origin has no path, query or trailing slash (drop '{}'); then '{}': {}", shown_value(rest.substr(cut)),
+                         shown_value(origin), next);
+    return fmt::format("a browser's Origin has no path, query or trailing slash: use '{}'", origin);
+  }
   // host [":" port]; an IPv6 host in brackets.
   std::string_view host = rest, port;
   const bool v6 = !rest.empty() && rest.front() == '[';
@@ -207,7 +215,8 @@ void CorsPolicy::add_headers(const httplib::Request& req, httplib::Response& res
   res.set_header("Access-Control-Expose-Headers", kExposedHeaders);
 }
 
-bool CorsPolicy::answer_preflight(const RouteTable& routes, const httplib::Request& req, httplib::Response& res) const {
+bool CorsPolicy::answer_preflight(const RouteTable& routes, const httplib::Request& req, httplib::Response& res,
+                                  ApiError* refused) const {
   if (!enabled() || req.method != "OPTIONS" || !req.has_header("Origin") || !req.has_header("Access-Control-Request-Method"))
     return false;
   // A path that is no route gets the methods any route has: the page's request then gets its 404
@@ -223,14 +232,14 @@ bool CorsPolicy::answer_preflight(const RouteTable& routes, const httplib::Reque
   const std::string origin = req.get_header_value("Origin");
   const std::string allow = req.get_header_value_count("Origin") == 1 ? allow_origin(origin) : "";
   if (allow.empty()) {
+    const ApiError e{403, "forbidden",
+                     req.get_header_value_count("Origin") != 1
+                         ? std::string("a preflight with several Origin headers is not answered")
+                         : fmt::format("origin '{}' is not allowed to call this server from a browser (the server's "
+                                       "--cors-allow-origin list)", shown_value(origin))};
     res.status = 403;
-    res.set_content(ApiError{403, "forbidden",
-                             req.get_header_value_count("Origin") != 1
-                                 ? std::string("a preflight with several Origin headers is not answered")
-                                 : fmt::format("origin '{}' is not allowed to call this server from a browser (the server's "
-                                               "--cors-allow-origin list)", shown_value(origin))}
-                        .body_for(req.path),
-                    "application/json");
+    res.set_content(e.body_for(req.path), "application/json");
+    if (refused != nullptr) *refused = e;
     return true;
   }
   res.status = 204;

@@ -12,6 +12,7 @@
 #include <httplib.h>
 
 #include "mamba/status.h"
+#include "server/api_error.h"
 
 namespace mamba::server {
 
@@ -58,9 +59,11 @@ class CorsPolicy {
   /// path that is none, those of any route, so the page reads the request's 404) / -Headers (the
   /// headers the browser asked for) / -Max-Age, and -Private-Network when asked (Chrome's Private
   /// Network Access), for an allowed origin; 403 with a JSON error naming the origin and the flag
-  /// otherwise (also for several Origin headers). Returns false (nothing written) for any other
-  /// request, or when the policy is off (the router's 405 / 404 then answer).
-  bool answer_preflight(const RouteTable& routes, const httplib::Request& req, httplib::Response& res) const;
+  /// otherwise (also for several Origin headers), that error also in `*refused` when given.
+  /// Returns false (nothing written) for any other request, or when the policy is off (the router's
+  /// 405 / 404 then answer).
+  bool answer_preflight(const RouteTable& routes, const httplib::Request& req, httplib::Response& res,
+                        ApiError* refused = nullptr) const;
 
  private:
   std::vector<std::string> origins_;

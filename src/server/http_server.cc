@@ -254,6 +254,17 @@ std::string cors_preflight_hint(const ServerContext& ctx, const httplib::Request
                      "call the API", server::is_cors_origin(origin) ? origin : std::string("ORIGIN"));
 }
 
+/// The 404's message for a path no route has: the path, and for an OpenAI client's path without its
+/// /v1 (a base URL that lacks it: llama.cpp also serves /chat/completions) where the routes are.
+std::string no_route_message(const ServerContext& ctx, const httplib::Request& req) {
+  const bool v1_missing = server::is_openai_path(req.path) && !req.path.starts_with("/v1");
+  return fmt::format("no route for {} {}{}{}", req.method, req.path,
+                     v1_missing ? fmt::format("; the OpenAI routes are under /v1 (/v1{}): an OpenAI client's base URL ends in /v1",
+                                              req.path)
+                                : std::string(),
+                     cors_preflight_hint(ctx, req));
+}
+
 /// What runs before every route (before the body is read): the API key, 405 for a known path asked
 /// with another method, the body's framing (Content-Length not a number, several that disagree, or
 /// beside Transfer-Encoding; a Transfer-Encoding, a POST without Content-Length, a GET / HEAD with a
@@ -285,7 +296,10 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     return true;
   }
   // A browser's preflight comes without credentials: answered before the API key is asked for.
-  if (ctx.cors.answer_preflight(ctx.routes, req, res)) return true;
+  if (ApiError refused; ctx.cors.answer_preflight(ctx.routes, req, res, &refused)) {
+    if (res.status == 403) server::log_refusal(req, refused.status, refused.type, refused.message);  // an origin not allowed
+    return true;
+  }
   if (!ctx.opts.api_key.empty() && req.path != "/health") {
     if (bearer_token(req.get_header_value("Authorization")) != ctx.opts.api_key &&
         req.get_header_value("x-api-key") != ctx.opts.api_key) {
@@ -431,7 +445,7 @@ Status Server::start() {
     if (!refused && req.method == "POST" && ctx.routes.post_handler(req.path) == nullptr) {
       // an unknown path: its 404 now, not after the body it would not read
       res.status = 404;
-      res.set_content(ApiError{404, "not_found", fmt::format("no route for {} {}", req.method, req.path)}.body_for(req.path), "application/json");
+      res.set_content(ApiError{404, "not_found", no_route_message(ctx, req)}.body_for(req.path), "application/json");
       refused = true;
     }
     if (!refused && has_length && length > static_cast<std::uint64_t>(ctx.opts.max_body_bytes)) {
@@ -539,7 +553,7 @@ Status Server::start() {
           e.message = fmt::format("no model '{}' here: this server serves '{}' (GET /v1/models)", req.path.substr(kModels.size()),
                                   ctx.opts.model_id);
         else
-          e.message = fmt::format("no route for {} {}{}", req.method, req.path, cors_preflight_hint(ctx, req));
+          e.message = no_route_message(ctx, req);
         break;
       case 405: e.type = "method_not_allowed"; e.message = fmt::format("method {} not allowed on {}", req.method, req.path); break;
       case 413: e.type = "payload_too_large"; e.message = fmt::format("request body exceeds {} bytes", ctx.opts.max_body_bytes); break;

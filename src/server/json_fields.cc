@@ -12,8 +12,15 @@ using nlohmann::json;
 std::string ApiError::tgi_body() const { return dump_json(json{{"error", message}, {"error_type", type}}); }
 
 std::string ApiError::openai_body() const {
-  return dump_json(json{{"error", {{"message", message}, {"type", openai_type()}, {"param", nullptr}, {"code", type}}}});
+  // The field a message names first, as it starts: "`messages[0].content` is required" → param.
+  json param = nullptr;
+  if (message.size() > 2 && message[0] == '`')
+    if (const std::size_t end = message.find('`', 1); end != std::string::npos && end > 1) param = message.substr(1, end - 1);
+  return dump_json(json{{"error",
+                         {{"message", message}, {"type", openai_type()}, {"param", param}, {"code", openai_code.empty() ? type : openai_code}}}});
 }
+
+int ApiError::status_for(std::string_view path) const { return status == 422 && is_openai_path(path) ? 400 : status; }
 
 std::string ApiError::body_for(std::string_view path) const {
   return is_openai_path(path) ? openai_body() : tgi_body();
@@ -31,7 +38,12 @@ const char* ApiError::openai_type() const {
   }
 }
 
-bool is_openai_path(std::string_view path) { return path == "/v1" || path.starts_with("/v1/"); }
+bool is_openai_path(std::string_view path) {
+  // An OpenAI client's paths without their /v1 (a base URL that lacks it) get OpenAI's shape too:
+  // their 404 is read by that client.
+  return path == "/v1" || path.starts_with("/v1/") || path == "/completions" || path == "/chat/completions" ||
+         path == "/models" || path.starts_with("/models/");
+}
 
 std::string shown_text(const std::string& s, std::size_t max_bytes) {
   if (s.size() <= max_bytes) return s;
@@ -102,7 +114,13 @@ std::optional<ApiError> parse_body_object(const std::string& body, json& out) {
   try {
     out = json::parse(body);
   } catch (const json::exception& e) {
-    return ApiError::malformed(fmt::format("malformed JSON body: {}", e.what()));
+    // nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 7: ..." without
+    // the library's tag.
+    std::string_view what = e.what();
+    if (what.starts_with("[json.exception.")) {
+      if (const std::size_t end = what.find("] "); end != std::string_view::npos) what.remove_prefix(end + 2);
+    }
+    return ApiError::malformed(fmt::format("malformed JSON body: {}", what));
   }
   if (!out.is_object()) {
     return ApiError::malformed(fmt::format("request body must be a JSON object, got {}", out.type_name()));

@@ -81,7 +81,10 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
     // empty object, which sets nothing, is accepted (vLLM tests the object's truth value).
     if (!out.stream && !it->empty())
       return ApiError::validation("`stream_options` is only allowed with `stream`: true");
-    RETURN_IF_API_ERROR(get_bool(*it, "include_usage", out.include_usage));
+    if (auto e = get_bool(*it, "include_usage", out.include_usage)) {
+      e->message.insert(1, "stream_options.");  // "`include_usage` must be ..." → "`stream_options.include_usage` ..."
+      return e;
+    }
   }
   std::int64_t n = 1;
   RETURN_IF_API_ERROR(get_int(b, "n", 1, 1 << 20, n));
@@ -221,7 +224,8 @@ std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& l
     RETURN_IF_API_ERROR(get_string(m, "role", cm.role, present));
     if (!present) return ApiError::validation(fmt::format("`messages[{}].role` is required", i));
     if (cm.role != "system" && cm.role != "user" && cm.role != "assistant" && cm.role != "tool" && cm.role != "developer") {
-      return ApiError::validation(fmt::format("`messages[{}].role` must be system, developer, user, assistant or tool, got '{}'", i, cm.role));
+      return ApiError::validation(
+          fmt::format("`messages[{}].role` must be system, developer, user, assistant or tool, got '{}'", i, shown_text(cm.role, 64)));
     }
     auto cit = m.find("content");
     if (cit == m.end() || cit->is_null()) {
@@ -231,9 +235,18 @@ std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& l
     } else if (cit->is_string()) {
       cm.content = cit->get<std::string>();
     } else if (cit->is_array()) {
-      for (const auto& part : *cit) {
-        if (!part.is_object() || !part.contains("text") || !part["text"].is_string()) {
-          return ApiError::validation(fmt::format("`messages[{}].content` parts must be {{\"type\": \"text\", \"text\": ...}}", i));
+      // Text parts only, each by its type: an image, audio or file part is refused by name (a
+      // text-only model; read as its text, it was answered without it).
+      for (std::size_t j = 0; j < cit->size(); ++j) {
+        const json& part = (*cit)[j];
+        const auto type = part.is_object() ? part.find("type") : part.end();
+        if (part.is_object() && type != part.end() && type->is_string() && *type != "text")
+          return ApiError::validation(fmt::format("`messages[{}].content[{}].type` '{}' is not supported: this server's model reads "
+                                                  "text only (parts must be {{\"type\": \"text\", \"text\": ...}})",
+                                                  i, j, shown_text(type->get<std::string>(), 64)));
+        if (!part.is_object() || type == part.end() || !part.contains("text") || !part["text"].is_string()) {
+          return ApiError::validation(
+              fmt::format("`messages[{}].content[{}]` must be a text part {{\"type\": \"text\", \"text\": ...}}", i, j));
         }
         cm.content += part["text"].get<std::string>();
       }

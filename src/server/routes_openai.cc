@@ -267,14 +267,16 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     };
     h.on_error = [](const ApiError& e) { return sse_data(e.openai_body()); };
     h.on_end = [] { return std::string("data: [DONE]\n\n"); };
-    h.on_close = [id, route](const SequenceStats& st, const std::optional<Error>& err) { log_request(id, route, st, err); };
+    h.on_close = [id, route, client = req.remote_addr](const SequenceStats& st, const std::optional<Error>& err) {
+      log_request(id, route, client, st, err);
+    };
     set_sse_response(req, res, rs, std::move(h));
     return;
   }
 
   const ClientConnection conn(BoundedHttpServer::current_socket());  // a client that leaves cancels the sequence, as a stream's does
   Collected c = collect(*rs, [&conn] { return conn.closed(); });
-  log_request(id, route, c.stats, c.error);
+  log_request(id, route, req.remote_addr, c.stats, c.error);
   if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(req, res, generation_error(c), ctx.metrics);
   // The answer as text, its logprobs written entry by entry (a DOM of a long answer's logprobs
   // took ~12 times the answer's size).

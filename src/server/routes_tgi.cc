@@ -116,7 +116,9 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
       return out;
     };
     h.on_error = [](const ApiError& e) { return sse_data(e.tgi_body()); };
-    h.on_close = [id, route](const SequenceStats& st, const std::optional<Error>& err) { log_request(id, route, st, err); };
+    h.on_close = [id, route, client = req.remote_addr](const SequenceStats& st, const std::optional<Error>& err) {
+      log_request(id, route, client, st, err);
+    };
     res.set_header("x-compute-type", "cpu");
     set_sse_response(req, res, rs, std::move(h));
     return;
@@ -124,7 +126,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
 
   const ClientConnection conn(BoundedHttpServer::current_socket());  // a client that leaves cancels the sequence, as a stream's does
   Collected c = collect(*rs, [&conn] { return conn.closed(); });
-  log_request(id, route, c.stats, c.error);
+  log_request(id, route, req.remote_addr, c.stats, c.error);
   if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(req, res, generation_error(c), ctx.metrics);
   // The answer as text, its per-token arrays written entry by entry (a DOM of a long answer's
   // details took ~11 times the answer's size).

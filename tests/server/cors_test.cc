@@ -50,6 +50,11 @@ TEST(Cors, AnEntryNoBrowserCouldSendIsRefusedWithTheFormToUse) {
       {"NULL", "use 'null' (lower case)"},
       {"file://", "pages opened from file:// send the Origin null: list null"},
       {"", "the entry is empty"},
+      // A fresh user's: origins separated by ';' (the suggestion was 'http://a.example;http:'), and a
+      // path after a host in capitals (the suggestion kept them, and the next run refused it).
+      {"http://a.example;http://b.example", "one origin per entry: separate them by commas (or repeat the flag), not ';' or '|'"},
+      {"http://A.example/", "no path, query or trailing slash (drop '/'); then 'http://A.example': "},
+      {"http://A.example/", "lower case: use 'http://a.example'"},
   };
   for (const auto& [entry, says] : cases) {
     const Status s = validate_cors_origins({"http://ok.example", entry});

@@ -69,7 +69,13 @@ TEST(ApiErrorShape, TgiOutsideV1AndOpenAiUnderIt) {
   const ApiError e{422, "validation", "`max_tokens` must be >= 1"};
   EXPECT_EQ(e.tgi_body(), R"({"error":"`max_tokens` must be >= 1","error_type":"validation"})");
   EXPECT_EQ(e.openai_body(),
-            R"({"error":{"code":"validation","message":"`max_tokens` must be >= 1","param":null,"type":"invalid_request_error"}})");
+            R"({"error":{"code":"validation","message":"`max_tokens` must be >= 1","param":"max_tokens","type":"invalid_request_error"}})");
+  // param: the field a message starts with, else null; code: openai_code when set.
+  EXPECT_EQ(ApiError(422, "validation", "the prompt is empty", "context_length_exceeded").openai_body(),
+            R"({"error":{"code":"context_length_exceeded","message":"the prompt is empty","param":null,"type":"invalid_request_error"}})");
+  EXPECT_EQ(e.status_for("/v1/completions"), 400);
+  EXPECT_EQ(e.status_for("/generate"), 422);
+  EXPECT_EQ(ApiError(429, "overloaded", "m").status_for("/v1/completions"), 429);
   EXPECT_EQ(e.body_for("/generate"), e.tgi_body());
   EXPECT_EQ(e.body_for("/"), e.tgi_body());
   EXPECT_EQ(e.body_for("/health"), e.tgi_body());
@@ -78,6 +84,10 @@ TEST(ApiErrorShape, TgiOutsideV1AndOpenAiUnderIt) {
   EXPECT_EQ(e.body_for("/v1"), e.openai_body());
   EXPECT_EQ(e.body_for("/v1/chat/completions"), e.openai_body());
   EXPECT_EQ(e.body_for("/v1/no/such/route"), e.openai_body());
+  // An OpenAI client's paths without their /v1 (a base URL lacking it): its 404 in OpenAI's shape.
+  EXPECT_EQ(e.body_for("/chat/completions"), e.openai_body());
+  EXPECT_EQ(e.body_for("/models/x"), e.openai_body());
+  EXPECT_EQ(e.body_for("/completionsx"), e.tgi_body());
 }
 
 TEST(ApiErrorShape, OpenAiTypesByStatus) {

@@ -3,7 +3,7 @@
 // {error: {message, type, param, code}} under /v1) and the
 // server keeps serving.
 import assert from 'node:assert/strict';
-import { deadline, startServer, postJson, postSse, metrics, check, exitWithChecks, apiError } from './lib.mjs';
+import { deadline, startServer, postJson, postSse, metrics, check, exitWithChecks, apiError, waitFor } from './lib.mjs';
 
 deadline(120);
 const srv = await startServer(['--max-concurrent-requests', '16']);
@@ -283,7 +283,7 @@ await check('logit_bias (OpenAI routes): bans and forces tokens; chat logprobs `
   for (const [bias, mentions] of [[{ 8192: 1 }, 'token id 8192 is outside the vocabulary [0, 8192)'],
                                   [{ 5: 101 }, 'between -100 and 100'], [{ x: 1 }, 'keys must be token ids']]) {
     const r = await postJson(base, '/v1/completions', { ...body, logit_bias: bias });
-    assert.equal(r.status, 422, r.text);
+    assert.equal(r.status, 400, r.text);  // OpenAI's, vLLM's and llama.cpp's status for a bad parameter
     assert.ok(apiError('/v1/completions', r.json).message.includes(mentions), r.text);
   }
 });
@@ -304,19 +304,19 @@ const bad = [
   ['/generate', '{"inputs": "x", "parameters": {"max_new_tokens": 500000}}', 422],
   ['/generate_stream', '{"inputs": "x", "parameters": {"seed": -1}}', 422],
   ['/generate_stream', '{"inputs": "x", "parameters": {"decoder_input_details": true}}', 422],
-  ['/v1/completions', '{"prompt": "x", "n": 2}', 422],
-  ['/v1/completions', '{"prompt": ""}', 422],
-  ['/v1/completions', '{"prompt": "x", "max_tokens": -3}', 422],
-  ['/v1/chat/completions', '{"messages": []}', 422],
-  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "x"}], "n": 2}', 422],
-  ['/v1/chat/completions', '{"messages": "hello"}', 422],
-  ['/v1/chat/completions', '{"messages": [{"role": "user"}]}', 422, 'messages[0].content` is required'],
-  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": null}]}', 422, 'messages[0].content` is required'],
+  ['/v1/completions', '{"prompt": "x", "n": 2}', 400],
+  ['/v1/completions', '{"prompt": ""}', 400],
+  ['/v1/completions', '{"prompt": "x", "max_tokens": -3}', 400],
+  ['/v1/chat/completions', '{"messages": []}', 400],
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "x"}], "n": 2}', 400],
+  ['/v1/chat/completions', '{"messages": "hello"}', 400],
+  ['/v1/chat/completions', '{"messages": [{"role": "user"}]}', 400, 'messages[0].content` is required'],
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": null}]}', 400, 'messages[0].content` is required'],
   // No tools are offered: a tool_choice that demands a tool call is refused by name, not ignored.
-  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}', 422, '`tool_choice` "required" is not supported'],
-  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "hi"}], "tool_choice": {"type": "function", "function": {"name": "f"}}}', 422, '`tool_choice` naming a function is not supported'],
-  ['/v1/completions', '{"prompt": "hi", "tool_choice": "required"}', 422, '`tool_choice` "required" is not supported'],
-  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f"}}]}', 422, '`tools` is not supported'],
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}', 400, '`tool_choice` "required" is not supported'],
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "hi"}], "tool_choice": {"type": "function", "function": {"name": "f"}}}', 400, '`tool_choice` naming a function is not supported'],
+  ['/v1/completions', '{"prompt": "hi", "tool_choice": "required"}', 400, '`tool_choice` "required" is not supported'],
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f"}}]}', 400, '`tools` is not supported'],
 ];
 await check('malformed bodies → 4xx with {error, error_type} (OpenAI\'s shape under /v1)', async () => {
   for (const [route, body, status, mentions] of bad) {
@@ -324,7 +324,8 @@ await check('malformed bodies → 4xx with {error, error_type} (OpenAI\'s shape 
     assert.equal(r.status, status, `${route} ${body} → ${r.status} ${r.text}`);
     const e = apiError(route, r.json);
     if (mentions) assert.ok(e.message.includes(mentions), r.text);
-    assert.equal(e.type, status === 400 ? 'malformed_request' : 'validation', r.text);
+    // A validation error is TGI's 422 on its routes, OpenAI's 400 under /v1 (code: validation).
+    assert.equal(e.type, status === 400 && !route.startsWith('/v1') ? 'malformed_request' : 'validation', r.text);
     if (e.openaiType) assert.equal(e.openaiType, 'invalid_request_error', r.text);
   }
   // invalid UTF-8 bytes in the prompt
@@ -336,11 +337,46 @@ await check('malformed bodies → 4xx with {error, error_type} (OpenAI\'s shape 
 
 await check('a refused request is logged on one line (its client text escaped: no forged lines)', async () => {
   const r = await postJson(base, '/v1/completions', { prompt: 'x', logit_bias: { 'a\n[x] [mamba-server] [info] req=1 forged': 1 } });
-  assert.equal(r.status, 422, r.text);
-  const line = srv.log().split('\n').findLast((l) => l.includes('refused POST /v1/completions status=422 error_type=validation'));
+  assert.equal(r.status, 400, r.text);
+  const line = srv.log().split('\n').findLast((l) => l.includes('refused POST /v1/completions client=127.0.0.1 status=400 error_type=validation'));
   assert.ok(line, srv.log().slice(-2000));
   assert.ok(line.endsWith('got \\"a\\n[x] [mamba-server] [info] req=1 forged\\""'), line);
   assert.doesNotMatch(srv.log(), /^\[x\] \[mamba-server\]/m);
+});
+
+await check('chat content parts other than text are refused by their type (a text-only model: an image was answered without it)', async () => {
+  for (const [part, says] of [
+    [{ type: 'image_url', text: 'hi', image_url: { url: 'http://x/y.png' } }, "`messages[0].content[1].type` 'image_url' is not supported"],
+    [{ type: 'input_audio', text: 'hi' }, "`messages[0].content[1].type` 'input_audio' is not supported"],
+    [{ text: 'hi' }, '`messages[0].content[1]` must be a text part {"type": "text", "text": ...}'],
+  ]) {
+    const r = await postJson(base, '/v1/chat/completions', { max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, part] }] });
+    assert.equal(r.status, 400, r.text);
+    assert.ok(apiError('/v1/chat/completions', r.json).message.startsWith(says), r.text);
+  }
+  const ok = await postJson(base, '/v1/chat/completions', { max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }] });
+  assert.equal(ok.status, 200, ok.text);
+  // A role is shown cut, as every other value a client sends (it was echoed whole: 2 MB in the answer and the log).
+  const role = await postJson(base, '/v1/chat/completions', { messages: [{ role: 'x'.repeat(100000), content: 'y' }] });
+  assert.equal(role.status, 400);
+  assert.ok(role.text.length < 1000 && role.text.includes('… (100000 bytes)'), role.text.slice(0, 300));
+});
+
+await check('an OpenAI client whose base URL lacks /v1 gets an OpenAI-shaped 404 saying where the routes are', async () => {
+  for (const path of ['/chat/completions', '/completions', '/models']) {
+    const r = await postJson(base, path, {});
+    assert.equal(r.status, 404, r.text);
+    const e = apiError(path, r.json);
+    assert.equal(e.openaiType, 'not_found_error');
+    assert.match(e.message, new RegExp(`; the OpenAI routes are under /v1 \\(/v1${path}\\): an OpenAI client's base URL ends in /v1$`));
+  }
+});
+
+await check('a malformed JSON body is named without the JSON library\'s tag', async () => {
+  const r = await postJson(base, '/v1/completions', '{"prompt": }');
+  assert.equal(r.status, 400);
+  assert.equal(apiError('/v1/completions', r.json).message,
+               "malformed JSON body: parse error at line 1, column 12: syntax error while parsing value - unexpected '}'; expected '[', '{', or a literal");
 });
 
 await check('413 for bodies over 8 MiB, 404 JSON for unknown routes', async () => {
@@ -395,6 +431,12 @@ async function rawExchange(text, toFirstBrace = false) {
   });
 }
 const rawRequest = (text) => rawExchange(text, true);
+
+await check('a refused Transfer-Encoding (501) is logged as the other refusals', async () => {
+  const reply = await rawRequest('POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n');
+  assert.match(reply, /^HTTP\/1\.1 501 /, reply);
+  assert.ok(await waitFor(() => /refused POST \/generate client=127\.0\.0\.1 status=501 error_type=not_implemented/.test(srv.log())), srv.log().slice(-1500));
+});
 
 await check('an invalid Content-Length is a 400 naming the header, at once', async () => {
   for (const cl of ['abc', '-5', '99999999999999999999']) {
@@ -496,11 +538,11 @@ await check('completions echo + max_tokens 0 scores the prompt and generates not
   const zl = z.json.choices[0].logprobs;
   assert.equal(zl.top_logprobs[0], null);
   for (let i = 1; i < zl.tokens.length; ++i) assert.deepEqual(zl.top_logprobs[i], { [zl.tokens[i]]: zl.token_logprobs[i] }, `token ${i}`);
-  // Without echo there is nothing to return: 422 (as chat completions, whatever echo says).
+  // Without echo there is nothing to return: 400 (as chat completions, whatever echo says).
   for (const [path, body] of [['/v1/completions', { prompt: PROMPT, max_tokens: 0 }],
                               ['/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_tokens: 0 }]]) {
     const e = await postJson(base, path, body);
-    assert.equal(e.status, 422, `${path}: ${JSON.stringify(e.json)}`);
+    assert.equal(e.status, 400, `${path}: ${JSON.stringify(e.json)}`);
     assert.match(apiError(path, e.json).message, /max_tokens/);
   }
 });
@@ -533,11 +575,14 @@ await check('completions top_logprobs dicts run from the most to the least likel
   assert.ok(outside >= 1, 'no sampled token outside the top 1: the check did not run');
 });
 
-await check('chat: a max_completion_tokens past --max-total-tokens is named in the 422 (not max_tokens)', async () => {
+await check('chat: a max_completion_tokens past --max-total-tokens is named in the 400 (not max_tokens), as context_length_exceeded', async () => {
   const info = await (await fetch(base + '/info')).json();
   const r = await postJson(base, '/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: info.max_total_tokens });
-  assert.equal(r.status, 422, JSON.stringify(r.json));
-  assert.match(JSON.stringify(r.json), /`max_completion_tokens` must be <=/);
+  assert.equal(r.status, 400, JSON.stringify(r.json));
+  const e = apiError('/v1/chat/completions', r.json);
+  assert.match(e.message, /`max_completion_tokens` must be <= \d+ \(--max-total-tokens, the server's maximum context length\)/);
+  assert.equal(e.type, 'context_length_exceeded');  // OpenAI's code, which LangChain and LiteLLM look for
+  assert.equal(e.param, 'messages');
 });
 
 await check('a multipart/form-data body is a 415 saying to send the JSON itself', async () => {

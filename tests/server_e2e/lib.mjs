@@ -165,19 +165,23 @@ export async function postSse(base, route, body, { onEvent, headers = {} } = {})
 }
 
 /// The error of an answer's JSON body, checked to be in the shape its route answers: OpenAI's
-/// {error: {message, type, param, code}} under /v1 (`code` is the server's own type), TGI's
-/// {error, error_type} everywhere else. Returns {message, type} with type the server's (validation, …).
+/// {error: {message, type, param, code}} under /v1 and on an OpenAI client's paths without it
+/// (`code` is the server's own type, or context_length_exceeded), TGI's {error, error_type}
+/// everywhere else. Returns {message, type} with type the server's (validation, …).
 export function apiError(route, json) {
-  const openai = route === '/v1' || route.startsWith('/v1/');
+  const openai = route === '/v1' || route.startsWith('/v1/') || ['/completions', '/chat/completions', '/models'].includes(route) ||
+                 route.startsWith('/models/');
   const text = JSON.stringify(json);
   if (openai) {
     assert.equal(typeof json?.error, 'object', `${route}: OpenAI's error shape expected: ${text}`);
     assert.equal(typeof json.error.message, 'string', text);
     assert.equal(typeof json.error.type, 'string', text);
-    assert.equal(json.error.param, null, text);
+    // param: the field the message starts with (`name`), else null.
+    const named = json.error.message.match(/^`([^`]+)`/);
+    assert.equal(json.error.param, named ? named[1] : null, text);
     assert.equal(typeof json.error.code, 'string', text);
     assert.equal(json.error_type, undefined, text);
-    return { message: json.error.message, type: json.error.code, openaiType: json.error.type };
+    return { message: json.error.message, type: json.error.code, openaiType: json.error.type, param: json.error.param };
   }
   assert.equal(typeof json?.error, 'string', `${route}: TGI's error shape expected: ${text}`);
   assert.equal(typeof json.error_type, 'string', text);

@@ -19,7 +19,7 @@ const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 1000
     const m = await metrics(base);
     assert.ok(m['mamba_requests_total{outcome="cancelled"}'] >= 1);
     // The request's log line has the tokens it reached (it logged zeros and no finish before).
-    const line = /route=\/generate_stream prompt_tokens=[1-9]\d* generated_tokens=[1-9]\d* .*finish=cancelled cancelled_by=client_gone$/m;
+    const line = /route=\/generate_stream client=127\.0\.0\.1 prompt_tokens=[1-9]\d* generated_tokens=[1-9]\d* .*finish=cancelled cancelled_by=client_gone$/m;
     assert.ok(await waitFor(async () => line.test(srv.log()), { timeoutMs: 5000 }), `no such log line:\n${srv.log()}`);
   });
 
@@ -45,7 +45,7 @@ const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 1000
     await sleep(500);  // the route's answer to the gone client comes just after the slot is freed
     assert.equal((await rejected()) - rejectedBefore, 0, 'a client that left is counted as cancelled only, not rejected');
     for (const route of ['/generate', '/v1/completions'])
-      assert.match(srv.log(), new RegExp(`route=${route} prompt_tokens=\\d+ .*finish=cancelled cancelled_by=client_gone$`, 'm'), route);
+      assert.match(srv.log(), new RegExp(`route=${route} client=127\\.0\\.0\\.1 prompt_tokens=\\d+ .*finish=cancelled cancelled_by=client_gone$`, 'm'), route);
   });
 
   await check('non-stream client that half-closes: cancelled, and answered 400 "cancelled" if it still reads', async () => {
@@ -84,6 +84,8 @@ const endless = { inputs: 'Once upon a time', parameters: { max_new_tokens: 1000
     const r = await postJson(base, '/generate', { inputs: 'x', parameters: { max_new_tokens: 2 } });
     assert.equal(r.status, 429, r.text);
     assert.equal(r.json.error_type, 'overloaded');
+    assert.equal(r.headers.get('retry-after'), '1');  // the OpenAI SDKs wait as it says before their retry
+    assert.match(r.json.error, /Model is overloaded: 2 requests are already in flight/);
     ctrl[0] = ctrl[1] = true;  // next event aborts both streams
     await Promise.all(started);
     assert.ok(await waitFor(async () => (await metrics(base)).mamba_slots_in_use === 0));
@@ -113,7 +115,7 @@ await check('SIGTERM drains: in-flight requests complete, then exit 0', async ()
   assert.equal(s.events.at(-1).generated_text, alone.json.generated_text);
   const ex = await srv.exited;
   assert.equal(ex.code, 0);
-  assert.match(srv.log(), /req=\d+ route=\/generate prompt_tokens=\d+ generated_tokens=\d+ queue_ms=/);
+  assert.match(srv.log(), /req=\d+ route=\/generate client=127\.0\.0\.1 prompt_tokens=\d+ generated_tokens=\d+ queue_ms=/);
 });
 
 await check('SIGTERM with a request that cannot finish: cancelled after the grace period, exit 0', async () => {
@@ -131,8 +133,8 @@ await check('SIGTERM with a request that cannot finish: cancelled after the grac
   assert.equal(apiError('/v1/completions', ores.events.filter((e) => e.error).at(-1)).type, 'unavailable', ores.raw.slice(-400));
   const ex = await srv.exited;
   assert.equal(ex.code, 0);
-  assert.match(srv.log(), /route=\/generate_stream prompt_tokens=\d+ generated_tokens=[1-9]\d* .*finish=cancelled cancelled_by=shutdown$/m);
-  assert.match(srv.log(), /route=\/v1\/completions prompt_tokens=\d+ generated_tokens=[1-9]\d* .*finish=cancelled cancelled_by=shutdown$/m);
+  assert.match(srv.log(), /route=\/generate_stream client=127\.0\.0\.1 prompt_tokens=\d+ generated_tokens=[1-9]\d* .*finish=cancelled cancelled_by=shutdown$/m);
+  assert.match(srv.log(), /route=\/v1\/completions client=127\.0\.0\.1 prompt_tokens=\d+ generated_tokens=[1-9]\d* .*finish=cancelled cancelled_by=shutdown$/m);
 });
 
 await check('SIGTERM with a stream whose client stopped reading: logged as cancelled, exit 0 2 s after the grace period', async () => {
@@ -158,7 +160,7 @@ await check('SIGTERM with a stream whose client stopped reading: logged as cance
     assert.equal(ex.code, 0, srv.log());
     assert.ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
     // Its blocked write had not failed yet: the shutdown is what ended it.
-    assert.match(srv.log(), /route=\/generate_stream prompt_tokens=\d+ generated_tokens=[1-9]\d* .*finish=cancelled cancelled_by=shutdown$/m, srv.log());
+    assert.match(srv.log(), /route=\/generate_stream client=127\.0\.0\.1 prompt_tokens=\d+ generated_tokens=[1-9]\d* .*finish=cancelled cancelled_by=shutdown$/m, srv.log());
   } finally {
     sock.destroy();
     if (srv.proc.exitCode === null) srv.proc.kill('SIGKILL');

@@ -148,7 +148,7 @@ await check('--cors-allow-origin that no browser could send (a path, capitals, a
     /error: --cors-allow-origin: 'http:\/\/localhost:3000\/' is not an origin as a browser sends it: a browser's Origin has no path, query or trailing slash: use 'http:\/\/localhost:3000'/);
   await expectStartupError(['--cors-allow-origin', 'HTTP://App.Example:80'], /a browser leaves out the default port 80: use 'http:\/\/app\.example'/);
   await expectStartupError(['--cors-allow-origin', 'http://a.example,*'], /error: --cors-allow-origin: \* allows every origin: give it alone/);
-  await expectStartupError(['--cors-allow-origin', 'http://a.example,,http://b.example'], /error: --cors-allow-origin: '' is not an origin as a browser sends it: the entry is empty \(two commas in a row, or one at an end\?\)/);
+  await expectStartupError(['--cors-allow-origin', 'http://a.example,,http://b.example'], /error: --cors-allow-origin: '' is not an origin as a browser sends it: the entry is empty \(two commas in a row, one at an end, or only spaces\?\)/);
   await expectStartupError(['--cors-allow-origin', ','], /the entry is empty/);
   await expectStartupError(['--cors-allow-origin', ''], /the entry is empty/);
 });
@@ -177,6 +177,19 @@ await check('flags from MAMBA_<FLAG> when not given (a given flag wins); a bad v
   await expectStartupError([], /error: --cors-allow-origin: 'http:\/\/a.example\/' is not an origin[^]*note: from the environment: --cors-allow-origin/,
                            { MAMBA_CORS_ALLOW_ORIGIN: 'http://b.example, http://a.example/' });
   await expectStartupError([], /error: MAMBA_API_KEY is set but empty/, { MAMBA_API_KEY: '' });
+  // A key no client can send (header values lose their spaces; a file's final newline): refused.
+  await expectStartupError([], /error: --api-key has a control character[^]*note: from the environment: --api-key \(MAMBA_API_KEY\)/,
+                           { MAMBA_API_KEY: 'sekret\n' });
+  await expectStartupError(['--api-key', 'sekret '], /error: --api-key starts or ends with whitespace: no client could send it/);
+  await expectStartupError(['--model-id', 'x\n[info] forged'], /error: --model-id has a control character/);
+  // A bind failure names the variable the port came from.
+  const blocker = await startServer([]);
+  try {
+    await expectStartupError([], /error: cannot bind 127\.0\.0\.1:\d+: Address already in use\nnote: from the environment: --port \(MAMBA_PORT\)/,
+                             { MAMBA_PORT: new URL(blocker.base).port });
+  } finally {
+    await blocker.stop();
+  }
   const help = await runServer(['--help']);
   assert.match(help.stdout, /--max-batch-size INT:INT >= 0=0 \(Env:MAMBA_MAX_BATCH_SIZE\)/);
   assert.match(help.stdout, /--api-key TEXT \(Env:MAMBA_API_KEY\)/);
@@ -320,13 +333,13 @@ await check('prompts get the tokenizer\'s post-processor specials (a BOS), as TG
       assert.equal(a.json.usage.prompt_tokens, b.json.usage.prompt_tokens + 1, route);
     }
     const bad = await postJson(srv.base, '/v1/completions', { prompt: text, add_special_tokens: 'yes' });
-    assert.equal(bad.status, 422);
+    assert.equal(bad.status, 400);  // a bad parameter under /v1: OpenAI's 400
   } finally {
     assert.equal((await srv.stop()).code, 0);
     rmSync(dir, { recursive: true, force: true });
   }
 });
-await check('a default max_new_tokens shrinks to --max-total-tokens (as TGI); a given one that does not fit is a 422 naming the route\'s fields', async () => {
+await check('a default max_new_tokens shrinks to --max-total-tokens (as TGI); a given one that does not fit is a 422 (OpenAI: 400 context_length_exceeded) naming the route\'s fields', async () => {
   const { postJson } = await import('./lib.mjs');
   const srv = await startServer(['--max-input-tokens', '30', '--max-total-tokens', '40']);
   try {
@@ -338,11 +351,14 @@ await check('a default max_new_tokens shrinks to --max-total-tokens (as TGI); a 
     assert.equal(tgi.status, 422);
     assert.match(tgi.json.error, /`inputs` tokens \+ `max_new_tokens` must be <= 40/);
     const oai = await postJson(srv.base, '/v1/completions', { prompt: 'one two', max_tokens: 39 });
-    assert.equal(oai.status, 422);
-    assert.match(JSON.stringify(oai.json), /`prompt` tokens \+ `max_tokens` must be <= 40/);
+    assert.equal(oai.status, 400);
+    assert.match(oai.json.error.message, /`prompt` tokens \+ `max_tokens` must be <= 40 \(--max-total-tokens, the server's maximum context length\)/);
+    assert.equal(oai.json.error.code, 'context_length_exceeded');
     const long = await postJson(srv.base, '/v1/completions', { prompt: 'a b c d e f g h i j '.repeat(4) });
-    assert.equal(long.status, 422);
-    assert.match(JSON.stringify(long.json), /`prompt` must have at most 30 tokens/);
+    assert.equal(long.status, 400);
+    assert.match(long.json.error.message, /`prompt` must have at most 30 tokens \(--max-input-tokens, the server's maximum context length for a prompt\)/);
+    assert.equal(long.json.error.code, 'context_length_exceeded');
+    assert.equal(long.json.error.param, 'prompt');
     // /tokenize has the same bound (its answer is ~50 bytes per token: unbounded, it took gigabytes).
     const tok = await postJson(srv.base, '/tokenize', { inputs: 'a b c d e f g h i j '.repeat(4) });
     assert.equal(tok.status, 422, tok.text);
