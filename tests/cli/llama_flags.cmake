@@ -51,3 +51,7 @@ cli_run_ok(help run -h)
 if(NOT help_OUT MATCHES "Usage: mamba-cli run")
   message(FATAL_ERROR "run -h: ${help_OUT}")
 endif()
+# -t is the thread count in run and perplexity (tokenize's -t is its tokenizer): a file or repo
+# given to it is pointed at --tokenizer.
+expect_error("--threads: expected a decimal integer, got 'tok.json' \\(a thread count; a tokenizer file or repo goes in --tokenizer\\)"
+             perplexity -m ${model} -t tok.json -f ${WORK}/prompt.txt)

@@ -64,3 +64,18 @@ cli_run_ok(ei run -m ${model} --prompt-ids "${pids}" -n 6 --echo)
 if(NOT ei_OUT STREQUAL e_OUT)
   message(FATAL_ERROR "--prompt-ids ${pids} --echo: [${ei_OUT}], expected [${e_OUT}]")
 endif()
+# tokenize from stdin drops what run -f drops (one final "\n" or "\r\n"), no more: a lone final '\r'
+# is text to both (tokenize had dropped it, so its ids were not the ones run ran).
+foreach(ending "\\r" "\\n\\r" "\\r\\n" "\\n")
+  execute_process(COMMAND printf "abc${ending}" OUTPUT_FILE ${WORK}/ending.txt)
+  cli_run_ok(end_run run -m ${model} -f ${WORK}/ending.txt -n 1 --json)
+  string(JSON end_run_ids GET "${end_run_OUT}" prompt_ids)
+  execute_process(COMMAND ${CLI} tokenize -m ${model} INPUT_FILE ${WORK}/ending.txt
+                  OUTPUT_VARIABLE end_tok_OUT ERROR_VARIABLE end_tok_ERR RESULT_VARIABLE end_tok_RC)
+  string(STRIP "${end_tok_OUT}" end_tok_OUT)
+  string(REPLACE " " "," end_tok_OUT "${end_tok_OUT}")
+  string(REGEX REPLACE "[][ \n]" "" end_run_ids "${end_run_ids}")
+  if(NOT end_tok_RC EQUAL 0 OR NOT end_tok_OUT STREQUAL end_run_ids)
+    message(FATAL_ERROR "abc${ending}: tokenize from stdin gave [${end_tok_OUT}], run -f ran [${end_run_ids}]\n${end_tok_ERR}")
+  endif()
+endforeach()

@@ -8,6 +8,7 @@
 // predictions scored so far (cli/interrupt.h).
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -34,7 +35,7 @@ struct PplArgs {
 
 void run(const PplArgs& a, CLI::App& cmd) {
   refuse_extra_arguments(cmd, "give the text to score with -f FILE, or token ids with --ids-file FILE");
-  const bool show_progress = isatty(STDERR_FILENO) == 1;  // no \r progress lines in redirected logs
+  const bool on_terminal = isatty(STDERR_FILENO) == 1;  // progress: a rewritten line there, plain lines in a log
   const bool have_text = cmd.count("--file") > 0, have_ids = cmd.count("--ids-file") > 0;
   if (have_text == have_ids) fail_flag("give exactly one of -f/--file TEXT or --ids-file IDS");
 
@@ -101,6 +102,25 @@ void run(const PplArgs& a, CLI::App& cmd) {
   // print the figures over the predictions scored so far, then end as that signal.
   std::optional<Interrupt> interrupt;
   interrupt.emplace();
+  // Progress on stderr after each piece: on a terminal one line rewritten at most once a second,
+  // in a log a line every 30 s (a 20 MB text is minutes of scoring): predictions so far, the
+  // perplexity over them, the time left at the rate so far.
+  const auto t0 = std::chrono::steady_clock::now();
+  auto last_shown = t0;
+  bool shown = false;
+  auto progress = [&] {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_shown < (on_terminal ? std::chrono::seconds(1) : std::chrono::seconds(30)) || n_pred == 0) return;
+    last_shown = now;
+    shown = true;
+    const double secs = std::chrono::duration<double>(now - t0).count();
+    const double left = secs / static_cast<double>(n_pred) * static_cast<double>(total - n_pred);
+    std::fprintf(stderr, "%sscored %lld/%lld predictions (%.1f%%), perplexity so far %.4f, about %.0f s left%s",
+                 on_terminal ? "\r" : "", static_cast<long long>(n_pred), static_cast<long long>(total),
+                 100.0 * static_cast<double>(n_pred) / static_cast<double>(total), std::exp(nll_sum / static_cast<double>(n_pred)), left,
+                 on_terminal ? "   " : "\n");
+    std::fflush(stderr);
+  };
   for (std::int64_t start = 0; start < total && !Interrupt::interrupted(); start += ctx) {
     const std::int64_t n = std::min(ctx, total - start);  // predictions of this window
     State state = model.new_state();
@@ -115,11 +135,11 @@ void run(const PplArgs& a, CLI::App& cmd) {
         nll_sum -= lp[static_cast<std::size_t>(ids[static_cast<std::size_t>(start + off + i + 1)])];
         ++n_pred;
       }
+      progress();
     }
-    if (total > ctx && show_progress) std::fprintf(stderr, "\rscored %lld/%lld predictions", static_cast<long long>(n_pred), static_cast<long long>(total));
   }
   interrupt.reset();
-  if (total > ctx && show_progress) std::fprintf(stderr, "\n");
+  if (shown && on_terminal) std::fprintf(stderr, "\n");
   if (Interrupt::interrupted()) {
     std::fprintf(stderr, "interrupted (%s) after %lld of %lld predictions%s\n", Interrupt::reason(), static_cast<long long>(n_pred),
                  static_cast<long long>(total), n_pred > 0 ? ": the figures below cover those" : "");

@@ -117,13 +117,6 @@ void run(const RunArgs& a, CLI::App& cmd) {
     if (Status st = require_utf8(s, "--stop"); !st.ok()) fail(st.message());
   }
 
-  // A file's or stdin's one trailing newline (what editors and `echo` add) is not part of the
-  // prompt, as in llama.cpp's -f: it would become a "\n" token and change the continuation.
-  auto drop_final_newline = [](std::string& t) {
-    if (t.empty() || t.back() != '\n') return;  // a lone final '\r' is text, as HF reads it
-    t.pop_back();
-    if (!t.empty() && t.back() == '\r') t.pop_back();
-  };
   // A bad -f FILE or --prompt-ids is reported before the (slow) model load; -f - (stdin) is read
   // after it, once the tokenizer is known to exist (as a prompt on stdin without -f).
   std::string prompt_text;

@@ -101,8 +101,7 @@ CommandRegistrar reg("tokenize", 30, [](CLI::App& app) {
       auto in = read_text_file("-");
       if (!in.ok()) fail(in.error().message);
       std::string text = std::move(*in);
-      if (!text.empty() && text.back() == '\n') text.pop_back();
-      if (!text.empty() && text.back() == '\r') text.pop_back();
+      drop_final_newline(text);
       opts->args.push_back(std::move(text));
     }
     run(*opts);

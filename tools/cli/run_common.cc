@@ -236,4 +236,10 @@ Result<std::string> read_text_file(const std::string& path) {
   return read_capped(in, path);
 }
 
+void drop_final_newline(std::string& text) {
+  if (text.empty() || text.back() != '\n') return;
+  text.pop_back();
+  if (!text.empty() && text.back() == '\r') text.pop_back();
+}
+
 }  // namespace mamba::cli

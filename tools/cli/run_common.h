@@ -32,6 +32,12 @@ namespace mamba::cli {
 /// hello -- world`); a "--" among these is a word.
 std::vector<std::string> extra_words(const CLI::App& cmd);
 
+/// Drops a text's one final newline ("\n" or "\r\n": what editors and `echo` add), as llama.cpp's
+/// -f does: as a prompt it would become a newline token and change the continuation. A lone final
+/// '\r' is text (HF reads it so). Used by `run -f` / stdin and `tokenize` from stdin, so that
+/// tokenize shows the ids run runs.
+void drop_final_newline(std::string& text);
+
 /// fail_flag() naming the arguments CLI11 left over (extra_words), followed by `hint`, e.g. `run -m M
 /// "hello"` or `run -m M -- hello`: "unexpected argument 'hello' of run: use -p \"...\" for the prompt
 /// ...". Returns when there are none (a "--" that ended the options is not one).

@@ -80,8 +80,20 @@ inline void strict_numbers(CLI::App& app) {
   for (CLI::Option* opt : app.get_options()) {
     const std::string type = opt->get_type_name();
     const std::string base = type.substr(0, type.find(':'));
-    if (base == "INT" || base == "UINT")
+    if ((base == "INT" || base == "UINT") && opt->check_lname("threads")) {
+      // `perplexity -t tokenizer.json` (tokenize's -t is its tokenizer): a value naming a file or
+      // repo is pointed at --tokenizer.
+      opt->transform(CLI::Validator(
+          [](std::string& v) {
+            std::string problem = decimal_integer(v);
+            if (!problem.empty() && v.find_first_of("./") != std::string::npos)
+              problem += " (a thread count; a tokenizer file or repo goes in --tokenizer)";
+            return problem;
+          },
+          "", "decimal integer"));
+    } else if (base == "INT" || base == "UINT") {
       opt->transform(CLI::Validator(decimal_integer, "", "decimal integer"));
+    }
     else if (base == "FLOAT")
       opt->transform(CLI::Validator(decimal_float, "", "decimal number"));
   }
