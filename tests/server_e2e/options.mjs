@@ -202,6 +202,9 @@ await check('numbers are plain decimal: 0x50, "" and abc are errors naming the f
   await expectStartupError(['--max-batch-size', '0x50'], /error: --max-batch-size: expected a decimal integer, got '0x50'/);
   await expectStartupError(['--max-concurrent-requests', ''], /error: --max-concurrent-requests: expected a decimal integer, got ''/);
   await expectStartupError(['--shutdown-grace', 'abc'], /error: --shutdown-grace: expected a decimal number, got 'abc'/);
+  // A '+' is a decimal sign like '-': "+1" is one ("got +1" before), "+0" zero.
+  await expectStartupError(['--threads', '+1', '--max-batch-size', '+1', '--port', '99999'], /error: --port: Value 99999 not in range/);
+  await expectStartupError(['--threads', '-01'], /error: --threads: expected an integer from 0 \(all hardware threads\) to 1024, got -1/);
 });
 await check('a model directory without tokenizer.json → exit 2 saying where one comes from; --tokenizer supplies one', async () => {
   const { mkdtempSync, symlinkSync, rmSync } = await import('node:fs');

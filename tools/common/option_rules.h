@@ -28,8 +28,9 @@ inline CLI::Validator non_empty(const std::string& what) {
                         "NONEMPTY");
 }
 
-/// The decimal-integer rule: optional sign, then digits; leading zeros dropped ("010" → "10").
-/// Returns an error message for anything else ("" included), else "" after normalising `v`.
+/// The decimal-integer rule: optional sign, then digits; leading zeros and a '+' dropped ("010" →
+/// "10", "+1" → "1": the range checks after it read the digits). Returns an error message for
+/// anything else ("" included), else "" after normalising `v`.
 inline std::string decimal_integer(std::string& v) {
   std::size_t i = v.empty() || (v[0] != '+' && v[0] != '-') ? 0 : 1;
   const std::size_t digits = i;
@@ -38,7 +39,7 @@ inline std::string decimal_integer(std::string& v) {
   if (v.size() == digits || i != v.size()) return "expected a decimal integer, got '" + v + "'";
   std::size_t z = digits;
   while (z + 1 < v.size() && v[z] == '0') ++z;
-  v = v.substr(0, digits) + v.substr(z);
+  v = (v[0] == '-' ? std::string("-") : std::string()) + v.substr(z);
   return {};
 }
 
