@@ -47,7 +47,7 @@ void Tokenizer::Impl::encode_range(std::string_view text, std::size_t begin, std
   // A long text's buffers are not kept by the thread.
   if (norm.capacity() > 4 * tok::kNewlineCutBytes) {
     std::string().swap(norm);
-    tok::PieceList().buf.swap(pieces.buf);
+    std::string().swap(pieces.buf);
     decltype(pieces.spans)().swap(pieces.spans);
     decltype(subs)().swap(subs);
   }
