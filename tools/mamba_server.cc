@@ -176,6 +176,7 @@ int main(int argc, char** argv) {
   // stays a repo id, not its snapshot directory), else the embedded model's directory.
   std::string id_ref = model_ref;
   if (const char* env = std::getenv("MAMBA_MODEL"); id_ref.empty() && env != nullptr) id_ref = env;
+  const bool model_from_env = model_ref.empty() && std::getenv("MAMBA_MODEL") != nullptr && *std::getenv("MAMBA_MODEL") != '\0';
   if (model_ref.empty()) {  // as mamba-cli: $MAMBA_MODEL (an error naming it when it does not resolve), else the embedded model
     auto def = mamba::resolve_default_model();
     if (!def.ok()) {
@@ -234,6 +235,9 @@ int main(int argc, char** argv) {
   // reported before the model load, which takes minutes for large checkpoints; the server binds
   // for real after it (and still names the reason if another process took the port meanwhile).
   if (!from_env.empty()) spdlog::info("from the environment: {}", mamba::tools::env_list(from_env));
+  if (const auto typos = mamba::tools::env_near_misses(app, "MAMBA_", {"MAMBA_MODEL", "MAMBA_CPU_TARGET", "MAMBA_WEIGHT_PREFETCH"});
+      !typos.empty())
+    spdlog::warn("set in the environment but not read: {}", mamba::tools::env_list(typos));
   const std::string env_note = mamba::tools::env_note(from_env);  // after the errors below: where a value came from
   if (auto why = mamba::server::listen_address_unavailable(o.host, o.port)) {
     std::fprintf(stderr, "error: cannot bind %s:%s: %s\n%s", o.host.c_str(),
@@ -248,6 +252,7 @@ int main(int argc, char** argv) {
   mamba::LoadOptions lo;
   lo.threads = threads;
   lo.precision = mamba::parse_precision(precision).value();  // CLI checked the value
+  spdlog::info("model: {}{}", dir.value(), model_from_env ? " (from MAMBA_MODEL)" : "");
   auto model = mamba::Model::load(dir.value(), lo);
   if (!model.ok()) {
     std::fprintf(stderr, "error: %s\n%s", model.error().message.c_str(), env_note.c_str());

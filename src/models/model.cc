@@ -44,7 +44,7 @@ Result<std::unique_ptr<Model>> Model::from_checkpoint(Checkpoint ckpt, const Loa
     const long long n = env != nullptr ? std::strtoll(env, &end, 10) : 0;
     if (env != nullptr && end != env && n > kMaxThreads)
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("OMP_NUM_THREADS = {}: expected 1 to {} threads (or set the thread count explicitly: LoadOptions::threads, mamba-cli -t)",
+                        fmt::format("OMP_NUM_THREADS = {}: expected 1 to {} threads (or give the thread count explicitly: mamba-cli -t N, mamba-server --threads N, LoadOptions::threads)",
                                     env, kMaxThreads));
   }
   return models::MambaModel::create(std::move(ckpt), opts);

@@ -17,6 +17,10 @@ struct ApiError {
   /// OpenAI's `code` when it differs from `type` (e.g. "context_length_exceeded", which OpenAI's
   /// and vLLM's clients look for); empty: `type`.
   std::string openai_code;
+  /// The request was admitted and its sequence ran (generation_error: a failure, a client that
+  /// left, a shutdown): its line was logged when the sequence ended, and the scheduler counted it,
+  /// so send_error neither counts nor logs it as a refusal.
+  bool admitted = false;
 
   ApiError() = default;
   ApiError(int status_, std::string type_, std::string message_, std::string openai_code_ = {})

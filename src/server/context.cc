@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
@@ -17,19 +18,23 @@
 
 namespace mamba::server {
 
+std::string random_instance_tag() {
+  std::random_device rd;
+  return fmt::format("{:08x}", static_cast<std::uint32_t>(rd()));
+}
+
 void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& err, Metrics& metrics) {
-  // A refusal of the request by the server's own checks: counted (429 as overloaded, the rest as
-  // rejected) and logged. Not counted here: 424, a generation that failed (counted as failed), the
-  // 400 "cancelled" of a client that left (the scheduler counted it as cancelled) and 5xx; their
-  // request's line is logged when its sequence ends (log_request). A 501 (a Transfer-Encoding not
-  // supported) and a 503 while draining are logged here too.
-  const bool refused = err.status == 429 || (err.status < 500 && err.status != 424 && err.type != "cancelled");
-  if (err.status == 429) {
-    metrics.requests_overloaded++;
-  } else if (refused) {
-    metrics.requests_rejected++;
+  // A refusal of the request by the server's own checks: counted (429 as overloaded, other 4xx as
+  // rejected) and logged. An admitted request's failure or cancellation (generation_error) was
+  // counted by the scheduler and logged when its sequence ended (log_request).
+  if (!err.admitted) {
+    if (err.status == 429) {
+      metrics.requests_overloaded++;
+    } else if (err.status < 500) {
+      metrics.requests_rejected++;
+    }
+    log_refusal(req, err.status_for(req.path), err.type, err.message);
   }
-  if (refused || err.status == 501 || err.status == 503) log_refusal(req, err.status_for(req.path), err.type, err.message);
   // A full queue: a client may try again in a second (the OpenAI SDKs wait as Retry-After says).
   if (err.status == 429) res.set_header("Retry-After", "1");
   res.status = err.status_for(req.path);
@@ -110,7 +115,7 @@ std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::stri
   const std::int64_t vocab = vocab_limit(ctx.tok.get(), *ctx.model);
   for (std::int32_t id : out) {
     if (id < 0 || id >= vocab) {
-      return ApiError::validation(fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, vocab));
+      return ApiError::validation(fmt::format("{} token id {} is outside the vocabulary [0, {})", fields.prompt, id, vocab));
     }
   }
   if (truncate > 0 && static_cast<std::int64_t>(out.size()) > truncate) {
@@ -176,12 +181,14 @@ Collected collect(RequestStream& stream, const std::function<bool()>& client_gon
 }
 
 ApiError generation_error(const Collected& c) {
-  if (c.error) return ApiError{424, "generation", c.error->message};
-  if (c.client_left)
-    return ApiError{400, "cancelled",
-                    "the request was cancelled: the client closed its connection, or its sending side, before the "
-                    "answer (a half-close counts as leaving: keep the connection open until the answer, or stream)"};
-  return ApiError{503, "unavailable", "the request was cancelled (server shutting down)"};
+  ApiError e = c.error ? ApiError{424, "generation", c.error->message}
+               : c.client_left
+                   ? ApiError{400, "cancelled",
+                              "the request was cancelled: the client closed its connection, or its sending side, before the "
+                              "answer (a half-close counts as leaving: keep the connection open until the answer, or stream)"}
+                   : ApiError{503, "unavailable", "the request was cancelled (server shutting down)"};
+  e.admitted = true;
+  return e;
 }
 
 void log_refusal(const httplib::Request& req, int status, const std::string& type, const std::string& message) {

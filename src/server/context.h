@@ -74,6 +74,9 @@ class BodyBudget {
   std::size_t used_ = 0;
 };
 
+/// 8 random lower-case hex digits (std::random_device): ServerContext::instance.
+std::string random_instance_tag();
+
 struct ServerContext {
   ServerOptions opts;
   std::unique_ptr<Model> model;
@@ -84,15 +87,20 @@ struct ServerContext {
   RequestLimits limits;
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> next_request_id{1};
+  /// 8 random hex digits drawn at start: OpenAI ids are "cmpl-<instance>-<request id>", so they
+  /// stay unique across restarts (clients and tracing tools key by them) and still name the log's
+  /// req=N line.
+  std::string instance = random_instance_tag();
   BodyBudget body_budget;  ///< request bodies being parsed and tokenized at once
   RouteTable routes;  ///< paths and their methods (405 for a known path with another method)
   CorsPolicy cors;    ///< opts.cors_allow_origins: browser pages allowed to call the API
   std::int64_t created_unix = 0;  ///< start time (seconds since epoch), for OpenAI "created"
 };
 
-/// Writes `err` as the JSON answer to `req` (TGI's or OpenAI's shape by its path: ApiError::body_for);
-/// counts it as rejected (overloaded for 429; not at all for 5xx, 424 "generation" or 400
-/// "cancelled", which the scheduler counts as failed / cancelled).
+/// Writes `err` as the JSON answer to `req` (TGI's or OpenAI's shape and status by its path:
+/// ApiError::body_for, status_for). A refusal (not err.admitted) is counted — 429 as overloaded,
+/// another 4xx as rejected — and logged (log_refusal); an admitted request's failure or
+/// cancellation (generation_error) neither: the scheduler counted it, log_request logged it.
 void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& err, Metrics& metrics);
 
 /// The log line of a refused request: `refused METHOD PATH client=ADDR status=N error_type=T

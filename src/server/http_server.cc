@@ -303,7 +303,9 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   if (!ctx.opts.api_key.empty() && req.path != "/health") {
     if (bearer_token(req.get_header_value("Authorization")) != ctx.opts.api_key &&
         req.get_header_value("x-api-key") != ctx.opts.api_key) {
-      server::send_error(req, res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)"}, ctx.metrics);
+      // OpenAI's code for it is invalid_api_key.
+      server::send_error(req, res, ApiError{401, "authentication", "missing or invalid API key (Authorization: Bearer KEY)", "invalid_api_key"},
+                         ctx.metrics);
       res.set_header("WWW-Authenticate", "Bearer");  // RFC 7235 §3.1: a 401 names the scheme it wants
       return true;
     }
@@ -623,7 +625,10 @@ Status Server::start() {
     std::lock_guard lk(im.mu);
     im.started = true;
   }
-  spdlog::info("listening on http://{}:{} (model '{}', {} HTTP threads)", ctx.opts.host, port, ctx.opts.model_id, threads);
+  // An IPv6 literal in brackets, as stdout's line has it, so the URL is usable.
+  const bool v6 = ctx.opts.host.find(':') != std::string::npos && ctx.opts.host.front() != '[';
+  spdlog::info("listening on http://{}{}{}:{} (model '{}', {} HTTP threads{})", v6 ? "[" : "", ctx.opts.host, v6 ? "]" : "", port,
+               ctx.opts.model_id, threads, ctx.opts.api_key.empty() ? "" : "; API key required");
   // Each request in the server holds a worker while it is read, generated and answered (a stream
   // whose client stopped reading, up to the 30 s write timeout): with no more workers than
   // requests, /health and /metrics can find none free and wait.

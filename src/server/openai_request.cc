@@ -1,7 +1,10 @@
 #include "server/openai_request.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
 #include <unordered_set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -203,6 +206,21 @@ std::optional<ApiError> parse_completion_request(const json& b, const RequestLim
   if (best_of != 1) return ApiError::validation("`best_of` must be 1");
   RETURN_IF_API_ERROR(reject_if_set(b, "suffix", "suffix (insertion) is not implemented"));
   return finish(out);
+}
+
+std::vector<std::string> unread_openai_fields(const json& b) {
+  // What parse_completion_request and parse_chat_request read, and what they let pass unread.
+  static const std::set<std::string, std::less<>> kRead = {
+      "add_special_tokens", "best_of", "echo", "frequency_penalty", "function_call", "functions", "ignore_eos",
+      "include_stop_str_in_output", "logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "messages", "min_p",
+      "min_tokens", "model", "n", "presence_penalty", "prompt", "repetition_penalty", "response_format", "seed", "stop",
+      "stop_token_ids", "stream", "stream_options", "suffix", "temperature", "tool_choice", "tools", "top_k", "top_logprobs",
+      "top_p", "truncate_prompt_tokens", "typical_p",
+      "user", "store", "metadata", "service_tier", "parallel_tool_calls"};
+  std::vector<std::string> out;
+  for (const auto& [key, value] : b.items())
+    if (!kRead.contains(key)) out.push_back(key);
+  return out;
 }
 
 std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& limits, OpenAiRequest& out) {

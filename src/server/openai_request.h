@@ -47,6 +47,13 @@ std::optional<ApiError> parse_completion_request(const nlohmann::json& body, con
                                                  OpenAiRequest& out);
 std::optional<ApiError> parse_chat_request(const nlohmann::json& body, const RequestLimits& limits,
                                            OpenAiRequest& out);
+/// The top-level fields of an OpenAI request body that the server does not read (typos such as
+/// `max_tokenz`, or features it lacks such as `audio`), in key order: vLLM ignores them too
+/// and logs a warning naming them, OpenAI answers 400. Fields that change nothing here but that
+/// clients send routinely (`user`, `store`, `metadata`, `service_tier`, `parallel_tool_calls`) are
+/// not listed.
+std::vector<std::string> unread_openai_fields(const nlohmann::json& body);
+
 /// The role-prefixed prompt described above.
 std::string format_chat_prompt(const std::vector<ChatMessage>& messages);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "server/bounded_http_server.h"
@@ -166,6 +167,14 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   if (auto e = chat ? parse_chat_request(body, ctx.limits, *r) : parse_completion_request(body, ctx.limits, *r)) {
     return send_error(req, res, *e, ctx.metrics);
   }
+  // Fields the server does not read are ignored, as vLLM ignores them, and logged, as vLLM logs them
+  // (a typo such as max_tokenz otherwise passes unseen).
+  if (const auto unread = unread_openai_fields(body); !unread.empty()) {
+    std::string names;
+    for (std::size_t i = 0; i < unread.size() && i < 10; ++i) names += fmt::format("{}{:?}", i ? ", " : "", shown_text(unread[i], 64));
+    spdlog::warn("{} client={}: ignored {} field{} the server does not read: {}{}", req.path, req.remote_addr, unread.size(),
+                 unread.size() == 1 ? "" : "s", names, unread.size() > 10 ? ", …" : "");
+  }
   drop_body_dom(body);
   r->opts.skip_special_tokens = true;
   SequenceRequest sreq;
@@ -194,7 +203,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(req, res, *e, ctx.metrics);
   const std::uint64_t id = ctx.next_request_id++;
   const char* route = chat ? "/v1/chat/completions" : "/v1/completions";
-  const std::string oid = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", id);
+  const std::string oid = fmt::format("{}-{}-{}", chat ? "chatcmpl" : "cmpl", ctx.instance, id);
   const std::int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
                                    std::chrono::system_clock::now().time_since_epoch()).count();
   // The served model's id whatever the request named (one model per server; TGI takes any name and

@@ -40,6 +40,12 @@ if(NPROC)
   if(fit_ERR MATCHES "warning")
     message(FATAL_ERROR "run -t ${cpus} on ${cpus} CPUs warned:\n${fit_ERR}")
   endif()
+  # Threads from OMP_NUM_THREADS (no -t: all, which it then sets) are warned about the same way.
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=${more} ${CLI} run -m ${model} -p hi -n 1
+                  OUTPUT_VARIABLE omp_OUT ERROR_VARIABLE omp_ERR RESULT_VARIABLE omp_RC)
+  if(NOT omp_RC EQUAL 0 OR NOT omp_ERR MATCHES "warning: OMP_NUM_THREADS=${more} gives ${more} compute threads, more than the ${cpus} hardware threads? this process may run on")
+    message(FATAL_ERROR "OMP_NUM_THREADS=${more} on ${cpus} CPUs: exit ${omp_RC}, no warning:\n${omp_ERR}")
+  endif()
 endif()
 
 # Precision tiers: exact | bf16 | int8 only (no case folding, no numbers); int8 needs a q8/q4 checkpoint.

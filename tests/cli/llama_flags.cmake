@@ -55,3 +55,5 @@ endif()
 # given to it is pointed at --tokenizer.
 expect_error("--threads: expected a decimal integer, got 'tok.json' \\(a thread count; a tokenizer file or repo goes in --tokenizer\\)"
              perplexity -m ${model} -t tok.json -f ${WORK}/prompt.txt)
+# A number with a decimal point is no file: no such hint.
+expect_error("--threads: expected a decimal integer, got '1.5'\nRun with --help" run -m ${model} -t 1.5 -p hi)

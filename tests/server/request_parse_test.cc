@@ -394,5 +394,15 @@ TEST(Metrics, PrometheusTextHasMeanBatchAndSlots) {
   EXPECT_NE(t.find("mamba_requests_total{outcome=\"ok\"} 0\n"), std::string::npos);
 }
 
+TEST(OpenAiRequest, UnreadFieldsAreNamedForTheLog) {
+  // A typo and features the server lacks are named; what it reads, and what clients send routinely
+  // to no effect here, are not.
+  const json b = json::parse(R"({"messages": [], "max_tokenz": 5, "audio": {}, "modalities": ["audio"], "user": "u",
+                                 "store": false, "metadata": {}, "max_tokens": 3, "stream": true, "logprobs": true,
+                                 "parallel_tool_calls": false, "top_k": 5})");
+  EXPECT_EQ(unread_openai_fields(b), (std::vector<std::string>{"audio", "max_tokenz", "modalities"}));
+  EXPECT_TRUE(unread_openai_fields(json::parse(R"({"prompt": "x", "echo": true, "suffix": null})")).empty());
+}
+
 }  // namespace
 }  // namespace mamba::server

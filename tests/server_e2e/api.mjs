@@ -372,6 +372,20 @@ await check('an OpenAI client whose base URL lacks /v1 gets an OpenAI-shaped 404
   }
 });
 
+await check('fields the server does not read are logged (as vLLM logs them); a prompt id past the vocabulary names `prompt`', async () => {
+  const r = await postJson(base, '/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }], max_tokens: 1, max_tokenz: 5, user: 'u' });
+  assert.equal(r.status, 200, r.text);
+  assert.ok(await waitFor(() => /\/v1\/chat\/completions client=127\.0\.0\.1: ignored 1 field the server does not read: "max_tokenz"$/m.test(srv.log())),
+            srv.log().slice(-1500));
+  // Ids unique across restarts: the server's random instance tag, then the request number.
+  assert.match(r.json.id, /^chatcmpl-[0-9a-f]{8}-\d+$/);
+  const bad = await postJson(base, '/v1/completions', { prompt: [41, 999999], max_tokens: 1 });
+  assert.equal(bad.status, 400, bad.text);
+  const e = apiError('/v1/completions', bad.json);
+  assert.equal(e.message, '`prompt` token id 999999 is outside the vocabulary [0, 8192)');
+  assert.equal(e.param, 'prompt');
+});
+
 await check('a malformed JSON body is named without the JSON library\'s tag', async () => {
   const r = await postJson(base, '/v1/completions', '{"prompt": }');
   assert.equal(r.status, 400);

@@ -93,7 +93,7 @@ await check('openai: errors surface as APIErrors with OpenAI\'s message, type, p
   await assert.rejects(wrongKey.chat.completions.create({ model: 'mamba', messages: [{ role: 'user', content: 'hi' }] }), (e) => {
     assert.ok(e instanceof OpenAI.AuthenticationError, `${e.constructor.name}: ${e.message}`);
     assert.equal(e.type, 'authentication_error');
-    assert.equal(e.code, 'authentication');
+    assert.equal(e.code, 'invalid_api_key');  // OpenAI's code for it
     assert.match(e.message, /^401 missing or invalid API key/);
     return true;
   });

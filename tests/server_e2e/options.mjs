@@ -167,6 +167,7 @@ await check('flags from MAMBA_<FLAG> when not given (a given flag wins); a bad v
     // The log names what came from the environment (the key's name only, never its value).
     assert.match(srv.log(), /from the environment: --max-input-tokens \(MAMBA_MAX_INPUT_TOKENS\), --api-key \(MAMBA_API_KEY\)/);
     assert.doesNotMatch(srv.log(), /envkey|MAMBA_PORT|MAMBA_MODEL_ID/);
+    assert.match(srv.log(), /API key required/);
   } finally {
     await srv.stop();
   }
@@ -177,6 +178,15 @@ await check('flags from MAMBA_<FLAG> when not given (a given flag wins); a bad v
   await expectStartupError([], /error: --cors-allow-origin: 'http:\/\/a.example\/' is not an origin[^]*note: from the environment: --cors-allow-origin/,
                            { MAMBA_CORS_ALLOW_ORIGIN: 'http://b.example, http://a.example/' });
   await expectStartupError([], /error: MAMBA_API_KEY is set but empty/, { MAMBA_API_KEY: '' });
+  // A variable within two edits of one the server reads is a typo (MAMBA_APIKEY left the server
+  // open): warned about; others of the prefix (micromamba's MAMBA_ROOT_PREFIX) are not.
+  const typo = await startServer([], { env: { MAMBA_APIKEY: 'k', MAMBA_ROOT_PREFIX: '/opt/conda' } });
+  try {
+    assert.match(typo.log(), /warning\] set in the environment but not read: MAMBA_APIKEY \(did you mean MAMBA_API_KEY\?\)\n/);
+    assert.doesNotMatch(typo.log(), /MAMBA_ROOT_PREFIX/);
+  } finally {
+    await typo.stop();
+  }
   // A key no client can send (header values lose their spaces; a file's final newline): refused.
   await expectStartupError([], /error: --api-key has a control character[^]*note: from the environment: --api-key \(MAMBA_API_KEY\)/,
                            { MAMBA_API_KEY: 'sekret\n' });

@@ -108,9 +108,10 @@ void run(const PplArgs& a, CLI::App& cmd) {
   const auto t0 = std::chrono::steady_clock::now();
   auto last_shown = t0;
   bool shown = false;
-  auto progress = [&] {
+  // last: the final figures of a run that showed progress (else a long run's line ended below 100%).
+  auto progress = [&](bool last) {
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_shown < (on_terminal ? std::chrono::seconds(1) : std::chrono::seconds(30)) || n_pred == 0) return;
+    if (n_pred == 0 || (last ? !shown : now - last_shown < (on_terminal ? std::chrono::seconds(1) : std::chrono::seconds(30)))) return;
     last_shown = now;
     shown = true;
     const double secs = std::chrono::duration<double>(now - t0).count();
@@ -135,10 +136,11 @@ void run(const PplArgs& a, CLI::App& cmd) {
         nll_sum -= lp[static_cast<std::size_t>(ids[static_cast<std::size_t>(start + off + i + 1)])];
         ++n_pred;
       }
-      progress();
+      progress(false);
     }
   }
   interrupt.reset();
+  progress(true);
   if (shown && on_terminal) std::fprintf(stderr, "\n");
   if (Interrupt::interrupted()) {
     std::fprintf(stderr, "interrupted (%s) after %lld of %lld predictions%s\n", Interrupt::reason(), static_cast<long long>(n_pred),

@@ -25,6 +25,12 @@ void read_options_from_env(CLI::App& app, const std::string& prefix, const std::
 /// One entry per option: "--port (MAMBA_PORT)". Call before parsing.
 std::vector<std::string> options_from_env(const CLI::App& app, int argc, const char* const* argv);
 
+/// Variables of the environment that start with `prefix`, are none of the options' variables nor
+/// `also_read`, and are within two edits of one of those (a typo: MAMBA_APIKEY for MAMBA_API_KEY,
+/// which would leave the server without its key), each as "MAMBA_APIKEY (did you mean
+/// MAMBA_API_KEY?)". Other variables of the prefix (micromamba's MAMBA_ROOT_PREFIX) are left alone.
+std::vector<std::string> env_near_misses(const CLI::App& app, const std::string& prefix, const std::vector<std::string>& also_read);
+
 /// The entries joined by ", ": "--port (MAMBA_PORT), --api-key (MAMBA_API_KEY)".
 std::string env_list(const std::vector<std::string>& from_env);
 

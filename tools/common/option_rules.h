@@ -10,6 +10,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -87,7 +89,9 @@ inline void strict_numbers(CLI::App& app) {
       opt->transform(CLI::Validator(
           [](std::string& v) {
             std::string problem = decimal_integer(v);
-            if (!problem.empty() && v.find_first_of("./") != std::string::npos)
+            // A letter or a '/' ("tok.json", "org/name"), not a decimal point ("1.0").
+            if (!problem.empty() && (v.find('/') != std::string::npos ||
+                                     std::any_of(v.begin(), v.end(), [](unsigned char c) { return std::isalpha(c) != 0; })))
               problem += " (a thread count; a tokenizer file or repo goes in --tokenizer)";
             return problem;
           },

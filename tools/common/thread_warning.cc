@@ -1,5 +1,6 @@
 #include "common/thread_warning.h"
 
+#include <cstdlib>
 #include <string_view>
 
 #include <spdlog/spdlog.h>
@@ -11,6 +12,16 @@ namespace mamba::tools {
 void warn_if_more_threads_than_cpus(int threads, const std::string& option) {
   const int cpus = usable_cpus();
   const std::string_view flag = std::string_view(option).substr(0, option.find('/'));
+  if (threads == 0) {  // all: the CPUs, or OMP_NUM_THREADS's first entry when set (as the model reads it)
+    const char* env = std::getenv("OMP_NUM_THREADS");
+    char* end = nullptr;
+    const long long n = env != nullptr ? std::strtoll(env, &end, 10) : 0;
+    if (env != nullptr && end != env && n > cpus)
+      spdlog::warn("OMP_NUM_THREADS={} gives {} compute threads, more than the {} hardware thread{} this process may run on: the "
+                   "extra threads only take turns on them, which slows compute down (unset it, or give {} {})",
+                   env, n, cpus, cpus == 1 ? "" : "s", flag, cpus);
+    return;
+  }
   if (threads > cpus)
     spdlog::warn("{} {} is more than the {} hardware thread{} this process may run on: the extra threads only take "
                  "turns on them, which slows compute down (leave {} out, or {} 0, to use all {})",
