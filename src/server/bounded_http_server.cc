@@ -308,6 +308,12 @@ void BoundedHttpServer::set_keep_alive(bool keep) { t_connection = keep ? Connec
 
 int BoundedHttpServer::current_socket() { return t_socket; }
 
+std::string BoundedHttpServer::current_peer_address() {
+  std::string ip;
+  int port = 0;
+  return t_socket >= 0 && socket_endpoint(t_socket, true, ip, port) ? ip : std::string();
+}
+
 /// One connection: its stream (kept across its requests) and where it stands between them. Parked
 /// (ConnectionParking) while its client has not sent a whole request head; destroying it closes
 /// the socket.

@@ -75,6 +75,9 @@ class BoundedHttpServer : public httplib::Server {
   /// hook's, a content provider's); -1 on other threads. Not owned: open until the request's
   /// processing returns.
   static int current_socket();
+  /// The numeric address of current_socket()'s peer ("127.0.0.1", "::1"), "" when there is none:
+  /// for a request refused before cpp-httplib filled Request::remote_addr (a head it could not parse).
+  static std::string current_peer_address();
 
   /// Called from a handler or hook (on the thread processing the request): once this request's
   /// answer is written, the connection ends, the lingering way (the client's further bytes — a body

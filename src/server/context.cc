@@ -197,8 +197,10 @@ void log_refusal(const httplib::Request& req, int status, const std::string& typ
     const bool plain = std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 0x7f && c != '"'; });
     return plain ? s : fmt::format("{:?}", s);
   };
+  // A head cpp-httplib could not parse leaves remote_addr empty: the socket still names the client.
+  const std::string client = req.remote_addr.empty() ? BoundedHttpServer::current_peer_address() : req.remote_addr;
   spdlog::info("refused {} {} client={} status={} error_type={} error={:?}", word(shown_text(req.method, 16)),
-               word(shown_text(req.path, 200)), word(req.remote_addr), status, type, message);
+               word(shown_text(req.path, 200)), word(client), status, type, message);
 }
 
 void log_request(std::uint64_t id, const char* route, const std::string& client, const SequenceStats& st,

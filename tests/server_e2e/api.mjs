@@ -764,6 +764,8 @@ await check('a request refused before its head was read ends the connection: the
     const reply = await rawExchange(text);
     assert.equal(reply.match(/HTTP\/1\.1 \d{3} /g).length, 1, reply);
   }
+  // Their log lines still name the client (cpp-httplib had not filled its address: client=-).
+  assert.ok(await waitFor(() => /refused - - client=127\.0\.0\.1 status=414 error_type=uri_too_long/.test(srv.log())), srv.log().slice(-2000));
 });
 
 await check('an HTTP/1.0 stream is not chunked (1.0 has no chunks): its end is the connection\'s', async () => {

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cmath>
 #include <csignal>
+#include <chrono>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -174,8 +175,12 @@ void run(const RunArgs& a, CLI::App& cmd) {
 
   const bool long_prompt = static_cast<std::int64_t>(prompt.size()) > kPromptLogprobsPiece;
   if (long_prompt && isatty(STDERR_FILENO) == 1)  // no \r progress lines in redirected logs
-    opts.on_prefill_progress = [](std::int64_t done, std::int64_t total) {
-      std::fprintf(stderr, "\rprefill: %lld/%lld prompt tokens", static_cast<long long>(done), static_cast<long long>(total));
+    opts.on_prefill_progress = [t0 = std::chrono::steady_clock::now()](std::int64_t done, std::int64_t total) {
+      // As perplexity's: the share done and the time left at the rate so far.
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double left = done > 0 ? secs / static_cast<double>(done) * static_cast<double>(total - done) : 0.0;
+      std::fprintf(stderr, "\rprefill: %lld/%lld prompt tokens (%.1f%%), about %.0f s left   ", static_cast<long long>(done),
+                   static_cast<long long>(total), 100.0 * static_cast<double>(done) / static_cast<double>(total), left);
       if (done == total) std::fprintf(stderr, "\n");
       std::fflush(stderr);
     };
