@@ -1,6 +1,7 @@
 #include "server/openai_request.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -169,26 +170,41 @@ std::optional<ApiError> parse_completion_request(const json& b, const RequestLim
   auto pit = b.find("prompt");
   if (pit == b.end() || pit->is_null()) return ApiError::validation("`prompt` is required");
   const json& p = *pit;
+  // One token id: an integer, or an integral JSON float (41.0, as the other integer fields take
+  // them), from 0 to INT32_MAX.
+  auto token_id = [](const json& e, std::int32_t& id) {
+    double v = -1;
+    if (e.is_number_integer()) v = e.is_number_unsigned() ? static_cast<double>(e.get<std::uint64_t>()) : static_cast<double>(e.get<std::int64_t>());
+    else if (e.is_number_float()) v = e.get<double>();
+    if (!(v >= 0 && v <= INT32_MAX && std::floor(v) == v)) return false;
+    id = static_cast<std::int32_t>(v);
+    return true;
+  };
   if (p.is_string()) {
     out.prompt = p.get<std::string>();
   } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
     out.prompt = p[0].get<std::string>();
-  } else if (p.is_array() && !p.empty() && (p[0].is_number() || (p.size() == 1 && p[0].is_array() && !p[0].empty()))) {
-    // Token ids, or a batch of one token-id array (lm-eval's tokenized requests send [[ids]]).
-    for (const auto& e : p[0].is_array() ? p[0] : p) {
-      if (!e.is_number_integer() || e.get<std::int64_t>() < 0 || e.get<std::int64_t>() > INT32_MAX) {
-        return ApiError::validation("`prompt` token ids must be non-negative integers");
-      }
-      out.prompt_ids.push_back(static_cast<std::int32_t>(e.get<std::int64_t>()));
-    }
+  } else if (p.is_array() && !p.empty() && p[0].is_string()) {
+    const bool all_strings = std::all_of(p.begin(), p.end(), [](const json& e) { return e.is_string(); });
+    return ApiError::validation(all_strings ? "`prompt` must be one string (batches of prompts are not supported)"
+                                            : "`prompt` mixes a string with other values: give one string, or an array of token ids");
   } else if (p.is_array() && p.size() > 1 && p[0].is_array()) {
     return ApiError::validation("`prompt` as several token-id arrays is a batch of prompts, not supported: send one per request");
-  } else if (p.is_array() && p.size() > 1) {
-    return ApiError::validation("`prompt` must be one string (batches of prompts are not supported)");
+  } else if (p.is_array() && p.size() == 1 && p[0].is_array() && p[0].empty()) {
+    return ApiError::validation("`prompt` is an empty array of token ids");
   } else if (p.is_array() && p.empty()) {
     return ApiError::validation("`prompt` is an empty array: give a string or an array of token ids");
-  } else if (p.is_array() && p[0].is_array()) {
-    return ApiError::validation("`prompt` is an empty array of token ids");
+  } else if (p.is_array()) {
+    // Token ids, or a batch of one token-id array (lm-eval's tokenized requests send [[ids]]).
+    const bool nested = p[0].is_array();
+    const json& ids = nested ? p[0] : p;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      std::int32_t id = 0;
+      if (!token_id(ids[i], id))
+        return ApiError::validation(fmt::format("`prompt{}[{}]` must be a token id (an integer from 0 to {}), got {}", nested ? "[0]" : "", i,
+                                                INT32_MAX, shown_text(dump_json(ids[i]), 64)));
+      out.prompt_ids.push_back(id);
+    }
   } else {
     return ApiError::validation(fmt::format("`prompt` must be a string or an array of token ids, got {}", p.type_name()));
   }

@@ -268,6 +268,15 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"prompt":[]})", 422, "`prompt` is an empty array"},
       {R"({"prompt":[[1,2],[3]]})", 422, "batch of prompts"},
       {R"({"prompt":[[]]})", 422, "`prompt` is an empty array of token ids"},
+      // A fresh user's: each token id named by its index and value; a string among other values is
+      // no batch of prompts.
+      {R"({"prompt":["a",1]})", 422, "`prompt` mixes a string with other values: give one string, or an array of token ids"},
+      {R"({"prompt":["a","b"]})", 422, "`prompt` must be one string (batches of prompts are not supported)"},
+      {R"({"prompt":[true]})", 422, "`prompt[0]` must be a token id (an integer from 0 to 2147483647), got true"},
+      {R"({"prompt":[41,-1]})", 422, "`prompt[1]` must be a token id (an integer from 0 to 2147483647), got -1"},
+      {R"({"prompt":[41,1.5]})", 422, "`prompt[1]` must be a token id (an integer from 0 to 2147483647), got 1.5"},
+      {R"({"prompt":[[41,"x"]]})", 422, "`prompt[0][1]` must be a token id (an integer from 0 to 2147483647), got \"x\""},
+      {R"({"prompt":[2147483648]})", 422, "`prompt[0]` must be a token id (an integer from 0 to 2147483647), got 2147483648"},
       {R"({"prompt":"x","max_tokens":0})", 422, "0 only with `echo`"},
       {R"({"prompt":"x","response_format":{"type":"json_object"}})", 422, "response_format"},
       {R"({"prompt":"x","temperature":3})", 422, "temperature"},
@@ -392,6 +401,13 @@ TEST(Metrics, PrometheusTextHasMeanBatchAndSlots) {
   EXPECT_NE(t.find("mamba_slots_in_use 3\n"), std::string::npos);
   EXPECT_NE(t.find("mamba_slots_total 8\n"), std::string::npos);
   EXPECT_NE(t.find("mamba_requests_total{outcome=\"ok\"} 0\n"), std::string::npos);
+}
+
+TEST(OpenAiRequest, TokenIdsMayBeIntegralFloats) {
+  // As the other integer fields take them (a client that writes every number as a double).
+  OpenAiRequest r;
+  ASSERT_FALSE(completion(R"({"prompt":[41.0, 474, 0.0]})", r));
+  EXPECT_EQ(r.prompt_ids, (std::vector<std::int32_t>{41, 474, 0}));
 }
 
 TEST(OpenAiRequest, UnreadFieldsAreNamedForTheLog) {
