@@ -30,5 +30,8 @@ inline Status check_thread_count(std::int64_t n, const std::string& option) {
 /// 0 threads ("all hardware threads") means unless OMP_NUM_THREADS is set (LoadOptions::threads),
 /// and the count above which more threads only take turns.
 int usable_cpus();
+/// OMP_NUM_THREADS's first entry as a number ("8" and "8,4" give 8): what "all hardware threads"
+/// (0) means when it is set; 0 when it is unset or does not start with a number.
+long long omp_num_threads_setting();
 
 }  // namespace mamba

@@ -39,13 +39,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& model_ref, const L
 Result<std::unique_ptr<Model>> Model::from_checkpoint(Checkpoint ckpt, const LoadOptions& opts) {
   MAMBA_RETURN_IF_ERROR(check_thread_count(opts.threads, "LoadOptions::threads"));
   if (opts.threads == 0) {  // the default follows OMP_NUM_THREADS (its first entry): held to the same bound, not clamped
-    const char* env = std::getenv("OMP_NUM_THREADS");
-    char* end = nullptr;
-    const long long n = env != nullptr ? std::strtoll(env, &end, 10) : 0;
-    if (env != nullptr && end != env && n > kMaxThreads)
+    if (const long long n = omp_num_threads_setting(); n > kMaxThreads)
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("OMP_NUM_THREADS = {}: expected 1 to {} threads (or give the thread count explicitly: mamba-cli -t N, mamba-server --threads N, LoadOptions::threads)",
-                                    env, kMaxThreads));
+                                    n, kMaxThreads));
   }
   return models::MambaModel::create(std::move(ckpt), opts);
 }

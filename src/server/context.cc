@@ -208,7 +208,7 @@ void log_request(std::uint64_t id, const char* route, const std::string& client,
   spdlog::info("req={} route={} client={} prompt_tokens={} generated_tokens={} queue_ms={:.1f} prefill_ms={:.1f} decode_ms={:.1f} total_ms={:.1f} finish={}{}",
                id, route, client.empty() ? "-" : client, st.prompt_tokens, st.generated_tokens, st.queue_ms, st.prefill_ms, st.decode_ms, st.total_ms,
                err ? "error" : finish_reason_name(st.finish),
-               err                                          ? fmt::format(" error=\"{}\"", err->message)
+               err                                          ? fmt::format(" error={:?}", err->message)  // escaped, as log_refusal's
                : st.cancelled_by != CancelReason::kNone ? fmt::format(" cancelled_by={}", cancel_reason_name(st.cancelled_by))
                                                           : std::string());
 }

@@ -13,13 +13,10 @@ void warn_if_more_threads_than_cpus(int threads, const std::string& option) {
   const int cpus = usable_cpus();
   const std::string_view flag = std::string_view(option).substr(0, option.find('/'));
   if (threads == 0) {  // all: the CPUs, or OMP_NUM_THREADS's first entry when set (as the model reads it)
-    const char* env = std::getenv("OMP_NUM_THREADS");
-    char* end = nullptr;
-    const long long n = env != nullptr ? std::strtoll(env, &end, 10) : 0;
-    if (env != nullptr && end != env && n > cpus)
+    if (const long long n = omp_num_threads_setting(); n > cpus)
       spdlog::warn("OMP_NUM_THREADS={} gives {} compute threads, more than the {} hardware thread{} this process may run on: the "
                    "extra threads only take turns on them, which slows compute down (unset it, or give {} {})",
-                   env, n, cpus, cpus == 1 ? "" : "s", flag, cpus);
+                   std::getenv("OMP_NUM_THREADS"), n, cpus, cpus == 1 ? "" : "s", flag, cpus);
     return;
   }
   if (threads > cpus)
