@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "cpu/bandwidth.h"
+#include "cpu/core_round_trip.h"
 #include "cpu/forward_timing.h"
 #include "cpu/linear_timing.h"
 #include "cpu/model_cost.h"
@@ -95,15 +96,32 @@ std::vector<Goal> g_goals;
 /// besides the first probe (the ceilings section, best of 5) each decode row re-probes the same
 /// buffer (best of 3) just before it runs; the goal table judges every decode row against the best
 /// of all probes: the most the machine showed in this run (never a lower ceiling than the first).
+///
+/// With several threads each probe also times a round trip between two threads
+/// (core_round_trip.h): on the 2-vCPU VMs here the bandwidth's two levels were two placements of
+/// the vCPUs, each with its own handoff cost, which the decode rows pay ~150 times a step.
 struct BandwidthLog {
   std::size_t bytes = 0;
   int threads = 1;
   double first = 0, best = 0, lowest = 0;  ///< GB/s
+  double rt_best_bw = 0, rt_lowest = 0, rt_highest = 0;  ///< ns: at the best probe; range (0: none)
+  /// The round trip next to a probe of `gbps` (threads > 1), kept in the range.
+  double note_round_trip(double gbps) {
+    if (threads < 2) return 0;
+    const double rt = mb::core_round_trip_ns();
+    if (rt <= 0) return 0;
+    rt_lowest = rt_lowest > 0 ? std::min(rt_lowest, rt) : rt;
+    rt_highest = std::max(rt_highest, rt);
+    if (gbps >= best) rt_best_bw = rt;
+    return rt;
+  }
   /// Re-probes as the first probe did (the better of 1 thread and all threads), updates best /
-  /// lowest, returns this probe's GB/s (0: allocation failed, ignored).
-  double reprobe() {
+  /// lowest, returns this probe's GB/s (0: allocation failed, ignored) and sets `rt_ns` to the
+  /// round trip timed next to it (0: not timed).
+  double reprobe(double& rt_ns) {
     double g = mb::read_bandwidth(bytes, threads, 3).gbps;
     if (threads > 1 && g > 0) g = std::max(g, mb::read_bandwidth(bytes, 1, 3).gbps);
+    rt_ns = note_round_trip(g);
     if (g > 0) {
       best = std::max(best, g);
       lowest = std::min(lowest, g);
@@ -111,6 +129,10 @@ struct BandwidthLog {
     return g;
   }
 };
+/// " ; round trip between threads N ns" for a probe line (empty when not timed).
+std::string round_trip_note(double rt_ns) {
+  return rt_ns > 0 ? fmt::format(", round trip between threads {:.0f} ns", rt_ns) : std::string();
+}
 BandwidthLog g_bw;
 /// Re-probes moving by more than this (best ÷ lowest) get a note under the goal table.
 constexpr double kBandwidthDrift = 1.15;
@@ -335,7 +357,8 @@ mamba::Status print_decode(const Options& o, const std::string& name, mamba::Mod
   const std::optional<double> fma_tps =
       peak_gflops ? std::optional<double>(*peak_gflops * 1e9 / (2.0 * cost.matmul_params)) : std::nullopt;
   for (int b : o.batches) {
-    const double bw_now = g_bw.reprobe();
+    double rt_now = 0;
+    const double bw_now = g_bw.reprobe(rt_now);
     MAMBA_ASSIGN_OR_RETURN(auto t, mb::time_decode(model, b, o.decode_steps));
     const double bytes = cost.decode_bytes(b);
     const double ceiling = b * std::max(bw_gbps, g_bw.best) * 1e9 / bytes;
@@ -357,7 +380,7 @@ mamba::Status print_decode(const Options& o, const std::string& name, mamba::Mod
                ms, share(OpKind::kLinear), share(OpKind::kConv), share(OpKind::kScan), share(OpKind::kNorm),
                share(OpKind::kElementwise), share(OpKind::kEmbedding),
                pct(1.0 - t.profile.total_seconds() / t.seconds),
-               bw_now > 0 ? fmt::format("{:.1f} GB/s (this row {} of that ceiling)", bw_now,
+               bw_now > 0 ? fmt::format("{:.1f} GB/s{} (this row {} of that ceiling)", bw_now, round_trip_note(rt_now),
                                         pct(t.tokens_per_s * bytes / (b * bw_now * 1e9)))
                           : std::string("not measured (the buffer could not be allocated)"));
     note_cpu_share(t.cpu_share);
@@ -607,6 +630,8 @@ int main(int argc, char** argv) {
              threads > 1 && bw1.gbps > bwn.gbps ? " (below 1 thread: the machine was busy; the ceiling is the 1-thread figure)" : "",
              bwn.bytes < 4 * llc ? "  (buffer < 4× the reported LLC: it may measure the cache, not memory)" : "");
   g_bw = BandwidthLog{bytes, threads, ceiling_gbps, ceiling_gbps, ceiling_gbps};
+  if (const double rt = g_bw.note_round_trip(ceiling_gbps); rt > 0)
+    fmt::print("round trip of a cache line between two threads (the handoff each parallel region pays): {:.0f} ns\n", rt);
   GemmCeiling gemm(!o.no_gemm_ceiling && mb::onednn_available(), llc, o.gemm_seconds);
   if (!mb::onednn_available()) fmt::print("oneDNN not found: GEMM ceiling not measured\n");
   else if (o.no_gemm_ceiling) fmt::print("GEMM ceiling not measured (--no-gemm-ceiling)\n");
@@ -661,6 +686,12 @@ int main(int argc, char** argv) {
     fmt::print("NOTE: the read bandwidth moved {:.1f}–{:.1f} GB/s during this run (the host's load, or a buffer the cache\n"
                "holds): a decode fraction is a sample within about that range; compare rows of one run, or repeat the run.\n",
                g_bw.lowest, g_bw.best);
+  if (g_bw.rt_lowest > 0 && g_bw.rt_highest > 2 * g_bw.rt_lowest)
+    fmt::print("NOTE: the round trip between two threads moved {:.0f}–{:.0f} ns during this run ({:.0f} ns next to the best\n"
+               "probe): the host moved the threads between cores that share a cache and cores that do not (on the 2-vCPU\n"
+               "VMs measured here: ~55 ns with ~35 GB/s, ~300–350 ns with 50–70 GB/s). Decode steps hand data between\n"
+               "threads ~150 times each, so a fraction of the best probe mixes the two placements.\n",
+               g_bw.rt_lowest, g_bw.rt_highest, g_bw.rt_best_bw);
   if (g_min_cpu_share < kBusyShare || g_min_gemm_share < kGemmBusyShare)
     fmt::print("WARNING: the machine was busy (a timed row got only {} of its cores' time, a GEMM measurement {}): the\n"
                "figures understate this machine and the ratios and verdicts above are unreliable (a GEMM goal against a\n"

@@ -13,3 +13,11 @@ foreach(re "read bandwidth .*GB/s" "proj +M +K +N" "in_proj +16 +256 " "b +tok/s
     message(FATAL_ERROR "bench_cpu output lacks /${re}/")
   endif()
 endforeach()
+# With several threads each bandwidth probe also times the threads' round trip (core_round_trip.h).
+if(out MATCHES "read bandwidth [^\n]*, [0-9]+ threads [0-9.]+ GB/s")
+  foreach(re "round trip of a cache line between two threads [^\n]*: [0-9]+ ns" "round trip between threads [0-9]+ ns")
+    if(NOT out MATCHES "${re}")
+      message(FATAL_ERROR "bench_cpu output lacks /${re}/")
+    endif()
+  endforeach()
+endif()
