@@ -196,13 +196,18 @@ void run(const RunArgs& a, CLI::App& cmd) {
     std::fprintf(stderr, "note: --echo adds no \"prompt\" text to --json without a tokenizer (its \"prompt_ids\" hold the prompt)\n");
 
   std::function<bool(const TokenEvent&)> on_token;
+  bool printed_id = false;  // ids are separated by one space, with none after the last
   if (!a.json && tok == nullptr) {
     // No tokenizer, no text: the ids themselves, space-separated (the prompt's first with --echo).
     if (a.echo)
-      for (std::int32_t id : prompt) std::printf("%d ", id);
+      for (std::int32_t id : prompt) {
+        std::printf(printed_id ? " %d" : "%d", id);
+        printed_id = true;
+      }
     std::fflush(stdout);
-    on_token = [](const TokenEvent& ev) {
-      std::printf("%d ", ev.id);
+    on_token = [&printed_id](const TokenEvent& ev) {
+      std::printf(printed_id ? " %d" : "%d", ev.id);
+      printed_id = true;
       std::fflush(stdout);
       return true;
     };
