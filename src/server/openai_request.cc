@@ -98,6 +98,14 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
   SamplingParams& s = o.sampling;
   std::int64_t max_tokens = default_max_tokens;
   out.max_tokens_given = b.contains("max_tokens") && !b["max_tokens"].is_null();
+  // A negative count: llama.cpp's server reads −1 as "no limit"; here it is an error that says how
+  // to get the default instead (the range message "between 0 and …" suggested 0, which /v1/chat
+  // refuses and /v1/completions takes only with `echo`).
+  if (auto it = b.find("max_tokens"); it != b.end() && it->is_number() && it->get<double>() < 0)
+    return ApiError::validation(fmt::format(
+        "`max_tokens` must be at least 1, got {} (there is no value for \"no limit\": leave the field out for the default "
+        "of {} tokens, or give up to {})",
+        it->dump(), default_max_tokens, limits.max_total_tokens));
   // 0 only with `echo` on /v1/completions (checked there): the prompt scored, nothing generated.
   RETURN_IF_API_ERROR(get_int(b, "max_tokens", 0, limits.max_total_tokens, max_tokens));
   o.max_new_tokens = static_cast<int>(max_tokens);

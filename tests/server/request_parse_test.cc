@@ -281,6 +281,9 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"prompt":"x","response_format":{"type":"json_object"}})", 422, "response_format"},
       {R"({"prompt":"x","temperature":3})", 422, "temperature"},
       {R"({"prompt":"x","max_tokens":-5})", 422, "max_tokens"},
+      // llama.cpp's "no limit" is not a value here: the message says how to get the default.
+      {R"({"prompt":"x","max_tokens":-1})", 422, "`max_tokens` must be at least 1, got -1 (there is no value for \"no limit\": leave the field out for the default of 16 tokens"},
+      {R"({"prompt":"x","max_tokens":-1.0})", 422, "got -1.0 (there is no value"},
       {R"({"prompt":"x","logprobs":9})", 422, "logprobs"},
       {R"({"prompt":"x","logit_bias":[5,1]})", 422, "`logit_bias` must be an object of token id → bias, got array"},
       {R"({"prompt":"x","logit_bias":{"five":1}})", 422, "`logit_bias` keys must be token ids (non-negative integers as strings), got \"five\""},
