@@ -129,7 +129,7 @@ struct BandwidthLog {
     return g;
   }
 };
-/// " ; round trip between threads N ns" for a probe line (empty when not timed).
+/// ", round trip between threads N ns" for a probe line (empty when not timed).
 std::string round_trip_note(double rt_ns) {
   return rt_ns > 0 ? fmt::format(", round trip between threads {:.0f} ns", rt_ns) : std::string();
 }
@@ -688,8 +688,8 @@ int main(int argc, char** argv) {
                g_bw.lowest, g_bw.best);
   if (g_bw.rt_lowest > 0 && g_bw.rt_highest > 2 * g_bw.rt_lowest)
     fmt::print("NOTE: the round trip between two threads moved {:.0f}–{:.0f} ns during this run ({:.0f} ns next to the best\n"
-               "probe): the host moved the threads between cores that share a cache and cores that do not (on the 2-vCPU\n"
-               "VMs measured here: ~55 ns with ~35 GB/s, ~300–350 ns with 50–70 GB/s). Decode steps hand data between\n"
+               "probe), as when the host moves the threads between cores that share a cache and cores that do not (on the\n"
+               "2-vCPU VMs measured here: ~55 ns with ~35 GB/s, ~300–350 ns with 50–70 GB/s). Decode steps hand data between\n"
                "threads ~150 times each, so a fraction of the best probe mixes the two placements.\n",
                g_bw.rt_lowest, g_bw.rt_highest, g_bw.rt_best_bw);
   if (g_min_cpu_share < kBusyShare || g_min_gemm_share < kGemmBusyShare)
