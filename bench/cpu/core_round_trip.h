@@ -11,8 +11,9 @@ namespace mamba::bench {
 ///
 /// Why it is measured: on the 2-vCPU VMs this project was measured on, the host moved the vCPUs
 /// between two placements within seconds: ~50–60 ns round trips with ~35 GB/s of read bandwidth
-/// (one core complex), or ~300–350 ns with 50–70 GB/s (two, each with its own link to memory).
-/// The bandwidth probes alone read that as a host whose speed swings.
+/// (as cores sharing a cache), or ~300–350 ns with 50–70 GB/s (as cores that do not, each with its
+/// own path to memory). The bandwidth probes alone read that as a host whose speed swings
+/// (docs/PERFORMANCE.md, 2026-12-05 noon).
 /// Stops after ~0.2 s (two threads sharing one CPU hand off once per scheduler slice) with the
 /// median of the batches done. Returns 0 when a second thread cannot be started, or `rounds` < 5.
 double core_round_trip_ns(int rounds = 20000);
