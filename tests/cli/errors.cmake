@@ -12,7 +12,7 @@ expect_error("error: sampling parameter frequency_penalty" run -m ${model} -p hi
 expect_error("error: -n/--n-predict = -2" run -m ${model} -p hi -n -2)
 expect_error("error: --prompt-ids: 'x'" run -m ${model} --prompt-ids 1,x,3)
 expect_error("error: --prompt-ids: empty item after item 1" run -m ${model} --prompt-ids 1,,3)
-expect_error("error: .*outside the vocabulary" run -m ${model} --prompt-ids 1,99999)
+expect_error("error: --prompt-ids: token id 99999 \\(item 2\\) is outside the vocabulary \\[0, 8192\\) \\(the model's\\)" run -m ${model} --prompt-ids 1,99999)
 expect_error("error: .*at most one of" run -m ${model} -p hi --prompt-ids 1)
 expect_error("error: .*no such file" run -m ${model} -f ${WORK}/does-not-exist.txt)
 expect_error("error: --prompt-ids: empty item before item 1 \\(the list starts with a comma\\)" run -m ${model} --prompt-ids ,)

@@ -142,6 +142,15 @@ void run(const RunArgs& a, CLI::App& cmd) {
   for (const auto& [id, bias] : opts.sampling.logit_bias)
     if (id >= vocab_limit(tok, model))
       fail_flag(fmt::format("--logit-bias: token id {} is outside the vocabulary [0, {})", id, vocab_limit(tok, model)));
+  if (cmd.count("--prompt-ids")) {
+    // Named as parse_ids and perplexity --ids-file name items (1-based), before generate() would
+    // name the 0-based position.
+    const std::int64_t vocab = vocab_limit(tok, model);
+    for (std::size_t i = 0; i < prompt.size(); ++i)
+      if (prompt[i] >= vocab)
+        fail_flag(fmt::format("--prompt-ids: token id {} (item {}) is outside the vocabulary [0, {}){}", prompt[i], i + 1, vocab,
+                              vocab < model.config().vocab_size ? " (the tokenizer's; the model's is larger)" : " (the model's)"));
+  }
   const std::string precision_note = a.precision != "exact" ? ", precision " + a.precision : std::string();
   std::fprintf(stderr, "model: %s (%s, %lld layers%s%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),
                static_cast<long long>(model.config().n_layer), precision_note.c_str(), tok ? "" : ", no tokenizer");
