@@ -116,7 +116,10 @@ foreach(t mamba-cli mamba-server mamba_server)
   endif()
 endforeach()
 ")
+  # The parent asks for compile_commands.json (we set it only as the top-level project): its own
+  # sources must be in it beside ours (ours alone had been written when we set it regardless).
   execute_process(COMMAND ${CMAKE_COMMAND} -S ${parent} -B ${parent}/build -G ${GEN} -DCMAKE_CXX_COMPILER=${CXX}
+                          -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
                   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "a parent project with add_subdirectory() did not configure:\n${out}${err}")
@@ -125,7 +128,16 @@ endforeach()
   if(NOT bt MATCHES "^CMAKE_BUILD_TYPE:[A-Z]*=$")
     message(FATAL_ERROR "add_subdirectory() set the parent's build type: ${bt}")
   endif()
+  # Not asked, we write none (a file listing only our sources had appeared in the parent's tree).
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${parent} -B ${parent}/build-plain -G ${GEN} -DCMAKE_CXX_COMPILER=${CXX}
+                  OUTPUT_QUIET ERROR_VARIABLE err2 RESULT_VARIABLE rc2)
+  if(NOT rc2 EQUAL 0 OR EXISTS ${parent}/build-plain/compile_commands.json)
+    message(FATAL_ERROR "a parent that did not ask got a compile_commands.json (or did not configure: ${rc2} ${err2})")
+  endif()
   file(READ ${parent}/build/compile_commands.json cc)
+  if(NOT cc MATCHES "examples/greedy\\.cc")
+    message(FATAL_ERROR "the parent's compile_commands.json lacks the parent's own source (greedy.cc)")
+  endif()
   if(NOT cc MATCHES "-O2[^\n]*src/ops/cpu/linear\\.cc" OR NOT out MATCHES "compiled with -O2")
     message(FATAL_ERROR "add_subdirectory() without a build type: the mamba modules are not compiled with -O2:\n${out}")
   endif()

@@ -97,3 +97,13 @@ execute_process(COMMAND ${CLI} run -t 1 -m ${model} --tokenizer "" -p hi -n 1 ER
 if(NOT rc EQUAL 2 OR NOT err MATCHES "error: --tokenizer: must not be empty")
   message(FATAL_ERROR "run --tokenizer '': exit ${rc}\n${err}")
 endif()
+# tokenize takes --tokenizer beside -m, as run does (the hint for a model without tokenizer.json
+# says to add it): the given tokenizer's ids; the model must still exist.
+cli_run_ok(tk tokenize -m ${model} --tokenizer ${tok} "Hello world")
+if(NOT tk_OUT STREQUAL "12092 1533\n")
+  message(FATAL_ERROR "tokenize -m ${model} --tokenizer ${tok}: '${tk_OUT}' (want 12092 1533)")
+endif()
+cli_run(tkm tokenize -m ${WORK}/no-such-model --tokenizer ${tok} "Hello world")
+if(tkm_RC EQUAL 0 OR NOT tkm_ERR MATCHES "no-such-model")
+  message(FATAL_ERROR "tokenize with a missing -m and --tokenizer must fail naming the model: ${tkm_RC} ${tkm_ERR}")
+endif()

@@ -28,7 +28,12 @@ struct TokenizeOptions {
 }
 
 Result<std::string> tokenizer_path(const TokenizeOptions& o) {
-  if (!o.tokenizer.empty()) return resolve_tokenizer_file(o.tokenizer);
+  if (!o.tokenizer.empty()) {
+    // As run and perplexity: --tokenizer replaces the model directory's tokenizer (the hint for a
+    // model without one says to add it); the model must still exist.
+    if (!o.model.empty()) MAMBA_RETURN_IF_ERROR(resolve_model_path(o.model));
+    return resolve_tokenizer_file(o.tokenizer);
+  }
   MAMBA_ASSIGN_OR_RETURN(std::string dir, o.model.empty() ? resolve_default_model() : resolve_model_path(o.model));
   MAMBA_ASSIGN_OR_RETURN(const bool has_tok, has_model_file(dir, "tokenizer.json"));
   if (!has_tok) return make_error(ErrorCode::kNotFound, fmt::format("{}: the model has no tokenizer.json: {}", dir, kGiveTokenizerHint));
@@ -74,9 +79,9 @@ void run(const TokenizeOptions& o) {
 CommandRegistrar reg("tokenize", 30, [](CLI::App& app) {
   auto opts = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of TEXT (or, with --decode, the text of IDS)");
-  auto* m = cmd->add_option("--model,-m", opts->model, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)")
+  cmd->add_option("--model,-m", opts->model, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)")
                 ->check(non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
-  cmd->add_option("--tokenizer,-t", opts->tokenizer, "a tokenizer.json file, a directory holding one, or a cached HF repo id")->excludes(m)->check(non_empty("a tokenizer.json path"));
+  cmd->add_option("--tokenizer,-t", opts->tokenizer, "a tokenizer.json file, a directory holding one, or a cached HF repo id")->check(non_empty("a tokenizer.json path"));
   auto* d = cmd->add_flag("--decode,-d", opts->decode, "decode token ids (space or comma separated, optionally in [ ]) to text");
   // Each of the others applies to one direction only: given with the other it is an error, not ignored.
   cmd->add_flag("--special", opts->special, "add the post-processor's special tokens (e.g. BOS) when encoding")->excludes(d);
