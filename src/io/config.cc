@@ -335,8 +335,9 @@ Status validate(const ModelConfig& c, const std::string& source) {
     }
     if (c.n_heads * c.head_dim != c.d_inner) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("{}: n_heads ({}) · head_dim ({}) = {} must equal d_inner = {}", source, c.n_heads,
-                                    c.head_dim, c.n_heads * c.head_dim, c.d_inner));
+                        fmt::format("{}: n_heads ({}) · head_dim ({}) = {} must equal d_inner = {} (expand {} · hidden_size {}): "
+                                    "one of num_heads, head_dim, expand and hidden_size is wrong",
+                                    source, c.n_heads, c.head_dim, c.n_heads * c.head_dim, c.d_inner, c.expand, c.d_model));
     }
     if (c.n_heads % c.n_groups != 0) {
       return make_error(ErrorCode::kInvalidArgument,

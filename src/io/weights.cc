@@ -19,6 +19,23 @@ namespace {
 
 enum class Need { kRequired, kForbidden };  // forbidden: config says absent but the file has it
 
+/// The config.json fields a tensor's expected shape is computed from, with their values, by the
+/// file's own names: a wrong field there (a hidden_size or state_size edited by hand) shows up
+/// first as a tensor of the wrong shape, which would not name it.
+std::string config_fields_note(const ModelConfig& c) {
+  const bool hf = c.format == CheckpointFormat::kHF;
+  std::string s = fmt::format("{} {}, {} {}", hf ? "hidden_size" : "d_model", c.d_model, hf ? "expand" : "expand", c.expand);
+  if (hf && c.d_inner != c.expand * c.d_model) s += fmt::format(", intermediate_size {}", c.d_inner);
+  s += fmt::format(" (d_inner {}), {} {}, {} {}", c.d_inner, hf ? "state_size" : "d_state", c.d_state,
+                   hf ? "conv_kernel" : "d_conv", c.d_conv);
+  if (c.arch == Arch::kMamba2)
+    s += fmt::format(", {} {}, {} {}", hf ? "n_groups" : "ngroups", c.n_groups, hf ? "head_dim" : "headdim", c.head_dim);
+  else
+    s += fmt::format(", {} {}", hf ? "time_step_rank" : "dt_rank", c.dt_rank);
+  s += fmt::format(", vocab_size {}", c.vocab_size);
+  return fmt::format(" (the expected shape follows config.json: {}; one of these may be wrong)", s);
+}
+
 struct Binder {
   const Checkpoint& ckpt;
   std::string dir;
@@ -41,7 +58,8 @@ struct Binder {
     }
     if (e.view.shape != want) {
       return make_error(ErrorCode::kShape,
-                        fmt::format("{}: tensor '{}': expected shape {}, got {}", e.file, e.name, want.str(), e.view.shape.str()));
+                        fmt::format("{}: tensor '{}': expected shape {}, got {}{}", e.file, e.name, want.str(), e.view.shape.str(),
+                                    config_fields_note(ckpt.config())));
     }
     return {};
   }

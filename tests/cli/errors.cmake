@@ -26,10 +26,10 @@ expect_error("error: --top-logprobs: expected an integer from 0 to 100, got -1" 
 expect_error("error: .*stop" run -m ${model} -p hi --stop "")  # an empty CMake list element may not reach the CLI: either message is fine
 expect_error("error: give exactly one of" perplexity -m ${model})
 file(WRITE ${WORK}/one.ids "5")
-expect_error("error: .*at least 2 token ids" perplexity -m ${model} --ids-file ${WORK}/one.ids)
+expect_error("error: [^\n]*/one.ids: perplexity needs at least 2 token ids, got 1" perplexity -m ${model} --ids-file ${WORK}/one.ids)
 # A text of one token is named as a text (it said "token ids", of a text file).
 file(WRITE ${WORK}/one.txt "the")
-expect_error("error: perplexity needs a text of at least 2 tokens, got 1 \\(3 bytes\\)" perplexity -m ${model} -f ${WORK}/one.txt)
+expect_error("error: [^\n]*/one.txt: perplexity needs a text of at least 2 tokens, got 1 \\(3 bytes\\)" perplexity -m ${model} -f ${WORK}/one.txt)
 expect_error("error: --ctx: expected an integer from 1 to 9223372036854775807, got 0\nRun with --help" perplexity -m ${model} --ids-file ${WORK}/one.ids --ctx 0)
 expect_error("error: --ctx: expected an integer from 1 to 9223372036854775807, got -1" perplexity -m ${model} --ids-file ${WORK}/one.ids --ctx -1)
 # Commas separate ids: a leading one or two in a row are an empty item; one after the last id is fine.

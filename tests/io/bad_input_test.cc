@@ -288,6 +288,9 @@ TEST(BadInput, WrongShapeNamesExpectedAndActual) {
   Error e = load_error(d, config(true), test::make_safetensors(ts));
   EXPECT_EQ(e.code, ErrorCode::kShape);
   expect_mentions(e, {"model.safetensors", "backbone.layers.0.mixer.in_proj.weight", "expected shape [16, 4]", "got [12, 4]"});
+  // The config fields the expected shape follows, by the file's names (a hand-edited state_size
+  // or hidden_size shows up as a tensor of the wrong shape first).
+  expect_mentions(e, {"the expected shape follows config.json: hidden_size 4, expand 2 (d_inner 8), state_size"});
 }
 
 TEST(BadInput, UnsupportedWeightDtype) {

@@ -145,6 +145,9 @@ TEST(Config, InconsistentOrUnsupportedConfigs) {
   EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
   EXPECT_NE(e.message.find("n_heads (5)"), std::string::npos) << e.message;
   EXPECT_NE(e.message.find("d_inner = 64"), std::string::npos) << e.message;
+  // d_inner comes from hidden_size: a wrong hidden_size must be named among the suspects.
+  EXPECT_NE(e.message.find("d_inner = 64 (expand 2 · hidden_size 32): one of num_heads, head_dim, expand and hidden_size is wrong"),
+            std::string::npos) << e.message;
   // state-spaces derives n_heads = d_inner / headdim: a headdim that does not divide is named as such.
   e = parse_err(R"({"d_model": 32, "n_layer": 2, "vocab_size": 10, "ssm_cfg": {"layer": "Mamba2", "headdim": 7, "ngroups": 1}})");
   EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);

@@ -55,7 +55,7 @@ void run(const PplArgs& a, CLI::App& cmd) {
     auto parsed = parse_ids(text, input_name);
     if (!parsed.ok()) fail(parsed.error().message);
     ids = std::move(*parsed);
-    if (ids.size() < 2) fail(fmt::format("perplexity needs at least 2 token ids, got {}", ids.size()));
+    if (ids.size() < 2) fail(fmt::format("{}: perplexity needs at least 2 token ids, got {}", input_name, ids.size()));
   };
   if (!from_stdin) read_input();
 
@@ -77,8 +77,8 @@ void run(const PplArgs& a, CLI::App& cmd) {
     ids = std::move(*enc);
   }
   if (ids.size() < 2)
-    fail(have_ids ? fmt::format("perplexity needs at least 2 token ids, got {}", ids.size())
-                  : fmt::format("perplexity needs a text of at least 2 tokens, got {} ({} bytes)", ids.size(), text.size()));
+    fail(have_ids ? fmt::format("{}: perplexity needs at least 2 token ids, got {}", input_name, ids.size())
+                  : fmt::format("{}: perplexity needs a text of at least 2 tokens, got {} ({} bytes)", input_name, ids.size(), text.size()));
   const std::int64_t vocab = vocab_limit(tok, model);
   // Which side sets the limit: the model's vocabulary, or a smaller tokenizer's.
   const std::string vocab_note = vocab < model.config().vocab_size ? " (the tokenizer's; the model's is larger)" : " (the model's)";
