@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -106,8 +107,10 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
         "`max_tokens` must be at least 1, got {} (there is no value for \"no limit\": leave the field out for the default "
         "of {} tokens, or give up to {})",
         it->dump(), default_max_tokens, limits.max_total_tokens));
-  // 0 only with `echo` on /v1/completions (checked there): the prompt scored, nothing generated.
-  RETURN_IF_API_ERROR(get_int(b, "max_tokens", 0, limits.max_total_tokens, max_tokens));
+  // 0 only with `echo` on /v1/completions (checked there): the prompt scored, nothing generated. A
+  // count past --max-total-tokens is refused with the prompt's length in view (prepare_prompt:
+  // OpenAI's context_length_exceeded, which LangChain and LiteLLM look for), not here.
+  RETURN_IF_API_ERROR(get_int(b, "max_tokens", 0, std::numeric_limits<int>::max(), max_tokens));
   o.max_new_tokens = static_cast<int>(max_tokens);
   s.temperature = 1.0f;
   RETURN_IF_API_ERROR(get_float(b, "temperature", s.temperature));
@@ -232,18 +235,22 @@ std::optional<ApiError> parse_completion_request(const json& b, const RequestLim
   return finish(out);
 }
 
-std::vector<std::string> unread_openai_fields(const json& b) {
-  // What parse_completion_request and parse_chat_request read, and what they let pass unread.
-  static const std::set<std::string, std::less<>> kRead = {
-      "add_special_tokens", "best_of", "echo", "frequency_penalty", "function_call", "functions", "ignore_eos",
-      "include_stop_str_in_output", "logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "messages", "min_p",
-      "min_tokens", "model", "n", "presence_penalty", "prompt", "repetition_penalty", "response_format", "seed", "stop",
-      "stop_token_ids", "stream", "stream_options", "suffix", "temperature", "tool_choice", "tools", "top_k", "top_logprobs",
-      "top_p", "truncate_prompt_tokens", "typical_p",
+std::vector<std::string> unread_openai_fields(const json& b, bool chat) {
+  // What parse_common reads (both routes), what only parse_completion_request or only
+  // parse_chat_request reads, and what both let pass unread. A field of the other route is unread
+  // here: `max_completion_tokens` on /v1/completions did not limit the completion.
+  static const std::set<std::string, std::less<>> kCommon = {
+      "add_special_tokens", "frequency_penalty", "function_call", "functions", "ignore_eos", "include_stop_str_in_output",
+      "logit_bias", "max_tokens", "min_p", "min_tokens", "model", "n", "presence_penalty", "repetition_penalty",
+      "response_format", "seed", "stop", "stop_token_ids", "stream", "stream_options", "temperature", "tool_choice", "tools",
+      "top_k", "top_p", "truncate_prompt_tokens", "typical_p",
       "user", "store", "metadata", "service_tier", "parallel_tool_calls"};
+  static const std::set<std::string, std::less<>> kCompletion = {"best_of", "echo", "logprobs", "prompt", "suffix"};
+  static const std::set<std::string, std::less<>> kChat = {"logprobs", "max_completion_tokens", "messages", "top_logprobs"};
+  const auto& own = chat ? kChat : kCompletion;
   std::vector<std::string> out;
   for (const auto& [key, value] : b.items())
-    if (!kRead.contains(key)) out.push_back(key);
+    if (!kCommon.contains(key) && !own.contains(key)) out.push_back(key);
   return out;
 }
 
@@ -302,7 +309,7 @@ std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& l
   RETURN_IF_API_ERROR(parse_common(b, limits, default_max, out));
   std::int64_t mct = 0;
   if (b.contains("max_completion_tokens") && !b["max_completion_tokens"].is_null()) {
-    RETURN_IF_API_ERROR(get_int(b, "max_completion_tokens", 1, limits.max_total_tokens, mct));
+    RETURN_IF_API_ERROR(get_int(b, "max_completion_tokens", 1, std::numeric_limits<int>::max(), mct));  // as max_tokens
     out.opts.max_new_tokens = static_cast<int>(mct);
     out.max_tokens_given = true;
     out.max_tokens_field = "`max_completion_tokens`";

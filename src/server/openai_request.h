@@ -51,8 +51,9 @@ std::optional<ApiError> parse_chat_request(const nlohmann::json& body, const Req
 /// `max_tokenz`, or features it lacks such as `audio`), in key order: vLLM ignores them too
 /// and logs a warning naming them, OpenAI answers 400. Fields that change nothing here but that
 /// clients send routinely (`user`, `store`, `metadata`, `service_tier`, `parallel_tool_calls`) are
-/// not listed.
-std::vector<std::string> unread_openai_fields(const nlohmann::json& body);
+/// not listed. `chat`: the body went to /v1/chat/completions (else /v1/completions); a field only
+/// the other route reads (`messages` on completions, `echo` or `prompt` on chat) is listed.
+std::vector<std::string> unread_openai_fields(const nlohmann::json& body, bool chat);
 
 /// The role-prefixed prompt described above.
 std::string format_chat_prompt(const std::vector<ChatMessage>& messages);

@@ -169,7 +169,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   }
   // Fields the server does not read are ignored, as vLLM ignores them, and logged, as vLLM logs them
   // (a typo such as max_tokenz otherwise passes unseen).
-  if (const auto unread = unread_openai_fields(body); !unread.empty()) {
+  if (const auto unread = unread_openai_fields(body, chat); !unread.empty()) {
     std::string names;
     for (std::size_t i = 0; i < unread.size() && i < 10; ++i) names += fmt::format("{}{:?}", i ? ", " : "", shown_text(unread[i], 64));
     spdlog::warn("{} client={}: ignored {} field{} the server does not read: {}{}", req.path, req.remote_addr, unread.size(),

@@ -46,6 +46,18 @@ if(NPROC)
   if(NOT omp_RC EQUAL 0 OR NOT omp_ERR MATCHES "warning: OMP_NUM_THREADS=${more} gives ${more} compute threads, more than the ${cpus} hardware threads? this process may run on")
     message(FATAL_ERROR "OMP_NUM_THREADS=${more} on ${cpus} CPUs: exit ${omp_RC}, no warning:\n${omp_ERR}")
   endif()
+  # With OMP_NUM_THREADS set, leaving -t out takes it: the -t warning does not advise that then.
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=${more} ${CLI} run -m ${model} -p hi -n 1 -t ${more}
+                  OUTPUT_VARIABLE ompt_OUT ERROR_VARIABLE ompt_ERR RESULT_VARIABLE ompt_RC)
+  if(NOT ompt_RC EQUAL 0 OR NOT ompt_ERR MATCHES "\\(give -t ${cpus}; leaving it out, or -t 0, would take OMP_NUM_THREADS=${more}\\)")
+    message(FATAL_ERROR "OMP_NUM_THREADS=${more} with -t ${more}: exit ${ompt_RC}, the advice:\n${ompt_ERR}")
+  endif()
+endif()
+# An OMP_NUM_THREADS the load refuses is one error line, no warning before it.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=5000 ${CLI} run -m ${model} -p hi -n 1
+                OUTPUT_VARIABLE omp5_OUT ERROR_VARIABLE omp5_ERR RESULT_VARIABLE omp5_RC)
+if(omp5_RC EQUAL 0 OR omp5_ERR MATCHES "warning" OR NOT omp5_ERR MATCHES "error: OMP_NUM_THREADS = 5000: expected 1 to 1024 threads")
+  message(FATAL_ERROR "OMP_NUM_THREADS=5000: exit ${omp5_RC}:\n${omp5_ERR}")
 endif()
 
 # Precision tiers: exact | bf16 | int8 only (no case folding, no numbers); int8 needs a q8/q4 checkpoint.

@@ -419,8 +419,15 @@ TEST(OpenAiRequest, UnreadFieldsAreNamedForTheLog) {
   const json b = json::parse(R"({"messages": [], "max_tokenz": 5, "audio": {}, "modalities": ["audio"], "user": "u",
                                  "store": false, "metadata": {}, "max_tokens": 3, "stream": true, "logprobs": true,
                                  "parallel_tool_calls": false, "top_k": 5})");
-  EXPECT_EQ(unread_openai_fields(b), (std::vector<std::string>{"audio", "max_tokenz", "modalities"}));
-  EXPECT_TRUE(unread_openai_fields(json::parse(R"({"prompt": "x", "echo": true, "suffix": null})")).empty());
+  EXPECT_EQ(unread_openai_fields(b, /*chat=*/true), (std::vector<std::string>{"audio", "max_tokenz", "modalities"}));
+  EXPECT_TRUE(unread_openai_fields(json::parse(R"({"prompt": "x", "echo": true, "suffix": null, "logprobs": 2})"), false).empty());
+  // A field only the other route reads is not read here either (a fresh user's: max_completion_tokens
+  // on /v1/completions did not limit the completion, and nothing said so).
+  EXPECT_EQ(unread_openai_fields(json::parse(R"({"prompt": "x", "max_completion_tokens": 1, "messages": [], "top_logprobs": 3})"),
+                                 false),
+            (std::vector<std::string>{"max_completion_tokens", "messages", "top_logprobs"}));
+  EXPECT_EQ(unread_openai_fields(json::parse(R"({"messages": [], "prompt": "x", "echo": true, "best_of": 1, "suffix": null})"), true),
+            (std::vector<std::string>{"best_of", "echo", "prompt", "suffix"}));
 }
 
 }  // namespace

@@ -367,6 +367,15 @@ await check('a default max_new_tokens shrinks to --max-total-tokens (as TGI); a 
     assert.equal(oai.status, 400);
     assert.match(oai.json.error.message, /`prompt` tokens \+ `max_tokens` must be <= 40 \(--max-total-tokens, the server's maximum context length\)/);
     assert.equal(oai.json.error.code, 'context_length_exceeded');
+    // A count past --max-total-tokens on its own is the same error (it had been a plain range error,
+    // "must be <= 40", code validation: clients looking for context_length_exceeded missed it).
+    for (const [route, body, field] of [['/v1/completions', { prompt: 'one two', max_tokens: 200000 }, 'max_tokens'],
+                                        ['/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 200000 }, 'max_completion_tokens']]) {
+      const big = await postJson(srv.base, route, body);
+      assert.equal(big.status, 400, big.text);
+      assert.equal(big.json.error.code, 'context_length_exceeded', big.text);
+      assert.match(big.json.error.message, new RegExp('`' + field + '` must be <= 40 \\(--max-total-tokens, the server\'s maximum context length\\)'));
+    }
     const long = await postJson(srv.base, '/v1/completions', { prompt: 'a b c d e f g h i j '.repeat(4) });
     assert.equal(long.status, 400);
     assert.match(long.json.error.message, /`prompt` must have at most 30 tokens \(--max-input-tokens, the server's maximum context length for a prompt\)/);

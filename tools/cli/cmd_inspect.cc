@@ -142,7 +142,7 @@ void run_inspect(const std::string& model_arg) {
   const char* eos_source = gen_cfg ? " (generation_config.json)" : !model_has_eos && !eos_ids->empty() ? " (the tokenizer's)" : "";
   auto id_str = [](const std::optional<std::int64_t>& id) { return id ? std::to_string(*id) : std::string("-"); };
   if (!tok) {
-    fmt::print("tokenizer        no tokenizer.json (token ids only, < {}; logits width {}; run, perplexity and mamba-server take one with --tokenizer)\n",
+    fmt::print("tokenizer        no tokenizer.json (token ids only, < {}; logits width {}; run, perplexity, tokenize and mamba-server take one with --tokenizer)\n",
                std::min(c.vocab_size, c.padded_vocab_size()), c.padded_vocab_size());
     fmt::print("eos              {}{}\n", eos.empty() ? "-" : eos, eos_source);
     return;
