@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -25,9 +26,11 @@ void check_error(const ApiError& e) {
   if (!nlohmann::json::parse(e.openai_body())["error"]["message"].is_string()) std::abort();
 }
 
-void check_accepted(const mamba::GenerateOptions& o, const mamba::server::RequestLimits& limits) {
+// max_new_limit: what the parser bounds the count by (TGI's: --max-total-tokens; OpenAI's parse
+// leaves that bound to prepare_prompt, which answers context_length_exceeded with the prompt in view).
+void check_accepted(const mamba::GenerateOptions& o, const mamba::server::RequestLimits& limits, std::int64_t max_new_limit) {
   if (!o.sampling.validate().ok()) std::abort();
-  if (o.max_new_tokens < 0 || o.max_new_tokens > limits.max_total_tokens) std::abort();
+  if (o.max_new_tokens < 0 || o.max_new_tokens > max_new_limit) std::abort();
   if (o.stop.size() > static_cast<std::size_t>(limits.max_stop_sequences)) std::abort();
 }
 
@@ -45,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto e = mamba::server::parse_tgi_request(j, limits, tgi)) {
     check_error(*e);
   } else {
-    check_accepted(tgi.opts, limits);
+    check_accepted(tgi.opts, limits, limits.max_total_tokens);
   }
   for (bool chat : {false, true}) {
     mamba::server::OpenAiRequest r;
@@ -53,8 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (e) {
       check_error(*e);
     } else {
-      check_accepted(r.opts, limits);  // validate() covers logit_bias: ids ≥ 0, biases in range, distinct
+      check_accepted(r.opts, limits, std::numeric_limits<int>::max());  // validate() covers logit_bias: ids ≥ 0, biases in range, distinct
     }
+    for (const std::string& name : mamba::server::unread_openai_fields(j, chat))
+      if (!j.contains(name)) std::abort();  // only the body's own keys are named
   }
   return 0;
 }
