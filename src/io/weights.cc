@@ -24,7 +24,7 @@ enum class Need { kRequired, kForbidden };  // forbidden: config says absent but
 /// first as a tensor of the wrong shape, which would not name it.
 std::string config_fields_note(const ModelConfig& c) {
   const bool hf = c.format == CheckpointFormat::kHF;
-  std::string s = fmt::format("{} {}, {} {}", hf ? "hidden_size" : "d_model", c.d_model, hf ? "expand" : "expand", c.expand);
+  std::string s = fmt::format("{} {}, expand {}", hf ? "hidden_size" : "d_model", c.d_model, c.expand);
   if (hf && c.d_inner != c.expand * c.d_model) s += fmt::format(", intermediate_size {}", c.d_inner);
   s += fmt::format(" (d_inner {}), {} {}, {} {}", c.d_inner, hf ? "state_size" : "d_state", c.d_state,
                    hf ? "conv_kernel" : "d_conv", c.d_conv);

@@ -80,7 +80,7 @@ CommandRegistrar reg("tokenize", 30, [](CLI::App& app) {
   auto opts = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of TEXT (or, with --decode, the text of IDS)");
   cmd->add_option("--model,-m", opts->model, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)")
-                ->check(non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
+      ->check(non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
   cmd->add_option("--tokenizer,-t", opts->tokenizer, "a tokenizer.json file, a directory holding one, or a cached HF repo id")->check(non_empty("a tokenizer.json path"));
   auto* d = cmd->add_flag("--decode,-d", opts->decode, "decode token ids (space or comma separated, optionally in [ ]) to text");
   // Each of the others applies to one direction only: given with the other it is an error, not ignored.
