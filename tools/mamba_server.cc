@@ -284,9 +284,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Machine-readable line for scripts that start the server on port 0.
-  // An IPv6 literal goes in brackets, so the line is a usable URL (http://[::1]:8080).
-  const bool v6 = o.host.find(':') != std::string::npos && o.host.front() != '[';
-  std::printf("mamba-server listening on http://%s%s%s:%d\n", v6 ? "[" : "", o.host.c_str(), v6 ? "]" : "", server.value()->port());
+  std::printf("mamba-server listening on %s\n", mamba::server::listen_url(o.host, server.value()->port()).c_str());
   std::fflush(stdout);
 
   int sig = 0;

@@ -625,10 +625,8 @@ Status Server::start() {
     std::lock_guard lk(im.mu);
     im.started = true;
   }
-  // An IPv6 literal in brackets, as stdout's line has it, so the URL is usable.
-  const bool v6 = ctx.opts.host.find(':') != std::string::npos && ctx.opts.host.front() != '[';
-  spdlog::info("listening on http://{}{}{}:{} (model '{}', {} HTTP threads{})", v6 ? "[" : "", ctx.opts.host, v6 ? "]" : "", port,
-               ctx.opts.model_id, threads, ctx.opts.api_key.empty() ? "" : "; API key required");
+  spdlog::info("listening on {} (model '{}', {} HTTP threads{})", server::listen_url(ctx.opts.host, port), ctx.opts.model_id, threads,
+               ctx.opts.api_key.empty() ? "" : "; API key required");
   // Each request in the server holds a worker while it is read, generated and answered (a stream
   // whose client stopped reading, up to the 30 s write timeout): with no more workers than
   // requests, /health and /metrics can find none free and wait.

@@ -57,4 +57,9 @@ std::string bind_failure_reason(const std::string& host, int port) {
   return listen_address_unavailable(host, port).value_or("reason unknown (a second attempt succeeded)");
 }
 
+std::string listen_url(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos && !host.starts_with('[');
+  return (v6 ? "http://[" + host + "]:" : "http://" + host + ":") + std::to_string(port);
+}
+
 }  // namespace mamba::server

@@ -22,4 +22,8 @@ std::optional<std::string> listen_address_unavailable(const std::string& host, i
 /// message after cpp-httplib's bind_to_port, which only answers false.
 std::string bind_failure_reason(const std::string& host, int port);
 
+/// "http://HOST:PORT", an IPv6 literal in brackets (http://[::1]:8080) so the URL is usable; a host
+/// already in brackets is kept as given. For the start lines of mamba-server and the log.
+std::string listen_url(const std::string& host, int port);
+
 }  // namespace mamba::server

@@ -28,5 +28,12 @@ TEST(ListenSocket, AcceptedConnectionsHaveNagleOff) {
   EXPECT_EQ(int_option(lo.client, IPPROTO_TCP, TCP_NODELAY), 0);  // the check can tell the difference
 }
 
+TEST(ListenSocket, ListenUrlBracketsAnIpv6Literal) {
+  EXPECT_EQ(listen_url("127.0.0.1", 8080), "http://127.0.0.1:8080");
+  EXPECT_EQ(listen_url("localhost", 80), "http://localhost:80");
+  EXPECT_EQ(listen_url("::1", 8080), "http://[::1]:8080");
+  EXPECT_EQ(listen_url("[::]", 9), "http://[::]:9");  // already in brackets: kept
+}
+
 }  // namespace
 }  // namespace mamba::server
