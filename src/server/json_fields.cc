@@ -144,28 +144,35 @@ std::optional<ApiError> get_bool(const json& obj, const char* key, bool& out) {
   return std::nullopt;
 }
 
+std::optional<std::int64_t> as_integer(const json& v) {
+  if (v.is_number_unsigned()) {
+    const std::uint64_t u = v.get<std::uint64_t>();
+    return u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? std::optional<std::int64_t>(u) : std::nullopt;
+  }
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  if (v.is_number_float()) {
+    // [−2^63, 2^63) converts exactly.
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && d >= -0x1p63 && d < 0x1p63) return static_cast<std::int64_t>(d);
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> get_int(const json& obj, const char* key, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
   const json* v = field(obj, key);
   if (!v) return std::nullopt;
-  std::int64_t x = 0;
-  if (v->is_number_unsigned()) {
-    std::uint64_t u = v->get<std::uint64_t>();
-    if (u > static_cast<std::uint64_t>(hi)) return ApiError::validation(fmt::format("`{}` must be <= {}, got {}", key, hi, u));
-    x = static_cast<std::int64_t>(u);
-  } else if (v->is_number_integer()) {
-    x = v->get<std::int64_t>();
-  } else if (v->is_number_float()) {
-    double d = v->get<double>();
-    if (!std::isfinite(d) || d != std::floor(d)) {
-      return ApiError::validation(fmt::format("`{}` must be an integer, got {}", key, v->dump()));
-    }
-    // [−2^63, 2^63) converts exactly; beyond, the range check's message (as for an integer).
-    if (d < -0x1p63 || d >= 0x1p63)
+  // JSON's non-negative integers arrive unsigned: one above hi is named against hi alone.
+  if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+    return ApiError::validation(fmt::format("`{}` must be <= {}, got {}", key, hi, v->get<std::uint64_t>()));
+  const std::optional<std::int64_t> n = as_integer(*v);
+  if (!n) {
+    if (!v->is_number()) return ApiError::validation(fmt::format("`{}` must be an integer, got {}", key, v->type_name()));
+    const double d = v->get<double>();
+    if (std::isfinite(d) && d == std::floor(d))  // integral but past int64: the range check's message
       return ApiError::validation(fmt::format("`{}` must be between {} and {}, got {}", key, lo, hi, v->dump()));
-    x = static_cast<std::int64_t>(d);
-  } else {
-    return ApiError::validation(fmt::format("`{}` must be an integer, got {}", key, v->type_name()));
+    return ApiError::validation(fmt::format("`{}` must be an integer, got {}", key, v->dump()));
   }
+  const std::int64_t x = *n;
   if (x < lo || x > hi) {
     return ApiError::validation(fmt::format("`{}` must be between {} and {}, got {}", key, lo, hi, x));
   }

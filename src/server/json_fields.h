@@ -25,6 +25,10 @@ std::optional<ApiError> parse_body_object(const std::string& body, nlohmann::jso
 std::optional<ApiError> get_bool(const nlohmann::json& obj, const char* key, bool& out);
 std::optional<ApiError> get_int(const nlohmann::json& obj, const char* key, std::int64_t lo, std::int64_t hi,
                                 std::int64_t& out);
+/// `v` as an int64 when it is one: a JSON integer, or an integral float (41.0, 1e3) in
+/// [−2^63, 2^63), as get_int takes them; nullopt for anything else. get_int's and the token-id
+/// prompts' reading of a number.
+std::optional<std::int64_t> as_integer(const nlohmann::json& v);
 std::optional<ApiError> get_u64(const nlohmann::json& obj, const char* key, std::uint64_t& out, bool& present);
 std::optional<ApiError> get_float(const nlohmann::json& obj, const char* key, float& out);
 std::optional<ApiError> get_string(const nlohmann::json& obj, const char* key, std::string& out, bool& present);

@@ -184,11 +184,9 @@ std::optional<ApiError> parse_completion_request(const json& b, const RequestLim
   // One token id: an integer, or an integral JSON float (41.0, as the other integer fields take
   // them), from 0 to INT32_MAX.
   auto token_id = [](const json& e, std::int32_t& id) {
-    double v = -1;
-    if (e.is_number_integer()) v = e.is_number_unsigned() ? static_cast<double>(e.get<std::uint64_t>()) : static_cast<double>(e.get<std::int64_t>());
-    else if (e.is_number_float()) v = e.get<double>();
-    if (!(v >= 0 && v <= INT32_MAX && std::floor(v) == v)) return false;
-    id = static_cast<std::int32_t>(v);
+    const std::optional<std::int64_t> v = as_integer(e);
+    if (!v || *v < 0 || *v > INT32_MAX) return false;
+    id = static_cast<std::int32_t>(*v);
     return true;
   };
   if (p.is_string()) {
