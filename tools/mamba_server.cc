@@ -30,6 +30,10 @@
 namespace {
 /// The line after a flag's error, as mamba-cli's (SERVER.md: "a bad flag adds the hint line").
 constexpr const char* kHelpHint = "Run with --help for more information.\n";
+/// A byte below 0x20 or DEL: what an HTTP header value cannot carry and a log line must not hold.
+bool has_control_char(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,7 +121,7 @@ int main(int argc, char** argv) {
   // it, a Kubernetes secret or an env file may not).
   if (const std::string& k = o.api_key; !k.empty()) {
     const auto ws = [](char c) { return c == ' ' || c == '\t'; };
-    const bool control = std::any_of(k.begin(), k.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+    const bool control = has_control_char(k);
     if (control || ws(k.front()) || ws(k.back())) {
       std::fprintf(stderr,
                    "error: --api-key %s: no client could send it (HTTP trims a header value's spaces and carries no control "
@@ -144,7 +148,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --model-id is empty\n%s", hint.c_str());
     return 2;
   }
-  if (std::any_of(o.model_id.begin(), o.model_id.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+  if (has_control_char(o.model_id)) {
     std::fprintf(stderr, "error: --model-id has a control character (a newline, tab or other byte below 0x20): it names the model in answers and logs\n%s",
                  hint.c_str());
     return 2;
@@ -174,9 +178,9 @@ int main(int argc, char** argv) {
 
   // What names the model in /info and /v1/models: -m as given, else $MAMBA_MODEL as set (a repo id
   // stays a repo id, not its snapshot directory), else the embedded model's directory.
-  std::string id_ref = model_ref;
-  if (const char* env = std::getenv("MAMBA_MODEL"); id_ref.empty() && env != nullptr) id_ref = env;
-  const bool model_from_env = model_ref.empty() && std::getenv("MAMBA_MODEL") != nullptr && *std::getenv("MAMBA_MODEL") != '\0';
+  const char* model_env = std::getenv("MAMBA_MODEL");
+  std::string id_ref = model_ref.empty() && model_env != nullptr ? std::string(model_env) : model_ref;
+  const bool model_from_env = model_ref.empty() && model_env != nullptr && *model_env != '\0';
   if (model_ref.empty()) {  // as mamba-cli: $MAMBA_MODEL (an error naming it when it does not resolve), else the embedded model
     auto def = mamba::resolve_default_model();
     if (!def.ok()) {
