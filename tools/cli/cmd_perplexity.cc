@@ -80,8 +80,7 @@ void run(const PplArgs& a, CLI::App& cmd) {
     fail(have_ids ? fmt::format("{}: perplexity needs at least 2 token ids, got {}", input_name, ids.size())
                   : fmt::format("{}: perplexity needs a text of at least 2 tokens, got {} ({} bytes)", input_name, ids.size(), text.size()));
   const std::int64_t vocab = vocab_limit(tok, model);
-  // Which side sets the limit: the model's vocabulary, or a smaller tokenizer's.
-  const std::string vocab_note = vocab < model.config().vocab_size ? " (the tokenizer's; the model's is larger)" : " (the model's)";
+  const std::string vocab_note = vocab_limit_source(tok, model);
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] >= vocab) {
       if (have_ids)  // named as parse_ids names items: the file, 1-based

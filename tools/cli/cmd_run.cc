@@ -149,7 +149,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
     for (std::size_t i = 0; i < prompt.size(); ++i)
       if (prompt[i] >= vocab)
         fail_flag(fmt::format("--prompt-ids: token id {} (item {}) is outside the vocabulary [0, {}){}", prompt[i], i + 1, vocab,
-                              vocab < model.config().vocab_size ? " (the tokenizer's; the model's is larger)" : " (the model's)"));
+                              vocab_limit_source(tok, model)));
   }
   const std::string precision_note = a.precision != "exact" ? ", precision " + a.precision : std::string();
   std::fprintf(stderr, "model: %s (%s, %lld layers%s%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),

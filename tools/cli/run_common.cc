@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "common/thread_warning.h"
 #include "mamba/checkpoint.h"
+#include "mamba/generate.h"
 #include "ops/cpu/cpu_target.h"
 #include "tokenizer/unicode.h"
 
@@ -234,6 +235,10 @@ Result<std::string> read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", path, errno ? std::strerror(errno) : "unknown error"));
   return read_capped(in, path);
+}
+
+std::string vocab_limit_source(const Tokenizer* tok, const Model& model) {
+  return vocab_limit(tok, model) < model.config().vocab_size ? " (the tokenizer's; the model's is larger)" : " (the model's)";
 }
 
 void drop_final_newline(std::string& text) {

@@ -38,6 +38,11 @@ std::vector<std::string> extra_words(const CLI::App& cmd);
 /// tokenize shows the ids run runs.
 void drop_final_newline(std::string& text);
 
+/// Which side sets vocab_limit(tok, model) (mamba/generate.h), for an out-of-vocabulary id's
+/// message: " (the model's)", or " (the tokenizer's; the model's is larger)" when a smaller
+/// tokenizer does.
+std::string vocab_limit_source(const Tokenizer* tok, const Model& model);
+
 /// fail_flag() naming the arguments CLI11 left over (extra_words), followed by `hint`, e.g. `run -m M
 /// "hello"` or `run -m M -- hello`: "unexpected argument 'hello' of run: use -p \"...\" for the prompt
 /// ...". Returns when there are none (a "--" that ended the options is not one).
