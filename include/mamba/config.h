@@ -39,8 +39,9 @@ struct ModelConfig {
   std::int64_t pad_vocab_size_multiple = 1;  ///< state-spaces only (HF: 1, vocab already padded)
   std::int64_t d_state = 16;    ///< N
   std::int64_t d_conv = 4;      ///< K (conv kernel width)
-  std::int64_t expand = 2;
-  std::int64_t d_inner = 0;     ///< E = expand * d_model unless given (HF intermediate_size)
+  double expand = 2;            ///< d_inner / d_model as config.json gives it; may be fractional (1.5)
+  std::int64_t d_inner = 0;     ///< E = ⌊expand · d_model⌋ unless given (HF intermediate_size), as HF's
+                                ///< int(expand * hidden_size) and mamba_ssm's Mamba int(expand * d_model)
   std::int64_t dt_rank = 0;     ///< R; "auto" = ceil(d_model / 16)  (Mamba-1 only)
   bool conv_bias = true;        ///< conv1d has a bias
   bool proj_bias = false;       ///< in_proj / out_proj have biases (HF use_bias)
@@ -66,6 +67,11 @@ struct ModelConfig {
   // checkpoint holds plain F32/BF16/F16 weights. Layout: README §"Quantized weights".
   std::string quant_type;            ///< "", "q8" or "q4"
   std::int64_t quant_group_size = 0; ///< weights per scale along K (32) when quant_type is set
+
+  /// ⌊expand · d_model⌋, Python's int(expand * d_model) as HF's mixers and mamba_ssm's Mamba compute
+  /// it: d_inner unless config.json gives intermediate_size (HF Mamba-1) or ssm_cfg.d_ssm (state-spaces
+  /// Mamba-2, whose gated-MLP prefix takes the rest).
+  std::int64_t expand_width() const { return static_cast<std::int64_t>(expand * static_cast<double>(d_model)); }
 
   // token ids from config.json (generation_config.json may override eos at generation time)
   std::optional<std::int64_t> bos_token_id, pad_token_id;

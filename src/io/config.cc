@@ -2,7 +2,7 @@
 //
 // Defaults of absent keys are those of each format's reference code:
 //   HF transformers MambaConfig / FalconMambaConfig: state_size 16, expand 2, conv_kernel 4,
-//     intermediate_size = expand·hidden_size, time_step_rank "auto" = ceil(hidden_size/16),
+//     intermediate_size = int(expand·hidden_size), time_step_rank "auto" = ceil(hidden_size/16),
 //     use_conv_bias true, use_bias false, layer_norm_epsilon 1e-5, tie_word_embeddings true,
 //     residual_in_fp32 true; FalconMamba mixer_rms_eps 1e-6.
 //   HF Mamba2Config: num_heads 128, head_dim 64, state_size 128, expand 2, conv_kernel 4, n_groups 8,
@@ -107,6 +107,14 @@ struct Reader {
     if (it == obj.end() || it->is_null()) return def;
     return io::json_to_double(*it, where(key));
   }
+  // `expand`: a positive number, fractional allowed (HF and mamba_ssm's Mamba take int(expand · d_model)).
+  Result<double> expand_or(const char* key, double def) const {
+    MAMBA_ASSIGN_OR_RETURN(double e, double_or(key, def));
+    if (!(e > 0) || e > static_cast<double>(kMaxDim)) {
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{} = {}: expected a positive number ≤ {}", where(key), e, kMaxDim));
+    }
+    return e;
+  }
   // "auto" or integer; "auto" (or absent) → ceil(d_model / 16).
   Result<std::int64_t> rank_or_auto(const char* key, std::int64_t d_model) const {
     auto it = obj.find(key);
@@ -178,7 +186,7 @@ Status parse_hf(const json& j, const std::string& source, const std::string& mod
   c.pad_vocab_size_multiple = 1;
   MAMBA_ASSIGN_OR_RETURN(c.d_state, r.int_or("state_size", m2 ? 128 : 16));
   MAMBA_ASSIGN_OR_RETURN(c.d_conv, r.int_or("conv_kernel", 4));
-  MAMBA_ASSIGN_OR_RETURN(c.expand, r.int_or("expand", 2));
+  MAMBA_ASSIGN_OR_RETURN(c.expand, r.expand_or("expand", 2));
   MAMBA_ASSIGN_OR_RETURN(c.conv_bias, r.bool_or("use_conv_bias", true));
   MAMBA_ASSIGN_OR_RETURN(c.proj_bias, r.bool_or("use_bias", false));
   MAMBA_ASSIGN_OR_RETURN(c.tie_embeddings, r.bool_or("tie_word_embeddings", !m2));
@@ -187,7 +195,7 @@ Status parse_hf(const json& j, const std::string& source, const std::string& mod
   MAMBA_RETURN_IF_ERROR(r.silu_or_absent("hidden_act"));
   if (m2) {
     MAMBA_ASSIGN_OR_RETURN(c.rms_norm, r.bool_or("rms_norm", true));
-    c.d_inner = c.expand * c.d_model;  // Mamba2Mixer: intermediate_size = expand · hidden_size
+    c.d_inner = c.expand_width();  // Mamba2Mixer: intermediate_size = int(expand · hidden_size)
     MAMBA_ASSIGN_OR_RETURN(c.head_dim, r.int_or("head_dim", 64));
     MAMBA_ASSIGN_OR_RETURN(c.n_heads, r.int_or("num_heads", 128));
     MAMBA_ASSIGN_OR_RETURN(c.n_groups, r.int_or("n_groups", 8));
@@ -195,7 +203,7 @@ Status parse_hf(const json& j, const std::string& source, const std::string& mod
     MAMBA_RETURN_IF_ERROR(r.limit_pair("time_step_limit", &c.time_step_min_limit, &c.time_step_max_limit));
     c.dt_rank = 0;
   } else {
-    MAMBA_ASSIGN_OR_RETURN(c.d_inner, r.int_or("intermediate_size", c.expand * c.d_model));
+    MAMBA_ASSIGN_OR_RETURN(c.d_inner, r.int_or("intermediate_size", c.expand_width()));
     MAMBA_ASSIGN_OR_RETURN(c.dt_rank, r.rank_or_auto("time_step_rank", c.d_model));
     if (c.arch == Arch::kFalconMamba) {
       MAMBA_ASSIGN_OR_RETURN(c.mixer_rms_eps, r.double_or("mixer_rms_eps", 1e-6));
@@ -246,11 +254,11 @@ Status parse_state_spaces(const json& j, const std::string& source, ModelConfig&
   const bool m2 = c.arch == Arch::kMamba2;
   MAMBA_ASSIGN_OR_RETURN(c.d_state, s.int_or("d_state", m2 ? 128 : 16));
   MAMBA_ASSIGN_OR_RETURN(c.d_conv, s.int_or("d_conv", 4));
-  MAMBA_ASSIGN_OR_RETURN(c.expand, s.int_or("expand", 2));
+  MAMBA_ASSIGN_OR_RETURN(c.expand, s.expand_or("expand", 2));
   MAMBA_ASSIGN_OR_RETURN(c.conv_bias, s.bool_or("conv_bias", true));
   MAMBA_ASSIGN_OR_RETURN(c.proj_bias, s.bool_or("bias", false));
   MAMBA_RETURN_IF_ERROR(s.silu_or_absent("activation"));
-  const std::int64_t d_total = c.expand * c.d_model;
+  const std::int64_t d_total = c.expand_width();
   if (m2) {
     MAMBA_ASSIGN_OR_RETURN(bool d_has_hdim, s.bool_or("D_has_hdim", false));
     if (d_has_hdim) {

@@ -239,6 +239,37 @@ TEST(Config, LayerNormParsesAndIsRecorded) {
 namespace mamba {
 namespace {
 
+// HF's mixers and mamba_ssm's Mamba take int(expand · d_model): a fractional expand is a real
+// config (e.g. a Mamba-2 with expand 1.5, hidden_size 512, 12 heads of 64).
+TEST(Config, FractionalExpandTruncatesAsPython) {
+  ModelConfig m2 = parse_ok(R"({"model_type": "mamba2", "hidden_size": 512, "num_hidden_layers": 2, "vocab_size": 10,
+                                "expand": 1.5, "num_heads": 12, "head_dim": 64, "n_groups": 1})");
+  EXPECT_DOUBLE_EQ(m2.expand, 1.5);
+  EXPECT_EQ(m2.d_inner, 768);
+  // int(0.29 * 100) = 28 in Python (0.29 · 100 = 28.999999999999996): the same truncation here.
+  ModelConfig m1 = parse_ok(R"({"model_type": "mamba", "hidden_size": 100, "num_hidden_layers": 1, "vocab_size": 10, "expand": 0.29})");
+  EXPECT_EQ(m1.d_inner, 28);
+  ModelConfig ss = parse_ok(R"({"d_model": 64, "n_layer": 1, "vocab_size": 10, "ssm_cfg": {"expand": 1.5}})");
+  EXPECT_EQ(ss.d_inner, 96);
+  ModelConfig ss2 = parse_ok(R"({"d_model": 64, "n_layer": 1, "vocab_size": 10,
+                                 "ssm_cfg": {"layer": "Mamba2", "expand": 1.5, "headdim": 16, "d_ssm": 64}})");
+  EXPECT_EQ(ss2.d_inner, 64);
+  EXPECT_EQ(ss2.d_mlp, 32);  // 96 − 64
+  // Whole-number expand written as a float, as json.dump writes 2.0.
+  EXPECT_EQ(parse_ok(R"({"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 1, "vocab_size": 10, "expand": 2.0})").d_inner, 16);
+  // Not a positive number: named with the value.
+  for (const char* bad : {"0", "-1.5", "\"two\"", "true", "\"nan\""}) {
+    Error e = parse_err(std::string(R"({"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 1, "vocab_size": 10, "expand": )") + bad + "}");
+    EXPECT_NE(e.message.find("\"expand\""), std::string::npos) << bad << ": " << e.message;
+  }
+  Error e = parse_err(R"({"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 1, "vocab_size": 10, "expand": 0})");
+  EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(e.message.find("expected a positive number"), std::string::npos) << e.message;
+  // A positive expand whose width truncates to 0 is a zero d_inner.
+  e = parse_err(R"({"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 1, "vocab_size": 10, "expand": 0.1})");
+  EXPECT_NE(e.message.find("d_inner"), std::string::npos) << e.message;
+}
+
 TEST(Config, HugeSizesAreRejectedNotOverflowed) {
   auto r = ModelConfig::from_json_text(R"({"model_type": "mamba2", "hidden_size": 8388608, "num_hidden_layers": 4096,
       "vocab_size": 16777216, "num_heads": 8388608, "head_dim": 2, "n_groups": 8388608, "state_size": 16777216, "conv_kernel": 16777216})",
