@@ -25,7 +25,7 @@ enum class Need { kRequired, kForbidden };  // forbidden: config says absent but
 std::string config_fields_note(const ModelConfig& c) {
   const bool hf = c.format == CheckpointFormat::kHF;
   std::string s = fmt::format("{} {}, expand {}", hf ? "hidden_size" : "d_model", c.d_model, c.expand);
-  if (hf && c.d_inner != c.expand * c.d_model) s += fmt::format(", intermediate_size {}", c.d_inner);
+  if (hf && c.d_inner != c.expand_width()) s += fmt::format(", intermediate_size {}", c.d_inner);
   s += fmt::format(" (d_inner {}), {} {}, {} {}", c.d_inner, hf ? "state_size" : "d_state", c.d_state,
                    hf ? "conv_kernel" : "d_conv", c.d_conv);
   if (c.arch == Arch::kMamba2)
@@ -162,7 +162,16 @@ Status derive_d_mlp(const Checkpoint& ckpt, ModelConfig& c) {
                       fmt::format("{}: tensor '{}': expected shape [2·d_mlp + {} (= 2·d_inner {} + 2·n_groups·d_state {} + n_heads {}), {}], got {}",
                                   e->file, name, base, 2 * c.d_inner, 2 * c.n_groups * c.d_state, c.n_heads, c.d_model, e->view.shape.str()));
   }
-  c.d_mlp = (rows - base) / 2;
+  const std::int64_t d_mlp = (rows - base) / 2;
+  // A state-spaces config fixes it (expand·d_model − ssm_cfg.d_ssm), as mamba_ssm's Mamba2 builds
+  // in_proj and out_proj from it; HF's config has no such field.
+  if (c.format == CheckpointFormat::kStateSpaces && d_mlp != c.d_mlp) {
+    return make_error(ErrorCode::kShape,
+                      fmt::format("{}: tensor '{}': shape {} implies d_mlp {}, but the config gives d_mlp = expand·d_model − "
+                                  "ssm_cfg.d_ssm = {} − {} = {} (expand {}, d_model {})",
+                                  e->file, name, e->view.shape.str(), d_mlp, c.expand_width(), c.d_inner, c.d_mlp, c.expand, c.d_model));
+  }
+  c.d_mlp = d_mlp;
   return {};
 }
 

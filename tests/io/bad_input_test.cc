@@ -592,6 +592,19 @@ TEST(Mamba2Mlp, DMlpComesFromInProjRows) {
   EXPECT_EQ(w->layers[0].out_proj.shape, (Shape{8, 16}));
 }
 
+// A state-spaces config fixes d_mlp (expand·d_model − d_ssm), as mamba_ssm builds the layer from
+// it: tensors of another d_mlp are a checkpoint mamba_ssm would not load, named as such.
+TEST(Mamba2Mlp, StateSpacesConfigAndTensorsMustAgreeOnDMlp) {
+  test::TempDir d;
+  std::vector<StTensor> t = tiny_mamba2_with_mlp(2 * 8 + 2 * 2 + 2);  // no MLP prefix: d_mlp 0
+  for (StTensor& x : t)
+    if (x.name.find("out_proj") != std::string::npos) x = f32(x.name, {8, 8});
+  Error e = load_error(d, kMamba2MlpConfig, test::make_safetensors(t));
+  EXPECT_EQ(e.code, ErrorCode::kShape);
+  expect_mentions(e, {"backbone.layers.0.mixer.in_proj.weight", "implies d_mlp 0",
+                      "expand·d_model − ssm_cfg.d_ssm = 16 − 8 = 8 (expand 2, d_model 8)"});
+}
+
 TEST(Mamba2Mlp, InProjRowsThatFitNoDMlpAreNamed) {
   test::TempDir d;
   Error e = load_error(d, kMamba2MlpConfig, test::make_safetensors(tiny_mamba2_with_mlp(37)));
