@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <limits>
 
+#include "core/bounded_json.h"
+
 namespace mamba::io {
 namespace {
 
@@ -77,17 +79,9 @@ Result<double> special_float_from_string(const std::string& s, const std::string
 }  // namespace
 
 Result<nlohmann::json> parse_json_lenient(const std::string& text, const std::string& source) {
-  nlohmann::json j = nlohmann::json::parse(quote_python_floats(text), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    // Re-parse with exceptions only to obtain the position for the message.
-    try {
-      nlohmann::json unused = nlohmann::json::parse(quote_python_floats(text));
-      (void)unused;
-    } catch (const nlohmann::json::exception& e) {
-      return make_error(ErrorCode::kFormat, fmt::format("{}: invalid JSON: {}", source, e.what()));
-    }
-    return make_error(ErrorCode::kFormat, fmt::format("{}: invalid JSON", source));
-  }
+  nlohmann::json j;
+  if (auto fault = parse_json_bounded(quote_python_floats(text), j))
+    return make_error(ErrorCode::kFormat, fmt::format("{}: invalid JSON: {}", source, fault->message));
   return j;
 }
 

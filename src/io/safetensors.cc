@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 #include <limits>
 #include <optional>
-#include <set>
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_json.h"
 #include "io/checked_math.h"
 
 namespace mamba::io {
@@ -27,38 +27,6 @@ bool safetensors_dtype(const std::string& s, DType* out) {
   return false;
 }
 
-namespace {
-/// nlohmann's DOM builder (as json::parse uses) that also notes the first top-level key given twice.
-class RepeatedNameNoter {
- public:
-  using json = nlohmann::json;
-  explicit RepeatedNameNoter(json& out) : dom_(out, /*allow_exceptions=*/false) {}
-  bool null() { return dom_.null(); }
-  bool boolean(bool v) { return dom_.boolean(v); }
-  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
-  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
-  bool string(json::string_t& v) { return dom_.string(v); }
-  bool binary(json::binary_t& v) { return dom_.binary(v); }
-  bool start_object(std::size_t n) { return ++depth_, dom_.start_object(n); }
-  bool key(json::string_t& k) {
-    if (depth_ == 1 && !repeated && !names_.insert(k).second) repeated = k;
-    return dom_.key(k);
-  }
-  bool end_object() { return --depth_, dom_.end_object(); }
-  bool start_array(std::size_t n) { return ++depth_, dom_.start_array(n); }
-  bool end_array() { return --depth_, dom_.end_array(); }
-  bool parse_error(std::size_t pos, const std::string& token, const nlohmann::detail::exception& e) {
-    return dom_.parse_error(pos, token, e);
-  }
-  std::optional<std::string> repeated;
-
- private:
-  nlohmann::detail::json_sax_dom_parser<json> dom_;
-  int depth_ = 0;
-  std::set<std::string> names_;
-};
-}  // namespace
 
 Result<std::vector<SafetensorsRecord>> parse_safetensors(const std::uint8_t* bytes, std::size_t size,
                                                          const std::string& source,
@@ -77,14 +45,11 @@ Result<std::vector<SafetensorsRecord>> parse_safetensors(const std::uint8_t* byt
   const std::uint64_t data_size = size - data_start;
   const char* hdr = reinterpret_cast<const char*>(bytes + 8);
   // A name given twice is ambiguous (nlohmann keeps the last silently): the first repeat is an error.
-  // Noted by a SAX handler around nlohmann's DOM builder, not a parser callback: with a callback,
-  // nlohmann 3.11 walks the parent object's members at every member object's end, so a header of
-  // n tensors cost O(n²) (60 000 entries: 24 s; a 20 MB header of 300 000: ~20 minutes).
+  // (parse_json_bounded notes it without a parser callback, which made a header of n tensors cost
+  // O(n²): 60 000 entries 24 s, a 20 MB header of 300 000 ~20 minutes.)
   nlohmann::json j;
-  RepeatedNameNoter sax(j);
-  const bool parsed = nlohmann::json::sax_parse(hdr, hdr + n, &sax, nlohmann::json::input_format_t::json, /*strict=*/true);
-  const std::optional<std::string>& repeated = sax.repeated;
-  if (!parsed || !j.is_object()) {
+  std::optional<std::string> repeated;
+  if (parse_json_bounded(std::string_view(hdr, static_cast<std::size_t>(n)), j, kMaxJsonDepth, &repeated) || !j.is_object()) {
     return make_error(ErrorCode::kFormat, fmt::format("{}: safetensors header ({} bytes) is not a JSON object", source, n));
   }
   if (repeated) return make_error(ErrorCode::kFormat, fmt::format("{}: safetensors header names tensor '{}' twice", source, *repeated));

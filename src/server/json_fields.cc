@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/bounded_json.h"
+
 namespace mamba::server {
 
 using nlohmann::json;
@@ -111,17 +113,7 @@ std::string dump_with_members(const nlohmann::ordered_json& obj,
 
 std::optional<ApiError> parse_body_object(const std::string& body, json& out) {
   if (body.empty()) return ApiError::malformed("request body is empty: expected a JSON object");
-  try {
-    out = json::parse(body);
-  } catch (const json::exception& e) {
-    // nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 7: ..." without
-    // the library's tag.
-    std::string_view what = e.what();
-    if (what.starts_with("[json.exception.")) {
-      if (const std::size_t end = what.find("] "); end != std::string_view::npos) what.remove_prefix(end + 2);
-    }
-    return ApiError::malformed(fmt::format("malformed JSON body: {}", what));
-  }
+  if (auto fault = parse_json_bounded(body, out)) return ApiError::malformed(fmt::format("malformed JSON body: {}", fault->message));
   if (!out.is_object()) {
     return ApiError::malformed(fmt::format("request body must be a JSON object, got {}", out.type_name()));
   }

@@ -17,7 +17,8 @@
 
 namespace mamba::server {
 
-/// Parses a request body as a JSON object. Errors: 400 (malformed JSON, invalid UTF-8, not an object).
+/// Parses a request body as a JSON object. Errors: 400 (malformed JSON, invalid UTF-8, arrays and
+/// objects nested past kMaxJsonDepth levels (core/bounded_json.h), not an object).
 std::optional<ApiError> parse_body_object(const std::string& body, nlohmann::json& out);
 
 /// Reads `obj[key]` when present and not null. Errors: 422 naming `key` when the type is wrong

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/bounded_json.h"
 #include "tokenizer/impl.h"
 #include "tokenizer/unicode.h"
 
@@ -398,11 +399,10 @@ Result<Tokenizer> Tokenizer::from_json_text(const std::string& json_text, const 
   Loader L{source};
   json root;
   try {
-    root = json::parse(json_text);
+    if (auto fault = parse_json_bounded(json_text, root))
+      return make_error(ErrorCode::kFormat, fmt::format("{}: invalid JSON: {}", source, fault->message));
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kIo, fmt::format("{}: out of memory while parsing ({} bytes of JSON)", source, json_text.size()));
-  } catch (const std::exception& e) {
-    return make_error(ErrorCode::kFormat, fmt::format("{}: invalid JSON: {}", source, e.what()));
   }
   try {
     if (!root.is_object()) return L.format("(root)", fmt::format("expected an object, got {}", root.type_name()));

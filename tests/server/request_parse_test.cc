@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mamba/server.h"
+#include "core/bounded_json.h"
 #include "server/json_fields.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
@@ -404,6 +405,36 @@ TEST(Metrics, PrometheusTextHasMeanBatchAndSlots) {
   EXPECT_NE(t.find("mamba_slots_in_use 3\n"), std::string::npos);
   EXPECT_NE(t.find("mamba_slots_total 8\n"), std::string::npos);
   EXPECT_NE(t.find("mamba_requests_total{outcome=\"ok\"} 0\n"), std::string::npos);
+}
+
+// Nesting is bounded at parse time: a prompt of 100 000 nested arrays (200 KB) crashed the server
+// (the token-id message dumped the item, recursing once per level). Level 1 is the body object.
+TEST(RequestBody, NestingDeeperThanTheLimitIs400) {
+  auto nested = [](int levels_below_top) {
+    return R"({"prompt":)" + std::string(static_cast<std::size_t>(levels_below_top), '[') + "1" +
+           std::string(static_cast<std::size_t>(levels_below_top), ']') + "}";
+  };
+  json j;
+  EXPECT_FALSE(parse_body_object(nested(kMaxJsonDepth - 1), j));  // kMaxJsonDepth levels in all
+  for (int below : {kMaxJsonDepth, 100000, 1000000}) {
+    auto e = parse_body_object(nested(below), j);
+    ASSERT_TRUE(e) << below;
+    EXPECT_EQ(e->status, 400);
+    EXPECT_EQ(e->message, fmt::format("malformed JSON body: arrays and objects nested more than {} levels deep", kMaxJsonDepth));
+  }
+  OpenAiRequest r;
+  auto e = completion(nested(100000), r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 400);
+  // Objects count as arrays do.
+  std::string objs = "{";
+  for (int i = 0; i < kMaxJsonDepth; ++i) objs += R"("a":{)";
+  objs += std::string(static_cast<std::size_t>(kMaxJsonDepth) + 1, '}');
+  EXPECT_TRUE(parse_body_object(objs, j));
+  // A depth within the limit still gets the field's own message.
+  e = completion(R"({"prompt":[[1,[2]]]})", r);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("`prompt[0][1]` must be a token id"), std::string::npos) << e->message;
 }
 
 TEST(OpenAiRequest, TokenIdsMayBeIntegralFloats) {

@@ -1,6 +1,6 @@
 // End-to-end resource bounds: what a request body costs the server beyond its own bytes. A parsed
 // JSON body is up to ~35× its text (an 8 MiB body of nested arrays in a field the server ignores is
-// ~270 MB of DOM): it must not be kept while its generation runs, and however many clients send
+// ~260 MB of DOM): it must not be kept while its generation runs, and however many clients send
 // such bodies at once, only a few are parsed and tokenized at a time (the rest wait), with the memory
 // given back after each. Memory is read from /proc/PID/status (Linux; elsewhere the script skips).
 import assert from 'node:assert/strict';
@@ -20,10 +20,12 @@ function rssMiB(pid, field = 'VmRSS') {
   return Number(m[1]) / 1024;
 }
 
-/// An ~8 MB completion request (under the 8 MiB limit) whose bulk is `depth` nested arrays in an
-/// unknown field, which the server ignores (as vLLM does) after parsing it.
-function nestedBody(depth, fields) {
-  return `{${JSON.stringify(fields).slice(1, -1)},"x":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+/// An ~8 MB completion request (under the 8 MiB limit) whose bulk is `levels` levels of arrays in an
+/// unknown field, which the server ignores (as vLLM does) after parsing it: runs of arrays nested
+/// 200 deep (the server refuses more than 256 levels), side by side, ~31 bytes of DOM per byte.
+function nestedBody(levels, fields) {
+  const run = '['.repeat(200) + ']'.repeat(200);
+  return `{${JSON.stringify(fields).slice(1, -1)},"x":[${Array(Math.floor(levels / 200)).fill(run).join(',')}]}`;
 }
 
 /// Starts a stream and resolves once its first event arrived (the request runs), with the abort.

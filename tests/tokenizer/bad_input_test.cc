@@ -24,7 +24,10 @@ void expect_error(const std::string& text, ErrorCode code, const std::string& ne
 json base() { return json::parse(mamba::test::tiny_byte_level_json()); }
 
 TEST(TokenizerBadInput, Errors) {
-  expect_error("{", ErrorCode::kFormat, "invalid JSON");
+  expect_error("{", ErrorCode::kFormat, "invalid JSON: parse error at line 1, column 2");
+  // Nesting past core/bounded_json.h's bound (a dump of such a value recursed once per level).
+  expect_error(R"({"model": )" + std::string(300000, '[') + std::string(300000, ']') + "}", ErrorCode::kFormat,
+               "invalid JSON: arrays and objects nested more than 256 levels deep");
   expect_error("[1, 2]", ErrorCode::kFormat, "expected an object");
   auto j = base();
   j.erase("model");
