@@ -426,7 +426,10 @@ Status Server::start() {
   httplib::Server& http = im.http;
   const auto threads = static_cast<int>(http_thread_count(ctx.opts));  // <= kMaxHttpThreads (create)
   http.set_keep_alive_max_count(100);
-  http.set_keep_alive_timeout(2);
+  // An idle keep-alive connection ends after 5 s, as uvicorn's (vLLM's) default: clients' pools
+  // (urllib3, httpx, undici) reuse idle connections for a few seconds; at 2 s a request sent on one
+  // idle for 2–5 s could meet a closed socket.
+  http.set_keep_alive_timeout(5);
   // A client silent for 10 s mid-request is dropped. cpp-httplib 0.11 also waits this long to
   // discard the body it refuses with 413 (a declared length over the 8 MiB body limit).
   http.set_read_timeout(10, 0);
