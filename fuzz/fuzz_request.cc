@@ -1,12 +1,13 @@
 // libFuzzer target: the server's request bodies (bytes → JSON object → TGI /generate, OpenAI
 // /v1/completions and /v1/chat/completions requests: prompt forms, sampling fields, stop strings,
-// logit_bias, messages). Any body gives a request or a 4xx error with a message, never a crash; an
+// logit_bias, messages; vLLM's /tokenize and /detokenize bodies). Any body gives a request or a 4xx error with a message, never a crash; an
 // accepted request's sampling parameters pass SamplingParams::validate and its numbers are in range.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -60,6 +61,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     for (const std::string& name : mamba::server::unread_openai_fields(j, chat))
       if (!j.contains(name)) std::abort();  // only the body's own keys are named
+  }
+  // vLLM's /tokenize and /detokenize bodies.
+  mamba::server::VllmTokenizeRequest tok;
+  if (auto e = mamba::server::parse_vllm_tokenize_request(j, tok)) check_error(*e);
+  std::vector<std::int32_t> ids;
+  if (auto e = mamba::server::parse_vllm_detokenize_request(j, ids)) {
+    check_error(*e);
+  } else {
+    for (const std::int32_t id : ids)
+      if (id < 0) std::abort();  // ids are 0 … INT32_MAX
   }
   return 0;
 }

@@ -596,6 +596,7 @@ Status Server::start() {
   });
   server::register_tgi_routes(http, ctx);
   server::register_openai_routes(http, ctx);
+  server::register_tokenize_routes(http, ctx);
 
   int port = ctx.opts.port;
   if (port == 0) {

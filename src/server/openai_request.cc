@@ -167,6 +167,71 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
   return std::nullopt;
 }
 
+/// One token id: an integer, or an integral JSON float (41.0, as the other integer fields take
+/// them), from 0 to INT32_MAX.
+bool token_id(const json& e, std::int32_t& id) {
+  const std::optional<std::int64_t> v = as_integer(e);
+  if (!v || *v < 0 || *v > INT32_MAX) return false;
+  id = static_cast<std::int32_t>(*v);
+  return true;
+}
+
+/// An item that is not a token id, as its error message shows it: a scalar's JSON (at most 64
+/// bytes), an array or object by its type.
+std::string shown_item(const json& e) { return e.is_structured() ? std::string(e.type_name()) : shown_text(dump_json(e), 64); }
+
+/// `messages`: [{role, content}], content a string or an array of text parts (joined).
+std::optional<ApiError> parse_chat_messages(const json& b, std::vector<ChatMessage>& msgs) {
+  auto mit = b.find("messages");
+  if (mit == b.end() || mit->is_null())
+    return ApiError::validation("`messages` is required (an array of {role, content})");
+  if (!mit->is_array()) {
+    return ApiError::validation(
+        fmt::format("`messages` must be an array of {{role, content}}, got {}", mit->type_name()));
+  }
+  if (mit->empty()) return ApiError::validation("`messages` cannot be empty");
+  for (std::size_t i = 0; i < mit->size(); ++i) {
+    const json& m = (*mit)[i];
+    if (!m.is_object()) return ApiError::validation(fmt::format("`messages[{}]` must be an object", i));
+    ChatMessage cm;
+    bool present = false;
+    RETURN_IF_API_ERROR(get_string(m, "role", cm.role, present));
+    if (!present) return ApiError::validation(fmt::format("`messages[{}].role` is required", i));
+    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant" && cm.role != "tool" && cm.role != "developer") {
+      return ApiError::validation(
+          fmt::format("`messages[{}].role` must be system, developer, user, assistant or tool, got '{}'", i, shown_text(cm.role, 64)));
+    }
+    auto cit = m.find("content");
+    if (cit == m.end() || cit->is_null()) {
+      // OpenAI allows a null content only on assistant messages that carry tool_calls (not supported)
+      return ApiError::validation(fmt::format("`messages[{}].content` is required (a string or an array of text parts), got {}", i,
+                                              cit == m.end() ? "nothing" : "null"));
+    } else if (cit->is_string()) {
+      cm.content = cit->get<std::string>();
+    } else if (cit->is_array()) {
+      // Text parts only, each by its type: an image, audio or file part is refused by name (a
+      // text-only model; read as its text, it was answered without it).
+      for (std::size_t j = 0; j < cit->size(); ++j) {
+        const json& part = (*cit)[j];
+        const auto type = part.is_object() ? part.find("type") : part.end();
+        if (part.is_object() && type != part.end() && type->is_string() && *type != "text")
+          return ApiError::validation(fmt::format("`messages[{}].content[{}].type` '{}' is not supported: this server's model reads "
+                                                  "text only (parts must be {{\"type\": \"text\", \"text\": ...}})",
+                                                  i, j, shown_text(type->get<std::string>(), 64)));
+        if (!part.is_object() || type == part.end() || !part.contains("text") || !part["text"].is_string()) {
+          return ApiError::validation(
+              fmt::format("`messages[{}].content[{}]` must be a text part {{\"type\": \"text\", \"text\": ...}}", i, j));
+        }
+        cm.content += part["text"].get<std::string>();
+      }
+    } else {
+      return ApiError::validation(fmt::format("`messages[{}].content` must be a string or an array of text parts", i));
+    }
+    msgs.push_back(std::move(cm));
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> finish(OpenAiRequest& out) {
   Status st = out.opts.sampling.validate();
   if (!st.ok()) return ApiError::validation(st.message());
@@ -181,14 +246,6 @@ std::optional<ApiError> parse_completion_request(const json& b, const RequestLim
   auto pit = b.find("prompt");
   if (pit == b.end() || pit->is_null()) return ApiError::validation("`prompt` is required");
   const json& p = *pit;
-  // One token id: an integer, or an integral JSON float (41.0, as the other integer fields take
-  // them), from 0 to INT32_MAX.
-  auto token_id = [](const json& e, std::int32_t& id) {
-    const std::optional<std::int64_t> v = as_integer(e);
-    if (!v || *v < 0 || *v > INT32_MAX) return false;
-    id = static_cast<std::int32_t>(*v);
-    return true;
-  };
   if (p.is_string()) {
     out.prompt = p.get<std::string>();
   } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
@@ -211,7 +268,7 @@ std::optional<ApiError> parse_completion_request(const json& b, const RequestLim
       std::int32_t id = 0;
       if (!token_id(ids[i], id))
         return ApiError::validation(fmt::format("`prompt{}[{}]` must be a token id (an integer from 0 to {}), got {}", nested ? "[0]" : "", i,
-                                                INT32_MAX, shown_text(dump_json(ids[i]), 64)));
+                                                INT32_MAX, shown_item(ids[i])));
       out.prompt_ids.push_back(id);
     }
   } else {
@@ -254,54 +311,8 @@ std::vector<std::string> unread_openai_fields(const json& b, bool chat) {
 
 std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& limits, OpenAiRequest& out) {
   out.chat = true;
-  auto mit = b.find("messages");
-  if (mit == b.end() || mit->is_null())
-    return ApiError::validation("`messages` is required (an array of {role, content})");
-  if (!mit->is_array()) {
-    return ApiError::validation(
-        fmt::format("`messages` must be an array of {{role, content}}, got {}", mit->type_name()));
-  }
-  if (mit->empty()) return ApiError::validation("`messages` cannot be empty");
   std::vector<ChatMessage> msgs;
-  for (std::size_t i = 0; i < mit->size(); ++i) {
-    const json& m = (*mit)[i];
-    if (!m.is_object()) return ApiError::validation(fmt::format("`messages[{}]` must be an object", i));
-    ChatMessage cm;
-    bool present = false;
-    RETURN_IF_API_ERROR(get_string(m, "role", cm.role, present));
-    if (!present) return ApiError::validation(fmt::format("`messages[{}].role` is required", i));
-    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant" && cm.role != "tool" && cm.role != "developer") {
-      return ApiError::validation(
-          fmt::format("`messages[{}].role` must be system, developer, user, assistant or tool, got '{}'", i, shown_text(cm.role, 64)));
-    }
-    auto cit = m.find("content");
-    if (cit == m.end() || cit->is_null()) {
-      // OpenAI allows a null content only on assistant messages that carry tool_calls (not supported)
-      return ApiError::validation(fmt::format("`messages[{}].content` is required (a string or an array of text parts), got {}", i,
-                                              cit == m.end() ? "nothing" : "null"));
-    } else if (cit->is_string()) {
-      cm.content = cit->get<std::string>();
-    } else if (cit->is_array()) {
-      // Text parts only, each by its type: an image, audio or file part is refused by name (a
-      // text-only model; read as its text, it was answered without it).
-      for (std::size_t j = 0; j < cit->size(); ++j) {
-        const json& part = (*cit)[j];
-        const auto type = part.is_object() ? part.find("type") : part.end();
-        if (part.is_object() && type != part.end() && type->is_string() && *type != "text")
-          return ApiError::validation(fmt::format("`messages[{}].content[{}].type` '{}' is not supported: this server's model reads "
-                                                  "text only (parts must be {{\"type\": \"text\", \"text\": ...}})",
-                                                  i, j, shown_text(type->get<std::string>(), 64)));
-        if (!part.is_object() || type == part.end() || !part.contains("text") || !part["text"].is_string()) {
-          return ApiError::validation(
-              fmt::format("`messages[{}].content[{}]` must be a text part {{\"type\": \"text\", \"text\": ...}}", i, j));
-        }
-        cm.content += part["text"].get<std::string>();
-      }
-    } else {
-      return ApiError::validation(fmt::format("`messages[{}].content` must be a string or an array of text parts", i));
-    }
-    msgs.push_back(std::move(cm));
-  }
+  RETURN_IF_API_ERROR(parse_chat_messages(b, msgs));
   out.prompt = format_chat_prompt(msgs);
   const int default_max = 256;
   RETURN_IF_API_ERROR(parse_common(b, limits, default_max, out));
@@ -322,7 +333,50 @@ std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& l
   return finish(out);
 }
 
-std::string format_chat_prompt(const std::vector<ChatMessage>& messages) {
+std::optional<ApiError> parse_vllm_tokenize_request(const json& b, VllmTokenizeRequest& out) {
+  bool present = false;
+  std::string model;
+  RETURN_IF_API_ERROR(get_string(b, "model", model, present));
+  out.chat = b.contains("messages") && !b["messages"].is_null();
+  if (out.chat) {
+    if (b.contains("prompt") && !b["prompt"].is_null())
+      return ApiError::validation("give `prompt` or `messages`, not both");
+    std::vector<ChatMessage> msgs;
+    RETURN_IF_API_ERROR(parse_chat_messages(b, msgs));
+    bool generation_prompt = true;
+    RETURN_IF_API_ERROR(get_bool(b, "add_generation_prompt", generation_prompt));
+    out.text = format_chat_prompt(msgs, generation_prompt);
+  } else {
+    RETURN_IF_API_ERROR(get_string(b, "prompt", out.text, present));
+    if (!present) return ApiError::validation("`prompt` (a string) or `messages` is required");
+  }
+  // Default true for `messages` too (vLLM's is false there, its chat templates writing their own
+  // BOS): the ids /v1/chat/completions runs, whose prompt format adds none.
+  out.add_special_tokens = true;
+  RETURN_IF_API_ERROR(get_bool(b, "add_special_tokens", out.add_special_tokens));
+  RETURN_IF_API_ERROR(get_bool(b, "return_token_strs", out.return_token_strs));
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_vllm_detokenize_request(const json& b, std::vector<std::int32_t>& tokens) {
+  bool present = false;
+  std::string model;
+  RETURN_IF_API_ERROR(get_string(b, "model", model, present));
+  auto it = b.find("tokens");
+  if (it == b.end() || it->is_null()) return ApiError::validation("`tokens` is required (an array of token ids)");
+  if (!it->is_array()) return ApiError::validation(fmt::format("`tokens` must be an array of token ids, got {}", it->type_name()));
+  tokens.clear();
+  tokens.reserve(it->size());
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    std::int32_t id = 0;
+    if (!token_id((*it)[i], id))
+      return ApiError::validation(fmt::format("`tokens[{}]` must be a token id (an integer from 0 to {}), got {}", i, INT32_MAX, shown_item((*it)[i])));
+    tokens.push_back(id);
+  }
+  return std::nullopt;
+}
+
+std::string format_chat_prompt(const std::vector<ChatMessage>& messages, bool generation_prompt) {
   std::string p;
   for (const auto& m : messages) {
     std::string role = m.role == "developer" ? "System" : m.role;
@@ -332,7 +386,7 @@ std::string format_chat_prompt(const std::vector<ChatMessage>& messages) {
     p += m.content;
     p += "\n\n";
   }
-  p += "Assistant:";
+  if (generation_prompt) p += "Assistant:";
   return p;
 }
 

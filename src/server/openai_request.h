@@ -55,7 +55,23 @@ std::optional<ApiError> parse_chat_request(const nlohmann::json& body, const Req
 /// the other route reads (`messages` on completions, `echo` or `prompt` on chat) is listed.
 std::vector<std::string> unread_openai_fields(const nlohmann::json& body, bool chat);
 
-/// The role-prefixed prompt described above.
-std::string format_chat_prompt(const std::vector<ChatMessage>& messages);
+/// vLLM's POST /tokenize body (its TokenizeCompletionRequest or TokenizeChatRequest).
+struct VllmTokenizeRequest {
+  std::string text;                ///< `prompt`, or `messages` formatted as the chat route formats them
+  bool chat = false;               ///< given as `messages`
+  bool add_special_tokens = true;  ///< default true for `messages` too, as /v1/chat/completions (vLLM: false, its templates add a BOS)
+  bool return_token_strs = false;  ///< also answer each id's vocabulary entry (`token_strs`)
+};
+/// `prompt` (a string) or `messages` (as /v1/chat/completions reads them; `add_generation_prompt`,
+/// default true, appends "Assistant:"), `add_special_tokens`, `return_token_strs`; `model` may be
+/// any string, as on the generation routes. Errors: 422 naming the field.
+std::optional<ApiError> parse_vllm_tokenize_request(const nlohmann::json& body, VllmTokenizeRequest& out);
+/// vLLM's POST /detokenize body: `tokens`, token ids (integers, or integral floats, 0 to INT32_MAX;
+/// whether each is in the vocabulary is the route's check). Errors: 422 naming the item.
+std::optional<ApiError> parse_vllm_detokenize_request(const nlohmann::json& body, std::vector<std::int32_t>& tokens);
+
+/// The role-prefixed prompt described above; without "Assistant:" at its end when
+/// !generation_prompt (vLLM's /tokenize `add_generation_prompt: false`).
+std::string format_chat_prompt(const std::vector<ChatMessage>& messages, bool generation_prompt = true);
 
 }  // namespace mamba::server

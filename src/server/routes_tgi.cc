@@ -10,7 +10,6 @@
 #include "server/bounded_http_server.h"
 #include "server/client_connection.h"
 #include "server/json_fields.h"
-#include "server/normalized_offsets.h"
 #include "server/routes.h"
 
 namespace mamba::server {
@@ -167,66 +166,12 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
   set_json_body(res, std::move(answer));
 }
 
-void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  const BodyBudget::Lease parsing = ctx.body_budget.acquire(req.body.size());  // the whole answer is made under it
-  nlohmann::json body;
-  if (auto e = parse_body_object(req.body, body)) return send_error(req, res, *e, ctx.metrics);
-  TgiRequest r;
-  if (auto e = parse_tgi_request(body, ctx.limits, r)) return send_error(req, res, *e, ctx.metrics);
-  // The ids /generate would run: with the post-processor's specials (a BOS) unless the request
-  // says `add_special_tokens: false`. Those added ids are not in the text: span [0, 0), as HF's
-  // offsets give them.
-  auto plain = ctx.tok->encode(r.inputs, false);
-  if (!plain.ok()) return send_error(req, res, ApiError::validation(plain.error().message), ctx.metrics);
-  std::size_t text0 = 0;  // where the text's ids start among `ids`
-  const std::vector<std::int32_t> ids = r.add_special_tokens ? ctx.tok->add_special_tokens(*plain, &text0) : *plain;
-  // `parameters.truncate` keeps the last tokens, as for a prompt (TGI's /tokenize truncates too).
-  const auto all = static_cast<std::int64_t>(ids.size());
-  const std::int64_t first = r.truncate > 0 && all > r.truncate ? all - r.truncate : 0;
-  // The same bound as a prompt's: the answer is ~50 bytes of JSON per token (a 7 MiB input made a
-  // 380 MB answer and 5 GB of peak memory).
-  if (const std::int64_t n = all - first; n > ctx.limits.max_input_tokens) {
-    return send_error(req, res,
-                      ApiError::validation(fmt::format("`inputs` must have at most {} tokens (--max-input-tokens). Given: {}",
-                                                       ctx.limits.max_input_tokens, n)),
-                      ctx.metrics);
-  }
-  json arr = json::array();
-  // Byte offsets into the input: a StreamDecoder releases text only at whole UTF-8 characters, so
-  // a character split over several byte tokens is attributed to the token that completes it and
-  // the earlier pieces get empty spans (offsets never run past the input). The pieces are the
-  // normalised text; NormalizedOffsets maps them back to the input (NFC changed it: e + U+0301).
-  const std::size_t n_text = text0 < ids.size() ? plain->size() : 0;
-  StreamDecoder stream(*ctx.tok);
-  std::string decoded;
-  std::vector<std::size_t> ends(n_text);
-  for (std::size_t i = 0; i < n_text; ++i) {
-    auto piece = stream.push((*plain)[i]);
-    if (piece.ok()) decoded += piece.value();
-    ends[i] = decoded.size();
-  }
-  const NormalizedOffsets map(r.inputs, decoded);
-  for (std::int64_t i = first; i < all; ++i) {  // offsets stay those of the whole input
-    const std::int32_t id = ids[static_cast<std::size_t>(i)];
-    std::size_t start = 0, stop = 0;
-    if (static_cast<std::size_t>(i) >= text0 && static_cast<std::size_t>(i) < text0 + n_text) {
-      const std::size_t j = static_cast<std::size_t>(i) - text0;
-      const std::size_t b = j == 0 ? 0 : ends[j - 1], e = ends[j];
-      start = map.start(b);
-      stop = std::max(start, map.stop(e));
-    }
-    arr.push_back(json{{"id", id}, {"text", token_text(ctx, id)}, {"start", start}, {"stop", stop}});
-  }
-  set_json_body(res, dump_json(arr));  // a large answer is followed by a heap trim (its DOM is ~10× its text)
-}
-
 }  // namespace
 
 void register_tgi_routes(httplib::Server& svr, ServerContext& ctx) {
   ctx.routes.add(svr, "POST", "/generate", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kGenerate); });
   ctx.routes.add(svr, "POST", "/generate_stream", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kStream); });
   ctx.routes.add(svr, "POST", "/", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kCompat); });
-  ctx.routes.add(svr, "POST", "/tokenize", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_tokenize(ctx, q, s); });
   ctx.routes.add(svr, "GET", "/health", [&ctx](const httplib::Request&, httplib::Response& s) {
     if (ctx.draining.load()) {
       s.status = 503;

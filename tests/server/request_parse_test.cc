@@ -437,6 +437,66 @@ TEST(RequestBody, NestingDeeperThanTheLimitIs400) {
   EXPECT_NE(e->message.find("`prompt[0][1]` must be a token id"), std::string::npos) << e->message;
 }
 
+TEST(VllmTokenize, PromptOrMessagesWithVllmsFields) {
+  auto parse = [](const std::string& text, VllmTokenizeRequest& r) {
+    json j;
+    if (auto e = parse_body_object(text, j)) return e;
+    return parse_vllm_tokenize_request(j, r);
+  };
+  VllmTokenizeRequest r;
+  ASSERT_FALSE(parse(R"({"model":"m","prompt":"Hi there"})", r));
+  EXPECT_EQ(r.text, "Hi there");
+  EXPECT_FALSE(r.chat);
+  EXPECT_TRUE(r.add_special_tokens);
+  EXPECT_FALSE(r.return_token_strs);
+  r = {};
+  ASSERT_FALSE(parse(R"({"messages":[{"role":"user","content":"Hi"}],"add_special_tokens":false,"return_token_strs":true})", r));
+  EXPECT_TRUE(r.chat);
+  EXPECT_EQ(r.text, "User: Hi\n\nAssistant:");  // what /v1/chat/completions runs
+  EXPECT_FALSE(r.add_special_tokens);
+  EXPECT_TRUE(r.return_token_strs);
+  r = {};
+  ASSERT_FALSE(parse(R"({"messages":[{"role":"user","content":"Hi"}],"add_generation_prompt":false})", r));
+  EXPECT_EQ(r.text, "User: Hi\n\n");
+  EXPECT_TRUE(r.add_special_tokens);  // the chat route's default, not vLLM's false (no template adds a BOS here)
+  for (const auto& [body, needle] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"prompt":"a","messages":[{"role":"user","content":"b"}]})", "not both"},
+           {R"({"prompt":["a"]})", "`prompt`"},
+           {R"({})", "`prompt` (a string) or `messages` is required"},
+           {R"({"messages":[]})", "`messages` cannot be empty"},
+           {R"({"prompt":"a","return_token_strs":"yes"})", "`return_token_strs`"},
+           {R"({"prompt":"a","model":3})", "`model`"}}) {
+    auto e = parse(body, r);
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->status, 422) << body;
+    EXPECT_NE(e->message.find(needle), std::string::npos) << body << ": " << e->message;
+  }
+}
+
+TEST(VllmTokenize, DetokenizeTakesTokenIds) {
+  auto parse = [](const std::string& text, std::vector<std::int32_t>& ids) {
+    json j;
+    if (auto e = parse_body_object(text, j)) return e;
+    return parse_vllm_detokenize_request(j, ids);
+  };
+  std::vector<std::int32_t> ids;
+  ASSERT_FALSE(parse(R"({"tokens":[0, 5, 7.0, 2147483647]})", ids));
+  EXPECT_EQ(ids, (std::vector<std::int32_t>{0, 5, 7, 2147483647}));
+  ASSERT_FALSE(parse(R"({"tokens":[]})", ids));
+  EXPECT_TRUE(ids.empty());
+  for (const auto& [body, needle] : std::vector<std::pair<std::string, std::string>>{
+           {R"({})", "`tokens` is required"},
+           {R"({"tokens":"1 2"})", "`tokens` must be an array of token ids, got string"},
+           {R"({"tokens":[1,-1]})", "`tokens[1]` must be a token id (an integer from 0 to 2147483647), got -1"},
+           {R"({"tokens":[1.5]})", "got 1.5"},
+           {R"({"tokens":[[1]]})", "`tokens[0]` must be a token id (an integer from 0 to 2147483647), got array"},
+           {R"({"tokens":[2147483648]})", "`tokens[0]`"}}) {
+    auto e = parse(body, ids);
+    ASSERT_TRUE(e) << body;
+    EXPECT_NE(e->message.find(needle), std::string::npos) << body << ": " << e->message;
+  }
+}
+
 TEST(OpenAiRequest, TokenIdsMayBeIntegralFloats) {
   // As the other integer fields take them (a client that writes every number as a double).
   OpenAiRequest r;

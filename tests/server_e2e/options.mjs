@@ -347,6 +347,40 @@ await check('prompts get the tokenizer\'s post-processor specials (a BOS), as TG
     }
     const bad = await postJson(srv.base, '/v1/completions', { prompt: text, add_special_tokens: 'yes' });
     assert.equal(bad.status, 400);  // a bad parameter under /v1: OpenAI's 400
+    // vLLM's /tokenize shape ({prompt} or {messages} → {count, max_model_len, tokens}): the ids the
+    // generation routes run, the same defaults; /detokenize gives the text back, specials kept.
+    const info = (await (await fetch(srv.base + '/info')).json());
+    const v = await postJson(srv.base, '/tokenize', { model: 'any', prompt: text });
+    assert.equal(v.status, 200, v.text);
+    assert.deepEqual(Object.keys(v.json), ['count', 'max_model_len', 'tokens']);
+    assert.deepEqual(v.json.tokens, full.map((t) => t.id));
+    assert.equal(v.json.count, full.length);
+    assert.equal(v.json.max_model_len, info.max_total_tokens);
+    const vp = await postJson(srv.base, '/tokenize', { prompt: text, add_special_tokens: false, return_token_strs: true });
+    assert.deepEqual(vp.json.tokens, plain.map((t) => t.id));
+    assert.equal(vp.json.token_strs.length, plain.length);
+    assert.equal((await postJson(srv.base, '/tokenize', { prompt: text, return_token_strs: true })).json.token_strs[0], bos);
+    const messages = [{ role: 'user', content: text }];
+    const chat = await postJson(srv.base, '/v1/chat/completions', { messages, max_tokens: 1 });
+    const vm = await postJson(srv.base, '/tokenize', { messages });
+    assert.equal(vm.json.count, chat.json.usage.prompt_tokens);
+    const vm2 = await postJson(srv.base, '/tokenize', { messages, add_generation_prompt: false });
+    assert.ok(vm2.json.count < vm.json.count, `${vm2.json.count} ≥ ${vm.json.count}`);
+    const d = await postJson(srv.base, '/detokenize', { model: 'any', tokens: plain.map((t) => t.id) });
+    assert.equal(d.status, 200, d.text);
+    assert.deepEqual(d.json, { prompt: text });
+    assert.equal((await postJson(srv.base, '/detokenize', { tokens: full.map((t) => t.id) })).json.prompt, bos + text);
+    for (const [route, body, want] of [
+      ['/tokenize', { prompt: text, messages }, 'give `prompt` or `messages`, not both'],
+      ['/tokenize', { prompt: 7 }, '`prompt`'],
+      ['/detokenize', { tokens: [1, -1] }, '`tokens[1]` must be a token id'],
+      ['/detokenize', { tokens: [1, 1 << 30] }, `\`tokens[1]\` = ${1 << 30} is outside the vocabulary [0, ${tj.model.vocab ? Object.keys(tj.model.vocab).length + tj.added_tokens.filter((a) => !(a.content in tj.model.vocab)).length : 0})`],
+      ['/detokenize', {}, '`tokens` is required'],
+    ]) {
+      const r = await postJson(srv.base, route, body);
+      assert.equal(r.status, 422, `${route} ${JSON.stringify(body)}: ${r.text}`);
+      assert.ok(r.json.error.includes(want), `${route} ${JSON.stringify(body)}: ${r.json.error}`);
+    }
   } finally {
     assert.equal((await srv.stop()).code, 0);
     rmSync(dir, { recursive: true, force: true });
