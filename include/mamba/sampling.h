@@ -43,7 +43,7 @@ struct SamplingParams {
   /// llama.cpp's `ID-inf`; banning every id is an error of sample()).
   std::vector<std::pair<std::int32_t, float>> logit_bias;
   std::uint64_t seed = 0;           ///< same seed + same input → same output
-  bool has_seed = false;            ///< false: seed drawn from std::random_device (then reported)
+  bool has_seed = false;            ///< false: seed drawn from std::random_device, below 2^53 (then reported)
 
   /// Errors (kInvalidArgument) name the parameter and the allowed range.
   Status validate() const;

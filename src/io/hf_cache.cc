@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/mapped_file.h"
@@ -116,6 +118,14 @@ Result<std::string> resolve_repo(const std::string& model_ref, const char* what,
   if (ec && ec != std::errc::no_such_file_or_directory && fs::is_symlink(model_ref, link_ec))
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", model_ref, ec.message()));
   if (fs::exists(model_ref, ec)) {
+    // llama.cpp's format, which its users try first: named as such, not as a misplaced file.
+    if (char magic[4] = {}; std::ifstream(model_ref, std::ios::binary).read(magic, 4) && std::string_view(magic, 4) == "GGUF") {
+      return make_error(ErrorCode::kUnsupported,
+                        fmt::format("{}: a GGUF file (llama.cpp's format), which mamba.cpp does not read: it runs checkpoints as "
+                                    "published, a directory holding config.json with *.safetensors (HF) or pytorch_model.bin "
+                                    "(state-spaces), or such a repo id in the HF cache (e.g. state-spaces/mamba-130m-hf)",
+                                    model_ref));
+    }
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{}: is a file, expected a model directory (the one holding config.json and the weights: {})", model_ref,
                                   fs::path(model_ref).has_parent_path() ? fs::path(model_ref).parent_path().string() : std::string(".")));

@@ -235,7 +235,10 @@ Sampler::Sampler(const SamplingParams& params, std::int64_t vocab_limit)
   for (const auto& [id, bias] : p_.logit_bias)
     if (params_status_.ok() && id >= vocab_limit)
       params_status_ = make_error(ErrorCode::kInvalidArgument, fmt::format("sampling parameter logit_bias: token id {} is outside the vocabulary [0, {})", id, vocab_limit));
-  seed_ = p_.has_seed ? p_.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  // A drawn seed has 53 bits: it is reported as a JSON number (TGI's `seed`, `mamba-cli run --json`),
+  // which JavaScript and jq hold exactly only below 2^53; a larger one read back from there no
+  // longer reproduced the run.
+  seed_ = p_.has_seed ? p_.seed : ((static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()) >> 11;
   rng_.seed(seed_);
   counts_.assign(static_cast<std::size_t>(vocab_limit_), 0);
   if (!p_.penalties_count_prompt && (p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f))

@@ -165,6 +165,13 @@ TEST(HfCache, AFileIsNamedAndADirectoryAskedFor) {
   EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
   // (llama.cpp takes a file: the directory to give instead is named.)
   EXPECT_EQ(r.error().message, file + ": is a file, expected a model directory (the one holding config.json and the weights: " + d.path() + ")");
+  // A GGUF file (what a llama.cpp user passes first) is named as the format it is.
+  d.write("mamba-130m.Q8_0.gguf", std::string("GGUF\x03\0\0\0", 8) + std::string(64, '\0'));
+  r = resolve_model_path(d.path() + "/mamba-130m.Q8_0.gguf");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(r.error().message.find("mamba-130m.Q8_0.gguf: a GGUF file (llama.cpp's format), which mamba.cpp does not read"), std::string::npos)
+      << r.error().message;
 }
 
 }  // namespace
