@@ -118,6 +118,14 @@ cli_run_ok(version --version)
 if(NOT version_OUT MATCHES "^mamba-cli [0-9]+\\.[0-9]+\\.[0-9]+")
   message(FATAL_ERROR "mamba-cli --version printed [${version_OUT}]")
 endif()
+# After a subcommand too (USAGE: "--help and --version exit 0 ... for every subcommand").
+foreach(sub run inspect tokenize perplexity quantize)
+  cli_run_ok(subversion ${sub} --version)
+  if(NOT subversion_OUT STREQUAL version_OUT)
+    message(FATAL_ERROR "mamba-cli ${sub} --version printed [${subversion_OUT}], mamba-cli --version [${version_OUT}]")
+  endif()
+endforeach()
+expect_error("error: unknown option '-v' \\(the version is --version\\)" -v)
 
 # Text that starts with '-' is not read as bundled short flags: "-hello" printed the help (-h) and
 # exited 0; an unknown option is named with the "--" way to pass such text.

@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
   auto& reg = mamba::cli::command_registry();
   std::sort(reg.begin(), reg.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
   for (auto& c : reg) c.setup(app);
+  // `mamba-cli run --version` too (the version is the program's; each subcommand takes the flag).
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    sub->set_version_flag("--version", std::string("mamba-cli ") + MAMBA_VERSION);
   // Words after a "--" that ended a subcommand's options come to mamba-cli itself when the
   // subcommand takes no positional argument, or has all it takes (CLI11 hands them up; `run -- some
   // words` was refused without run's "use -p" hint). They are the subcommand's (extra_words): run and
@@ -94,6 +97,10 @@ int main(int argc, char** argv) {
   // (mamba-cli --bogus, mamba-cli -m DIR run) is named, not reported as a missing subcommand.
   if (argc > 1 && argv[1][0] == '-' && std::strcmp(argv[1], "-h") != 0 && std::strcmp(argv[1], "--help") != 0 &&
       std::strcmp(argv[1], "--version") != 0) {
+    if (std::strcmp(argv[1], "-v") == 0 || std::strcmp(argv[1], "-V") == 0) {  // no short form: it is not an option after it either
+      std::fprintf(stderr, "error: unknown option '%s' (the version is --version)\nRun with --help for more information.\n", argv[1]);
+      return 2;
+    }
     std::fprintf(stderr, "error: unknown option '%s' before the subcommand (options go after it: mamba-cli SUBCOMMAND "
                  "[OPTIONS]; subcommands: %s)\nRun with --help for more information.\n", argv[1], names.c_str());
     return 2;
