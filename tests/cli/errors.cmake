@@ -275,3 +275,12 @@ string(JSON r2 GET "${stop_plain_OUT}" finish_reason)
 if(NOT r1 STREQUAL "length" OR NOT r2 STREQUAL "stop_sequence")
   message(FATAL_ERROR "--stop '[and]': ${stop_bracket_OUT}\n--stop 'and': ${stop_plain_OUT}")
 endif()
+
+# Another model's tokenizer, with more ids than the model: a warning at load names the mismatch
+# (before, only "prompt token 12092 … outside the vocabulary" once a prompt reached those ids).
+if(SHARED AND EXISTS "${SHARED}/tokenizer/gpt-neox-20b.json")
+  cli_run(r run -t 1 -m ${model} --tokenizer ${SHARED}/tokenizer/gpt-neox-20b.json -p "Hello world" -n 1)
+  if(NOT r_RC EQUAL 2 OR NOT r_ERR MATCHES "warning: the tokenizer has 50277 ids and the model 8192: text that tokenizes to an id >= 8192 will be refused; is the tokenizer \\(--tokenizer\\) the model's own\\?")
+    message(FATAL_ERROR "run with GPT-NeoX's tokenizer on an 8192-id model: exit ${r_RC}\n${r_ERR}")
+  endif()
+endif()

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "cli/command.h"
 #include "common/thread_warning.h"
@@ -89,6 +90,11 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
   if (!tokenizer_file.empty()) {
     MAMBA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_file(tokenizer_file));
     out.tokenizer.emplace(std::move(tok));
+    // As mamba-server warns: another model's tokenizer fails only once a prompt reaches its extra
+    // ids (a fresh user's `run` then said "prompt token 12092 … outside the vocabulary [0, 8192)").
+    if (const std::int64_t ids = vocab_limit(nullptr, *out.model); out.tokenizer->size() > ids)
+      spdlog::warn("the tokenizer has {} ids and the model {}: text that tokenizes to an id >= {} will be refused; is the "
+                   "tokenizer{} the model's own?", out.tokenizer->size(), ids, ids, tokenizer_ref.empty() ? "" : " (--tokenizer)");
   }
   return out;
 }
