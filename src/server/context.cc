@@ -238,31 +238,29 @@ void set_sse_response(const httplib::Request& req, httplib::Response& res, std::
     // A failed write ends the stream: the client left (the write fails at once), or it stopped
     // reading (the write waited out the server's 30 s write timeout; any wait of a second or more
     // counts as that).
+    auto last_write = std::chrono::steady_clock::now();
     auto write = [&](const std::string& s) {
       if (s.empty()) return true;
       const auto t0 = std::chrono::steady_clock::now();
-      if (sink.write(s.data(), s.size())) return true;
+      if (sink.write(s.data(), s.size())) {
+        last_write = std::chrono::steady_clock::now();
+        return true;
+      }
       stream->cancel(std::chrono::steady_clock::now() - t0 >= std::chrono::seconds(1) ? CancelReason::kClientNotReading
                                                                                        : CancelReason::kClientGone);
       return false;
     };
-    auto last_write = std::chrono::steady_clock::now();
     for (;;) {
+      // SSE comment as heartbeat after a second without a byte written: lets a vanished client be
+      // noticed while the request is queued, and while tokens come but their text is held back (a
+      // stop string may be starting: OpenAI's routes then write nothing, and a client that left
+      // kept its sequence generating to max_tokens).
+      if (std::chrono::steady_clock::now() - last_write > std::chrono::seconds(1) && !write(": ping\n\n")) return false;
       RequestStream::Update u;
-      if (!stream->take(u, std::chrono::milliseconds(250))) {
-        // SSE comment as heartbeat: lets a vanished client be noticed while queued
-        if (std::chrono::steady_clock::now() - last_write > std::chrono::seconds(1)) {
-          if (!write(": ping\n\n")) return false;
-          last_write = std::chrono::steady_clock::now();
-        }
-        continue;
-      }
+      if (!stream->take(u, std::chrono::milliseconds(250))) continue;
       if (u.prompt && h.on_prompt && !write(h.on_prompt(*u.prompt))) return false;
       const bool ok_end = u.done && !u.error && stream->stats().finish != FinishReason::kCancelled;
-      if (!u.tokens.empty() || ok_end) {
-        if (!write(h.on_tokens(u.tokens, ok_end, stream->stats()))) return false;
-        last_write = std::chrono::steady_clock::now();
-      }
+      if ((!u.tokens.empty() || ok_end) && !write(h.on_tokens(u.tokens, ok_end, stream->stats()))) return false;
       if (u.done) {
         if (!ok_end) {
           Collected c;

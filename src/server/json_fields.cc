@@ -177,7 +177,7 @@ std::optional<ApiError> get_u64(const json& obj, const char* key, std::uint64_t&
   present = false;
   if (!v) return std::nullopt;
   const double d = v->is_number_float() ? v->get<double>() : -1.0;
-  if (v->is_number_unsigned()) {
+  if (v->is_number_unsigned() || (v->is_number_integer() && v->get<std::int64_t>() == 0)) {  // "-0" parses as a signed 0
     out = v->get<std::uint64_t>();
   } else if (d >= 0.0 && d < 0x1p64 && d == std::floor(d)) {  // 1.0, as the other integer fields take it
     out = static_cast<std::uint64_t>(d);

@@ -99,8 +99,9 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   const BodyBudget::Lease parsing = ctx.body_budget.acquire(req.body.size());  // the whole answer is made under it
   nlohmann::json body;
   if (auto e = parse_body_object(req.body, body)) return send_error(req, res, *e, ctx.metrics);
-  auto given = [&](const char* key) { return body.contains(key) && !body[key].is_null(); };
-  if (!given("inputs") && (given("prompt") || given("messages"))) return tokenize_vllm(ctx, body, req, res);
+  // (A null `prompt` or `messages` is still vLLM's shape: its error names that field, not `inputs`.)
+  const bool inputs = body.contains("inputs") && !body["inputs"].is_null();
+  if (!inputs && (body.contains("prompt") || body.contains("messages"))) return tokenize_vllm(ctx, body, req, res);
   tokenize_tgi(ctx, body, req, res);
 }
 

@@ -70,6 +70,15 @@ TEST(TgiRequest, FullParameters) {
   EXPECT_EQ(r.opts.top_logprobs, 2);
 }
 
+// JSON "-0" is a signed integer zero to nlohmann: a seed of 0 (it was refused as "… got 0").
+TEST(TgiRequest, MinusZeroSeedIsZero) {
+  TgiRequest r;
+  auto e = tgi(R"({"inputs":"Hi","parameters":{"seed":-0,"do_sample":true}})", r);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(r.opts.sampling.seed, 0u);
+  EXPECT_TRUE(r.opts.sampling.has_seed);
+}
+
 TEST(TgiRequest, IntegralFloatSeedIsTakenAsTheOtherIntegerFieldsAre) {
   // 1.0 and 2^63 as JSON floats are integers (as max_new_tokens 2.0 and /v1's seed 1.0 are taken).
   TgiRequest r;

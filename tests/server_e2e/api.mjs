@@ -43,6 +43,36 @@ await check('GET /v1/models', async () => {
   assert.equal(oe.openaiType, 'not_found_error');
 });
 
+await check('a stream whose text is held back (a stop string may be starting) sends pings, and ends when its client leaves', async () => {
+  // Every token is "x" (logit_bias) and the stop string starts with 5000 of them: the OpenAI route
+  // writes no event while they may still become the stop. It wrote nothing at all, so a client that
+  // left went unseen and its sequence generated to max_tokens (100 000 here).
+  const x = (await postJson(base, '/tokenize', { inputs: 'x', add_special_tokens: false })).json;
+  assert.equal(x.length, 1);
+  const ctrl = new AbortController();
+  const res = await fetch(base + '/v1/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: PROMPT, max_tokens: 100000, temperature: 0, logit_bias: { [x[0].id]: 100 },
+                           stop: ['x'.repeat(5000) + 'END'], stream: true }),
+    signal: ctrl.signal,
+  });
+  assert.equal(res.status, 200);
+  const reader = res.body.getReader();
+  let got = '';
+  const t0 = Date.now();
+  while (!got.includes(': ping') && Date.now() - t0 < 5000) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    got += new TextDecoder().decode(value);
+  }
+  assert.ok(got.includes(': ping\n\n'), `no heartbeat in 5 s: ${JSON.stringify(got.slice(0, 200))}`);
+  assert.ok(!got.includes('"text":"x'), 'the held-back text was sent');
+  ctrl.abort();
+  assert.ok(await waitFor(async () => (await metrics(base)).mamba_running_sequences === 0, { timeoutMs: 8000 }),
+            'the sequence of a client that left kept running');
+});
+
 await check('POST /tokenize', async () => {
   const r = await postJson(base, '/tokenize', { inputs: PROMPT });
   assert.equal(r.status, 200);

@@ -373,6 +373,7 @@ await check('prompts get the tokenizer\'s post-processor specials (a BOS), as TG
     for (const [route, body, want] of [
       ['/tokenize', { prompt: text, messages }, 'give `prompt` or `messages`, not both'],
       ['/tokenize', { prompt: 7 }, '`prompt`'],
+      ['/tokenize', { prompt: null }, '`prompt` (a string) or `messages` is required'],  // not TGI's `inputs`
       ['/detokenize', { tokens: [1, -1] }, '`tokens[1]` must be a token id'],
       ['/detokenize', { tokens: [1, 1 << 30] }, `\`tokens[1]\` = ${1 << 30} is outside the vocabulary [0, ${tj.model.vocab ? Object.keys(tj.model.vocab).length + tj.added_tokens.filter((a) => !(a.content in tj.model.vocab)).length : 0})`],
       ['/detokenize', {}, '`tokens` is required'],
