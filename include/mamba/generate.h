@@ -29,6 +29,13 @@ const char* finish_reason_name(FinishReason r);
 /// scored or accepted in prompts.
 std::int64_t vocab_limit(const Tokenizer* tok, const Model& model);
 
+/// When `tok` has more ids than `model` takes (vocab_limit(nullptr, model)), most likely another
+/// model's tokenizer: a warning's text naming both sizes ("the tokenizer has 50277 ids and the model
+/// 8192: text that tokenizes to an id >= 8192 will be refused; is the tokenizer the model's own?");
+/// else empty. mamba-cli and mamba-server log it at load (the mismatch otherwise shows only once a
+/// prompt reaches those ids).
+std::string tokenizer_vocab_mismatch(const Tokenizer& tok, const Model& model);
+
 /// The k likeliest ids of a logprobs row (ids 0..size−1): (id, logprob) pairs in descending
 /// logprob, equal values by ascending id; min(k, size) of them (k ≤ 0: none). One pass over the row
 /// (TokenEvent::top, and the prompt positions' top_logprobs in the server).

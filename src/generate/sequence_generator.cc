@@ -15,6 +15,13 @@ std::int64_t vocab_limit(const Tokenizer* tok, const Model& model) {
   return tok != nullptr ? std::min<std::int64_t>(tok->size(), ids) : ids;
 }
 
+std::string tokenizer_vocab_mismatch(const Tokenizer& tok, const Model& model) {
+  const std::int64_t ids = vocab_limit(nullptr, model);
+  if (tok.size() <= ids) return {};
+  return fmt::format("the tokenizer has {} ids and the model {}: text that tokenizes to an id >= {} will be refused; is the "
+                     "tokenizer the model's own?", tok.size(), ids, ids);
+}
+
 std::vector<std::pair<std::int32_t, float>> top_logprobs(std::span<const float> logprobs, int k) {
   std::vector<std::pair<std::int32_t, float>> top;
   const std::size_t want = k > 0 ? std::min<std::size_t>(static_cast<std::size_t>(k), logprobs.size()) : 0;

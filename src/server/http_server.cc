@@ -159,9 +159,7 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
                slots, static_cast<double>(state_bytes) / (1 << 20), static_cast<double>(opts.state_memory_bytes) / (1 << 20),
                opts.max_concurrent_requests, opts.max_batch_size > 0 ? std::min(opts.max_batch_size, slots) : slots,
                ctx.scheduler->prefill_budget(), ctx.scheduler->granularity());
-  if (const std::int64_t ids = vocab_limit(nullptr, *ctx.model); ctx.tok->size() > ids)
-    spdlog::warn("the tokenizer has {} ids and the model {}: prompts whose text tokenizes to an id >= {} will be refused "
-                 "(422); is the tokenizer (--tokenizer) the model's own?", ctx.tok->size(), ids, ids);
+  if (const std::string why = tokenizer_vocab_mismatch(*ctx.tok, *ctx.model); !why.empty()) spdlog::warn("{}", why);  // such prompts get a 422
   if (opts.max_batch_prefill_tokens < ctx.scheduler->granularity())
     spdlog::warn("--max-batch-prefill-tokens {} is below the model's chunk_size {} (prompt pieces stay aligned to it): "
                  "each prefill iteration still takes at least {} tokens",

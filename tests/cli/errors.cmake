@@ -280,7 +280,7 @@ endif()
 # (before, only "prompt token 12092 … outside the vocabulary" once a prompt reached those ids).
 if(SHARED AND EXISTS "${SHARED}/tokenizer/gpt-neox-20b.json")
   cli_run(r run -t 1 -m ${model} --tokenizer ${SHARED}/tokenizer/gpt-neox-20b.json -p "Hello world" -n 1)
-  if(NOT r_RC EQUAL 2 OR NOT r_ERR MATCHES "warning: the tokenizer has 50277 ids and the model 8192: text that tokenizes to an id >= 8192 will be refused; is the tokenizer \\(--tokenizer\\) the model's own\\?")
+  if(NOT r_RC EQUAL 2 OR NOT r_ERR MATCHES "warning: the tokenizer has 50277 ids and the model 8192: text that tokenizes to an id >= 8192 will be refused; is the tokenizer the model's own\\?")
     message(FATAL_ERROR "run with GPT-NeoX's tokenizer on an 8192-id model: exit ${r_RC}\n${r_ERR}")
   endif()
 endif()

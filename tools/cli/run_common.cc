@@ -92,9 +92,7 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
     out.tokenizer.emplace(std::move(tok));
     // As mamba-server warns: another model's tokenizer fails only once a prompt reaches its extra
     // ids (a fresh user's `run` then said "prompt token 12092 … outside the vocabulary [0, 8192)").
-    if (const std::int64_t ids = vocab_limit(nullptr, *out.model); out.tokenizer->size() > ids)
-      spdlog::warn("the tokenizer has {} ids and the model {}: text that tokenizes to an id >= {} will be refused; is the "
-                   "tokenizer{} the model's own?", out.tokenizer->size(), ids, ids, tokenizer_ref.empty() ? "" : " (--tokenizer)");
+    if (const std::string why = tokenizer_vocab_mismatch(*out.tokenizer, *out.model); !why.empty()) spdlog::warn("{}", why);
   }
   return out;
 }
