@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-batch-prefill-tokens", o.max_batch_prefill_tokens,
                  "prompt tokens prefilled per scheduler iteration (long prompts go in pieces)")->check(mamba::cli::positive_int())->capture_default_str();
   app.add_option("--max-input-tokens", o.max_input_tokens, "longest prompt in tokens")->check(mamba::cli::positive_int())->capture_default_str();
-  app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")->check(mamba::cli::positive_int())->capture_default_str();
+  app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")
+      ->check(mamba::cli::decimal_int_in(2, std::numeric_limits<int>::max(), " (one prompt token and one generated)", "INT >= 2"))->capture_default_str();
   app.add_option("--state-memory", state_memory, "memory for preallocated sequence states (e.g. 2GiB, 512MiB)")->capture_default_str();
   app.add_option("--threads", threads, "compute threads (0 = all hardware threads, at most 1024)")
       ->check(mamba::cli::thread_count())  // at parse time, worded as mamba-cli's
@@ -157,12 +158,7 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("mamba-server"));
   o.drain_grace_seconds = grace;
   // --max-total-tokens alone: the default --max-input-tokens follows it (total − 1), as TGI's launcher.
-  if (app.count("--max-total-tokens") > 0 && app.count("--max-input-tokens") == 0 && o.max_total_tokens < 2) {
-    std::fprintf(stderr, "error: --max-total-tokens must be >= 2 (one prompt token and one generated), got %d\n%s", o.max_total_tokens, hint.c_str());
-    return 2;
-  }
-  if (app.count("--max-total-tokens") > 0 && app.count("--max-input-tokens") == 0 && o.max_input_tokens >= o.max_total_tokens &&
-      o.max_total_tokens >= 2)
+  if (app.count("--max-total-tokens") > 0 && app.count("--max-input-tokens") == 0 && o.max_input_tokens >= o.max_total_tokens)
     o.max_input_tokens = o.max_total_tokens - 1;
   if (mamba::Status v = mamba::validate_server_options(o); !v.ok()) {  // a flag's value (or two flags together)
     std::fprintf(stderr, "error: %s\n%s", v.message().c_str(), hint.c_str());

@@ -203,7 +203,11 @@ std::optional<ApiError> parse_chat_messages(const json& b, std::vector<ChatMessa
     }
     auto cit = m.find("content");
     if (cit == m.end() || cit->is_null()) {
-      // OpenAI allows a null content only on assistant messages that carry tool_calls (not supported)
+      // OpenAI allows a null content only on assistant messages that carry tool_calls, which this
+      // server does not support: named as such, not as a missing content.
+      if (const auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null())
+        return ApiError::validation(fmt::format("`messages[{}]` carries `tool_calls` and no content: tool calling is not supported by "
+                                                "this server (give the assistant's turn as text content)", i));
       return ApiError::validation(fmt::format("`messages[{}].content` is required (a string or an array of text parts), got {}", i,
                                               cit == m.end() ? "nothing" : "null"));
     } else if (cit->is_string()) {

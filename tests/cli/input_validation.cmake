@@ -179,6 +179,8 @@ expect_error("error: ${WORK}/esc.ids: '\\\\x1B\\[31mRED' \\(item 2\\)" perplexit
 string(REPEAT "a" 100 long_item)
 string(REPEAT "a" 40 long_shown)
 expect_error("error: --prompt-ids: '${long_shown}…' \\(100 bytes\\) \\(item 1\\) is not a token id" run -m ${model} --prompt-ids "${long_item}" -n 1)
+# "-0" is no token id either (std::from_chars reads it as 0, which was taken).
+expect_error("error: --prompt-ids: '-0' \\(item 2\\) is not a token id \\(a non-negative integer\\)" run -m ${model} --prompt-ids "5 -0" -n 1)
 string(REPEAT "9" 100 long_number)
 expect_error("error: --prompt-ids: '9999999999999999999999999999999999999999…' \\(100 bytes\\) \\(item 2\\) is too large" run -m ${model} --prompt-ids "5 ${long_number}" -n 1)
 # A UTF-16 file (PowerShell's `>` writes one) is named as such.

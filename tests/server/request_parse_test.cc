@@ -345,6 +345,8 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"messages":[{"role":"user","content":5}]})", 422, "content"},
       {R"({"messages":[{"role":"user"}]})", 422, "messages[0].content` is required"},
       {R"({"messages":[{"role":"system","content":"x"},{"role":"user","content":null}]})", 422, "messages[1].content` is required"},
+      {R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function"}]}]})", 422,
+       "messages[1]` carries `tool_calls` and no content: tool calling is not supported"},
       {R"({"messages":[{"role":"user","content":"x"}],"n":3})", 422, "n"},
       {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", 422, "top_logprobs"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0,"echo":true})", 422, "max_tokens"},

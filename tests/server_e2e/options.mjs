@@ -42,16 +42,20 @@ await check('--threads above 1024 → error naming the flag, exit 2', () =>
   expectStartupError(['--threads', '100000'], /error: --threads: expected an integer from 0 \(all hardware threads\) to 1024, got 100000\nRun with --help/));
 await check('negative or past-int size flags → the range in plain numbers, exit 2', async () => {
   await expectStartupError(['--max-batch-size', '-3'], /error: --max-batch-size: expected an integer from 0 to 2147483647, got -3\nRun with --help/);
-  await expectStartupError(['--max-total-tokens', '99999999999999999999'], /error: --max-total-tokens: expected an integer from 1 to 2147483647, got 99999999999999999999/);
+  await expectStartupError(['--max-total-tokens', '99999999999999999999'],
+    /error: --max-total-tokens: expected an integer from 2 \(one prompt token and one generated\) to 2147483647, got 99999999999999999999/);
 });
 await check('size flags that need >= 1 refuse 0 at parse time (help shows INT >= 1), with the hint line', async () => {
-  for (const flag of ['--max-concurrent-requests', '--max-batch-prefill-tokens', '--max-input-tokens', '--max-total-tokens'])
+  for (const flag of ['--max-concurrent-requests', '--max-batch-prefill-tokens', '--max-input-tokens'])
     await expectStartupError([flag, '0'], new RegExp(`error: ${flag}: expected an integer from 1 to 2147483647, got 0\nRun with --help`));
   const help = await runServer(['--help']);
   assert.match(help.stdout, /--max-batch-prefill-tokens INT:INT >= 1=512/, help.stdout);
 });
 await check('--max-total-tokens below 2 alone, or not above --max-input-tokens → both flags named', async () => {
-  await expectStartupError(['--max-total-tokens', '1'], /error: --max-total-tokens must be >= 2 \(one prompt token and one generated\), got 1\nRun with --help/);
+  // One rule at parse time, 0 and 1 alike (0 was "from 1", then 1 "must be >= 2").
+  for (const v of ['0', '1'])
+    await expectStartupError(['--max-total-tokens', v],
+      new RegExp(`error: --max-total-tokens: expected an integer from 2 \\(one prompt token and one generated\\) to 2147483647, got ${v}\nRun with --help`));
   await expectStartupError(['--max-input-tokens', '50', '--max-total-tokens', '40'],
     /error: need 1 <= --max-input-tokens < --max-total-tokens, got --max-input-tokens 50 and --max-total-tokens 40\nRun with --help/);
 });

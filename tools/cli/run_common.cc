@@ -159,7 +159,8 @@ Result<std::vector<std::int32_t>> parse_ids(const std::string& text, const std::
     if (digits && (ec == std::errc::result_out_of_range || v > INT32_MAX))
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("{}: {} (item {}) is too large for a token id (at most {})", what, shown_item(item), ids.size() + 1, INT32_MAX));
-    if (ec != std::errc() || p != item.data() + item.size() || v < 0)
+    // Digits only: "-0" is no id either (from_chars reads it as 0).
+    if (!digits || ec != std::errc() || p != item.data() + item.size())
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("{}: {} (item {}) is not a token id (a non-negative integer)", what, shown_item(item), ids.size() + 1));
     ids.push_back(static_cast<std::int32_t>(v));
