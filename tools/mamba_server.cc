@@ -204,24 +204,22 @@ int main(int argc, char** argv) {
 
   // The server reads prompts as text: a checkpoint without tokenizer.json (and no --tokenizer) is
   // refused before the (slower) model load, saying where one comes from.
-  std::string tokenizer_file = (std::filesystem::path(dir.value()) / "tokenizer.json").string();
-  if (!tokenizer_ref.empty()) {
-    auto resolved = mamba::resolve_tokenizer_file(tokenizer_ref);
-    if (!resolved.ok()) {
-      std::fprintf(stderr, "error: --tokenizer: %s\n%s", resolved.error().message.c_str(), mamba::tools::env_note(from_env).c_str());
-      return 2;
-    }
-    tokenizer_file = *resolved;
-  } else if (auto has_tok = mamba::has_model_file(dir.value(), "tokenizer.json"); !has_tok.ok()) {
-    std::fprintf(stderr, "error: %s\n", has_tok.error().message.c_str());
+  auto found_tokenizer = mamba::model_tokenizer_file(dir.value(), tokenizer_ref);
+  if (!found_tokenizer.ok()) {
+    if (!tokenizer_ref.empty())
+      std::fprintf(stderr, "error: --tokenizer: %s\n%s", found_tokenizer.error().message.c_str(), mamba::tools::env_note(from_env).c_str());
+    else
+      std::fprintf(stderr, "error: %s\n", found_tokenizer.error().message.c_str());
     return 2;
-  } else if (!*has_tok) {
+  }
+  if (!*found_tokenizer) {
     std::fprintf(stderr,
                  "error: %s has no tokenizer.json, which the server needs to read prompts (state-spaces checkpoints "
                  "ship without one: they use GPT-NeoX-20B's; give it with --tokenizer FILE|DIR|EleutherAI/gpt-neox-20b)\n",
                  dir.value().c_str());
     return 2;
   }
+  const std::string tokenizer_file = **found_tokenizer;
 
   // Signals are taken by sigwait below; block them before any thread starts so none inherits them.
   sigset_t sigs;

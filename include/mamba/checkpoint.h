@@ -62,6 +62,12 @@ Result<bool> has_model_file(const std::string& dir, const std::string& name);
 /// has_model_file's errors for an entry that is no readable file.
 Result<std::string> resolve_tokenizer_file(const std::string& tokenizer_ref);
 
+/// The tokenizer.json a model directory `model_dir` is used with: resolve_tokenizer_file(
+/// tokenizer_ref) when `tokenizer_ref` is not empty (a `--tokenizer`), else model_dir/tokenizer.json
+/// when the directory has one, else nullopt (a state-spaces checkpoint ships none). Errors:
+/// resolve_tokenizer_file's, and has_model_file's for a tokenizer.json entry that is no readable file.
+Result<std::optional<std::string>> model_tokenizer_file(const std::string& model_dir, const std::string& tokenizer_ref);
+
 /// One named tensor of a checkpoint.
 struct TensorEntry {
   std::string name;  ///< as stored (e.g. "backbone.layers.0.mixer.in_proj.weight")
@@ -76,8 +82,11 @@ class Checkpoint {
   /// the first of model.safetensors, model.safetensors.index.json, pytorch_model.bin,
   /// pytorch_model.bin.index.json that exists (transformers' order; one that exists but is not a
   /// readable file, e.g. a dangling link, is an error, as in has_model_file).
-  /// Errors name the file and the problem (truncated header, offsets out of range, unknown dtype,
-  /// shape×dtype ≠ byte span, forbidden pickle global/opcode, ...).
+  /// Errors name the file and the problem: kNotFound (no config.json or no weights file, a shard
+  /// the index names), kIo (a file that cannot be opened, read or mapped), kFormat (truncated
+  /// header, offsets out of range, shape×dtype ≠ byte span, malformed JSON or pickle),
+  /// kUnsupported (an unknown dtype or model_type, a forbidden pickle global/opcode, a GGUF file),
+  /// and ModelConfig::from_json_text's.
   static Result<Checkpoint> open(const std::string& dir);
 
   Checkpoint(Checkpoint&&) noexcept;

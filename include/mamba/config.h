@@ -21,7 +21,8 @@ enum class Arch : std::uint8_t {
   kFalconMamba,  ///< Mamba-1 + weightless RMS norms on dt, B, C (HF model_type "falcon_mamba")
   kMamba2,       ///< Dao & Gu 2024 SSD (HF "mamba2"; state-spaces ssm_cfg.layer = "Mamba2")
 };
-const char* arch_name(Arch a);  // "mamba", "falcon_mamba", "mamba2"
+/// HF's model_type of `a`: "mamba", "falcon_mamba" or "mamba2" (a static string).
+const char* arch_name(Arch a);
 
 enum class CheckpointFormat : std::uint8_t {
   kHF,           ///< config.json with model_type + safetensors (single or sharded)
@@ -60,7 +61,7 @@ struct ModelConfig {
   std::int64_t d_mlp = 0;       ///< width of the optional gated-MLP prefix of in_proj (state-spaces: expand·d_model − ssm_cfg.d_ssm; bind_weights re-derives it from in_proj's rows); 0 = none
   bool norm_before_gate = false;///< state-spaces RMSNormGated flag (only false is supported)
   double time_step_min_limit = 0.0;  ///< clamp of dt after softplus (time_step_limit[0])
-  double time_step_max_limit = std::numeric_limits<double>::infinity();
+  double time_step_max_limit = std::numeric_limits<double>::infinity();  ///< (time_step_limit[1]); +inf = no upper clamp
 
   // Weight quantization (config.json "quantization_config", written by `mamba-cli quantize`):
   // {"quant_method": "mamba.cpp", "type": "q8" | "q4", "group_size": 32}. Empty quant_type = the
@@ -86,6 +87,12 @@ struct ModelConfig {
   /// bitwise the unsplit prefill: chunk_size (≥ 1) for Mamba-2, whose SSD chunks are aligned;
   /// 1 for Mamba-1 / Falcon-Mamba, whose scan splits anywhere.
   std::int64_t prompt_granule() const;
+  /// Length of the next prefill piece of a prompt whose state is at absolute `position` (≥ 0) with
+  /// `remaining` (≥ 1) tokens left, for pieces of about `target` tokens: the piece size is `target`
+  /// rounded up to prompt_granule(), and each piece ends at an absolute multiple of it (or at the
+  /// prompt's end), so the pieces give bitwise the unsplit prefill and a continued state joins the
+  /// same grid. Result in [1, remaining]; its size bounds a caller's per-piece logits buffer.
+  std::int64_t prompt_piece(std::int64_t position, std::int64_t remaining, std::int64_t target) const;
   /// Rows of in_proj.weight: Mamba-1 2·d_inner; Mamba-2 2·d_mlp + 2·d_inner + 2·n_groups·d_state + n_heads.
   std::int64_t in_proj_rows() const;
   /// Per-layer fp32 conv_state elements: conv_channels · (d_conv − 1).
@@ -100,8 +107,15 @@ struct ModelConfig {
   /// Errors: kFormat (bad JSON), kNotFound (required key), kInvalidArgument (inconsistent sizes,
   /// e.g. n_heads·head_dim ≠ d_inner), kUnsupported (unknown model_type / layer).
   static Result<ModelConfig> from_json_text(const std::string& text, const std::string& source);
-  /// Reads and parses `path` (config.json).
+  /// Reads and parses `path` (config.json). Errors: kNotFound / kIo when the file is missing or
+  /// unreadable (naming it), then from_json_text's.
   static Result<ModelConfig> from_file(const std::string& path);
+  /// The checks from_json_text ends with, for a config built or changed in code: every size
+  /// positive and below its limit, Mamba-2's n_heads · head_dim = d_inner with n_groups dividing
+  /// n_heads, eps values positive as float32, eos ids inside the vocabulary, derived sizes below
+  /// 2^48. Errors: kInvalidArgument naming `source` (a path), the field and its value;
+  /// kUnsupported for norm_before_gate = true.
+  Status validate(const std::string& source) const;
 };
 
 }  // namespace mamba

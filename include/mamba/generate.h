@@ -19,7 +19,15 @@
 
 namespace mamba {
 
-enum class FinishReason : std::uint8_t { kNone, kLength, kEosToken, kStopSequence, kCancelled, kError };
+/// Why a generation ended.
+enum class FinishReason : std::uint8_t {
+  kNone,          ///< still running
+  kLength,        ///< max_new_tokens generated (or the server's context bound reached)
+  kEosToken,      ///< an EOS id was generated (GenerateOptions::eos_ids / model_eos_ids)
+  kStopSequence,  ///< a stop string matched the decoded text
+  kCancelled,     ///< the caller stopped it (on_token returned false, a client left)
+  kError,         ///< a step failed (e.g. non-finite logits: kNumerical)
+};
 /// TGI names: "length", "eos_token", "stop_sequence", ...
 const char* finish_reason_name(FinishReason r);
 
@@ -52,7 +60,7 @@ struct GenerateOptions {
   bool include_stop_text = false;
   std::vector<std::int32_t> eos_ids;   ///< empty = model_eos_ids(model, tok) (generation_config.json as read at load, config.json, the tokenizer's); each in [0, logits_width)
   bool ignore_eos = false;             ///< generate past EOS (the EOS files are then not read)
-  int top_logprobs = 0;                ///< K best (id, logprob) per generated step
+  int top_logprobs = 0;                ///< K best (id, logprob) per generated step, K ≥ 0 (else kInvalidArgument; the server bounds it further); 0 = none
   bool prompt_logprobs = false;        ///< logprob of each prompt token given the ones before
   bool skip_special_tokens = true;     ///< special tokens left out of the text (TGI)
   /// false: nothing is kept per generated token — GenerateResult::tokens and ::text stay empty (each
@@ -110,7 +118,7 @@ Result<std::optional<std::int32_t>> tokenizer_eos_id(const std::string& model_di
 struct TokenEvent {
   std::int32_t id = 0;
   float logprob = 0.0f;                ///< log-softmax of the raw logits (see sampling.h)
-  bool special = false;
+  bool special = false;                ///< a special token (Tokenizer::is_special): its text is left out when skip_special_tokens
   std::string token_text;              ///< Tokenizer::token_text(id) (for details / logprobs)
   std::string text_delta;              ///< text released to the user at this step (stop-safe, UTF-8 complete)
   /// Text this token completes in the decoded output, before stop strings hold any back (UTF-8
@@ -157,6 +165,7 @@ class SequenceGenerator {
   const std::vector<std::int32_t>& generated_ids() const { return ids_; }
   /// How many ids next() has generated (kept or not).
   std::int64_t n_generated() const { return n_generated_; }
+  /// The sampler's seed (Sampler::seed: the given one or the drawn one, 53 bits), to reproduce the run.
   std::uint64_t seed() const;
 
  private:
@@ -179,7 +188,7 @@ struct GenerateResult {
   std::string cancelled_tail;
   FinishReason finish = FinishReason::kNone;
   std::vector<float> prompt_logprobs;  ///< [prompt_len − 1] when requested (token i given < i)
-  std::uint64_t seed = 0;
+  std::uint64_t seed = 0;              ///< the sampling seed used (given or drawn: SequenceGenerator::seed)
   double prefill_seconds = 0, decode_seconds = 0;
 };
 

@@ -64,8 +64,15 @@ class Model {
  public:
   /// Resolves `model_ref` (dir or HF repo id, see resolve_model_path), opens the checkpoint,
   /// validates every tensor (presence, dtype, shape) before any compute.
+  /// Errors, each naming the file / tensor / field and the expected vs actual value:
+  /// resolve_model_path's and Checkpoint::open's (kNotFound, kIo, kFormat, kInvalidArgument,
+  /// kUnsupported); a missing tensor (kNotFound), a wrong dtype or shape (kShape); an A_log whose
+  /// A = −exp(A_log) is not finite (kNumerical); LoadOptions that do not fit the CPU or the
+  /// checkpoint, e.g. precision int8 without AVX-512 VNNI or on an unquantized checkpoint
+  /// (kInvalidArgument); no memory for the repacked projection weights (kIo).
   static Result<std::unique_ptr<Model>> load(const std::string& model_ref, const LoadOptions& opts = {});
-  /// Same, from an already-open checkpoint (takes ownership).
+  /// Same, from an already-open checkpoint (takes ownership); its config is validated again
+  /// (ModelConfig::validate), so one changed in code is checked too. Errors as load's.
   static Result<std::unique_ptr<Model>> from_checkpoint(Checkpoint ckpt, const LoadOptions& opts = {});
 
   virtual ~Model() = default;

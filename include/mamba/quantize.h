@@ -33,10 +33,13 @@ enum class QuantType : std::uint8_t { kQ8, kQ4 };
 /// Weights per scale along K.
 inline constexpr int kQuantGroupSize = 32;
 
-/// Quantizes one row `w[0, K)` (K % 32 == 0, finite values) to q8: codes[K], scales[K/32].
-void quantize_row_q8(const float* w, std::int64_t K, std::int8_t* codes, float* scales);
-/// Quantizes one row to q4: codes[K/2] (packed as above), scales[K/32].
-void quantize_row_q4(const float* w, std::int64_t K, std::uint8_t* codes, float* scales);
+/// Quantizes one row `w[0, K)` (fp32) to q8: codes int8 [K], scales fp32 [K/32] (the caller's
+/// buffers). Errors (nothing meaningful written then): kInvalidArgument when K is not a positive
+/// multiple of 32; kNumerical naming the first non-finite weight and its index k.
+Status quantize_row_q8(const float* w, std::int64_t K, std::int8_t* codes, float* scales);
+/// Quantizes one row to q4: codes uint8 [K/2] (packed as above), scales fp32 [K/32]; errors as
+/// quantize_row_q8.
+Status quantize_row_q4(const float* w, std::int64_t K, std::uint8_t* codes, float* scales);
 
 /// What quantize_checkpoint wrote.
 struct QuantizeReport {

@@ -20,7 +20,7 @@
 namespace mamba {
 
 struct SamplingParams {
-  bool do_sample = false;
+  bool do_sample = false;           ///< false: greedy (argmax) whatever the other fields say; true: sample
   float temperature = 1.0f;         ///< ≥ 0; 0 = greedy
   int top_k = 0;                    ///< ≥ 0; 0 = off
   float top_p = 1.0f;               ///< (0, 1]
@@ -59,15 +59,21 @@ class Sampler {
   /// vocab_limit make every sample() return that error (kInvalidArgument).
   Sampler(const SamplingParams& params, std::int64_t vocab_limit);
   /// Records a generated token (or any context token when the prompt's are not told apart) for
-  /// the penalties.
+  /// the penalties. An id outside [0, vocab_limit) (one the sampler never picks, e.g. a padded
+  /// row's) counts as a context position (the length of frequency_penalty_per_length) but adds to
+  /// no token's count.
   void observe(std::int32_t id);
   /// Records a prompt token: the repetition penalty sees it; frequency/presence penalties only when
   /// params.penalties_count_prompt.
   void observe_prompt(std::int32_t id);
-  /// Picks the next id from raw `logits` [width] (modified in place as scratch).
-  /// Errors: kNumerical if any logit < vocab_limit is NaN / +Inf; kInvalidArgument for the
-  /// constructor's invalid arguments or an empty row.
+  /// Picks the next id from raw `logits` [width] (fp32; modified in place as scratch). The
+  /// candidates are ids [0, min(width, vocab_limit)): entries past vocab_limit (the model's padded
+  /// rows) are set to −inf; a row narrower than vocab_limit offers its own entries only.
+  /// Errors: kNumerical if any candidate logit is NaN / +Inf, or all are −inf; kInvalidArgument
+  /// for the constructor's invalid arguments or an empty row.
   Result<std::int32_t> sample(std::span<float> logits);
+  /// The seed of this sampler's generator: params.seed when given, else the drawn one (53 bits, so
+  /// a JSON number keeps it exactly); giving it back as params.seed reproduces the run.
   std::uint64_t seed() const { return seed_; }
 
  private:

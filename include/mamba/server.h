@@ -23,7 +23,7 @@ namespace mamba {
 
 /// Server settings (flags of `mamba-server`; defaults are the documented ones).
 struct ServerOptions {
-  std::string host = "127.0.0.1";
+  std::string host = "127.0.0.1";           ///< address to bind: IPv4 or IPv6 literal ("::1", "::" = all IPv6 and, where the OS maps them, IPv4), "0.0.0.0" = all IPv4, or a host name resolved at start
   int port = 8080;                           ///< 0 = pick a free port (see Server::port())
   int max_concurrent_requests = 128;         ///< running + queued; beyond → 429 overloaded
   int max_batch_size = 0;                    ///< sequences per decode step; 0 = number of slots
@@ -76,7 +76,8 @@ class Server {
 
   /// Binds host:port and starts serving in background threads. Errors: kIo (bind failed).
   Status start();
-  /// Port actually bound (after start()).
+  /// Port actually bound: the chosen one after a successful start() (the free port picked for
+  /// ServerOptions::port 0); 0 before start() or after it failed.
   int port() const;
   /// Stops accepting new requests (503), lets in-flight ones finish for up to
   /// drain_grace_seconds, cancels the rest, then stops the HTTP server. Idempotent.

@@ -23,7 +23,7 @@ struct State {
 
   /// Zeroes every tensor and the position (reuse a slot for a new sequence).
   void reset();
-  /// Deep copy.
+  /// A deep copy (its own tensors, same position). Throws std::bad_alloc when out of memory.
   State clone() const;
   /// Total bytes of all tensors.
   std::int64_t nbytes() const;

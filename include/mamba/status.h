@@ -4,9 +4,12 @@
 // category and a human-readable message that names the file / tensor / field involved and the
 // expected vs actual value, e.g.
 //   "model.safetensors: tensor 'backbone.layers.0.mixer.in_proj.weight': expected shape [128, 32], got [64, 32]".
-// Library code never throws across the public API and never calls exit(); the exceptions are
-// std::bad_alloc from Tensor's constructors and Model::new_state(), and a broken precondition:
-// Result::value() on an error throws std::bad_variant_access (check ok() first).
+// Library code never calls exit() and throws across the public API only for:
+//  - memory: std::bad_alloc may come from any call that allocates (the Tensor constructors and
+//    clone(), Model::new_state(), State::clone(), tokenizing, generating), as in the standard
+//    library; Model::load instead returns kIo naming the weight buffer that did not fit;
+//  - a broken precondition: Result::value() on an error throws std::bad_variant_access (check ok()
+//    first); a Shape of more than kMaxDims dims throws std::length_error.
 #pragma once
 
 #include <cstdint>

@@ -35,6 +35,9 @@ struct Shape {
   int rank = 0;
 
   Shape() = default;
+  /// The dims, outermost first (any values: a view's shape is checked where it is used). More than
+  /// kMaxDims values is a programming error: throws std::length_error (the checkpoint loaders
+  /// refuse a deeper tensor with an error naming it before building a Shape).
   Shape(std::initializer_list<std::int64_t> d);
   std::int64_t operator[](int i) const { return dims[static_cast<std::size_t>(i)]; }
   std::int64_t& operator[](int i) { return dims[static_cast<std::size_t>(i)]; }
@@ -46,7 +49,8 @@ struct Shape {
   std::string str() const;
 };
 
-/// Where a buffer lives.
+/// Where a buffer lives. Every buffer today is kCpu (the CPU backend); kCuda is reserved for the
+/// CUDA backend, which does not exist yet (-DMAMBA_CUDA=ON builds the CPU engine).
 enum class Device : std::uint8_t { kCpu, kCuda };
 
 /// Non-owning view: pointer + dtype + shape + strides (elements). Default strides are contiguous
@@ -94,7 +98,7 @@ struct TensorView {
 class Tensor {
  public:
   Tensor() = default;
-  /// Zero-initialised tensor.
+  /// Zero-initialised tensor. Throws std::bad_alloc when out of memory.
   Tensor(DType dtype, Shape shape);
   /// Uninitialised tensor (the caller writes every byte) on 2 MiB-aligned memory advised for
   /// transparent huge pages (madvise MADV_HUGEPAGE; a no-op where THP is off): for large buffers
@@ -113,6 +117,7 @@ class Tensor {
   std::int64_t numel() const { return view_.numel(); }
   std::size_t nbytes() const { return view_.nbytes(); }
   template <class T> T* data() const { return static_cast<T*>(view_.data); }
+  /// A deep copy (same dtype, shape and bytes, on a new buffer). Throws std::bad_alloc when out of memory.
   Tensor clone() const;
 
  private:

@@ -28,11 +28,14 @@
 
 namespace mamba {
 
-/// An entry of tokenizer.json's "added_tokens".
+/// An entry of tokenizer.json's "added_tokens" (HF tokenizers' AddedToken; its fields, same names).
 struct AddedToken {
-  std::int32_t id = 0;
-  std::string content;
-  bool special = false, normalized = false, lstrip = false, rstrip = false, single_word = false;
+  std::int32_t id = 0;   ///< the token's id
+  std::string content;   ///< its text (UTF-8), matched whole in the input before the model's split
+  bool special = false;  ///< a control token (e.g. <|endoftext|>): left out by skip_special_tokens
+  bool normalized = false;   ///< matched against the normalized text (else the raw input)
+  bool lstrip = false, rstrip = false;  ///< a match also takes the whitespace to its left / right
+  bool single_word = false;  ///< matches only where it is not inside a word
 };
 
 /// A loaded tokenizer.json. Immutable after construction except for an internal word cache
@@ -44,6 +47,8 @@ class Tokenizer {
   /// another non-regular file, e.g. a FIFO), kIo (unreadable, out of memory), kFormat (file, JSON
   /// path of the bad field), kUnsupported (component type named).
   static Result<Tokenizer> from_file(const std::string& path);
+  /// The same from the file's text; `source` names it in errors. Errors: kFormat, kUnsupported, kIo
+  /// (out of memory) as from_file's.
   static Result<Tokenizer> from_json_text(const std::string& json_text, const std::string& source = "tokenizer.json");
 
   Tokenizer(Tokenizer&&) noexcept;
@@ -81,7 +86,7 @@ class Tokenizer {
   std::optional<std::string> id_to_token(std::int32_t id) const;
   /// The id of a token string in vocab form (or an added token's content), or nullopt.
   std::optional<std::int32_t> token_to_id(std::string_view token) const;
-  /// True for added tokens flagged special.
+  /// True for added tokens flagged special; false for every other id, out-of-range ones included.
   bool is_special(std::int32_t id) const;
   /// tokenizer.json's added_tokens, in file order; valid while the Tokenizer lives.
   const std::vector<AddedToken>& added_tokens() const;
@@ -116,7 +121,8 @@ class StreamDecoder {
   /// decode(c + ids) minus decode(c) for those ids c. A context with an id out of range or ending
   /// inside a character is not used (decode(ids) as without one). flush() drops it.
   explicit StreamDecoder(const Tokenizer& tok, bool skip_special_tokens = false, std::span<const std::int32_t> context = {});
-  /// Adds one id; returns the newly completed text (possibly empty). Id ≥ size() → error.
+  /// Adds one id; returns the newly completed text (possibly empty). Errors: kInvalidArgument for
+  /// an id outside [0, size()) (naming it; the decoder is unchanged).
   Result<std::string> push(std::int32_t id);
   /// Returns whatever is still held (incomplete UTF-8 at the end is decoded as HF would, with
   /// U+FFFD) and resets the decoder for a new sequence.

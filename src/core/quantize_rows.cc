@@ -1,4 +1,6 @@
 // Row quantizers of mamba.cpp's q8 / q4 format (rules in include/mamba/quantize.h).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -6,7 +8,20 @@
 
 namespace mamba {
 
-void quantize_row_q8(const float* w, std::int64_t K, std::int8_t* codes, float* scales) {
+namespace {
+/// The row quantizers' preconditions: K a positive multiple of the group size, every weight finite
+/// (a NaN would reach a float → int conversion, undefined behaviour).
+Status check_row(const float* w, std::int64_t K) {
+  if (K <= 0 || K % kQuantGroupSize != 0)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("row length K = {}: expected a positive multiple of {}", K, kQuantGroupSize));
+  for (std::int64_t k = 0; k < K; ++k)
+    if (!std::isfinite(w[k])) return make_error(ErrorCode::kNumerical, fmt::format("non-finite weight {} at k = {}: cannot quantize", w[k], k));
+  return {};
+}
+}  // namespace
+
+Status quantize_row_q8(const float* w, std::int64_t K, std::int8_t* codes, float* scales) {
+  MAMBA_RETURN_IF_ERROR(check_row(w, K));
   for (std::int64_t g = 0; g < K / kQuantGroupSize; ++g) {
     const float* wg = w + g * kQuantGroupSize;
     float amax = 0.0f;
@@ -18,9 +33,11 @@ void quantize_row_q8(const float* w, std::int64_t K, std::int8_t* codes, float* 
       codes[g * kQuantGroupSize + i] = static_cast<std::int8_t>(std::clamp(q, -127.0f, 127.0f));
     }
   }
+  return {};
 }
 
-void quantize_row_q4(const float* w, std::int64_t K, std::uint8_t* codes, float* scales) {
+Status quantize_row_q4(const float* w, std::int64_t K, std::uint8_t* codes, float* scales) {
+  MAMBA_RETURN_IF_ERROR(check_row(w, K));
   for (std::int64_t g = 0; g < K / kQuantGroupSize; ++g) {
     const float* wg = w + g * kQuantGroupSize;
     float m = 0.0f;
@@ -36,6 +53,7 @@ void quantize_row_q4(const float* w, std::int64_t K, std::uint8_t* codes, float*
     for (int j = 0; j < kQuantGroupSize / 2; ++j)
       codes[g * kQuantGroupSize / 2 + j] = static_cast<std::uint8_t>(u[2 * j] | (u[2 * j + 1] << 4));
   }
+  return {};
 }
 
 }  // namespace mamba

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <stdexcept>
 #include <fmt/format.h>
 
 namespace mamba {
@@ -43,9 +44,9 @@ const char* dtype_name(DType t) {
 }
 
 Shape::Shape(std::initializer_list<std::int64_t> d) {
-  for (auto v : d) {
-    if (rank < kMaxDims) dims[static_cast<std::size_t>(rank++)] = v;
-  }
+  if (d.size() > static_cast<std::size_t>(kMaxDims))  // a programming error, not input: the loaders check ranks first
+    throw std::length_error(fmt::format("Shape: {} dimensions, at most {}", d.size(), kMaxDims));
+  for (auto v : d) dims[static_cast<std::size_t>(rank++)] = v;
 }
 
 std::int64_t Shape::numel() const {

@@ -123,16 +123,14 @@ Result<GenerateResult> generate(Model& model, const Tokenizer* tok, State& state
   res.seed = gen.seed();
 
   // Prefill in pieces aligned to chunk_size (identical to one call; bounds the kAll buffer).
-  const std::int64_t chunk = model.config().prompt_granule();
-  const std::int64_t piece = (kPromptLogprobsPiece + chunk - 1) / chunk * chunk;
   std::vector<float> logits;
   std::vector<float> row(static_cast<std::size_t>(width));
   std::vector<float> lp(opts.prompt_logprobs ? static_cast<std::size_t>(vocab) : 0);
   const auto t0 = std::chrono::steady_clock::now();
   for (std::int64_t off = 0, n = 0; off < len; off += n) {
-    // Pieces end at absolute multiples of `piece` (a continued state may start anywhere): the same
-    // SSD chunks as one prefill call.
-    n = std::min(piece - state.position % piece, len - off);
+    // Pieces on the absolute grid (a continued state may start anywhere): the same SSD chunks as
+    // one prefill call.
+    n = model.config().prompt_piece(state.position, len - off, kPromptLogprobsPiece);
     const bool last = off + n == len;
     const LogitsMode mode = opts.prompt_logprobs ? LogitsMode::kAll : (last ? LogitsMode::kLast : LogitsMode::kNone);
     logits.resize(static_cast<std::size_t>((mode == LogitsMode::kAll ? n : 1) * width));

@@ -45,6 +45,10 @@ std::int64_t ModelConfig::conv_channels() const {
 std::int64_t ModelConfig::prompt_granule() const {
   return arch == Arch::kMamba2 ? std::max<std::int64_t>(chunk_size, 1) : 1;
 }
+std::int64_t ModelConfig::prompt_piece(std::int64_t position, std::int64_t remaining, std::int64_t target) const {
+  const std::int64_t g = prompt_granule(), piece = (std::max<std::int64_t>(target, 1) + g - 1) / g * g;
+  return std::min(remaining, piece - position % piece);
+}
 std::int64_t ModelConfig::in_proj_rows() const {
   return arch == Arch::kMamba2 ? 2 * d_mlp + 2 * d_inner + 2 * n_groups * d_state + n_heads : 2 * d_inner;
 }
@@ -291,7 +295,39 @@ Status parse_state_spaces(const json& j, const std::string& source, ModelConfig&
   return read_token_ids(j, c, source);
 }
 
-Status validate(const ModelConfig& c, const std::string& source) {
+// "quantization_config" (absent or null: plain weights). Only mamba.cpp's own q8/q4 layout loads;
+// other methods (bitsandbytes, GPTQ, ...) are refused by name.
+Status parse_quantization(const json& j, const std::string& source, ModelConfig& c) {
+  auto it = j.find("quantization_config");
+  if (it == j.end() || it->is_null()) return {};
+  auto bad = [&](const std::string& what) {
+    return Status(make_error(ErrorCode::kFormat, fmt::format("{}: quantization_config: {}", source, what)));
+  };
+  if (!it->is_object()) return bad(fmt::format("expected an object, got {}", it->dump()));
+  auto method = it->find("quant_method");
+  if (method == it->end() || !method->is_string()) return bad("missing string \"quant_method\" (expected \"mamba.cpp\")");
+  if (method->get<std::string>() != "mamba.cpp") {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: quantization_config.quant_method \"{}\" is not supported (only \"mamba.cpp\" q8/q4 checkpoints "
+                                  "written by `mamba-cli quantize`)", source, method->get<std::string>()));
+  }
+  auto type = it->find("type");
+  if (type == it->end() || !type->is_string() || (*type != "q8" && *type != "q4")) {
+    return bad(fmt::format("\"type\" must be \"q8\" or \"q4\", got {}", type == it->end() ? "nothing" : type->dump()));
+  }
+  auto gs = it->find("group_size");
+  if (gs == it->end() || !gs->is_number_integer() || gs->get<std::int64_t>() != 32) {
+    return bad(fmt::format("\"group_size\" must be 32, got {}", gs == it->end() ? "nothing" : gs->dump()));
+  }
+  c.quant_type = type->get<std::string>();
+  c.quant_group_size = 32;
+  return {};
+}
+
+}  // namespace
+
+Status ModelConfig::validate(const std::string& source) const {
+  const ModelConfig& c = *this;
   auto positive = [&](const char* name, std::int64_t v) -> Status {
     if (v <= 0) return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {} = {}: must be positive", source, name, v));
     if (v > kMaxDim) return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {} = {}: exceeds the limit {}", source, name, v, kMaxDim));
@@ -390,37 +426,6 @@ Status validate(const ModelConfig& c, const std::string& source) {
   return {};
 }
 
-// "quantization_config" (absent or null: plain weights). Only mamba.cpp's own q8/q4 layout loads;
-// other methods (bitsandbytes, GPTQ, ...) are refused by name.
-Status parse_quantization(const json& j, const std::string& source, ModelConfig& c) {
-  auto it = j.find("quantization_config");
-  if (it == j.end() || it->is_null()) return {};
-  auto bad = [&](const std::string& what) {
-    return Status(make_error(ErrorCode::kFormat, fmt::format("{}: quantization_config: {}", source, what)));
-  };
-  if (!it->is_object()) return bad(fmt::format("expected an object, got {}", it->dump()));
-  auto method = it->find("quant_method");
-  if (method == it->end() || !method->is_string()) return bad("missing string \"quant_method\" (expected \"mamba.cpp\")");
-  if (method->get<std::string>() != "mamba.cpp") {
-    return make_error(ErrorCode::kUnsupported,
-                      fmt::format("{}: quantization_config.quant_method \"{}\" is not supported (only \"mamba.cpp\" q8/q4 checkpoints "
-                                  "written by `mamba-cli quantize`)", source, method->get<std::string>()));
-  }
-  auto type = it->find("type");
-  if (type == it->end() || !type->is_string() || (*type != "q8" && *type != "q4")) {
-    return bad(fmt::format("\"type\" must be \"q8\" or \"q4\", got {}", type == it->end() ? "nothing" : type->dump()));
-  }
-  auto gs = it->find("group_size");
-  if (gs == it->end() || !gs->is_number_integer() || gs->get<std::int64_t>() != 32) {
-    return bad(fmt::format("\"group_size\" must be 32, got {}", gs == it->end() ? "nothing" : gs->dump()));
-  }
-  c.quant_type = type->get<std::string>();
-  c.quant_group_size = 32;
-  return {};
-}
-
-}  // namespace
-
 Result<ModelConfig> ModelConfig::from_json_text(const std::string& text, const std::string& source) {
   MAMBA_ASSIGN_OR_RETURN(json j, io::parse_json_lenient(text, source));
   if (!j.is_object()) return make_error(ErrorCode::kFormat, fmt::format("{}: expected a JSON object at top level", source));
@@ -439,7 +444,7 @@ Result<ModelConfig> ModelConfig::from_json_text(const std::string& text, const s
                                   source));
   }
   MAMBA_RETURN_IF_ERROR(parse_quantization(j, source, c));
-  MAMBA_RETURN_IF_ERROR(validate(c, source));
+  MAMBA_RETURN_IF_ERROR(c.validate(source));
   return c;
 }
 

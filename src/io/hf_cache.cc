@@ -213,4 +213,14 @@ Result<std::string> resolve_tokenizer_file(const std::string& tokenizer_ref) {
   return (fs::path(dir) / "tokenizer.json").string();
 }
 
+Result<std::optional<std::string>> model_tokenizer_file(const std::string& model_dir, const std::string& tokenizer_ref) {
+  if (!tokenizer_ref.empty()) {
+    MAMBA_ASSIGN_OR_RETURN(std::string file, resolve_tokenizer_file(tokenizer_ref));
+    return std::optional<std::string>(std::move(file));
+  }
+  MAMBA_ASSIGN_OR_RETURN(const bool has, has_model_file(model_dir, "tokenizer.json"));
+  if (!has) return std::optional<std::string>();
+  return std::optional<std::string>((fs::path(model_dir) / "tokenizer.json").string());
+}
+
 }  // namespace mamba

@@ -17,6 +17,7 @@
 #include <set>
 #include <vector>
 
+#include "core/utf8.h"
 #include "io/checkpoint_builder.h"
 #include "io/json_lenient.h"
 #include "io/mapped_file.h"
@@ -75,20 +76,11 @@ Status write_tensor(std::FILE* f, const OutTensor& t, QuantType type, const std:
   const std::size_t row_bytes = dtype_bytes(v.dtype, static_cast<std::size_t>(K));
   for (std::int64_t n = 0; n < N; ++n) {
     convert_to_f32(static_cast<const std::uint8_t*>(v.data) + n * row_bytes, v.dtype, row.size(), row.data());
-    for (std::int64_t k = 0; k < K; ++k) {
-      if (!std::isfinite(row[k])) {
-        return make_error(ErrorCode::kNumerical,
-                          fmt::format("{}: tensor '{}' has a non-finite weight {} at [{}, {}]: cannot quantize", t.src->file, t.src->name,
-                                      row[k], n, k));
-      }
-    }
     std::size_t code_bytes = static_cast<std::size_t>(K);
-    if (type == QuantType::kQ8) {
-      quantize_row_q8(row.data(), K, reinterpret_cast<std::int8_t*>(codes.data()), scales.data());
-    } else {
-      quantize_row_q4(row.data(), K, codes.data(), scales.data());
-      code_bytes /= 2;
-    }
+    Status st = type == QuantType::kQ8 ? quantize_row_q8(row.data(), K, reinterpret_cast<std::int8_t*>(codes.data()), scales.data())
+                                       : quantize_row_q4(row.data(), K, codes.data(), scales.data());
+    if (!st.ok()) return make_error(st.error().code, fmt::format("{}: tensor '{}' row {}: {}", t.src->file, t.src->name, n, st.message()));
+    if (type == QuantType::kQ4) code_bytes /= 2;
     if (t.kind == OutTensor::Kind::kQuantCodes) {
       MAMBA_RETURN_IF_ERROR(put(codes.data(), code_bytes));
     } else {
@@ -278,9 +270,7 @@ std::string temp_prefix(const fs::path& out) {
   std::string name = out.filename().string();
   if (name.size() > kMaxName) {
     const std::string hash = fmt::format("-{:08x}", static_cast<std::uint32_t>(std::hash<std::string>{}(name)));
-    std::size_t n = kMaxName - hash.size();
-    for (int back = 0; back < 3 && n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80; ++back) --n;  // not inside a character
-    name.resize(n);
+    name.resize(utf8_cut(name, kMaxName - hash.size()));  // not inside a character
     name += hash;
   }
   return "." + name + ".tmp-";

@@ -64,7 +64,7 @@ struct MixerContext {
   const LayerParams& p;    ///< fp32 small tensors
   std::int64_t layer;      ///< index into State::conv_state / ssm_state
   Scratch& s;
-  bool decode = false;     ///< a step() call (one token per sequence): recurrent SSD, not chunked
+  bool decode = false;     ///< a step() call (one token per sequence): Mamba-1's one-token scan, Mamba-2's recurrent SSD (not chunked)
 };
 
 /// Mamba-1 / Falcon-Mamba mixer: x [T, d] (normed) → out [T, d]; updates the slices' states.

@@ -92,26 +92,6 @@ Result<std::vector<float>> to_f32(const TensorView& t, const std::string& what) 
   return v;
 }
 
-Status check_config(const ModelConfig& c) {
-  auto bad = [](std::string m) { return Status(make_error(ErrorCode::kInvalidArgument, std::move(m))); };
-  if (c.d_model <= 0 || c.n_layer <= 0 || c.d_inner <= 0 || c.d_state <= 0 || c.d_conv <= 0)
-    return bad(fmt::format("config: sizes must be positive (d_model {}, n_layer {}, d_inner {}, d_state {}, d_conv {})",
-                           c.d_model, c.n_layer, c.d_inner, c.d_state, c.d_conv));
-  if (c.arch == Arch::kMamba2) {
-    if (c.norm_before_gate)
-      return make_error(ErrorCode::kUnsupported, "config: norm_before_gate = true is not supported (only false)");
-    if (c.chunk_size <= 0) return bad(fmt::format("config: chunk_size must be positive, got {}", c.chunk_size));
-    if (c.n_groups <= 0 || c.n_heads <= 0 || c.n_heads % c.n_groups != 0 || c.d_inner % c.n_groups != 0)
-      return bad(fmt::format("config: n_groups {} must divide n_heads {} and d_inner {}", c.n_groups, c.n_heads,
-                             c.d_inner));
-    if (c.n_heads * c.head_dim != c.d_inner)
-      return bad(fmt::format("config: n_heads·head_dim = {}·{} ≠ d_inner {}", c.n_heads, c.head_dim, c.d_inner));
-  } else if (c.dt_rank <= 0) {
-    return bad(fmt::format("config: dt_rank must be positive, got {}", c.dt_rank));
-  }
-  return {};
-}
-
 }  // namespace
 
 Tensor pack_projections(ModelWeights& w, Precision precision, const Checkpoint* release_from) {
@@ -167,7 +147,7 @@ Tensor pack_projections(ModelWeights& w, Precision precision, const Checkpoint* 
 }
 
 Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOptions& opts) {
-  MAMBA_RETURN_IF_ERROR(check_config(ckpt.config()));
+  MAMBA_RETURN_IF_ERROR(ckpt.config().validate(ckpt.dir() + "/config.json"));  // a config changed in code too
   if (opts.precision != Precision::kExact && opts.precision != Precision::kBF16 && opts.precision != Precision::kInt8)
     return make_error(ErrorCode::kInvalidArgument, fmt::format("LoadOptions::precision {} is not a Precision (exact, bf16 or int8)",
                                                                static_cast<int>(opts.precision)));
@@ -301,12 +281,9 @@ Status MambaModel::prefill(std::span<const std::int32_t> tokens, State& state, L
   if (mode != LogitsMode::kNone && logits == nullptr)
     return make_error(ErrorCode::kInvalidArgument, "prefill: logits buffer is null");
   const std::int64_t L = static_cast<std::int64_t>(tokens.size()), V = logits_width();
-  const std::int64_t Q = config().prompt_granule();
-  const std::int64_t piece = (kPrefillPiece + Q - 1) / Q * Q;
   std::int64_t t0 = 0;
   while (t0 < L) {
-    const std::int64_t pos = state.position;
-    const std::int64_t len = std::min(L - t0, piece - pos % piece);  // end at an absolute multiple of piece
+    const std::int64_t len = config().prompt_piece(state.position, L - t0, kPrefillPiece);
     const bool last = t0 + len == L;
     const SeqSlice seq{0, len, &state};
     float* out = nullptr;

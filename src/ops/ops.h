@@ -5,8 +5,8 @@
 //  - A matrix argument `x` with `ldx` is [rows, cols] with row r starting at x + r·ldx (ldx ≥ cols,
 //    in elements), so an op can read a column slice of a wider buffer (e.g. the xBC columns of
 //    Mamba-2's in_proj output) without a copy.
-//  - Weights (TensorView) stay in their stored dtype (F32/BF16/F16) and are converted to fp32
-//    inside the kernel; accumulation is fp32. Small per-channel vectors (norm weights, conv
+//  - Weights (TensorView) stay in their stored dtype (F32/BF16/F16, or Q8/Q4 codes with group
+//    scales) and are converted to fp32 inside the kernel; accumulation is fp32. Small per-channel vectors (norm weights, conv
 //    weights, A, D, dt biases) are passed as fp32 pointers (converted once at load).
 //  - Ops never allocate per call in steady state (scratch is thread-local and only grows) and
 //    never fail: the caller validates shapes (the weights were checked by bind_weights) and ids.
@@ -18,9 +18,11 @@
 // P = head_dim, G = n_groups, Q = chunk_size, C = conv channels, V = padded vocab.
 //
 // These functions are the CPU backend (src/ops/cpu/, threaded by its pool, cpu/thread_pool.h). src/ops/ref/ref_ops.h
-// declares the model ops (linear, embedding, conv, scan, SSD, norms, elementwise) as plain loops in
-// namespace mamba::ops::ref: the oracle for parity tests; the *_batch forms, argmax,
-// find_non_finite and the weight packing have none (tested against per-sequence calls / directly).
+// declares the model ops (linear and embedding over every weight dtype incl. Q8/Q4, conv, scan, SSD,
+// norms, elementwise, the logits scans) as plain loops in namespace mamba::ops::ref: the oracle for
+// parity tests, run on every CPU target (tests/ops/ops_test_util.h for_each_target); the *_batch
+// forms and the weight packing have none (tested against per-sequence calls / directly). The
+// quantized kernels' own activation rounding has its reference in tests/ops/quantized_linear_test.cc.
 #pragma once
 
 #include <cmath>
@@ -106,7 +108,8 @@ void embedding(const TensorView& table, std::span<const std::int32_t> ids, float
 void rms_norm(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t D, const float* w, float eps,
               float* y, std::int64_t ldy);
 
-/// The residual add fused with the next RMSNorm: h[m] += r[m], then y[m] = rms_norm(h[m]) · w, row by
+/// The residual add fused with the next RMSNorm (HF MambaBlock: residual + mixer output, then the
+/// next block's MambaRMSNorm; mamba-math.md §blocks): h[m] += r[m], then y[m] = rms_norm(h[m]) · w, row by
 /// row (one pass over the rows instead of a separate add over [M, D]; the same values as the add
 /// followed by rms_norm). h: [M, D] fp32 residual stream, updated in place; r: [M, D] the block's
 /// output; w: [D] fp32; y: [M, D] (all contiguous, ld = D); y must not alias h or r.
@@ -122,7 +125,7 @@ void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz
 /// y[t, c] = silu(b[c] + Σ_{k<K} w[c, k] · u[t − (K−1) + k, c]), where u at negative times comes
 /// from conv_state. x: [L, C] (ldx); w: [C, K] fp32; bias: [C] fp32 or nullptr;
 /// conv_state: [C, K−1] (oldest first), replaced by the last K−1 inputs of (conv_state ++ x);
-/// y: [L, C] contiguous. Any L ≥ 1 (also L < K−1).
+/// y: [L, C] contiguous, not overlapping x or conv_state. Any L ≥ 1 (also L < K−1).
 void conv1d_silu(const float* x, std::int64_t ldx, std::int64_t L, std::int64_t C, std::int64_t K,
                  const float* w, const float* bias, float* conv_state, float* y);
 
@@ -147,6 +150,7 @@ void softplus_clamp(float* dt, std::int64_t lddt, std::int64_t M, std::int64_t n
                     float hi);
 
 /// out[m, i] = silu(z[m, i]) · x[m, i]   (Mamba-2's d_mlp branch). z, x: [M, n]; out: [M, n] (ldo).
+/// Element-wise: out may be z or x itself (the same pointer and ld), not a shifted overlap.
 void silu_mul(const float* z, std::int64_t ldz, const float* x, std::int64_t ldx, std::int64_t M, std::int64_t n,
               float* out, std::int64_t ldo);
 
@@ -233,12 +237,16 @@ struct SsdArgs {
 /// however large the chunk's total decay); parallel over heads / chunk strips on the CPU pool,
 /// results independent of the thread count. No errors (shapes are the caller's).
 void ssd(const SsdArgs& a);
-/// ssd for several sequences with the same H, P, N, G, Q. When every sequence has L = 1 (a decode
-/// step) it runs the recurrence directly (one pass over each state, no chunk machinery) in one
-/// parallel region over (sequence, head): bitwise the same per sequence whatever the batch, and
-/// equal to ssd() within rounding (not bitwise). Otherwise it calls ssd() per sequence.
-void ssd_batch(std::span<const SsdArgs> seqs);
-/// Number of chunks SSD splits [position, position + L) into.
+/// One decode step of several sequences with the same H, P, N, G, Q (every L = 1; Model::step):
+/// the recurrence directly (one pass over each state, no chunk machinery) in one parallel region
+/// over (sequence, head): bitwise the same per sequence whatever the batch, and equal to ssd()
+/// within rounding (not bitwise) — so a prefill piece of one token goes through ssd(), never here,
+/// or its prompt's split invariance would be lost. Given a sequence with L ≠ 1 it calls ssd() per
+/// sequence instead.
+void ssd_decode_batch(std::span<const SsdArgs> seqs);
+/// Number of chunks SSD splits [position, position + L) into: chunks are aligned to absolute
+/// positions (multiples of Q), so a piece starting mid-chunk first completes that chunk.
+/// Q ≥ 1, position ≥ 0; L ≤ 0 gives 0.
 std::int64_t ssd_num_chunks(std::int64_t position, std::int64_t L, std::int64_t Q);
 
 

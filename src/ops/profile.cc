@@ -34,7 +34,6 @@ double OpProfile::total_seconds() const {
 }
 
 void profile_enable(bool on) { detail::g_profile_on.store(on, std::memory_order_relaxed); }
-bool profile_enabled() { return detail::g_profile_on.load(std::memory_order_relaxed); }
 void profile_reset() { g_totals = OpProfile{}; }
 OpProfile profile_read() { return g_totals; }
 

@@ -14,7 +14,8 @@ namespace mamba::ops {
 
 /// What an op is accounted as. kLinear = every projection GEMM/GEMV (incl. lm_head); kConv =
 /// causal conv1d + SiLU; kScan = Mamba-1 selective scan / Mamba-2 SSD; kNorm = RMSNorm and the
-/// grouped gated norm; kElementwise = softplus/clamp, silu·mul, residual add; kEmbedding = lookup.
+/// grouped gated norm, and the residual add fused with the next norm (add_rms_norm); kElementwise =
+/// softplus/clamp, silu·mul; kEmbedding = lookup.
 enum class OpKind : int { kLinear, kConv, kScan, kNorm, kElementwise, kEmbedding, kCount };
 inline constexpr int kOpKinds = static_cast<int>(OpKind::kCount);
 /// "linear", "conv", "scan", "norm", "elementwise", "embedding".
@@ -28,7 +29,6 @@ struct OpProfile {
 };
 
 void profile_enable(bool on);
-bool profile_enabled();
 void profile_reset();
 OpProfile profile_read();
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/bounded_json.h"
+#include "core/utf8.h"
 
 namespace mamba::server {
 
@@ -49,9 +50,7 @@ bool is_openai_path(std::string_view path) {
 
 std::string shown_text(const std::string& s, std::size_t max_bytes) {
   if (s.size() <= max_bytes) return s;
-  std::size_t cut = max_bytes;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // s[cut] starts a character
-  return s.substr(0, cut) + fmt::format("… ({} bytes)", s.size());
+  return s.substr(0, utf8_cut(s, max_bytes)) + fmt::format("… ({} bytes)", s.size());
 }
 
 std::string dump_json(const json& j) {

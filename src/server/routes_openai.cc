@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "core/utf8.h"
 #include "server/bounded_http_server.h"
 #include "server/client_connection.h"
 #include "server/json_fields.h"
@@ -43,14 +44,6 @@ json bytes_json(const std::string& s) {
   return b;
 }
 
-/// Characters (Unicode code points) in UTF-8 `s`: OpenAI's `text_offset` counts characters, as
-/// Python's str indices do (a client slices the text with them), not bytes.
-std::size_t utf8_chars(std::string_view s) {
-  std::size_t n = 0;
-  for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
-  return n;
-}
-
 /// A completions top_logprobs entry: token text → logprob, from the likeliest (`top` is descending),
 /// then the chosen token (sampled, or the prompt's) when it is not among them — as OpenAI's legacy
 /// API ("up to logprobs + 1 elements") and vLLM; with logprobs 0 only the chosen one. A text seen
@@ -78,7 +71,7 @@ class CompletionLogprobs {
       tokens_.push(t.token_text);
       lps_.push(lp_json(t.logprob));
       offs_.push(offset);
-      offset += utf8_chars(t.decoded_delta);
+      offset += utf8_char_count(t.decoded_delta);
       tops_.push(top_dict(ctx, t.top, t.id, t.logprob));
     }
   }
@@ -105,7 +98,7 @@ class CompletionLogprobs {
       lps_.push(scored ? lp_json(prompt_lps[i - 1]) : json(nullptr));
       tops_.push(scored ? top_dict(ctx, i - 1 < prompt_tops.size() ? prompt_tops[i - 1] : kNone, prompt[i], prompt_lps[i - 1]) : json(nullptr));
       const std::size_t to = std::max(byte, map.start(starts[i]));
-      chars += utf8_chars(echoed.substr(byte, to - byte));
+      chars += utf8_char_count(echoed.substr(byte, to - byte));
       byte = to;
       offs_.push(chars);
     }
@@ -212,7 +205,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   const std::string echo_prefix = (!chat && r->echo) ? r->prompt : std::string();
 
   if (r->stream) {
-    auto offset = std::make_shared<std::size_t>(utf8_chars(echo_prefix));
+    auto offset = std::make_shared<std::size_t>(utf8_char_count(echo_prefix));
     auto first = std::make_shared<bool>(true);
     const char* object = chat ? "chat.completion.chunk" : "text_completion";
     // One chunk: `choice` with `logprobs` (JSON text) added.
@@ -299,7 +292,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     if (r->logprobs) {
       CompletionLogprobs lp;
       if (echo_logprobs) lp.add_prompt(ctx, prompt_ids, echo_prefix, c.stats.prompt_logprobs, c.stats.prompt_top_logprobs);
-      std::size_t offset = utf8_chars(echo_prefix);
+      std::size_t offset = utf8_char_count(echo_prefix);
       lp.add_tokens(ctx, c.tokens, offset);
       logprobs = lp.take();
     }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/utf8.h"
 #include "server/bounded_http_server.h"
 #include "server/client_connection.h"
 #include "server/json_fields.h"
@@ -156,8 +157,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
                                        : dump_with_members(d, {{"prefill", prefill.take()}, {"tokens", tokens.take()}});
   }
   // TGI's x-compute-characters counts characters (Rust's chars()), not bytes: the body is valid UTF-8.
-  const auto chars = static_cast<std::size_t>(
-      std::count_if(r->inputs.begin(), r->inputs.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+  const std::size_t chars = utf8_char_count(r->inputs);
   set_timing_headers(res, c.stats, chars);
   c = Collected();  // the tokens' copies, before the answer's text is made
   std::string answer = r->details ? dump_with_member(out, "details", details) : dump_json(out);

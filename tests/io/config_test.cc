@@ -76,6 +76,24 @@ TEST(Config, HFMamba2DefaultsAreMamba2Config) {
   EXPECT_EQ(c.ssm_state_elems(), 128 * 64 * 128);
 }
 
+// Prefill pieces: `target` rounded up to the granule (Mamba-2: chunk_size), each ending on the
+// absolute grid of that size or at the prompt's end.
+TEST(Config, PromptPieceEndsOnTheAbsoluteGrid) {
+  ModelConfig m2;
+  m2.arch = Arch::kMamba2;
+  m2.chunk_size = 256;
+  EXPECT_EQ(m2.prompt_piece(0, 5000, 2048), 2048);
+  EXPECT_EQ(m2.prompt_piece(100, 5000, 2048), 1948);  // a continued state first reaches the grid
+  EXPECT_EQ(m2.prompt_piece(0, 10, 2048), 10);        // the prompt's end
+  EXPECT_EQ(m2.prompt_piece(600, 1000, 300), 424);    // 300 → 512: ends at 1024
+  EXPECT_EQ(m2.prompt_piece(1024, 1, 300), 1);
+  ModelConfig m1;  // Mamba-1: granule 1, the target itself
+  m1.arch = Arch::kMamba1;
+  EXPECT_EQ(m1.prompt_piece(5, 100, 7), 2);
+  EXPECT_EQ(m1.prompt_piece(7, 100, 7), 7);
+  EXPECT_EQ(m1.prompt_piece(0, 3, 0), 1);  // a target below 1 is 1
+}
+
 TEST(Config, PythonJsonFloatsInEveryForm) {
   const char* base = R"({"model_type": "mamba2", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 100,
                          "num_heads": 4, "head_dim": 16, "n_groups": 2, "time_step_limit": %s})";

@@ -23,20 +23,9 @@ namespace mamba {
 namespace {
 
 using ops::cpu::CpuTarget;
+using test::for_each_target;
 using test::max_abs_diff;
 using test::random_vec;
-
-/// Runs fn() once per supported target (SCOPED_TRACE names it), then restores the original target.
-template <class Fn>
-void for_each_target(Fn fn) {
-  const CpuTarget original = ops::cpu::cpu_target();
-  for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
-    ops::cpu::set_cpu_target_for_test(t);
-    SCOPED_TRACE(ops::cpu::cpu_target_name(t));
-    fn();
-  }
-  ops::cpu::set_cpu_target_for_test(original);
-}
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
@@ -651,7 +640,7 @@ TEST(SsdKernels, DecodeBatchMatchesRecurrenceAndIsBitwisePerSequence) {
         h1.push_back(d.h0);
         y1.emplace_back(d.ldy);
         const ops::SsdArgs a = d.args(h1.back().data(), y1.back().data());
-        ops::ssd_batch({&a, 1});
+        ops::ssd_decode_batch({&a, 1});
         EXPECT_LE(max_abs_diff(y1.back().data(), yr.data(), d.ldy), 1e-5) << "G" << G;
         EXPECT_LE(max_abs_diff(h1.back().data(), hr.data(), std::int64_t(hr.size())), 1e-5) << "G" << G;
       }
@@ -665,7 +654,7 @@ TEST(SsdKernels, DecodeBatchMatchesRecurrenceAndIsBitwisePerSequence) {
         }
         std::vector<ops::SsdArgs> args;
         for (std::size_t i = 0; i < seqs.size(); ++i) args.push_back(seqs[i].args(h2[i].data(), y2[i].data()));
-        ops::ssd_batch(args);
+        ops::ssd_decode_batch(args);
         for (std::size_t i = 0; i < seqs.size(); ++i) {
           EXPECT_TRUE(bitwise_equal(h1[i], h2[i])) << "sequence " << i << ", " << threads << " threads";
           EXPECT_TRUE(bitwise_equal(y1[i], y2[i])) << "sequence " << i << ", " << threads << " threads";
@@ -716,15 +705,9 @@ TEST(GatedRmsNormKernel, MatchesReferenceOnEveryTarget) {
 
 TEST(LogitsScan, ArgmaxIsTheFirstMaximalIndexLikeAPlainLoop) {
   std::mt19937 rng(17);
-  const auto plain = [](const std::vector<float>& x) {
-    std::int64_t best = 0;
-    for (std::int64_t i = 1; i < std::int64_t(x.size()); ++i)
-      if (x[std::size_t(i)] > x[std::size_t(best)]) best = i;
-    return best;
-  };
   for (std::int64_t n : {1, 7, 1023, 1024, 1025, 50280}) {
     std::vector<float> x = random_vec(n, rng, -30.0f, 30.0f);
-    EXPECT_EQ(ops::argmax(x.data(), n), plain(x)) << "n " << n;
+    EXPECT_EQ(ops::argmax(x.data(), n), ops::ref::argmax(x.data(), n)) << "n " << n;
     // The maximum twice, in two blocks and then inside one: the first one wins.
     for (auto [a, b] : {std::pair<std::int64_t, std::int64_t>{n / 3, n - 1}, {n - 2, n - 1}, {0, n / 2}}) {
       if (a < 0 || a >= b) continue;
@@ -751,7 +734,32 @@ TEST(LogitsScan, FindNonFiniteReturnsTheFirstNanOrInf) {
         y[std::size_t(at)] = bad;
         if (at + 1 < n) y[std::size_t(n - 1)] = nan;  // a later one must not win
         EXPECT_EQ(ops::find_non_finite(y.data(), n), at) << "n " << n << ", " << bad << " at " << at;
+        EXPECT_EQ(ops::ref::find_non_finite(y.data(), n), at) << "n " << n << ", " << bad << " at " << at;
       }
+  }
+}
+
+// The sampler's softmax terms (ops::exp_shifted) on every target: within 2 ulp of the reference's
+// fp32 rounding of exp(x − shift) in double, in place too, and exactly 0 far below the shift.
+TEST(LogitsScan, ExpShiftedWithinTwoUlpOnEveryTarget) {
+  std::mt19937 rng(29);
+  for (std::int64_t n : {1, 15, 17, 1000}) {
+    std::vector<float> x = random_vec(n, rng, -40.0f, 10.0f);
+    x[0] = 10.0f;  // the shift itself: exp(0) = 1
+    if (n > 1) x[std::size_t(n - 1)] = -200.0f;  // underflows to 0
+    std::vector<float> want(x.size());
+    ops::ref::exp_shifted(x.data(), 10.0f, want.data(), n);
+    for_each_target([&] {
+      std::vector<float> out(x.size()), in_place = x;
+      ops::exp_shifted(x.data(), 10.0f, out.data(), n);
+      ops::exp_shifted(in_place.data(), 10.0f, in_place.data(), n);
+      for (std::int64_t i = 0; i < n; ++i) {
+        EXPECT_LE(ulp_distance(out[std::size_t(i)], want[std::size_t(i)]), 2) << "n " << n << " at " << i << ": " << out[std::size_t(i)];
+        EXPECT_EQ(out[std::size_t(i)], in_place[std::size_t(i)]) << "n " << n << " at " << i;
+      }
+      EXPECT_EQ(out[0], 1.0f);
+      if (n > 1) EXPECT_EQ(out[std::size_t(n - 1)], 0.0f);
+    });
   }
 }
 

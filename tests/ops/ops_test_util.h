@@ -11,9 +11,24 @@
 #include <vector>
 
 #include "mamba/tensor.h"
+#include "ops/cpu/cpu_target.h"
 #include "ops/ops.h"
 
 namespace mamba::test {
+
+/// Runs fn() once per CPU target this machine supports (baseline, then AVX2, AVX-512 where present;
+/// SCOPED_TRACE names it), then restores the target that was active: the parity tests' "every
+/// dispatch target" loop.
+template <class Fn>
+void for_each_target(Fn fn) {
+  const ops::cpu::CpuTarget original = ops::cpu::cpu_target();
+  for (ops::cpu::CpuTarget t : ops::cpu::supported_cpu_targets()) {
+    ops::cpu::set_cpu_target_for_test(t);
+    SCOPED_TRACE(ops::cpu::cpu_target_name(t));
+    fn();
+  }
+  ops::cpu::set_cpu_target_for_test(original);
+}
 
 /// A weight's packed copy for the tests (ops::pack_weight_bytes + pack_weight_to, or the bf16 tier's
 /// pair): an owning buffer W.packed points at; empty (W unchanged) when nothing is packed.

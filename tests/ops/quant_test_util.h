@@ -1,6 +1,8 @@
 // A random quantized weight for the quantized-linear tests (exact tier and int8 tier).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <random>
@@ -9,6 +11,7 @@
 #include "mamba/quantize.h"
 #include "mamba/tensor.h"
 #include "ops/ops.h"
+#include "ops/ref/ref_ops.h"
 
 namespace mamba::test {
 
@@ -30,15 +33,16 @@ struct QWeight {
     for (std::int64_t n = 0; n < N; ++n) {
       for (auto& v : row) v = nd(rng);
       if (n % 7 == 3) std::fill(row.begin(), row.begin() + kQuantGroupSize, 0.0f);
-      if (q4) quantize_row_q4(row.data(), K, codes.data() + n * row_bytes, scales.data() + n * G);
-      else quantize_row_q8(row.data(), K, reinterpret_cast<std::int8_t*>(codes.data()) + n * row_bytes, scales.data() + n * G);
+      const Status st = q4 ? quantize_row_q4(row.data(), K, codes.data() + n * row_bytes, scales.data() + n * G)
+                           : quantize_row_q8(row.data(), K, reinterpret_cast<std::int8_t*>(codes.data()) + n * row_bytes, scales.data() + n * G);
+      if (!st.ok()) ADD_FAILURE() << st.message();
     }
     view = TensorView(codes.data(), q4 ? DType::kQ4 : DType::kQ8, Shape{N, K});
     view.scales = scales.data();
     view.group_size = kQuantGroupSize;
     std::vector<std::int32_t> ids(static_cast<std::size_t>(N));
     for (std::int64_t n = 0; n < N; ++n) ids[std::size_t(n)] = std::int32_t(n);
-    ops::embedding(view, ids, deq.data());  // the dequantized table (checked in quantized_linear_test)
+    ops::ref::embedding(view, ids, deq.data());  // the plain dequantized table (ops::embedding checked against it)
     const std::int64_t bytes = int8_tier ? ops::pack_weight_int8_bytes(view) : 0;
     if (bytes > 0) {
       packed = Tensor(DType::kU8, Shape{bytes});

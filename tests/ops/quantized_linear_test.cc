@@ -3,11 +3,13 @@
 // quantization error bound of the fp32 product with the dequantized weights, batch- and
 // thread-invariant; dequantization round trip within half a step (q8) / one step (q4); non-finite
 // inputs propagate.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "ops/ops.h"
 #include "ops/ops_test_util.h"
 #include "ops/quant_test_util.h"
+#include "ops/ref/ref_ops.h"
 
 namespace mamba {
 namespace {
@@ -156,15 +159,29 @@ TEST_F(QuantizedLinear, DequantizeRoundTripAndEmbedding) {
     std::vector<std::uint8_t> codes(std::size_t(N * row_bytes));
     std::vector<float> scales(std::size_t(N * G));
     for (std::int64_t n = 0; n < N; ++n) {
-      if (q4) quantize_row_q4(w.data() + n * K, K, codes.data() + n * row_bytes, scales.data() + n * G);
-      else quantize_row_q8(w.data() + n * K, K, reinterpret_cast<std::int8_t*>(codes.data()) + n * row_bytes, scales.data() + n * G);
+      const Status st = q4 ? quantize_row_q4(w.data() + n * K, K, codes.data() + n * row_bytes, scales.data() + n * G)
+                           : quantize_row_q8(w.data() + n * K, K, reinterpret_cast<std::int8_t*>(codes.data()) + n * row_bytes, scales.data() + n * G);
+      ASSERT_TRUE(st.ok()) << st.message();
     }
     TensorView v(codes.data(), q4 ? DType::kQ4 : DType::kQ8, Shape{N, K});
     v.scales = scales.data();
     v.group_size = 32;
     const std::vector<std::int32_t> ids = {4, 0, 8, 4};
-    std::vector<float> out(ids.size() * std::size_t(K));
+    std::vector<float> out(ids.size() * std::size_t(K)), out_ref(out.size());
     ops::embedding(v, ids, out.data());
+    // The plain reference (ops::ref::load_f32 dequantizes Q8/Q4): the same values, bitwise.
+    ops::ref::embedding(v, ids, out_ref.data());
+    EXPECT_EQ(0, std::memcmp(out.data(), out_ref.data(), sizeof(float) * out.size())) << "q4 " << q4;
+    // ref::linear over the quantized weight is ref::linear over its dequantized copy.
+    std::vector<float> deq(std::size_t(N * K));
+    std::vector<std::int32_t> all(static_cast<std::size_t>(N));
+    for (std::int64_t n = 0; n < N; ++n) all[std::size_t(n)] = std::int32_t(n);
+    ops::ref::embedding(v, all, deq.data());
+    const std::vector<float> xs = test::random_vec(2 * K, rng);
+    std::vector<float> yq(std::size_t(2 * N)), yf(yq.size());
+    ops::ref::linear(xs.data(), K, 2, v, TensorView(), yq.data(), N);
+    ops::ref::linear(xs.data(), K, 2, TensorView(deq.data(), DType::kF32, Shape{N, K}), TensorView(), yf.data(), N);
+    EXPECT_EQ(0, std::memcmp(yq.data(), yf.data(), sizeof(float) * yq.size())) << "q4 " << q4;
     for (std::size_t i = 0; i < ids.size(); ++i) {
       for (std::int64_t k = 0; k < K; ++k) {
         const float orig = w[std::size_t(ids[i] * K + k)], got = out[i * std::size_t(K) + std::size_t(k)];
@@ -186,6 +203,32 @@ TEST_F(QuantizedLinear, DequantizeRoundTripAndEmbedding) {
     if (!q4) {
       for (std::uint8_t c : codes) EXPECT_NE(static_cast<std::int8_t>(c), -128);
     }
+  }
+}
+
+// The row quantizers refuse what they cannot encode, naming it: a row length that is no whole
+// number of groups (its tail was dropped), a non-finite weight (a NaN reached a float → int cast).
+TEST_F(QuantizedLinear, RowQuantizersRefuseBadRows) {
+  std::vector<float> w(64, 0.5f);
+  std::vector<std::int8_t> c8(64);
+  std::vector<std::uint8_t> c4(32);
+  std::vector<float> s(2);
+  for (std::int64_t K : {std::int64_t(0), std::int64_t(33), std::int64_t(-32)}) {
+    const Status a = quantize_row_q8(w.data(), K, c8.data(), s.data()), b = quantize_row_q4(w.data(), K, c4.data(), s.data());
+    ASSERT_FALSE(a.ok()) << K;
+    ASSERT_FALSE(b.ok()) << K;
+    EXPECT_EQ(a.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(a.message(), fmt::format("row length K = {}: expected a positive multiple of 32", K));
+    EXPECT_EQ(b.message(), a.message());
+  }
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    w[37] = bad;
+    const Status a = quantize_row_q8(w.data(), 64, c8.data(), s.data()), b = quantize_row_q4(w.data(), 64, c4.data(), s.data());
+    ASSERT_FALSE(a.ok());
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(a.error().code, ErrorCode::kNumerical);
+    EXPECT_EQ(a.message(), fmt::format("non-finite weight {} at k = 37: cannot quantize", bad));
+    EXPECT_EQ(b.message(), a.message());
   }
 }
 

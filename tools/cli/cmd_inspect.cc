@@ -52,12 +52,11 @@ void run_inspect(const std::string& model_arg) {
   const ModelConfig& c = ck->config();
   // What `run` would load next: the tokenizer when there is a tokenizer.json, and the EOS ids
   // (generation_config.json first). A file `run` would refuse fails here too, before any output.
-  const std::string tok_path = (std::filesystem::path(*dir) / "tokenizer.json").string();
-  auto has_tok = has_model_file(*dir, "tokenizer.json");
-  if (!has_tok.ok()) die(has_tok.error().message);
+  auto tok_path = model_tokenizer_file(*dir, "");
+  if (!tok_path.ok()) die(tok_path.error().message);
   std::optional<Tokenizer> tok;
-  if (*has_tok) {
-    auto t = Tokenizer::from_file(tok_path);
+  if (*tok_path) {
+    auto t = Tokenizer::from_file(**tok_path);
     if (!t.ok()) die(t.error().message);
     tok = std::move(*t);
   }

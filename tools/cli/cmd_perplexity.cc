@@ -91,9 +91,8 @@ void run(const PplArgs& a, CLI::App& cmd) {
 
   const std::int64_t total = static_cast<std::int64_t>(ids.size()) - 1;  // predictions overall
   const std::int64_t ctx = a.ctx > 0 ? a.ctx : total;
-  // Prefill pieces: ≤ 2048 tokens (rounded to chunk_size) bound the [piece, width] logits buffer.
-  const std::int64_t chunk = model.config().prompt_granule();
-  const std::int64_t piece = (2048 + chunk - 1) / chunk * chunk;
+  // Prefill pieces of ~2048 tokens (ModelConfig::prompt_piece) bound the [piece, width] logits buffer.
+  constexpr std::int64_t kPieceTokens = 2048;
   std::vector<float> logits, lp(static_cast<std::size_t>(vocab));
   double nll_sum = 0;
   std::int64_t n_pred = 0;
@@ -124,8 +123,8 @@ void run(const PplArgs& a, CLI::App& cmd) {
   for (std::int64_t start = 0; start < total && !Interrupt::interrupted(); start += ctx) {
     const std::int64_t n = std::min(ctx, total - start);  // predictions of this window
     State state = model.new_state();
-    for (std::int64_t off = 0; off < n && !Interrupt::interrupted(); off += piece) {
-      const std::int64_t m = std::min(piece, n - off);
+    for (std::int64_t off = 0, m = 0; off < n && !Interrupt::interrupted(); off += m) {
+      m = model.config().prompt_piece(off, n - off, kPieceTokens);  // the window's state starts at 0
       logits.resize(static_cast<std::size_t>(m * width));
       std::span<const std::int32_t> in(ids.data() + start + off, static_cast<std::size_t>(m));
       if (Status st = model.prefill(in, state, LogitsMode::kAll, logits.data()); !st.ok()) fail(st.message());

@@ -28,16 +28,13 @@ struct TokenizeOptions {
 }
 
 Result<std::string> tokenizer_path(const TokenizeOptions& o) {
-  if (!o.tokenizer.empty()) {
-    // As run and perplexity: --tokenizer replaces the model directory's tokenizer (the hint for a
-    // model without one says to add it); the model must still exist.
-    if (!o.model.empty()) MAMBA_RETURN_IF_ERROR(resolve_model_path(o.model));
-    return resolve_tokenizer_file(o.tokenizer);
-  }
+  // As run and perplexity: --tokenizer replaces the model directory's tokenizer (the hint for a
+  // model without one says to add it); the model must still exist.
+  if (!o.tokenizer.empty() && o.model.empty()) return resolve_tokenizer_file(o.tokenizer);
   MAMBA_ASSIGN_OR_RETURN(std::string dir, o.model.empty() ? resolve_default_model() : resolve_model_path(o.model));
-  MAMBA_ASSIGN_OR_RETURN(const bool has_tok, has_model_file(dir, "tokenizer.json"));
-  if (!has_tok) return make_error(ErrorCode::kNotFound, fmt::format("{}: the model has no tokenizer.json: {}", dir, kGiveTokenizerHint));
-  return (std::filesystem::path(dir) / "tokenizer.json").string();
+  MAMBA_ASSIGN_OR_RETURN(const std::optional<std::string> file, model_tokenizer_file(dir, o.tokenizer));
+  if (!file) return make_error(ErrorCode::kNotFound, fmt::format("{}: the model has no tokenizer.json: {}", dir, kGiveTokenizerHint));
+  return *file;
 }
 
 void run(const TokenizeOptions& o) {

@@ -16,6 +16,7 @@
 
 #include "cli/command.h"
 #include "common/thread_warning.h"
+#include "core/utf8.h"
 #include "mamba/checkpoint.h"
 #include "mamba/generate.h"
 #include "ops/cpu/cpu_target.h"
@@ -60,18 +61,14 @@ void refuse_extra_arguments(const CLI::App& cmd, const std::string& hint) {
 
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision,
                                              const std::string& tokenizer_ref) {
-  std::string tokenizer_file;
-  if (!tokenizer_ref.empty()) {
-    MAMBA_ASSIGN_OR_RETURN(tokenizer_file, resolve_tokenizer_file(tokenizer_ref));
-  }
-  const std::string tokenizer_dir =
-      tokenizer_file.empty() ? std::string() : std::filesystem::path(tokenizer_file).parent_path().string();
   std::string dir;
   if (model_ref.empty()) {
     MAMBA_ASSIGN_OR_RETURN(dir, resolve_default_model());
   } else {
     MAMBA_ASSIGN_OR_RETURN(dir, resolve_model_path(model_ref));
   }
+  // Before the (slow) load: a bad --tokenizer, or a model directory's unreadable tokenizer.json.
+  MAMBA_ASSIGN_OR_RETURN(const std::optional<std::string> tokenizer_file, model_tokenizer_file(dir, tokenizer_ref));
   // Once per process, before any kernel runs: which SIMD path computes, and why (a bad
   // MAMBA_CPU_TARGET / MAMBA_WEIGHT_PREFETCH is reported here, not at the first matmul).
   std::fprintf(stderr, "cpu: %s\n", ops::cpu::cpu_dispatch_description().c_str());
@@ -82,13 +79,10 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
   LoadedModel out;
   MAMBA_ASSIGN_OR_RETURN(out.model, Model::load(dir, lo));
   out.dir = out.model->checkpoint().dir();
-  out.tokenizer_dir = tokenizer_dir;
-  if (tokenizer_file.empty()) {
-    MAMBA_ASSIGN_OR_RETURN(const bool has_tok, has_model_file(out.dir, "tokenizer.json"));
-    if (has_tok) tokenizer_file = (std::filesystem::path(out.dir) / "tokenizer.json").string();
-  }
-  if (!tokenizer_file.empty()) {
-    MAMBA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_file(tokenizer_file));
+  // With --tokenizer, the EOS fallback reads that tokenizer's directory's tokenizer_config.json.
+  if (!tokenizer_ref.empty()) out.tokenizer_dir = std::filesystem::path(*tokenizer_file).parent_path().string();
+  if (tokenizer_file) {
+    MAMBA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_file(*tokenizer_file));
     out.tokenizer.emplace(std::move(tok));
     // As mamba-server warns: another model's tokenizer fails only once a prompt reaches its extra
     // ids (a fresh user's `run` then said "prompt token 12092 … outside the vocabulary [0, 8192)").
@@ -103,8 +97,7 @@ namespace {
 /// (cut before a UTF-8 character, then "…" and the item's length): a 5 MB item is not echoed whole.
 std::string shown_item(std::string_view item) {
   constexpr std::size_t kMaxShown = 40;
-  std::size_t keep = std::min(item.size(), kMaxShown);
-  while (keep > 0 && keep < item.size() && (static_cast<unsigned char>(item[keep]) & 0xC0) == 0x80) --keep;
+  const std::size_t keep = utf8_cut(item, kMaxShown);
   std::string out = "'";
   for (std::size_t k = 0; k < keep; ++k) {
     const auto c = static_cast<unsigned char>(item[k]);

@@ -1,8 +1,8 @@
 // Which SIMD code path (dispatch target) the CPU kernels use, chosen once at run time.
 //
 // Shipped builds compile for baseline x86-64; kernels that need wider instructions live in their own
-// translation units named `*_avx2.cc` / `*_avx512.cc`, which CMake compiles with the matching -m
-// flags (see CMakeLists.txt). Such a file must only be entered after cpu_target() said its target is
+// translation units named `*_avx2.cc` / `*_avx512.cc` / `*_avx512vnni.cc` / `*_avx512bf16.cc`,
+// which CMake compiles with the matching -m flags (see CMakeLists.txt). Such a file must only be entered after cpu_target() said its target is
 // usable, and must not define non-inline-namespace templates/inline functions that other files also
 // instantiate (keep its helpers in an anonymous namespace), or the linker could hand AVX code to
 // baseline callers.

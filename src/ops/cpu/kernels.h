@@ -59,7 +59,7 @@ struct Kernels {
   void (*ssd_decay_row)(float* w, float* f, const float* cb, float dA, std::int64_t n_decay, std::int64_t n,
                         std::int64_t m);
 
-  /// SSD recurrence for one token of one head (the decode step: ssd_batch with every L = 1):
+  /// SSD recurrence for one token of one head (the decode step: ssd_decode_batch with every L = 1):
   ///   h[p, :] = dA · h[p, :] + (dt · x[p]) · B[:];  y[p] = h[p, :] · C + Dh · x[p],  p < P, N = d_state.
   void (*ssd_step_head)(const float* x, float dt, float dA, const float* B, const float* C, float Dh, float* h,
                         std::int64_t P, std::int64_t N, float* y);

@@ -163,13 +163,13 @@ inline const T* row_at(const T* p, std::int64_t m, std::int64_t n) {
 /// The packed activations of input row m.
 inline PackedX row_of(const DotArgs& a, std::int64_t m) {
   const std::int64_t K = a.K;
-  return {row_at(a.px.x16, m, K), row_at(a.px.x16n, m, K), row_at(a.px.xsum, m, K / 32), row_at(a.px.xq, m, K),
+  return {row_at(a.px.x16, m, K), row_at(a.px.x16n, m, K), row_at(a.px.xsum, m, K / kGroup), row_at(a.px.xq, m, K),
           row_at(a.px.xl, m, K)};
 }
 }  // namespace
 
 void dot_rows_avx2(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1) {
-  const std::int64_t G = a.K / 32;
+  const std::int64_t G = a.K / kGroup;
   const std::int64_t row_bytes = a.q4 ? a.K / 2 : a.K;
   if (m1 - m0 == 1) {
     // One x row (decode): rows j, j + h, j + 2h together (three streams), the leftover rows below.
@@ -407,7 +407,7 @@ void dot_tiles_avx2(const DotArgs& a, std::int64_t m0, std::int64_t m1, std::int
 }
 
 void quantize_rows_avx2(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::int8_t* xq, std::int8_t* xl, float* sx) {
-  const std::int64_t G = K / 32;
+  const std::int64_t G = K / kGroup;
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256 big = _mm256_set1_ps(FLT_MAX);
   const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);

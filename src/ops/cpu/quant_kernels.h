@@ -31,6 +31,7 @@
 
 namespace mamba::ops::cpu::quant {
 
+/// Weights per scale along K: the stored format's group (include/mamba/quantize.h kQuantGroupSize).
 inline constexpr int kGroup = 32;
 
 // In an unnamed namespace: each file (the AVX2 and AVX-512 ones included) gets its own copy, so the

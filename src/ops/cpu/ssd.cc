@@ -6,7 +6,7 @@
 // the same chunks, with the same incoming state, as the unsplit prompt: bitwise-identical outputs
 // and states. Row i of a chunk is computed the same way whatever the chunk's length (so a prompt's
 // logits are bitwise the first rows of a longer one's).
-// ssd_batch with L = 1 everywhere (decode) runs the plain recurrence instead (ssd_step_head): one
+// ssd_decode_batch with L = 1 everywhere (decode) runs the plain recurrence instead (ssd_step_head): one
 // pass over the state, equal to the chunked form within rounding, not bitwise.
 //
 // Per chunk c of positions i, j ∈ [0, Lc), group g, head h of group g:
@@ -261,7 +261,7 @@ void ssd(const SsdArgs& a) {
   });
 }
 
-void ssd_batch(std::span<const SsdArgs> seqs) {
+void ssd_decode_batch(std::span<const SsdArgs> seqs) {
   bool all_single = true;
   for (const SsdArgs& a : seqs) all_single = all_single && a.L == 1;
   if (!all_single) {

@@ -1,6 +1,7 @@
 #include "ops/ref/ref_ops.h"
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace mamba::ops::ref {
@@ -10,7 +11,23 @@ float load_f32(const TensorView& t, std::int64_t i) {
     case DType::kF32: return static_cast<const float*>(t.data)[i];
     case DType::kBF16: return bf16_to_f32(static_cast<const std::uint16_t*>(t.data)[i]);
     case DType::kF16: return f16_to_f32(static_cast<const std::uint16_t*>(t.data)[i]);
-    default: return 0.0f;
+    case DType::kQ8:
+    case DType::kQ4: {
+      // Weight (n, k) = scale[n, k / group_size] · q[n, k] (TensorView's quantized layout).
+      const std::int64_t K = t.shape[1], n = i / K, k = i % K;
+      const std::int64_t s = n * (K / t.group_size) + k / t.group_size;
+      const float scale = t.scale_dtype == DType::kF16 ? f16_to_f32(static_cast<const std::uint16_t*>(t.scales)[s])
+                                                       : static_cast<const float*>(t.scales)[s];
+      int q;
+      if (t.dtype == DType::kQ8) {
+        q = static_cast<const std::int8_t*>(t.data)[i];
+      } else {
+        const std::uint8_t b = static_cast<const std::uint8_t*>(t.data)[n * (K / 2) + k / 2];
+        q = (k % 2 == 0 ? (b & 0x0F) : (b >> 4)) - 8;
+      }
+      return scale * static_cast<float>(q);
+    }
+    default: return std::numeric_limits<float>::quiet_NaN();
   }
 }
 
@@ -108,6 +125,19 @@ double sum_exp(const float* x, float shift, std::int64_t n) {
 
 void exp_shifted(const float* x, float shift, float* out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(std::exp(static_cast<double>(x[i] - shift)));
+}
+
+std::int64_t argmax(const float* x, std::int64_t n) {
+  std::int64_t best = 0;
+  for (std::int64_t i = 1; i < n; ++i)
+    if (x[i] > x[best]) best = i;
+  return best;
+}
+
+std::int64_t find_non_finite(const float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i])) return i;
+  return -1;
 }
 
 void selective_scan(const SelectiveScanArgs& a) {

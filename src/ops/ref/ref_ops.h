@@ -7,7 +7,10 @@
 
 namespace mamba::ops::ref {
 
-/// Element i of a F32/BF16/F16 tensor as float (any other dtype: 0).
+/// Element i (row-major flat index) of a F32/BF16/F16 tensor as float; of a Q8/Q4 weight [N, K] its
+/// dequantized value scale[n, k / group_size] · q[n, k] (TensorView's quantized layout). Any other
+/// dtype gives NaN, so a parity test fed a dtype the oracle does not know fails instead of passing
+/// on zeros.
 float load_f32(const TensorView& t, std::int64_t i);
 
 void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
@@ -28,6 +31,10 @@ void add_rms_norm(float* h, const float* r, std::int64_t M, std::int64_t D, cons
 double sum_exp(const float* x, float shift, std::int64_t n);
 /// out[i] = float(exp(double(fl(x[i] − shift)))).
 void exp_shifted(const float* x, float shift, float* out, std::int64_t n);
+/// The first index of the maximum of x[0, n), n ≥ 1, by a plain loop (all −inf → 0).
+std::int64_t argmax(const float* x, std::int64_t n);
+/// The first index i with x[i] NaN or ±inf, or −1, by a plain loop.
+std::int64_t find_non_finite(const float* x, std::int64_t n);
 void selective_scan(const SelectiveScanArgs& a);
 /// The sequential recurrence, token by token (chunk_states written at the same chunk ends as the
 /// chunked backends: after every token whose absolute position + 1 is a multiple of Q, and after
