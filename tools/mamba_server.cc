@@ -1,12 +1,17 @@
 // mamba-server: TGI- and OpenAI-compatible HTTP server with continuous batching (docs/SERVER.md).
+#include <unistd.h>
+
 #include <algorithm>
-#include <thread>
-#include <cstdlib>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -34,6 +39,31 @@ constexpr const char* kHelpHint = "Run with --help for more information.\n";
 bool has_control_char(const std::string& s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
 }
+
+/// What a SIGTERM / SIGINT / SIGHUP does in each phase of the process (the signal thread in main).
+enum SignalPhase : int { kStartingUp, kServing, kDraining };
+
+const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "a signal"; }
+
+/// The weights are memory-mapped: a model file truncated or overwritten in place while the server
+/// runs (a copy or a re-download into the served directory) makes the next read of a lost page
+/// raise SIGBUS. The process still dies (its weights are gone), but says why on stderr first
+/// (async-signal-safe write), then dies of the signal as before (exit status 135).
+void install_sigbus_note() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) {
+    static const char kMsg[] =
+        "mamba-server: fatal: SIGBUS reading memory-mapped weights: a model file was most likely truncated or "
+        "overwritten while the server ran (put new weights in a new directory, then restart)\n";
+    ssize_t ignored = ::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+    (void)ignored;
+    std::signal(SIGBUS, SIG_DFL);
+    std::raise(SIGBUS);
+  };
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  sigaction(SIGBUS, &sa, nullptr);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +86,13 @@ int main(int argc, char** argv) {
       ->check(mamba::cli::non_empty("a tokenizer.json file, a directory holding one, or an HF repo id ORG/NAME"));
   app.add_option("--host", o.host, "address to listen on")
       ->check(mamba::cli::non_empty("an address such as 127.0.0.1, 0.0.0.0 or ::"))
+      // An IPv6 address in a URL's brackets ("[::1]", as the listening line prints it) is the address.
+      ->transform(CLI::Validator(
+          [](std::string& v) {
+            if (v.size() > 2 && v.front() == '[' && v.back() == ']') v = v.substr(1, v.size() - 2);
+            return std::string();
+          },
+          ""))
       ->capture_default_str();
   app.add_option("--port", o.port, "port (0 = any free port, printed at start)")->check(CLI::Range(0, 65535))->capture_default_str();
   app.add_option("--max-concurrent-requests", o.max_concurrent_requests,
@@ -221,13 +258,35 @@ int main(int argc, char** argv) {
   }
   const std::string tokenizer_file = **found_tokenizer;
 
-  // Signals are taken by sigwait below; block them before any thread starts so none inherits them.
+  // SIGTERM, SIGINT and SIGHUP (a closed terminal) are taken by one thread's sigwait; they are
+  // blocked before any other thread starts so none inherits them. During start-up (the model load
+  // and the state slots: seconds to minutes) one exits at once, as TGI's launcher and vLLM do; once
+  // the server listens, the first one drains it and a second one exits at once.
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  install_sigbus_note();
+  // (Both outlive main's early returns: the thread stays in sigwait until the process ends.)
+  static std::atomic<int> signal_phase{kStartingUp};
+  static std::promise<int> drain_signal;
+  std::thread([sigs]() mutable {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&sigs, &sig) != 0) continue;
+      int phase = kServing;
+      if (signal_phase.compare_exchange_strong(phase, kDraining)) {
+        drain_signal.set_value(sig);
+        continue;
+      }
+      spdlog::warn("received {} {}: exiting at once", signal_name(sig), phase == kStartingUp ? "during start-up" : "while draining");
+      spdlog::default_logger()->flush();
+      std::_Exit(128 + sig);
+    }
+  }).detach();
 
   // A listen address that cannot be bound now (a taken port, a host that does not resolve) is
   // reported before the model load, which takes minutes for large checkpoints; the server binds
@@ -281,21 +340,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n%s", st.message().c_str(), env_note.c_str());
     return 2;
   }
+  signal_phase.store(kServing);
   // Machine-readable line for scripts that start the server on port 0.
   std::printf("mamba-server listening on %s\n", mamba::server::listen_url(o.host, server.value()->port()).c_str());
   std::fflush(stdout);
 
-  int sig = 0;
-  sigwait(&sigs, &sig);
-  spdlog::info("received {}, draining (a second SIGINT/SIGTERM exits at once)", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  const int sig = drain_signal.get_future().get();
   // A second signal while draining (Ctrl-C again) exits without waiting for the grace period.
-  std::thread([sigs]() mutable {
-    int again = 0;
-    sigwait(&sigs, &again);
-    spdlog::warn("received {} while draining: exiting at once", again == SIGTERM ? "SIGTERM" : "SIGINT");
-    spdlog::default_logger()->flush();
-    std::_Exit(128 + again);
-  }).detach();
+  spdlog::info("received {}, draining (a second SIGINT/SIGTERM exits at once)", signal_name(sig));
   server.value()->shutdown();
   // Requests had the grace period; a connection still open 2 s after the listener closed is a
   // client holding it open (trickling its request, or not reading its answer, whose write waits up

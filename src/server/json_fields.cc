@@ -110,9 +110,22 @@ std::string dump_with_members(const nlohmann::ordered_json& obj,
   return out;
 }
 
+namespace {
+/// nlohmann's parse error without its "; last read: '…'" part, which quotes the request's own text
+/// up to the bad byte (a prompt's secret, or megabytes of it, into the answer and the log): line
+/// and column remain, as in TGI's answer.
+std::string without_last_read(std::string m) {
+  const std::size_t at = m.find("; last read: '");
+  if (at == std::string::npos) return m;
+  const std::size_t expected = m.rfind("'; expected ");
+  return expected != std::string::npos && expected > at ? m.erase(at, expected + 1 - at) : m.erase(at);
+}
+}  // namespace
+
 std::optional<ApiError> parse_body_object(const std::string& body, json& out) {
   if (body.empty()) return ApiError::malformed("request body is empty: expected a JSON object");
-  if (auto fault = parse_json_bounded(body, out)) return ApiError::malformed(fmt::format("malformed JSON body: {}", fault->message));
+  if (auto fault = parse_json_bounded(body, out))
+    return ApiError::malformed(fmt::format("malformed JSON body: {}", without_last_read(std::move(fault->message))));
   if (!out.is_object()) {
     return ApiError::malformed(fmt::format("request body must be a JSON object, got {}", out.type_name()));
   }

@@ -418,6 +418,24 @@ TEST(Metrics, PrometheusTextHasMeanBatchAndSlots) {
   EXPECT_NE(t.find("mamba_requests_total{outcome=\"ok\"} 0\n"), std::string::npos);
 }
 
+// A syntax error names its line and column, never the body's text: nlohmann's "last read" quoted
+// the prompt up to the bad byte (a secret, or 700 KB) into the answer and the server's log.
+TEST(RequestBody, SyntaxErrorsDoNotQuoteTheBody) {
+  json j;
+  auto e = parse_body_object("{\"inputs\": \"my password is hunter2\nmore\"}", j);  // a raw newline in a string
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 400);
+  EXPECT_EQ(e->message, "malformed JSON body: parse error at line 2, column 0: syntax error while parsing value - invalid string: "
+                        "control character U+000A (LF) must be escaped to \\u000A or \\n");
+  e = parse_body_object("{\"inputs\": \"secret \xff\"}", j);  // not UTF-8
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message.find("secret"), std::string::npos) << e->message;
+  e = parse_body_object("{\"inputs\": \"x\" \"secret\"}", j);  // the "expected" part stays
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message.find("secret"), std::string::npos) << e->message;
+  EXPECT_NE(e->message.find("expected '}'"), std::string::npos) << e->message;
+}
+
 // Nesting is bounded at parse time: a prompt of 100 000 nested arrays (200 KB) crashed the server
 // (the token-id message dumped the item, recursing once per level). Level 1 is the body object.
 TEST(RequestBody, NestingDeeperThanTheLimitIs400) {
