@@ -80,7 +80,7 @@ async function decodeCounters(base) {
     throw new Error(`cannot reach ${base}/metrics: ${e.cause?.code ?? e.message}`);
   }
   const num = (name) => Number((text.match(new RegExp(`^${name} (\\S+)`, 'm')) || [])[1]);
-  return { steps: num('mamba_decode_steps_total'), sum: num('mamba_decode_batch_size_sum') };
+  return { steps: num('mamba_decode_steps_total'), sum: num('mamba_decode_sequence_steps_total') };
 }
 
 const PROMPTS = [

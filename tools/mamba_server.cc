@@ -15,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -193,6 +194,9 @@ int main(int argc, char** argv) {
   }
   // Logs go to stderr; stdout carries only the "listening on" line (for scripts).
   spdlog::set_default_logger(spdlog::stderr_color_mt("mamba-server"));
+  // SPDLOG_LEVEL (spdlog's own variable: trace, debug, info, warn, err, critical, off) sets the log
+  // level, e.g. SPDLOG_LEVEL=warn drops the per-request lines.
+  spdlog::cfg::load_env_levels();
   o.drain_grace_seconds = grace;
   // --max-total-tokens alone: the default --max-input-tokens follows it (total − 1), as TGI's launcher.
   if (app.count("--max-total-tokens") > 0 && app.count("--max-input-tokens") == 0 && o.max_input_tokens >= o.max_total_tokens)

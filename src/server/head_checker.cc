@@ -23,6 +23,7 @@ void HeadChecker::reset() {
   piece_len_ = trailing_tabs_ = pieces_ = query_pieces_ = 0;
   query_piece_open_ = false;
   refused_ = false;
+  tls_ = false;
   fault_ = HeadFault::kNone;
   fault_what_ = "";
 }
@@ -102,6 +103,11 @@ HeadChecker::Step HeadChecker::check(char& c) {
     return Step::kFault;
   }
   const bool header = line_ > 0;
+  // A TLS record starts with its content type, 0x16 for a handshake: an https:// client (or a load
+  // balancer's TLS health check) on this plain-HTTP port, named as such at its second byte (its
+  // first goes to cpp-httplib, which answers only a line it has read something of).
+  if (!header && line_bytes_ == 1 && c == '\x16') tls_ = true;
+  if (tls_ && line_bytes_ == 2) return malformed("is a TLS handshake (an https:// client?): this port speaks plain HTTP (http://)");
   switch (line_state_) {
     case kLineStart:
       if (c == '\r') {

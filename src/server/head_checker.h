@@ -89,6 +89,7 @@ class HeadChecker {
   bool query_piece_open_ = false;      // within one of them
   bool http10_ = false;                // the version is HTTP/1.0
   bool refused_ = false;               // request_line_refused()
+  bool tls_ = false;                   // the head began with a TLS record's first byte
   HeadFault fault_ = HeadFault::kNone;
   const char* fault_what_ = "";
 };

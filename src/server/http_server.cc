@@ -309,7 +309,7 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     if (res.status == 403) server::log_refusal(req, refused.status, refused.type, refused.message);  // an origin not allowed
     return true;
   }
-  if (!ctx.opts.api_key.empty() && req.path != "/health") {
+  if (!ctx.opts.api_key.empty() && req.path != "/health" && req.path != "/ping") {  // the probes' routes
     if (bearer_token(req.get_header_value("Authorization")) != ctx.opts.api_key &&
         req.get_header_value("x-api-key") != ctx.opts.api_key) {
       // OpenAI's code for it is invalid_api_key.

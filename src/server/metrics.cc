@@ -32,7 +32,7 @@ std::string Metrics::render() const {
   c("mamba_generated_tokens_total", "Tokens generated.", generated_tokens);
   c("mamba_scheduler_iterations_total", "Scheduler iterations that did work.", iterations);
   c("mamba_decode_steps_total", "Batched decode steps (Model::step calls).", decode_steps);
-  c("mamba_decode_batch_size_sum", "Sum of the batch sizes of all decode steps.", decode_batch_sum);
+  c("mamba_decode_sequence_steps_total", "Sequences advanced by decode steps (the sum of their batch sizes).", decode_batch_sum);
   const std::int64_t steps = decode_steps.load();
   emit(out, "mamba_decode_batch_size_mean", "gauge", "Mean sequences per decode step since start.",
        steps > 0 ? static_cast<double>(decode_batch_sum.load()) / static_cast<double>(steps) : 0.0);

@@ -172,13 +172,20 @@ void register_tgi_routes(httplib::Server& svr, ServerContext& ctx) {
   ctx.routes.add(svr, "POST", "/generate", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kGenerate); });
   ctx.routes.add(svr, "POST", "/generate_stream", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kStream); });
   ctx.routes.add(svr, "POST", "/", [&ctx](const httplib::Request& q, httplib::Response& s) { handle_generate(ctx, q, s, TgiMode::kCompat); });
-  ctx.routes.add(svr, "GET", "/health", [&ctx](const httplib::Request&, httplib::Response& s) {
+  // /health (TGI's) and /ping (vLLM's, GET or POST, as SageMaker probes it): 200, 503 while draining.
+  const auto health = [&ctx](const httplib::Request&, httplib::Response& s) {
     if (ctx.draining.load()) {
       s.status = 503;
       s.set_content(ApiError{503, "unavailable", "shutting down"}.tgi_body(), "application/json");
     } else {
       s.status = 200;
     }
+  };
+  ctx.routes.add(svr, "GET", "/health", health);
+  ctx.routes.add(svr, "GET", "/ping", health);
+  ctx.routes.add(svr, "POST", "/ping", health);
+  ctx.routes.add(svr, "GET", "/version", [](const httplib::Request&, httplib::Response& s) {  // vLLM's
+    set_json_body(s, json{{"version", MAMBA_VERSION}}.dump());
   });
   ctx.routes.add(svr, "GET", "/metrics", [&ctx](const httplib::Request&, httplib::Response& s) {
     s.set_content(ctx.metrics.render(), "text/plain; version=0.0.4");
@@ -208,7 +215,7 @@ void register_tgi_routes(httplib::Server& svr, ServerContext& ctx) {
               {"state_bytes_per_sequence", ctx.metrics.state_bytes_per_slot.load()},
               {"validation_workers", 0},
               {"router", "mamba-server"},
-              {"version", "0.1.0"},
+              {"version", MAMBA_VERSION},
               {"sha", nullptr},
               {"docker_label", nullptr}};
     s.set_content(dump_json(info), "application/json");

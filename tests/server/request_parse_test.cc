@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
+#include <sstream>
+#include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -416,6 +419,27 @@ TEST(Metrics, PrometheusTextHasMeanBatchAndSlots) {
   EXPECT_NE(t.find("mamba_slots_in_use 3\n"), std::string::npos);
   EXPECT_NE(t.find("mamba_slots_total 8\n"), std::string::npos);
   EXPECT_NE(t.find("mamba_requests_total{outcome=\"ok\"} 0\n"), std::string::npos);
+  EXPECT_NE(t.find("# TYPE mamba_decode_sequence_steps_total counter\nmamba_decode_sequence_steps_total 10\n"), std::string::npos) << t;
+  // The exposition format's rules: HELP and TYPE once per metric, a counter's name ends in _total
+  // (OpenMetrics parsers refuse a counter mamba_decode_batch_size_sum, its name before).
+  std::istringstream lines(t);
+  std::set<std::string> typed, helped;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream w(line);
+    std::string hash, kind, name, type;
+    w >> hash >> kind >> name >> type;
+    if (hash != "#") continue;
+    if (kind == "TYPE") {
+      EXPECT_TRUE(typed.insert(name).second) << "TYPE twice: " << name;
+      if (type == "counter") {
+        EXPECT_TRUE(name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0) << name;
+      }
+    } else if (kind == "HELP") {
+      EXPECT_TRUE(helped.insert(name).second) << "HELP twice: " << name;
+    }
+  }
+  EXPECT_EQ(typed, helped);
+  EXPECT_GE(typed.size(), 15u);
 }
 
 // A syntax error names its line and column, never the body's text: nlohmann's "last read" quoted

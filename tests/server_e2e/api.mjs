@@ -10,9 +10,13 @@ const srv = await startServer(['--max-concurrent-requests', '16']);
 const { base } = srv;
 const PROMPT = 'It was a dark and stormy night';
 
-await check('GET /health', async () => {
+await check('GET /health, GET and POST /ping (vLLM\'s), GET /version', async () => {
   const r = await fetch(base + '/health');
   assert.equal(r.status, 200);
+  for (const method of ['GET', 'POST']) assert.equal((await fetch(base + '/ping', { method })).status, 200, method);
+  const v = await fetch(base + '/version');
+  assert.equal(v.status, 200);
+  assert.match((await v.json()).version, /^\d+\.\d+\.\d+$/);
 });
 
 await check('GET /info', async () => {
@@ -751,6 +755,9 @@ await check('cpp-httplib refusals of the request line, headers and body are JSON
     ['GET /info HTTP/1.1\nHost: x\n\n', 400, 'malformed_request', /the request line ends in a bare LF: HTTP lines end in CR LF \(\\r\\n\)/, true],
     ['GET /info HTTP/1.1\r\nHost: x\n\r\n', 400, 'malformed_request', /header line 1 ends in a bare LF/, true],
     ['GET /info HTTP/1.1\r\nHost: x\r\n\n', 400, 'malformed_request', /header line 2 \(the blank line that ends the headers\) is a bare LF/, true],
+    // A TLS ClientHello (curl https:// to this port, a load balancer's TLS check): named as such.
+    ['\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03 /x', 400, 'malformed_request',
+      /the request line is a TLS handshake \(an https:\/\/ client\?\): this port speaks plain HTTP \(http:\/\/\)/, true],
     [`GET /info HTTP/1.1\r\nHost: x\r\n${`X-Pad: ${'p'.repeat(1000)}\r\n`.repeat(70)}\r\n`, 431, 'request_header_fields_too_large',
       /the request's head \(request line and headers\) is longer than 65536 bytes/, true],
     ['GET /info HTTP/1.1\r\nHost: x\r\nRange: bytes=abc\r\n\r\n', 416, 'range_not_satisfiable', /invalid Range header 'bytes=abc'/, false],

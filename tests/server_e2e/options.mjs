@@ -165,6 +165,10 @@ await check('flags from MAMBA_<FLAG> when not given (a given flag wins); a bad v
     env: { MAMBA_API_KEY: 'envkey', MAMBA_MODEL_ID: 'from-env', MAMBA_MAX_INPUT_TOKENS: '7', MAMBA_PORT: '1' } });
   try {
     assert.equal((await fetch(srv.base + '/info')).status, 401, 'MAMBA_API_KEY is the key');
+    // The probes' routes need no key (vLLM protects /v1 only; a load balancer sends none).
+    for (const [method, route] of [['GET', '/health'], ['GET', '/ping'], ['POST', '/ping']])
+      assert.equal((await fetch(srv.base + route, { method })).status, 200, `${method} ${route}`);
+    assert.equal((await fetch(srv.base + '/version')).status, 401);
     const info = await (await fetch(srv.base + '/info', { headers: { authorization: 'Bearer envkey' } })).json();
     assert.equal(info.model_id, 'from-flag', '--model-id given: MAMBA_MODEL_ID is not read');
     assert.equal(info.max_input_tokens, 7, 'MAMBA_MAX_INPUT_TOKENS');
