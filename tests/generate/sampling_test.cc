@@ -582,6 +582,19 @@ TEST(Sampler, MinPDropsUnlikelyTokens) {
   EXPECT_LT(chi_square(counts, {0.625, 0.375, 0.0}, 5000), 10.83);  // 1 dof, p = 0.001
 }
 
+// HF's TopKLogitsWarper keeps every score ≥ the k-th largest: ties at the k-th place all stay.
+// probs 0.4, 0.2, 0.2, 0.2 with top_k 2 keep ids 0..3 (1, 2 and 3 tie at the 2nd place).
+TEST(Sampler, TopKKeepsTiesAtTheKthScore) {
+  const std::vector<float> l{std::log(0.4f), std::log(0.2f), std::log(0.2f), std::log(0.2f), std::log(0.1f)};
+  SamplingParams p = seeded(6);
+  p.top_k = 2;
+  Sampler s(p, 5);
+  std::map<std::int32_t, int> counts;
+  for (int i = 0; i < 5000; ++i) ++counts[draw(s, l)];
+  EXPECT_EQ(counts.count(4), 0u);
+  EXPECT_LT(chi_square(counts, {0.4, 0.2, 0.2, 0.2, 0.0}, 5000), 16.27);  // 3 dof, p = 0.001
+}
+
 TEST(Sampler, TypicalPKeepsTheTypicalSet) {
   // probs 0.6, 0.2, 0.1, 0.1: entropy 1.089; |−log p − H| = 0.578, 0.521, 1.214, 1.214.
   // Ascending: id1 (cum 0.2), id0 (cum 0.8), ... typical_p 0.5 → keep {1, 0}; 0.15 → keep {1}.

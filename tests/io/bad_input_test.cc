@@ -478,6 +478,32 @@ TEST(BadInput, NonContiguousPickledTensorIsRefusedByName) {
   expect_mentions(pickle_err(past), {"exceed storage '0' of 4 elements"});
 }
 
+// Tensors that are views into one storage (torch.save of a state dict whose tensors share memory,
+// e.g. a fused weight split into parts): each reads from its own storage offset. Every fixture
+// checkpoint has offset 0, so a loader ignoring the offset passed every other test.
+TEST(TorchBin, TensorsSharingAStorageReadTheirOwnOffsets) {
+  auto tensor = [](char offset) {
+    return "ctorch._utils\n_rebuild_tensor_v2\n"s + "((" + U("storage") + "ctorch\nFloatStorage\n" + U("0") + U("cpu") + "K\x05tQK" +
+           std::string(1, offset) + "K\x02\x85K\x01\x85\x89)tR";
+  };
+  const std::string pkl = "\x80\x02}("s + U("a") + tensor('\x00') + U("b") + tensor('\x03') + "u.";
+  const float storage[5] = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
+  test::TempDir d;
+  d.write("config.json", R"({"d_model": 4, "n_layer": 1, "vocab_size": 8})");
+  d.write("pytorch_model.bin", test::make_zip({{"archive/data.pkl", pkl},
+                                                {"archive/data/0", std::string(reinterpret_cast<const char*>(storage), sizeof storage)}}));
+  auto ck = Checkpoint::open(d.path());
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  const TensorEntry* a = ck->find("a");
+  const TensorEntry* b = ck->find("b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(static_cast<const float*>(a->view.data)[0], 1.0f);
+  EXPECT_EQ(static_cast<const float*>(a->view.data)[1], 2.0f);
+  EXPECT_EQ(static_cast<const float*>(b->view.data)[0], 4.0f);
+  EXPECT_EQ(static_cast<const float*>(b->view.data)[1], 5.0f);
+}
+
 TEST(BadInput, PickleStorageMissingOrTooSmall) {
   // Valid pickle, but the storage entry is absent / smaller than declared.
   const std::string pkl = one_tensor_pickle(4, 4);

@@ -202,6 +202,30 @@ TEST_F(QuantizedLinear, DequantizeRoundTripAndEmbedding) {
     // q8 codes stay within ±127 (the AVX2 sign trick needs it); q4's largest-magnitude weight is −8.
     if (!q4) {
       for (std::uint8_t c : codes) EXPECT_NE(static_cast<std::int8_t>(c), -128);
+    } else {
+      // The documented rule exactly: each group's largest-magnitude weight m gives the scale
+      // d = m / −8 and code −8 (reconstructed exactly); every other weight rounds to the nearest
+      // step (½ step) unless it rounds to +8, which clamps to +7 (a [−7, 7] clamp passed the bound
+      // of one step above, and made every group's extreme one step off).
+      for (std::int64_t n = 0; n < N; ++n) {
+        for (std::int64_t g = 0; g < G; ++g) {
+          const float* wg = w.data() + n * K + g * 32;
+          std::int64_t at = 0;
+          for (std::int64_t k = 1; k < 32; ++k)
+            if (std::fabs(wg[k]) > std::fabs(wg[at])) at = k;
+          const float d = scales[std::size_t(n * G + g)];
+          EXPECT_EQ(d, wg[at] / -8.0f) << "row " << n << " group " << g;
+          for (std::int64_t k = 0; k < 32; ++k) {
+            const std::uint8_t b = codes[std::size_t(n * row_bytes + (g * 32 + k) / 2)];
+            const int q = ((k % 2 == 0) ? (b & 0x0F) : (b >> 4)) - 8;
+            if (k == at) {
+              EXPECT_EQ(q, -8) << "row " << n << " group " << g;
+            }
+            if (q == 7 && wg[k] / d > 7.5f) continue;
+            EXPECT_LE(std::fabs(d * float(q) - wg[k]), 0.5f * std::fabs(d) * 1.0001f) << "row " << n << " group " << g << " k " << k;
+          }
+        }
+      }
     }
   }
 }

@@ -15,4 +15,6 @@ if(EXISTS ${_mamba_shared}/models/mamba2-books-7m-bpe8k/tokenizer.json)
     "dtype +BF16.*parameters +7281696 .*tokenizer +8192 ids.*special tokens +0=<\\|endoftext\\|>, 1=<\\|padding\\|>")
 endif()
 add_test(NAME cli_inspect_missing_model COMMAND mamba-cli inspect /nonexistent/model/dir)
-set_tests_properties(cli_inspect_missing_model PROPERTIES LABELS "io;cli" WILL_FAIL TRUE)
+# The error itself (WILL_FAIL alone passed on any failure, a crash included).
+set_tests_properties(cli_inspect_missing_model PROPERTIES LABELS "io;cli" PASS_REGULAR_EXPRESSION
+  "^error: /nonexistent/model/dir: no such model directory \\(and not a Hugging Face repo id of the form \\[ORG/\\]NAME\\[@REVISION\\]\\)\n$")

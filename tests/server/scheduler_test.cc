@@ -104,6 +104,34 @@ TEST(Scheduler, AloneMatchesGenerateLoop) {
   EXPECT_EQ(o.finish, FinishReason::kLength);
 }
 
+// The penalties see the prompt as generate() does (HF's repetition penalty, TGI's frequency and
+// presence penalties over the whole context): a scheduler that skipped the prompt's tokens passed
+// every other test (a mutant found by a fresh user's mutation testing).
+TEST(Scheduler, PenaltiesCountThePromptAsGenerateDoes) {
+  test::FakeModel model;
+  std::vector<std::int32_t> prompt;
+  for (int i = 0; i < 3; ++i)
+    for (std::int32_t id = 0; id < 48; ++id) prompt.push_back(id);  // ids 0..47, each three times
+  SequenceRequest plain{prompt, {}};
+  plain.opts.max_new_tokens = 12;
+  plain.opts.ignore_eos = true;
+  const Outcome unpenalized = run_alone(plain);
+  for (int k = 0; k < 3; ++k) {
+    SequenceRequest req = plain;
+    if (k == 0) req.opts.sampling.repetition_penalty = 4.0f;
+    if (k == 1) req.opts.sampling.frequency_penalty = 2.0f;
+    if (k == 2) req.opts.sampling.presence_penalty = 2.0f;
+    auto ref = generate(model, nullptr, req.prompt, req.opts);
+    ASSERT_TRUE(ref.ok()) << ref.error().message;
+    const Outcome o = run_alone(req);
+    ASSERT_EQ(o.ids.size(), ref->tokens.size());
+    for (std::size_t i = 0; i < o.ids.size(); ++i) EXPECT_EQ(o.ids[i], ref->tokens[i].id) << "penalty " << k << ", token " << i;
+    EXPECT_NE(o.ids, unpenalized.ids) << "penalty " << k << " changed nothing: the test would not see a prompt left out";
+    // Most of the vocabulary is in the prompt: its first choice is one of the ids the prompt lacks.
+    EXPECT_GE(o.ids[0], 48) << "penalty " << k;
+  }
+}
+
 class ConcurrentBudgets : public ::testing::TestWithParam<std::pair<int, int>> {};
 
 TEST_P(ConcurrentBudgets, EachRequestEqualsItselfAlone) {

@@ -64,7 +64,10 @@ class Gen {
   }
   void whitespace(std::string& out) {
     static const char* kWs[] = {" ", "  ", "   ", "    ", "\t", "\n", "\n\n", "\r\n", " \n ", "\u00A0", "\u3000",
-                                "\u2009", "\u180E", "\u0085", "\u200B", "\u2028", "\u202F", "\x0B", "\x0C", "        "};
+                                "\u2009", "\u180E", "\u0085", "\u200B", "\u2028", "\u202F", "\x0B", "\x0C", "        ",
+                                // the rest of Unicode White_Space (Oniguruma's \s), each a case of the regex's class
+                                "\u1680", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004", "\u2005", "\u2006", "\u2007",
+                                "\u2008", "\u200A", "\u2029", "\u205F"};
     const int n = 1 + static_cast<int>(pick(8));
     for (int k = 0; k < n; ++k) out += choose(kWs);
   }
