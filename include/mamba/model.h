@@ -86,7 +86,7 @@ class Model {
   virtual std::int64_t logits_width() const = 0;
   /// A zeroed state for a new sequence (fp32, sized from the config: n_layer × (conv_state +
   /// ssm_state), `inspect`'s "state / sequence"), owned by the caller. Throws std::bad_alloc when
-  /// out of memory (the one exception of the API besides Tensor's constructors).
+  /// out of memory (include/mamba/status.h lists what the API throws).
   virtual State new_state() const = 0;
 
   /// Feeds `tokens` (L ≥ 1, each < logits_width) to one sequence, continuing from `state`

@@ -20,7 +20,7 @@
 namespace mamba {
 
 struct SamplingParams {
-  bool do_sample = false;           ///< false: greedy (argmax) whatever the other fields say; true: sample
+  bool do_sample = false;           ///< true: sample; false: greedy unless a warper is set (TGI's rule, sampling(): temperature ≠ 1, top_k > 0, top_p < 1, typical_p < 1 or min_p > 0 sample too — unlike HF's do_sample=False)
   float temperature = 1.0f;         ///< ≥ 0; 0 = greedy
   int top_k = 0;                    ///< ≥ 0; 0 = off
   float top_p = 1.0f;               ///< (0, 1]
@@ -70,7 +70,8 @@ class Sampler {
   /// candidates are ids [0, min(width, vocab_limit)): entries past vocab_limit (the model's padded
   /// rows) are set to −inf; a row narrower than vocab_limit offers its own entries only.
   /// Errors: kNumerical if any candidate logit is NaN / +Inf, or all are −inf; kInvalidArgument
-  /// for the constructor's invalid arguments or an empty row.
+  /// for the constructor's invalid arguments, an empty row, or a logit_bias that bans (−inf) every
+  /// candidate.
   Result<std::int32_t> sample(std::span<float> logits);
   /// The seed of this sampler's generator: params.seed when given, else the drawn one (53 bits, so
   /// a JSON number keeps it exactly); giving it back as params.seed reproduces the run.

@@ -14,9 +14,17 @@ namespace mamba {
 
 /// Owned by the caller (Model::new_state()); move-only (its Tensors are): copy it with clone().
 /// It does not refer to the Model that made it. Fields: change only through prefill/step, reset()
-/// and clone() — a hand-edited position or tensor is checked by prefill/step (kInvalidArgument),
-/// not repaired.
+/// and clone(). prefill/step check what they can (kInvalidArgument, nothing changed): the tensor
+/// count, shapes and dtypes, and a negative or overflowing position; a position that disagrees with
+/// the tensors' contents cannot be told (it moves Mamba-2's chunk grid), and non-finite values in
+/// a hand-edited tensor show as the step's kNumerical, after the state advanced.
 struct State {
+  State() = default;
+  State(State&&) noexcept = default;
+  State& operator=(State&&) noexcept = default;
+  State(const State&) = delete;  ///< (a copy would be silent megabytes: clone() says it)
+  State& operator=(const State&) = delete;
+
   std::vector<Tensor> conv_state;  ///< [n_layer] of [conv_channels, d_conv-1]
   std::vector<Tensor> ssm_state;   ///< [n_layer] of Mamba-1 [d_inner, d_state] / Mamba-2 [n_heads, head_dim, d_state]
   std::int64_t position = 0;       ///< tokens consumed so far (SSD chunk alignment)

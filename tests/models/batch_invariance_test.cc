@@ -3,6 +3,8 @@
 // position in the batch); and the Model API's argument errors.
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -294,6 +296,11 @@ TEST(ModelApi, OneModelSharedByThreadsGivesEachThreadItsOwnResults) {
     EXPECT_EQ(shared_run[t], alone[t]) << "thread " << t;
   }
 }
+
+// Move-only as documented: std::is_copy_constructible was true (an implicit copy that failed to
+// compile deep in libstdc++), which misleads generic code.
+static_assert(!std::is_copy_constructible_v<State> && !std::is_copy_assignable_v<State>);
+static_assert(std::is_nothrow_move_constructible_v<State> && std::is_nothrow_move_assignable_v<State>);
 
 TEST(ModelApi, StateResetCloneAndSize) {
   MAMBA_REQUIRE_SHARED(shared);
