@@ -758,7 +758,9 @@ TEST(LogitsScan, ExpShiftedWithinTwoUlpOnEveryTarget) {
         EXPECT_EQ(out[std::size_t(i)], in_place[std::size_t(i)]) << "n " << n << " at " << i;
       }
       EXPECT_EQ(out[0], 1.0f);
-      if (n > 1) EXPECT_EQ(out[std::size_t(n - 1)], 0.0f);
+      if (n > 1) {
+        EXPECT_EQ(out[std::size_t(n - 1)], 0.0f);
+      }
     });
   }
 }

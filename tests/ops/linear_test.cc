@@ -23,17 +23,21 @@ using ops::cpu::CpuTarget;
 /// Restores the dispatch target and thread count a test changed.
 class TargetGuard {
  public:
-  TargetGuard() : target_(ops::cpu::cpu_target()), threads_(ops::num_threads()), prefetch_(ops::cpu::weight_prefetch()) {}
+  TargetGuard()
+      : target_(ops::cpu::cpu_target()), threads_(ops::num_threads()), prefetch_(ops::cpu::weight_prefetch()),
+        batch_tile_(ops::cpu::avx512_batch_tile()) {}
   ~TargetGuard() {
     ops::cpu::set_cpu_target_for_test(target_);
     ops::set_num_threads(threads_);
     ops::cpu::set_weight_prefetch_for_test(prefetch_);
+    ops::cpu::set_avx512_batch_tile_for_test(batch_tile_);
   }
 
  private:
   CpuTarget target_;
   int threads_;
   bool prefetch_;
+  bool batch_tile_;
 };
 
 /// A random linear problem: W [N, K] stored as `dtype`, `wf` holds the stored values as fp32.
@@ -146,14 +150,19 @@ TEST(Linear, ModelShapesMatchCanonicalOrder) {
 TEST(Linear, BatchTilesMatchCanonicalOrder) {
   // More than 4 rows read straight from memory with K ≥ 256: the AVX-512 target runs them 8 at a time
   // (5–7 left over) in tiles of 3 weight rows (linear_tile.inc, kMrBatch × kNrBatch) with their own
-  // 16-tree epilogue (lane 2m + n, then column 2) when K % 16 = 0, the generic one otherwise; N leaves
-  // 1 or 2 rows over; up to 64 rows while M·K ≤ 96 Ki floats (linear_reads_direct: M = 38 and 40
-  // with K = 2560 fall on either side); with and without bias; 1 and 2 threads.
+  // 16-tree epilogue (lane 2m + n, then column 2) when K % 16 = 0, the generic one otherwise, or 4 at
+  // a time × 6 where avx512_batch_tile() says so (both forced here); N leaves 1 or 2 rows over; up
+  // to 64 rows while M·K ≤ 96 Ki floats (linear_reads_direct: M = 38 and 40 with K = 2560 fall on
+  // either side); with and without bias; 1 and 2 threads.
   const TargetGuard guard;
   struct Shape { std::int64_t M, K, N; };
   unsigned seed = 900;
-  for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+  for (CpuTarget t : ops::cpu::supported_cpu_targets())
+  for (const bool batch_tile : {true, false}) {
+    if (!batch_tile && t != CpuTarget::kAvx512) continue;  // the other targets ignore the choice
     ops::cpu::set_cpu_target_for_test(t);
+    ops::cpu::set_avx512_batch_tile_for_test(batch_tile);
+    SCOPED_TRACE(::testing::Message() << "batch tile " << (batch_tile ? "8x3" : "4x6"));
     for (const int threads : {1, 2}) {
       ops::set_num_threads(threads);
       for (const DType dt : {DType::kBF16, DType::kF32, DType::kF16})

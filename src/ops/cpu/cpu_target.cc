@@ -81,22 +81,26 @@ Choice& current() {
   return c;
 }
 
-/// AMD family 19h (Zen 3 and Zen 4; Zen 4 is the one with AVX-512).
-bool amd_family_19h() {
+/// The AMD CPU family (base + extended, cpuid leaf 1): 0x19 = Zen 3 / Zen 4, 0x1A = Zen 5; 0 on
+/// other vendors.
+unsigned amd_family() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return 0;
   char vendor[13] = {};
   std::memcpy(vendor, &ebx, 4);
   std::memcpy(vendor + 4, &edx, 4);
   std::memcpy(vendor + 8, &ecx, 4);
-  if (std::strcmp(vendor, "AuthenticAMD") != 0 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  if (std::strcmp(vendor, "AuthenticAMD") != 0 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
   const unsigned base = (eax >> 8) & 0xF, ext = (eax >> 20) & 0xFF;
-  return (base == 0xF ? base + ext : base) == 0x19;
+  return base == 0xF ? base + ext : base;
 #else
-  return false;
+  return 0;
 #endif
 }
+
+/// AMD family 19h (Zen 3 and Zen 4; Zen 4 is the one with AVX-512).
+bool amd_family_19h() { return amd_family() == 0x19; }
 
 struct Prefetch {
   bool on;
@@ -115,6 +119,22 @@ Prefetch initial_prefetch() {
 
 Prefetch& prefetch_choice() {
   static Prefetch p = initial_prefetch();
+  return p;
+}
+
+/// avx512_batch_tile()'s choice and why (the same shape as Prefetch).
+Prefetch initial_batch_tile() {
+  const bool full_width = amd_family() >= 0x1A;
+  Prefetch detected{!full_width, full_width ? fmt::format("detected: AMD family {:X}h", amd_family()) : "detected"};
+  const char* env = std::getenv("MAMBA_BATCH_TILE");
+  if (env == nullptr || *env == '\0') return detected;
+  if (!std::strcmp(env, "8x3") || !std::strcmp(env, "4x6")) return {env[0] == '8', "forced by MAMBA_BATCH_TILE"};
+  std::fprintf(stderr, "warning: MAMBA_BATCH_TILE=%s is not one of 8x3|4x6; using %s\n", env, detected.on ? "8x3" : "4x6");
+  return {detected.on, fmt::format("{}; MAMBA_BATCH_TILE={} ignored: not one of 8x3|4x6", detected.why, env)};
+}
+
+Prefetch& batch_tile_choice() {
+  static Prefetch p = initial_batch_tile();
   return p;
 }
 
@@ -156,9 +176,20 @@ std::string weight_prefetch_description() {
 
 void set_weight_prefetch_for_test(bool on) { prefetch_choice() = {on, "set by set_weight_prefetch_for_test"}; }
 
+bool avx512_batch_tile() { return batch_tile_choice().on; }
+
+std::string avx512_batch_tile_description() {
+  const Prefetch& p = batch_tile_choice();
+  return fmt::format("{} ({})", p.on ? "8x3" : "4x6", p.why);
+}
+
+void set_avx512_batch_tile_for_test(bool on) { batch_tile_choice() = {on, "set by set_avx512_batch_tile_for_test"}; }
+
 std::string cpu_dispatch_description() {
   std::string target = cpu_target_description();  // its warning (if any) first
-  return fmt::format("{}, weight prefetch {}", target, weight_prefetch_description());
+  std::string prefetch = weight_prefetch_description();
+  if (cpu_target() != CpuTarget::kAvx512) return fmt::format("{}, weight prefetch {}", target, prefetch);
+  return fmt::format("{}, weight prefetch {}, batch tile {}", target, prefetch, avx512_batch_tile_description());
 }
 
 std::int64_t cpu_l2_cache_bytes() {

@@ -62,9 +62,30 @@ bool weight_prefetch();
 std::string weight_prefetch_description();
 /// Forces weight_prefetch() (benches' A/B runs, tests). Not thread-safe with running kernels.
 void set_weight_prefetch_for_test(bool on);
+/// Whether the AVX-512 fp32/bf16/f16 kernels (linear_avx512.cc) run 5–64 input rows read straight
+/// from memory (decode batches; linear_reads_direct) 8 at a time in a tile of 8 input rows × 3 weight
+/// rows ("8x3"), or 4 at a time × 6 weight rows ("4x6", the tile of few rows elsewhere). The 8x3
+/// tile widens each bf16/f16 weight vector once per 8 rows instead of once per 4, which pays where
+/// the widening competes with the FMAs: AVX-512 on 256-bit units (Zen 4: M = 8, 2 threads,
+/// in_proj 137–161 → 170–176 GFLOP/s, mamba-130m bf16 b=8 decode +15–20%). With full-width 512-bit
+/// units (Zen 5) the 4x6 tile is ahead: its 4 input rows stay in L1 beside 6 weight rows (the 8x3
+/// tile's 8 rows of K = 1536, 48 KiB, are read from L2) and it holds its x vectors without spilling
+/// a register: Zen 5 VM, 2 threads, mamba-130m bf16, tok/s 8x3 → 4x6: b=8 744 / 725 → 834 / 836,
+/// b=16 765 / 759 → 907 / 890, b=32 752 / 715 → 920 / 911 (out_proj alone at M = 8: 253 → 305
+/// GFLOP/s). Chosen once from the CPU: 4x6 on AMD family 1Ah and later, 8x3 elsewhere (Zen 4 measured;
+/// Intel cores, whose shuffle and shift ports also issue FMAs, by the Zen 4 reasoning).
+/// MAMBA_BATCH_TILE=8x3|4x6 overrides (read at the first call; any other value is warned about on
+/// stderr and ignored). Results are bitwise the same either way (both tiles compute the canonical
+/// order, linear_canonical.h): only speed changes. Other targets and kernels ignore it.
+bool avx512_batch_tile();
+/// "8x3 (detected)", "4x6 (detected: AMD family 1Ah)", "4x6 (forced by MAMBA_BATCH_TILE)", ...
+std::string avx512_batch_tile_description();
+/// Forces avx512_batch_tile() (benches' A/B runs, tests). Not thread-safe with running kernels.
+void set_avx512_batch_tile_for_test(bool on);
 /// The log line's text: cpu_target_description() + ", weight prefetch " + weight_prefetch_description(),
-/// e.g. "avx512 (detected; VNNI yes, BF16 yes), weight prefetch off (detected: AMD family 19h with
-/// AVX-512)". Reads both environment variables (and prints their warnings) if not read yet.
+/// and on the avx512 target + ", batch tile " + avx512_batch_tile_description(), e.g. "avx512
+/// (detected; VNNI yes, BF16 yes), weight prefetch off (detected: AMD family 19h with AVX-512), batch
+/// tile 8x3 (detected)". Reads the environment variables (and prints their warnings) if not read yet.
 std::string cpu_dispatch_description();
 /// One core's L2 cache in bytes as the CPU reports it (sysconf(_SC_LEVEL2_CACHE_SIZE), i.e. cpuid;
 /// read once); 0 when unknown. For sizing the blocks the kernels keep in L2.

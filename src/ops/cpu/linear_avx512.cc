@@ -7,7 +7,7 @@
 //
 // Tiles: a micro-kernel computes MR input rows × NR weight rows (4 × 4 → 16 accumulators; for a
 // single row 1 × 3 rows far apart, or 1 × 16 short rows; for 5–64 rows read directly, 8 of them at
-// a time × 3), loading each x and w vector once per 16-element step.
+// a time × 3 where avx512_batch_tile() says so), loading each x and w vector once per 16-element step.
 //  - Few rows (decode batches, short prompts: linear_reads_direct): the weights are read straight
 //    from memory in their dtype (bf16 widened by vpmovzxwd + vpslld, f16 by vcvtph2ps) one NR-row group at a time, and
 //    every input row runs over that group while it is in L1: each weight byte leaves DRAM once.
@@ -310,7 +310,9 @@ template <WT T> void widen(const void* w, std::int64_t n, float* out) {
 // vpslld) once per 8 rows, not once per 4: Zen 4,
 // 2 threads, M = 8, GFLOP/s 4 × 6 → 8 × 3: in_proj 137–161 → 170–176, lm_head 145–173 → 178–184,
 // out_proj (K = 1536) unchanged (~183); mamba-130m bf16 b=8 decode +15–20%. 8 × 2 lost on
-// out_proj (−20%: its 8 rows of x, 48 KiB, spill L1 and are read from L2 twice as often).
+// out_proj (−20%: its 8 rows of x, 48 KiB, spill L1 and are read from L2 twice as often). On
+// full-width 512-bit units (Zen 5) 4 × 6 is ahead at every batch: avx512_batch_tile() (cpu_target.h)
+// picks the tile per CPU.
 constexpr int kNrOneRow = 16, kNrStream = 1, kStreams = 3, kNr = 4, kNrWide = 6, kMr = 4,
               kNrBatch = 3, kMrBatch = 8;
 constexpr bool kWideDirect = true;  // linear_reads_direct: the batch tile reads up to 64 rows directly
