@@ -102,14 +102,15 @@ unsigned amd_family() {
 /// AMD family 19h (Zen 3 and Zen 4; Zen 4 is the one with AVX-512).
 bool amd_family_19h() { return amd_family() == 0x19; }
 
-struct Prefetch {
+/// An on/off kernel tuning (weight_prefetch(), avx512_batch_tile()) and why it was chosen.
+struct Tuning {
   bool on;
   std::string why;
 };
 
-Prefetch initial_prefetch() {
+Tuning initial_prefetch() {
   const bool zen4 = amd_family_19h() && best_supported() == CpuTarget::kAvx512;
-  Prefetch detected{!zen4, zen4 ? "detected: AMD family 19h with AVX-512" : "detected"};
+  Tuning detected{!zen4, zen4 ? "detected: AMD family 19h with AVX-512" : "detected"};
   const char* env = std::getenv("MAMBA_WEIGHT_PREFETCH");
   if (env == nullptr || *env == '\0') return detected;
   if (!std::strcmp(env, "on") || !std::strcmp(env, "off")) return {env[1] == 'n', "forced by MAMBA_WEIGHT_PREFETCH"};
@@ -117,15 +118,15 @@ Prefetch initial_prefetch() {
   return {detected.on, fmt::format("{}; MAMBA_WEIGHT_PREFETCH={} ignored: not one of on|off", detected.why, env)};
 }
 
-Prefetch& prefetch_choice() {
-  static Prefetch p = initial_prefetch();
+Tuning& prefetch_choice() {
+  static Tuning p = initial_prefetch();
   return p;
 }
 
-/// avx512_batch_tile()'s choice and why (the same shape as Prefetch).
-Prefetch initial_batch_tile() {
+/// avx512_batch_tile()'s choice: off (4x6) on AMD family 1Ah and later (full-width 512-bit units).
+Tuning initial_batch_tile() {
   const bool full_width = amd_family() >= 0x1A;
-  Prefetch detected{!full_width, full_width ? fmt::format("detected: AMD family {:X}h", amd_family()) : "detected"};
+  Tuning detected{!full_width, full_width ? fmt::format("detected: AMD family {:X}h", amd_family()) : "detected"};
   const char* env = std::getenv("MAMBA_BATCH_TILE");
   if (env == nullptr || *env == '\0') return detected;
   if (!std::strcmp(env, "8x3") || !std::strcmp(env, "4x6")) return {env[0] == '8', "forced by MAMBA_BATCH_TILE"};
@@ -133,8 +134,8 @@ Prefetch initial_batch_tile() {
   return {detected.on, fmt::format("{}; MAMBA_BATCH_TILE={} ignored: not one of 8x3|4x6", detected.why, env)};
 }
 
-Prefetch& batch_tile_choice() {
-  static Prefetch p = initial_batch_tile();
+Tuning& batch_tile_choice() {
+  static Tuning p = initial_batch_tile();
   return p;
 }
 
@@ -170,7 +171,7 @@ bool cpu_has_avx512_vnni() { return cpu_target() == CpuTarget::kAvx512 && has("a
 bool weight_prefetch() { return prefetch_choice().on; }
 
 std::string weight_prefetch_description() {
-  const Prefetch& p = prefetch_choice();
+  const Tuning& p = prefetch_choice();
   return fmt::format("{} ({})", p.on ? "on" : "off", p.why);
 }
 
@@ -179,7 +180,7 @@ void set_weight_prefetch_for_test(bool on) { prefetch_choice() = {on, "set by se
 bool avx512_batch_tile() { return batch_tile_choice().on; }
 
 std::string avx512_batch_tile_description() {
-  const Prefetch& p = batch_tile_choice();
+  const Tuning& p = batch_tile_choice();
   return fmt::format("{} ({})", p.on ? "8x3" : "4x6", p.why);
 }
 
