@@ -48,6 +48,7 @@
 #include "ops/ops.h"
 #include "ops/profile.h"
 #include "common/option_rules.h"
+#include "common/thread_warning.h"
 
 namespace mb = mamba::bench;
 using mamba::ops::OpKind;
@@ -587,6 +588,7 @@ int main(int argc, char** argv) {
   if (o.dirs.empty()) {
     if (const auto rc = mamba::bench::default_model(o.dirs.emplace_back())) return *rc;
   }
+  mamba::tools::warn_if_more_threads_than_cpus(o.threads, "--threads");  // the rows would measure turn-taking
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   set_threads(threads);
 

@@ -163,7 +163,7 @@ const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {
       ->check(non_empty("a file path, or - for stdin"));
   cmd->add_option("--ctx", a->ctx, "Window size N: windows of N+1 ids sharing their boundary id (default: one window)")
       ->check(positive_int64());
-  cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all)")->check(thread_count());
+  cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all, or OMP_NUM_THREADS when set)")->check(thread_count());
   cmd->add_option("--precision", a->precision,
                   "projection arithmetic: exact (fp32, default), bf16 (bf16 activations, AVX-512 BF16 dot products) or "
                   "int8 (q8/q4 checkpoints: 8-bit activations, AVX-512 VNNI); faster batched decode and prefill, README §Precision")

@@ -350,7 +350,7 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
       ->allow_extra_args(false)  // else CLI11 splits a "[...]" value on commas, dropping the brackets
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--ignore-eos", a->gen.ignore_eos, "Keep generating after the EOS token");
-  cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all)")->check(thread_count());
+  cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all, or OMP_NUM_THREADS when set)")->check(thread_count());
   cmd->add_option("--precision", a->precision,
                   "projection arithmetic: exact (fp32, default), bf16 (bf16 activations, AVX-512 BF16 dot products) or "
                   "int8 (q8/q4 checkpoints: 8-bit activations, AVX-512 VNNI); faster batched decode and prefill, README §Precision")

@@ -113,7 +113,7 @@ Tuning initial_prefetch() {
   Tuning detected{!zen4, zen4 ? "detected: AMD family 19h with AVX-512" : "detected"};
   const char* env = std::getenv("MAMBA_WEIGHT_PREFETCH");
   if (env == nullptr || *env == '\0') return detected;
-  if (!std::strcmp(env, "on") || !std::strcmp(env, "off")) return {env[1] == 'n', "forced by MAMBA_WEIGHT_PREFETCH"};
+  if (!strcasecmp(env, "on") || !strcasecmp(env, "off")) return {env[1] == 'n' || env[1] == 'N', "forced by MAMBA_WEIGHT_PREFETCH"};
   std::fprintf(stderr, "warning: MAMBA_WEIGHT_PREFETCH=%s is not one of on|off; using %s\n", env, detected.on ? "on" : "off");
   return {detected.on, fmt::format("{}; MAMBA_WEIGHT_PREFETCH={} ignored: not one of on|off", detected.why, env)};
 }
@@ -129,7 +129,7 @@ Tuning initial_batch_tile() {
   Tuning detected{!full_width, full_width ? fmt::format("detected: AMD family {:X}h", amd_family()) : "detected"};
   const char* env = std::getenv("MAMBA_BATCH_TILE");
   if (env == nullptr || *env == '\0') return detected;
-  if (!std::strcmp(env, "8x3") || !std::strcmp(env, "4x6")) return {env[0] == '8', "forced by MAMBA_BATCH_TILE"};
+  if (!strcasecmp(env, "8x3") || !strcasecmp(env, "4x6")) return {env[0] == '8', "forced by MAMBA_BATCH_TILE"};
   std::fprintf(stderr, "warning: MAMBA_BATCH_TILE=%s is not one of 8x3|4x6; using %s\n", env, detected.on ? "8x3" : "4x6");
   return {detected.on, fmt::format("{}; MAMBA_BATCH_TILE={} ignored: not one of 8x3|4x6", detected.why, env)};
 }
@@ -189,8 +189,9 @@ void set_avx512_batch_tile_for_test(bool on) { batch_tile_choice() = {on, "set b
 std::string cpu_dispatch_description() {
   std::string target = cpu_target_description();  // its warning (if any) first
   std::string prefetch = weight_prefetch_description();
+  std::string tile = avx512_batch_tile_description();  // read on every target, so a bad value is warned about
   if (cpu_target() != CpuTarget::kAvx512) return fmt::format("{}, weight prefetch {}", target, prefetch);
-  return fmt::format("{}, weight prefetch {}, batch tile {}", target, prefetch, avx512_batch_tile_description());
+  return fmt::format("{}, weight prefetch {}, batch tile {}", target, prefetch, tile);
 }
 
 std::int64_t cpu_l2_cache_bytes() {

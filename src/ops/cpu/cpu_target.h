@@ -54,7 +54,7 @@ bool cpu_has_avx512_vnni();
 /// random mamba-130m, median step times of 60 interleaved rounds with / without: q8 7.6 / 5.9 ms,
 /// q4 4.3 / 3.7, bf16 12.2 / 10.6, bf16 tier 11.4 / 9.6; on elsewhere (Zen 3 and Zen 5, on which the
 /// kernels were tuned with them). The quantized kernels' prefetch of the next blocks during a decode
-/// batch's later passes stays on everywhere (it also pays on Zen 4). MAMBA_WEIGHT_PREFETCH=on|off overrides (read at the first call; any other value is
+/// batch's later passes stays on everywhere (it also pays on Zen 4). MAMBA_WEIGHT_PREFETCH=on|off (any case) overrides (read at the first call; any other value is
 /// warned about on stderr and ignored). Results are bitwise the same either way: only speed changes.
 bool weight_prefetch();
 /// "on (detected)", "off (detected: AMD family 19h with AVX-512)", "off (forced by
@@ -74,8 +74,8 @@ void set_weight_prefetch_for_test(bool on);
 /// b=16 765 / 759 → 907 / 890, b=32 752 / 715 → 920 / 911 (out_proj alone at M = 8: 253 → 305
 /// GFLOP/s). Chosen once from the CPU: 4x6 on AMD family 1Ah and later, 8x3 elsewhere (Zen 4 measured;
 /// Intel cores, whose shuffle and shift ports also issue FMAs, by the Zen 4 reasoning).
-/// MAMBA_BATCH_TILE=8x3|4x6 overrides (read at the first call; any other value is warned about on
-/// stderr and ignored). Results are bitwise the same either way (both tiles compute the canonical
+/// MAMBA_BATCH_TILE=8x3|4x6 (any case) overrides (read at the first call, or by
+/// cpu_dispatch_description() on any target; any other value is warned about on stderr and ignored). Results are bitwise the same either way (both tiles compute the canonical
 /// order, linear_canonical.h): only speed changes. Other targets and kernels ignore it.
 bool avx512_batch_tile();
 /// "8x3 (detected)", "4x6 (detected: AMD family 1Ah)", "4x6 (forced by MAMBA_BATCH_TILE)", ...
