@@ -98,12 +98,18 @@ ModelCost model_cost(const Checkpoint& ckpt, const ModelWeights& w) {
     c.row_bytes = counter.bytes(w.embedding) / static_cast<double>(std::max<std::int64_t>(1, w.embedding.shape[0]));
     add(w.lm_head);
   }
-  add(w.norm_f);
+  // The small per-layer tensors (norms, conv, A, D, dt bias) are read from the fp32 copies the
+  // model makes at load (models/mamba_model.h LayerParams), not from the checkpoint: 4 bytes each.
+  auto add_f32 = [&](const TensorView& v) {
+    if (!v.empty() && seen.insert(v.data).second) c.step_weight_bytes += 4.0 * static_cast<double>(v.numel());
+  };
+  add_f32(w.norm_f);
   for (const auto& l : w.layers) {
-    for (const TensorView* v : {&l.norm, &l.in_proj, &l.in_proj_bias, &l.conv1d_weight, &l.conv1d_bias, &l.out_proj,
-                                &l.out_proj_bias, &l.A_log, &l.D, &l.x_proj, &l.dt_proj, &l.dt_proj_bias, &l.dt_bias,
-                                &l.gated_norm})
+    for (const TensorView* v : {&l.in_proj, &l.in_proj_bias, &l.out_proj, &l.out_proj_bias, &l.x_proj, &l.dt_proj,
+                                &l.dt_proj_bias})
       add(*v);
+    for (const TensorView* v : {&l.norm, &l.conv1d_weight, &l.conv1d_bias, &l.A_log, &l.D, &l.dt_bias, &l.gated_norm})
+      add_f32(*v);
   }
   c.state_bytes = static_cast<double>(cfg.state_bytes());
   if (!w.layers.empty()) {

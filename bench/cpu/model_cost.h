@@ -27,8 +27,9 @@ struct Projection {
 struct ModelCost {
   std::vector<Projection> projections;  ///< per-layer kinds first, then lm_head
   /// Bytes every decode step reads whatever the batch: every bound weight except an untied
-  /// embedding table (a tied table is the lm_head and is counted once); quantized weights count
-  /// their codes and their scales.
+  /// embedding table (a tied table is the lm_head and is counted once); projections in their
+  /// stored dtype (quantized ones: codes and scales), the small per-layer tensors (norms, conv,
+  /// A_log, D, dt bias) at 4 bytes per element, as the model reads its fp32 copies of them.
   double step_weight_bytes = 0;
   /// Extra bytes per sequence per step: the embedding row of an untied table (0 when tied: the row
   /// is part of the lm_head already streamed that step).
