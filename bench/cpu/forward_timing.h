@@ -43,7 +43,7 @@ inline constexpr int kDecodeRuns = 3;
 
 /// `steps` decode steps of `batch` sequences (each starts from the same 16-token prefill and feeds
 /// back its greedy token), after one untimed step; the fastest of kDecodeRuns such runs (the states
-/// run on). tokens_per_s counts every sequence's token; profile and cpu_share are the fastest run's.
+/// run on). tokens_per_s counts every sequence's token; profile is the fastest run's, cpu_share all the runs' together.
 Result<DecodeTiming> time_decode(Model& model, int batch, int steps);
 
 }  // namespace mamba::bench
