@@ -228,6 +228,12 @@ mb::GemmType type_of(const mb::Projection& p, mb::GemmType float_type) {
   return q ? mb::GemmType::kInt8 : float_type;
 }
 
+/// Whether any projection computes in int8 (a quantized model's).
+bool uses_int8(const mb::ModelCost& c, mb::GemmType float_type) {
+  return std::any_of(c.projections.begin(), c.projections.end(),
+                     [&](const mb::Projection& p) { return type_of(p, float_type) == mb::GemmType::kInt8; });
+}
+
 /// "int8", "f32", or "int8/f32" when a quantized model keeps float projections.
 std::string types_label(const mb::ModelCost& c, mb::GemmType float_type) {
   std::vector<std::string> names;
@@ -428,7 +434,7 @@ mamba::Status print_prefill(const Options& o, const std::string& name, mamba::Mo
     // Quantized projections are judged against oneDNN int8; their rate against oneDNN f32 (the
     // issue's GEMM ceilings are f32 and bf16) is printed beside it.
     std::optional<double> f32_ceiling;
-    if (ceiling && types_label(cost, precision).find("int8") != std::string::npos)
+    if (ceiling && uses_int8(cost, precision))
       if (const auto a = gemm.aggregate(cost, L, /*prefill=*/true, precision, 1.0, /*as_f32=*/true)) f32_ceiling = a->gflops;
     const bool ng_pass = non_gemm <= kGoalNonGemm;
     fmt::print("{:>5} {:>8.1f} {:>7} {:>5} {:>5} {:>5} {:>5} {:>5} {:>6} {:>9} {:>5} {:>8.1f} {:>8} {:>9} {:>5} {:>5}\n",

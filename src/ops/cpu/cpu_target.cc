@@ -108,34 +108,37 @@ struct Tuning {
   std::string why;
 };
 
-Tuning initial_prefetch() {
-  const bool zen4 = amd_family_19h() && best_supported() == CpuTarget::kAvx512;
-  Tuning detected{!zen4, zen4 ? "detected: AMD family 19h with AVX-512" : "detected"};
-  const char* env = std::getenv("MAMBA_WEIGHT_PREFETCH");
+/// `detected`, unless the environment variable `var` names one of its two values (`on_value` /
+/// `off_value`, any case): then that, "forced by VAR". Any other non-empty value is warned about on
+/// stderr and ignored (named in `why`).
+Tuning tuning_from_env(const char* var, const char* on_value, const char* off_value, Tuning detected) {
+  const char* env = std::getenv(var);
   if (env == nullptr || *env == '\0') return detected;
-  if (!strcasecmp(env, "on") || !strcasecmp(env, "off")) return {env[1] == 'n' || env[1] == 'N', "forced by MAMBA_WEIGHT_PREFETCH"};
-  std::fprintf(stderr, "warning: MAMBA_WEIGHT_PREFETCH=%s is not one of on|off; using %s\n", env, detected.on ? "on" : "off");
-  return {detected.on, fmt::format("{}; MAMBA_WEIGHT_PREFETCH={} ignored: not one of on|off", detected.why, env)};
+  if (!strcasecmp(env, on_value) || !strcasecmp(env, off_value))
+    return {!strcasecmp(env, on_value), fmt::format("forced by {}", var)};
+  std::fprintf(stderr, "warning: %s=%s is not one of %s|%s; using %s\n", var, env, on_value, off_value,
+               detected.on ? on_value : off_value);
+  return {detected.on, fmt::format("{}; {}={} ignored: not one of {}|{}", detected.why, var, env, on_value, off_value)};
 }
 
+/// weight_prefetch()'s choice: off on Zen 4 (AMD family 19h with AVX-512).
 Tuning& prefetch_choice() {
-  static Tuning p = initial_prefetch();
+  static Tuning p = [] {
+    const bool zen4 = amd_family_19h() && best_supported() == CpuTarget::kAvx512;
+    return tuning_from_env("MAMBA_WEIGHT_PREFETCH", "on", "off",
+                           {!zen4, zen4 ? "detected: AMD family 19h with AVX-512" : "detected"});
+  }();
   return p;
 }
 
 /// avx512_batch_tile()'s choice: off (4x6) on AMD family 1Ah and later (full-width 512-bit units).
-Tuning initial_batch_tile() {
-  const bool full_width = amd_family() >= 0x1A;
-  Tuning detected{!full_width, full_width ? fmt::format("detected: AMD family {:X}h", amd_family()) : "detected"};
-  const char* env = std::getenv("MAMBA_BATCH_TILE");
-  if (env == nullptr || *env == '\0') return detected;
-  if (!strcasecmp(env, "8x3") || !strcasecmp(env, "4x6")) return {env[0] == '8', "forced by MAMBA_BATCH_TILE"};
-  std::fprintf(stderr, "warning: MAMBA_BATCH_TILE=%s is not one of 8x3|4x6; using %s\n", env, detected.on ? "8x3" : "4x6");
-  return {detected.on, fmt::format("{}; MAMBA_BATCH_TILE={} ignored: not one of 8x3|4x6", detected.why, env)};
-}
-
 Tuning& batch_tile_choice() {
-  static Tuning p = initial_batch_tile();
+  static Tuning p = [] {
+    const unsigned family = amd_family();
+    const bool full_width = family >= 0x1A;
+    return tuning_from_env("MAMBA_BATCH_TILE", "8x3", "4x6",
+                           {!full_width, full_width ? fmt::format("detected: AMD family {:X}h", family) : "detected"});
+  }();
   return p;
 }
 
