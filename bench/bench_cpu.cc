@@ -499,14 +499,15 @@ mamba::Status bench_model(const Options& o, std::unique_ptr<mamba::Model> model,
   // checkpoint; the pages are shared through the page cache).
   MAMBA_ASSIGN_OR_RETURN(auto ckpt, mamba::Checkpoint::open(model->checkpoint().dir()));
   MAMBA_ASSIGN_OR_RETURN(auto weights, mamba::bind_weights(ckpt));
-  const mamba::Tensor packed = mamba::models::pack_projections(weights, o.precision);  // as the model at load
+  const mamba::Precision tier = model->precision();  // --precision auto resolved at load
+  const mamba::Tensor packed = mamba::models::pack_projections(weights, tier);  // as the model at load
   const mb::ModelCost cost = mb::model_cost(ckpt, weights);
   const mamba::ModelConfig& c = ckpt.config();
   const std::string name =
-      short_name(ckpt.dir()) + (o.precision == mamba::Precision::kExact ? "" : fmt::format(" {}-tier", mamba::precision_name(o.precision)));
+      short_name(ckpt.dir()) + (tier == mamba::Precision::kExact ? "" : fmt::format(" {}-tier", mamba::precision_name(tier)));
   // The rate the projections are held to: oneDNN in the precision each computes in (type_of: int8
   // for quantized weights, else this float type).
-  const mb::GemmType precision = o.precision == mamba::Precision::kBF16 ? mb::GemmType::kBF16 : mb::GemmType::kF32;
+  const mb::GemmType precision = tier == mamba::Precision::kBF16 ? mb::GemmType::kBF16 : mb::GemmType::kF32;
 
   fmt::print("\n== {}  ({})\n", name, ckpt.dir());
   fmt::print("   {}, {} layers, d_model {}, d_inner {}, d_state {}, logits width {} ({}), weights {}\n",
@@ -548,7 +549,7 @@ mamba::Status bench_model(const Options& o, std::unique_ptr<mamba::Model> model,
   // The compute bound: the best rate of the per-layer projections at the prompt lengths; q8 / q4
   // weights in the exact tier at half oneDNN's int8 rate (their activations are 16-bit: two vpdpbusd
   // per 4 products, where oneDNN's 8-bit ones take one).
-  const double int8_scale = cost.quantized && o.precision == mamba::Precision::kExact ? 0.5 : 1.0;
+  const double int8_scale = cost.quantized && tier == mamba::Precision::kExact ? 0.5 : 1.0;
   std::optional<double> peak;
   for (int L : o.prompt_lens) {
     auto r = gemm.aggregate(cost, L, /*prefill=*/false, precision, int8_scale);
@@ -590,9 +591,10 @@ int main(int argc, char** argv) {
   app.add_option("--bw-gib", o.bw_gib, "bandwidth buffer size in GiB (default: 1, or 4× the LLC when larger)")
       ->check(CLI::Range(0.001, 1024.0))
       ->check(finite);
-  std::string precision = "exact";
+  std::string precision = "auto";
   app.add_option("--precision", precision,
-                 "projection arithmetic the models load with: exact (default), bf16 or int8 (the tiers, LoadOptions::precision)")
+                 "projection arithmetic the models load with: auto (default: bf16 for bf16 checkpoints on AVX-512 BF16 "
+                 "CPUs, else exact), exact, bf16 or int8 (the tiers, LoadOptions::precision)")
       ->check(mamba::cli::precision_tier())
       ->capture_default_str();
   app.add_option("--gemm-seconds", o.gemm_seconds, "minimum seconds per GEMM shape measurement (≥ 0.01; short = rough)")

@@ -1,7 +1,7 @@
 // bench_forward: prefill and decode throughput of the CPU forward pass, 1 thread and all threads.
 //
 //   bench_forward [MODEL_DIR ...] [--prompt-len 512] [--decode-steps 64] [--batch 1] [--threads 1,0]
-//                 [--precision exact|bf16|int8]
+//                 [--precision auto|exact|bf16|int8]
 //
 // With no MODEL_DIR it measures $MAMBA_MODEL, else the embedded default model. Prompt ids are seeded-random valid ids;
 // decode feeds back the greedy token (bench/cpu/forward_timing.h). Prints one table row per (model,
@@ -12,6 +12,7 @@
 #include <optional>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -70,9 +71,9 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)  // `--threads 2 MODEL` must not read MODEL as a thread count
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
-  std::string precision = "exact";
+  std::string precision = "auto";
   app.add_option("--precision", precision,
-                 "projection arithmetic the models load with: exact (default), bf16 or int8 (README §Precision)")
+                 "projection arithmetic the models load with: auto (default), exact, bf16 or int8 (README §Precision)")
       ->check(mamba::cli::precision_tier())
       ->capture_default_str();
   if (const auto rc = mamba::bench::parse_args(app, argc, argv)) return *rc;
@@ -131,6 +132,12 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
+  // The tiers the models compute in (auto resolves per checkpoint: bf16 weights on an AVX-512 BF16 CPU → bf16).
+  std::vector<std::string> tiers;
+  for (const auto& m : models)
+    if (const std::string t = mamba::precision_name(m->precision()); std::find(tiers.begin(), tiers.end(), t) == tiers.end())
+      tiers.push_back(t);
+  if (precision == "auto") precision = fmt::format("auto: {}", fmt::join(tiers, ", "));
   fmt::print("(precision {}; prompt {} tokens; decode {} steps × batch {}; cpu share well below 100% means other processes\n"
              " took the cores: the figures then understate this machine's speed. The baseline target reads ~80% at 2 threads\n"
              " on an idle machine: its threads wait on each other, not on other processes)\n", precision, prompt_len, decode_steps, batch);

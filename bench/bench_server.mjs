@@ -3,7 +3,7 @@
 // latency, requests, errors, server RSS before/after.
 //
 //   node bench/bench_server.mjs [--server build/release/mamba-server] [-m MODEL_DIR] [--n 1,8,64]
-//                               [--seconds 10] [--max-new-tokens 64] [--threads 0] [--precision exact]
+//                               [--seconds 10] [--max-new-tokens 64] [--threads 0] [--precision auto]
 //                               [--url http://...]
 // With --url the running server is used (RSS not reported; the mean decode batch is that run's, from
 // /metrics before and after it); else one is started per run.
@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 const USAGE = `usage: node bench/bench_server.mjs [--server PATH] [-m MODEL_DIR] [--n 1,8,64] [--seconds 10]
-                                   [--max-new-tokens 64] [--threads 0] [--precision exact]
+                                   [--max-new-tokens 64] [--threads 0] [--precision auto]
                                    [--url http://HOST:PORT]
   --server          mamba-server binary to start (default build/release/mamba-server)
   -m, --model       model directory or HF repo id for the started server (default: its default)
@@ -21,7 +21,7 @@ const USAGE = `usage: node bench/bench_server.mjs [--server PATH] [-m MODEL_DIR]
   --seconds         seconds per run (default 10)
   --max-new-tokens  tokens per request (default 64)
   --threads         server compute threads, 0 = all (default 0)
-  --precision       the started server's --precision: exact, bf16 or int8 (default exact)
+  --precision       the started server's --precision: auto, exact, bf16 or int8 (default auto)
   --url             use a running server instead of starting one (no RSS column)`;
 
 function fail(msg) {
@@ -38,7 +38,7 @@ try {
       seconds: { type: 'string', default: '10' },
       'max-new-tokens': { type: 'string', default: '64' },
       threads: { type: 'string', default: '0' },
-      precision: { type: 'string', default: 'exact' },
+      precision: { type: 'string', default: 'auto' },
       url: { type: 'string', default: '' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -65,8 +65,8 @@ const SECONDS = int('seconds', args.seconds, 1, 3600);
 const MAX_NEW = int('max-new-tokens', args['max-new-tokens'], 1, 1 << 20);
 const THREADS = String(int('threads', args.threads, 0, 4096));
 const URL_ = args.url;
-if (!['exact', 'bf16', 'int8'].includes(args.precision)) fail(`--precision: expected exact, bf16 or int8, got '${args.precision}'`);
-if (URL_ && (args.precision !== 'exact' || MODEL)) fail('--precision and -m apply to a started server, not to --url');
+if (!['auto', 'exact', 'bf16', 'int8'].includes(args.precision)) fail(`--precision: expected auto, exact, bf16 or int8, got '${args.precision}'`);
+if (URL_ && (args.precision !== 'auto' || MODEL)) fail('--precision and -m apply to a started server, not to --url');
 if (!URL_ && !existsSync(SERVER)) fail(`no server binary at '${SERVER}' (build it, or pass --server PATH or --url)`);
 
 const args_precision = args.precision;

@@ -2,8 +2,9 @@
 # Issue 5's CPU goal table: builds bench_cpu (Release) and runs it on random-weight mamba-130m and
 # mamba2-130m checkpoints in bf16 — plus q8 / q4 copies once `mamba-cli quantize` exists.
 #   bash scripts/bench-cpu.sh [bench_cpu options]      e.g. --threads 2 --prompt-lens 512
-#   (--precision int8: the q8 / q4 copies only, loaded with the int8 tier; --precision bf16: the bf16
-#   checkpoints only)
+#   (the default precision, auto, runs the bf16 checkpoints in the bf16 tier on CPUs with AVX-512 BF16
+#   and the q8 / q4 copies exact; --precision exact: every checkpoint in the exact tier; --precision
+#   int8: the q8 / q4 copies only, loaded with the int8 tier; --precision bf16: the bf16 checkpoints only)
 # The checkpoints are made once with ../shared/tools/make_checkpoint.py (python3-numpy) and cached
 # under $MODELS. Run it on an otherwise idle machine: other load shows as a cpu column below ~90%.
 # Env: BUILD (default build/release), MODELS (default $BUILD/bench-models), MAMBA_SHARED_DIR

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string model_ref, tokenizer_ref, state_memory = "2GiB";
   int threads = 0;
-  std::string precision = "exact";
+  std::string precision = "auto";
   double grace = o.drain_grace_seconds;
   app.add_option("-m,--model", model_ref, "model directory or HF repo id (default: $MAMBA_MODEL, else the embedded model)")
       ->check(mamba::cli::non_empty("a model directory or HF repo id ORG/NAME (leave -m out for the default model)"));
@@ -107,9 +107,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "compute threads (0 = all hardware threads, at most 1024)")
       ->check(mamba::cli::thread_count())  // at parse time, worded as mamba-cli's
       ->capture_default_str();
-  app.add_option("--precision", precision,
-                 "projection arithmetic: exact (fp32), bf16 (bf16 activations, AVX-512 BF16 dot products) or int8 (q8/q4 "
-                 "checkpoints: 8-bit activations, AVX-512 VNNI); README §Precision")
+  app.add_option("--precision", precision, mamba::cli::kPrecisionHelp)
       ->check(mamba::cli::precision_tier())
       ->capture_default_str();
   app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32, at most 4096)")->capture_default_str();
@@ -318,7 +316,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n%s", model.error().message.c_str(), env_note.c_str());
     return 2;
   }
-  spdlog::info("precision: {}; compute threads: {}", mamba::precision_name(lo.precision), mamba::ops::num_threads());
+  spdlog::info("precision: {}{}; compute threads: {}", mamba::precision_name((*model)->precision()),
+               lo.precision == mamba::Precision::kAuto ? " (auto)" : "", mamba::ops::num_threads());
   auto tok = mamba::Tokenizer::from_file(tokenizer_file);
   if (!tok.ok()) {
     std::fprintf(stderr, "error: %s\n", tok.error().message.c_str());

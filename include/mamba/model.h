@@ -14,24 +14,36 @@
 #include "mamba/config.h"
 #include "mamba/state.h"
 #include "mamba/status.h"
+#include "mamba/weights.h"
 
 namespace mamba {
 
 /// Arithmetic of the projections (in_proj, x_proj, dt_proj, out_proj, lm_head; README §Precision).
 enum class Precision : std::uint8_t {
-  kExact,  ///< fp32 activations, weights converted exactly to fp32, fixed fp32 order (the default)
-  kBF16,   ///< opt-in: activations and float weights rounded to bf16, AVX-512 BF16 dot products
+  kExact,  ///< fp32 activations, weights converted exactly to fp32, fixed fp32 order (the tier checked
+           ///< against HF transformers on the fixtures)
+  kBF16,   ///< activations and float weights rounded to bf16, AVX-512 BF16 dot products
            ///< (src/ops/cpu/bf16_dot.h); needs a CPU with AVX-512 BF16. Quantized (q8/q4)
            ///< projections keep their own kernels. Batch invariance holds within the tier.
   kInt8,   ///< opt-in, q8/q4 checkpoints only: their quantized projections except lm_head take 8-bit
            ///< activations (per-32-group asymmetric codes, src/ops/cpu/quant_kernels.h) — one
            ///< vpdpbusd per 4 products instead of two; needs AVX-512 VNNI. Float projections stay
            ///< exact. Batch invariance holds within the tier.
+  kAuto,   ///< the default, resolved at load (auto_precision): kBF16 where the CPU has the tier and
+           ///< every projection is stored in bf16 (the tier then rounds only activations; it meets
+           ///< issue 5's bounds for a default fast tier: top-1 ≥ 99%, perplexity within 0.5%, tests
+           ///< Bf16Tier*), else kExact. Never a loaded Model's precision().
 };
-/// "exact" / "bf16" / "int8".
+/// "exact" / "bf16" / "int8" / "auto".
 const char* precision_name(Precision p);
-/// Parses "exact" / "bf16" / "int8" (kInvalidArgument naming the accepted values otherwise).
+/// Parses "auto" / "exact" / "bf16" / "int8" (kInvalidArgument naming the accepted values otherwise).
 Result<Precision> parse_precision(const std::string& s);
+/// What Precision::kAuto resolves to for weights bound from a checkpoint (bind_weights) on this CPU:
+/// kBF16 when ops' bf16 tier is available (AVX-512 BF16 and the avx512 dispatch target, not forced
+/// lower by MAMBA_CPU_TARGET) and every projection `w` has (in_proj, x_proj, dt_proj, out_proj, and
+/// lm_head — the embedding when tied) is stored as BF16; kExact otherwise (f32 / f16 weights,
+/// q8/q4 checkpoints, other CPUs). Reads dtypes only, no tensor data; never fails.
+Precision auto_precision(const ModelWeights& w);
 
 struct LoadOptions {
   int threads = 0;  ///< CPU threads for compute; 0 = the CPUs this process may run on (or OMP_NUM_THREADS). A
@@ -41,10 +53,11 @@ struct LoadOptions {
                     ///< kInvalidArgument; so does 0 with an OMP_NUM_THREADS above it. More threads
                     ///< than CPUs only take turns on them (slower): such regions run as OpenMP
                     ///< teams, one team kept per thread that calls prefill/step.
-  /// Default exact. kBF16 on a CPU without AVX-512 BF16 or with a checkpoint that has no float
-  /// projection (every one q8/q4), kInt8 on one without AVX-512 VNNI or with a checkpoint that is
-  /// not q8/q4, fail with kInvalidArgument (so does a value that is no enumerator).
-  Precision precision = Precision::kExact;
+  /// Default kAuto (bf16 for bf16 checkpoints on CPUs with AVX-512 BF16, else exact: auto_precision).
+  /// kBF16 on a CPU without AVX-512 BF16 or with a checkpoint that has no float projection (every
+  /// one q8/q4), kInt8 on one without AVX-512 VNNI or with a checkpoint that is not q8/q4, fail with
+  /// kInvalidArgument (so does a value that is no enumerator).
+  Precision precision = Precision::kAuto;
 };
 
 /// Which prefill logits to return.
@@ -80,7 +93,7 @@ class Model {
   virtual const ModelConfig& config() const = 0;
   /// The checkpoint it was loaded from (owned by the Model; its weights are mapped from it).
   virtual const Checkpoint& checkpoint() const = 0;
-  /// The projections' arithmetic it was loaded with (LoadOptions::precision).
+  /// The projections' arithmetic it was loaded with (LoadOptions::precision, kAuto resolved: never kAuto).
   virtual Precision precision() const { return Precision::kExact; }
   /// Width of one logits row = padded vocab (embedding rows).
   virtual std::int64_t logits_width() const = 0;

@@ -19,15 +19,31 @@ const char* precision_name(Precision p) {
   switch (p) {
     case Precision::kBF16: return "bf16";
     case Precision::kInt8: return "int8";
+    case Precision::kAuto: return "auto";
     default: return "exact";
   }
 }
 
 Result<Precision> parse_precision(const std::string& s) {
+  if (s == "auto") return Precision::kAuto;
   if (s == "exact") return Precision::kExact;
   if (s == "bf16") return Precision::kBF16;
   if (s == "int8") return Precision::kInt8;
-  return make_error(ErrorCode::kInvalidArgument, fmt::format("precision '{}': expected one of exact, bf16, int8", s));
+  return make_error(ErrorCode::kInvalidArgument, fmt::format("precision '{}': expected one of auto, exact, bf16, int8", s));
+}
+
+Precision auto_precision(const ModelWeights& w) {
+  if (!ops::bf16_tier_available()) return Precision::kExact;
+  bool any = false, all_bf16 = true;
+  auto visit = [&](const TensorView& v) {
+    if (v.empty()) return;
+    any = true;
+    all_bf16 = all_bf16 && v.dtype == DType::kBF16;
+  };
+  visit(w.lm_head);
+  for (const LayerWeights& lw : w.layers)
+    for (const TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj}) visit(*v);
+  return any && all_bf16 ? Precision::kBF16 : Precision::kExact;
 }
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& model_ref, const LoadOptions& opts) {
@@ -148,13 +164,14 @@ Tensor pack_projections(ModelWeights& w, Precision precision, const Checkpoint* 
 
 Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOptions& opts) {
   MAMBA_RETURN_IF_ERROR(ckpt.config().validate(ckpt.dir() + "/config.json"));  // a config changed in code too
-  if (opts.precision != Precision::kExact && opts.precision != Precision::kBF16 && opts.precision != Precision::kInt8)
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("LoadOptions::precision {} is not a Precision (exact, bf16 or int8)",
+  if (opts.precision != Precision::kExact && opts.precision != Precision::kBF16 && opts.precision != Precision::kInt8 &&
+      opts.precision != Precision::kAuto)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("LoadOptions::precision {} is not a Precision (auto, exact, bf16 or int8)",
                                                                static_cast<int>(opts.precision)));
   if (opts.precision == Precision::kInt8 && !ops::int8_tier_available())
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("precision int8 needs a CPU with AVX-512 VNNI (vpdpbusd) and the avx512 dispatch target; "
-                                  "this one runs {}: use precision exact (--precision exact, the default)", ops::cpu::cpu_target_description()));
+                                  "this one runs {}: use precision exact or auto (--precision exact / auto, the default)", ops::cpu::cpu_target_description()));
   if (opts.precision == Precision::kInt8 && ckpt.config().quant_type.empty())
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{}: precision int8 applies to the projections of a q8/q4 checkpoint, and this one is not "
@@ -163,8 +180,9 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
   if (opts.precision == Precision::kBF16 && !ops::bf16_tier_available())
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps) and the avx512 dispatch target; "
-                                  "this one runs {}: use precision exact (--precision exact, the default)", ops::cpu::cpu_target_description()));
+                                  "this one runs {}: use precision exact or auto (--precision exact / auto, the default)", ops::cpu::cpu_target_description()));
   MAMBA_ASSIGN_OR_RETURN(ModelWeights w, bind_weights(ckpt));
+  const Precision precision = opts.precision == Precision::kAuto ? auto_precision(w) : opts.precision;
   if (opts.precision == Precision::kBF16) {  // as int8 without quantized weights: a tier that would change nothing
     // What pack_projections gives the tier's copy: no blocked integer copy, a bf16 one.
     auto takes_bf16 = [](const TensorView& v) {
@@ -208,18 +226,19 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
   ops::set_num_threads(opts.threads);
   Tensor packed;
   try {
-    packed = pack_projections(w, opts.precision, &ckpt);
+    packed = pack_projections(w, precision, &ckpt);
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kIo,
                       fmt::format("{}: out of memory for the repacked projection weights (a copy of their size is "
                                   "made at load: quantized weights on AVX-512 VNNI CPUs, float weights with precision "
-                                  "bf16); free memory or load with MAMBA_CPU_TARGET=avx2 / precision exact (--precision exact)",
+                                  "bf16, the default for bf16 checkpoints on AVX-512 BF16 CPUs); free memory or load with "
+                                  "MAMBA_CPU_TARGET=avx2 / precision exact (--precision exact)",
                                   ckpt.dir()));
   }
   auto* m = new MambaModel(std::move(ckpt), std::move(w), std::move(params));
   m->norm_f_ = std::move(norm_f);
   m->packed_ = std::move(packed);
-  m->precision_ = opts.precision;
+  m->precision_ = precision;
   return std::unique_ptr<Model>(m);
 }
 

@@ -21,6 +21,20 @@ list(LENGTH lines n)
 if(NOT n EQUAL 1)
   message(FATAL_ERROR "run: expected one cpu line, got ${n}:\n${r_ERR}")
 endif()
+# The default precision (auto) names the tier it chose for this bf16 checkpoint: bf16 where the
+# avx512 target runs on a CPU with AVX-512 BF16, else exact (no note).
+if(r_ERR MATCHES "^cpu: avx512 \\([^\n]*BF16 yes")
+  set(want_model "model: [^\n]*mamba2-books-7m-bpe8k \\(mamba2, 12 layers, precision bf16 \\(auto\\)\\)\n")
+else()
+  set(want_model "model: [^\n]*mamba2-books-7m-bpe8k \\(mamba2, 12 layers\\)\n")
+endif()
+if(NOT r_ERR MATCHES "${want_model}")
+  message(FATAL_ERROR "run: expected the model line '${want_model}':\n${r_ERR}")
+endif()
+cli_run_ok(r run -m ${model} -p "Once" -n 2 --precision exact)
+if(NOT r_ERR MATCHES "model: [^\n]*mamba2-books-7m-bpe8k \\(mamba2, 12 layers\\)\n")
+  message(FATAL_ERROR "run --precision exact: expected no precision note on the model line:\n${r_ERR}")
+endif()
 
 # Forced: baseline runs on every x86-64 CPU.
 set(ENV{MAMBA_CPU_TARGET} Baseline)  # any case (AVX2, Avx512)

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "mamba/model.h"
+
 namespace mamba::test {
 
 /// Path of the shared/ reference data: $MAMBA_SHARED_DIR, else <source>/../shared; nullopt if absent.
@@ -17,6 +19,15 @@ std::string read_file(const std::string& path);
 /// Source tree root and build tree root.
 std::string source_dir();
 std::string binary_dir();
+
+/// LoadOptions for the exact tier (Precision::kExact): what tests that compare logits or greedy ids
+/// with HF transformers' references (or with the exact tier's own figures) load with, since the
+/// default (kAuto) computes bf16 checkpoints in the bf16 tier on CPUs with AVX-512 BF16.
+inline LoadOptions exact_tier() {
+  LoadOptions lo;
+  lo.precision = Precision::kExact;
+  return lo;
+}
 
 }  // namespace mamba::test
 

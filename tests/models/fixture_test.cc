@@ -39,7 +39,7 @@ class FixtureTest : public ::testing::TestWithParam<FixtureCase> {
   void SetUp() override {
     MAMBA_REQUIRE_SHARED(shared);
     dir_ = shared + "/fixtures/" + GetParam().name;
-    auto m = Model::load(dir_ + "/model");
+    auto m = Model::load(dir_ + "/model", test::exact_tier());
     ASSERT_TRUE(m.ok()) << m.error().message;
     model_ = std::move(m.value());
     ref_ = test::load_reference(dir_);

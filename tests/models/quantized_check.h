@@ -17,6 +17,7 @@
 #include "common/reference_data.h"
 #include "mamba/model.h"
 #include "mamba/quantize.h"
+#include "common/test_util.h"
 #include "models/model_test_util.h"
 
 namespace mamba::test {
@@ -88,8 +89,8 @@ inline QuantComparison compare_quantized(const std::string& dir, QuantType type)
   QuantComparison r;
   const QuantizedCopy copy(dir, type);
   if (!copy.ok()) return r;
-  auto orig = Model::load(dir);
-  auto quant = Model::load(copy.dir());
+  auto orig = Model::load(dir, test::exact_tier());
+  auto quant = Model::load(copy.dir(), test::exact_tier());
   EXPECT_TRUE(orig.ok() && quant.ok()) << (orig.ok() ? quant.error().message : orig.error().message);
   if (orig.ok() && quant.ok()) r = compare_models(**orig, **quant, dir, type == QuantType::kQ8 ? "q8" : "q4");
   return r;
@@ -103,7 +104,7 @@ inline QuantComparison compare_quantized_precision(const std::string& dir, Quant
   if (!copy.ok()) return r;
   LoadOptions lo;
   lo.precision = precision;
-  auto exact = Model::load(copy.dir());
+  auto exact = Model::load(copy.dir(), test::exact_tier());
   auto other = Model::load(copy.dir(), lo);
   EXPECT_TRUE(exact.ok() && other.ok()) << (exact.ok() ? other.error().message : exact.error().message);
   if (exact.ok() && other.ok())
@@ -116,7 +117,7 @@ inline QuantComparison compare_precision(const std::string& dir, Precision preci
   QuantComparison r;
   LoadOptions lo;
   lo.precision = precision;
-  auto orig = Model::load(dir);
+  auto orig = Model::load(dir, test::exact_tier());
   auto other = Model::load(dir, lo);
   EXPECT_TRUE(orig.ok() && other.ok()) << (orig.ok() ? other.error().message : orig.error().message);
   if (!orig.ok() || !other.ok()) return r;

@@ -22,7 +22,7 @@ constexpr double kMinMargin = 2e-3;
 
 void check_model(const std::string& dir) {
   SCOPED_TRACE(dir);
-  auto m = Model::load(dir);
+  auto m = Model::load(dir, test::exact_tier());
   ASSERT_TRUE(m.ok()) << m.error().message;
   Model& model = *m.value();
   const auto ref = test::load_reference(dir);

@@ -20,7 +20,7 @@ namespace {
 TEST(Perplexity, EmbeddedModelReferenceWindow) {
   const std::string dir = test::source_dir() + "/models/mamba2-books-7m-bpe8k";
   ASSERT_TRUE(std::filesystem::exists(dir + "/model.safetensors")) << dir;
-  auto m = Model::load(dir);
+  auto m = Model::load(dir, test::exact_tier());
   ASSERT_TRUE(m.ok()) << m.error().message;
   Model& model = *m.value();
   const auto ref = test::load_reference(dir);

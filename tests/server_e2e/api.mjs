@@ -26,8 +26,18 @@ await check('GET /info', async () => {
   assert.equal(j.max_best_of, 1);
   assert.ok(j.state_slots >= 1);
   assert.equal(j.model_pipeline_tag, 'text-generation');
-  assert.equal(j.precision, 'exact');
-  assert.equal(j.model_dtype, 'float32');
+  // The default precision (auto) computes this bf16 checkpoint in the bf16 tier on a CPU with
+  // AVX-512 BF16, exactly elsewhere; model_dtype names the tier's compute dtype.
+  assert.ok(['exact', 'bf16'].includes(j.precision), j.precision);
+  assert.equal(j.model_dtype, j.precision === 'bf16' ? 'bfloat16' : 'float32');
+  const exact = await startServer(['--precision', 'exact']);
+  try {
+    const e = await (await fetch(exact.base + '/info')).json();
+    assert.equal(e.precision, 'exact');
+    assert.equal(e.model_dtype, 'float32');
+  } finally {
+    await exact.stop();
+  }
 });
 
 await check('GET /v1/models', async () => {

@@ -30,7 +30,7 @@ struct PplArgs {
   std::string model, tokenizer, text_file, ids_file;
   std::int64_t ctx = 0;
   int threads = 0;
-  std::string precision = "exact";
+  std::string precision = "auto";
 };
 
 void run(const PplArgs& a, CLI::App& cmd) {
@@ -64,7 +64,7 @@ void run(const PplArgs& a, CLI::App& cmd) {
   Model& model = *loaded->model;
   // As `run`: which model and tier scored (logs of an exact and an int8 run differ here).
   std::fprintf(stderr, "model: %s (%s, %lld layers%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),
-               static_cast<long long>(model.config().n_layer), a.precision != "exact" ? (", precision " + a.precision).c_str() : "");
+               static_cast<long long>(model.config().n_layer), precision_note(model, a.precision).c_str());
   const Tokenizer* tok = loaded->tokenizer ? &*loaded->tokenizer : nullptr;
   const std::int64_t width = model.logits_width();
 
@@ -164,9 +164,7 @@ const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {
   cmd->add_option("--ctx", a->ctx, "Window size N: windows of N+1 ids sharing their boundary id (default: one window)")
       ->check(positive_int64());
   cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all, or OMP_NUM_THREADS when set)")->check(thread_count());
-  cmd->add_option("--precision", a->precision,
-                  "projection arithmetic: exact (fp32, default), bf16 (bf16 activations, AVX-512 BF16 dot products) or "
-                  "int8 (q8/q4 checkpoints: 8-bit activations, AVX-512 VNNI); faster batched decode and prefill, README §Precision")
+  cmd->add_option("--precision", a->precision, kPrecisionHelp)
       ->check(precision_tier())
       ->capture_default_str();
   cmd->allow_extras();  // a bare word is refused by run() with the -f hint (CLI11 said only "not expected")

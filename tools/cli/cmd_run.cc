@@ -32,7 +32,7 @@ struct RunArgs {
   std::string model, tokenizer, prompt, prompt_file, prompt_ids;
   int n_predict = 128;
   int threads = 0;
-  std::string precision = "exact";
+  std::string precision = "auto";
   std::vector<std::string> logit_bias;  ///< --logit-bias items, ID+BIAS / ID-BIAS (llama.cpp's form)
   float temp = 1.0f;
   GenerateOptions gen;
@@ -151,9 +151,8 @@ void run(const RunArgs& a, CLI::App& cmd) {
         fail_flag(fmt::format("--prompt-ids: token id {} (item {}) is outside the vocabulary [0, {}){}", prompt[i], i + 1, vocab,
                               vocab_limit_source(tok, model)));
   }
-  const std::string precision_note = a.precision != "exact" ? ", precision " + a.precision : std::string();
   std::fprintf(stderr, "model: %s (%s, %lld layers%s%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),
-               static_cast<long long>(model.config().n_layer), precision_note.c_str(), tok ? "" : ", no tokenizer");
+               static_cast<long long>(model.config().n_layer), precision_note(model, a.precision).c_str(), tok ? "" : ", no tokenizer");
   // A tokenizer given apart from the model (--tokenizer): the EOS fallback reads its directory's
   // tokenizer_config.json, not the model directory's (generate() would read the latter).
   if (!loaded->tokenizer_dir.empty() && !opts.ignore_eos && opts.eos_ids.empty()) {
@@ -351,9 +350,7 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--ignore-eos", a->gen.ignore_eos, "Keep generating after the EOS token");
   cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all, or OMP_NUM_THREADS when set)")->check(thread_count());
-  cmd->add_option("--precision", a->precision,
-                  "projection arithmetic: exact (fp32, default), bf16 (bf16 activations, AVX-512 BF16 dot products) or "
-                  "int8 (q8/q4 checkpoints: 8-bit activations, AVX-512 VNNI); faster batched decode and prefill, README §Precision")
+  cmd->add_option("--precision", a->precision, kPrecisionHelp)
       ->check(precision_tier())
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object: ids, text, logprobs, ... instead of streaming");

@@ -59,6 +59,11 @@ void refuse_extra_arguments(const CLI::App& cmd, const std::string& hint) {
     fail_flag(fmt::format("unexpected argument{} {} of {}: {}", extra.size() > 1 ? "s" : "", words, cmd.get_name(), hint));
 }
 
+std::string precision_note(const Model& model, const std::string& asked) {
+  if (model.precision() == Precision::kExact) return {};
+  return fmt::format(", precision {}{}", precision_name(model.precision()), asked == "auto" ? " (auto)" : "");
+}
+
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision,
                                              const std::string& tokenizer_ref) {
   std::string dir;

@@ -59,6 +59,10 @@ struct LoadedModel {
   std::string tokenizer_dir;
 };
 
+/// The "model:" log line's tier note: ", precision bf16" when the model computes in a tier other
+/// than exact, with " (auto)" when --precision auto chose it; "" for exact.
+std::string precision_note(const Model& model, const std::string& asked);
+
 /// `model_ref`: a directory or an HF repo id; empty → $MAMBA_MODEL, else the embedded default model
 /// (resolve_default_model(): a MAMBA_MODEL that does not resolve is an error naming it). `threads` 0 = all hardware threads;
 /// `precision` "exact", "bf16" or "int8" (LoadOptions::precision). Errors name the path. Prints
@@ -66,7 +70,7 @@ struct LoadedModel {
 /// then tools::warn_if_more_threads_than_cpus(threads, "-t/--threads").
 /// `tokenizer_ref` (--tokenizer): empty, or a tokenizer.json, a directory or a cached repo id
 /// (resolve_tokenizer_file), resolved before the model loads so that a bad one is reported at once.
-Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision = "exact",
+Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision = "auto",
                                              const std::string& tokenizer_ref = "");
 
 /// Parses token ids separated by commas and/or whitespace ("12,7, 99\n3"), optionally as one

@@ -1,0 +1,92 @@
+// The default precision, Precision::kAuto (issue 5: "the default is the exact path unless the fast
+// one meets those numbers"; the bf16 tier meets them, tests Bf16Tier*): it resolves at load to the
+// bf16 tier for a checkpoint whose projections are all stored in bf16 on a CPU with the tier, and
+// to the exact tier for f32 / f16 checkpoints, q8/q4 checkpoints and other CPUs — and a model
+// loaded with it computes bitwise as one loaded with the tier it resolved to.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "common/test_util.h"
+#include "models/model_test_util.h"
+#include "models/quantized_check.h"
+#include "ops/cpu/cpu_target.h"
+#include "ops/ops.h"
+
+namespace mamba {
+namespace {
+
+std::string embedded_dir() { return test::source_dir() + "/models/mamba2-books-7m-bpe8k"; }  // all BF16
+
+Precision loaded_precision(const std::string& dir, Precision asked = Precision::kAuto) {
+  LoadOptions lo;
+  lo.precision = asked;
+  auto m = Model::load(dir, lo);
+  EXPECT_TRUE(m.ok()) << dir << ": " << m.error().message;
+  return m.ok() ? (*m)->precision() : Precision::kAuto;
+}
+
+/// Logits of every position of a fixed prompt.
+std::vector<float> prompt_logits(Model& m) {
+  const std::vector<std::int32_t> ids = {12, 7, 300, 5, 5, 41, 1000, 2};
+  State st = m.new_state();
+  return test::prefill_all(m, ids, st);
+}
+
+TEST(AutoPrecision, IsTheDefaultAndParses) {
+  EXPECT_EQ(LoadOptions{}.precision, Precision::kAuto);
+  EXPECT_EQ(parse_precision("auto").value(), Precision::kAuto);
+  EXPECT_STREQ(precision_name(Precision::kAuto), "auto");
+  const auto bad = parse_precision("AUTO");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("auto, exact, bf16, int8"), std::string::npos) << bad.error().message;
+}
+
+TEST(AutoPrecision, Bf16CheckpointTakesTheBf16TierWhereTheCpuHasIt) {
+  const Precision want = ops::bf16_tier_available() ? Precision::kBF16 : Precision::kExact;
+  EXPECT_EQ(loaded_precision(embedded_dir()), want);
+  // Bitwise the model loaded with the tier named.
+  auto a = Model::load(embedded_dir());
+  LoadOptions named;
+  named.precision = want;
+  auto b = Model::load(embedded_dir(), named);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::vector<float> la = prompt_logits(**a), lb = prompt_logits(**b);
+  ASSERT_EQ(la.size(), lb.size());
+  EXPECT_EQ(0, std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)));
+  // And not the other tier's (so the test would see auto picking the wrong one).
+  if (want == Precision::kBF16) {
+    auto e = Model::load(embedded_dir(), test::exact_tier());
+    ASSERT_TRUE(e.ok());
+    const std::vector<float> le = prompt_logits(**e);
+    EXPECT_GT(test::max_abs(la.data(), le.data(), static_cast<std::int64_t>(la.size())), 0.0);
+  }
+}
+
+TEST(AutoPrecision, ExactOnTargetsWithoutTheTier) {
+  // The baseline target (any x86-64 CPU), as MAMBA_CPU_TARGET=baseline or a CPU without AVX-512 BF16.
+  const ops::cpu::CpuTarget saved = ops::cpu::cpu_target();
+  ops::cpu::set_cpu_target_for_test(ops::cpu::CpuTarget::kBaseline);
+  const Precision p = loaded_precision(embedded_dir());
+  ops::cpu::set_cpu_target_for_test(saved);
+  EXPECT_EQ(p, Precision::kExact);
+}
+
+TEST(AutoPrecision, ExactForF32F16AndQuantizedCheckpoints) {
+  MAMBA_REQUIRE_SHARED(shared);
+  // f32 and f16 weights: the tier would round the weights too (beyond what its tests bound).
+  EXPECT_EQ(loaded_precision(shared + "/fixtures/mamba2-tiny/model"), Precision::kExact);
+  EXPECT_EQ(loaded_precision(shared + "/fixtures/mamba1-odd-f16/model"), Precision::kExact);
+  // bf16 fixtures take the tier where the CPU has it.
+  EXPECT_EQ(loaded_precision(shared + "/fixtures/mamba1-tiny-bf16/model"),
+            ops::bf16_tier_available() ? Precision::kBF16 : Precision::kExact);
+  // q8: its integer kernels, and dt_proj (float) exact; the int8 tier stays opt-in.
+  const test::QuantizedCopy q(embedded_dir(), QuantType::kQ8);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(loaded_precision(q.dir()), Precision::kExact);
+}
+
+}  // namespace
+}  // namespace mamba
