@@ -595,7 +595,7 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision,
                  "projection arithmetic the models load with: auto (default: bf16 for bf16 checkpoints on AVX-512 BF16 "
                  "CPUs, else exact), exact, bf16 or int8 (the tiers, LoadOptions::precision)")
-      ->check(mamba::cli::precision_tier())
+      ->transform(mamba::cli::precision_tier())
       ->capture_default_str();
   app.add_option("--gemm-seconds", o.gemm_seconds, "minimum seconds per GEMM shape measurement (≥ 0.01; short = rough)")
       ->check(CLI::Range(0.01, 60.0))

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   std::string precision = "auto";
   app.add_option("--precision", precision,
                  "projection arithmetic the models load with: auto (default), exact, bf16 or int8 (README §Precision)")
-      ->check(mamba::cli::precision_tier())
+      ->transform(mamba::cli::precision_tier())
       ->capture_default_str();
   if (const auto rc = mamba::bench::parse_args(app, argc, argv)) return *rc;
   mamba::LoadOptions load_options;
@@ -126,7 +126,10 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "error: {}\n", row.error().message);
         return 1;
       }
-      std::string name = dir.size() > 40 ? "…" + dir.substr(dir.size() - 39) : dir;
+      // The directory (its end when long) and the tier it computed in (auto's choice is per model).
+      const std::string tier = fmt::format(" [{}]", mamba::precision_name(models[i]->precision()));
+      const std::size_t room = 40 - tier.size();
+      std::string name = (dir.size() > room ? "…" + dir.substr(dir.size() - (room - 1)) : dir) + tier;
       fmt::print("{:<40} {:>7} {:>16.1f} {:>16.1f} {:>9}\n", name, mamba::ops::num_threads(), row->prefill_tps,
                  row->decode_tps, row->cpu_share ? fmt::format("{:.0f}%", 100.0 * *row->cpu_share) : "-");
       std::fflush(stdout);

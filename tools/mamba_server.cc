@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
       ->check(mamba::cli::thread_count())  // at parse time, worded as mamba-cli's
       ->capture_default_str();
   app.add_option("--precision", precision, mamba::cli::kPrecisionHelp)
-      ->check(mamba::cli::precision_tier())
+      ->transform(mamba::cli::precision_tier())
       ->capture_default_str();
   app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = max-concurrent-requests + 32, at most 4096)")->capture_default_str();
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (all routes but /health)");
@@ -317,7 +317,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   spdlog::info("precision: {}{}; compute threads: {}", mamba::precision_name((*model)->precision()),
-               lo.precision == mamba::Precision::kAuto ? " (auto)" : "", mamba::ops::num_threads());
+               lo.precision == mamba::Precision::kAuto ? " (auto: " + (*model)->precision_reason() + ")" : std::string(),
+               mamba::ops::num_threads());
   auto tok = mamba::Tokenizer::from_file(tokenizer_file);
   if (!tok.ok()) {
     std::fprintf(stderr, "error: %s\n", tok.error().message.c_str());

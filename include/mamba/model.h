@@ -29,8 +29,8 @@ enum class Precision : std::uint8_t {
            ///< activations (per-32-group asymmetric codes, src/ops/cpu/quant_kernels.h) — one
            ///< vpdpbusd per 4 products instead of two; needs AVX-512 VNNI. Float projections stay
            ///< exact. Batch invariance holds within the tier.
-  kAuto,   ///< the default, resolved at load (auto_precision): kBF16 where the CPU has the tier and
-           ///< every projection is stored in bf16 (the tier then rounds only activations; it meets
+  kAuto,   ///< the default, resolved at load (auto_precision): kBF16 where the CPU has the tier, every
+           ///< projection is stored in bf16 and its copy fits in memory (the tier rounds only activations; it meets
            ///< issue 5's bounds for a default fast tier: top-1 ≥ 99%, perplexity within 0.5%, tests
            ///< Bf16Tier*), else kExact. Never a loaded Model's precision().
 };
@@ -38,12 +38,21 @@ enum class Precision : std::uint8_t {
 const char* precision_name(Precision p);
 /// Parses "auto" / "exact" / "bf16" / "int8" (kInvalidArgument naming the accepted values otherwise).
 Result<Precision> parse_precision(const std::string& s);
-/// What Precision::kAuto resolves to for weights bound from a checkpoint (bind_weights) on this CPU:
-/// kBF16 when ops' bf16 tier is available (AVX-512 BF16 and the avx512 dispatch target, not forced
-/// lower by MAMBA_CPU_TARGET) and every projection `w` has (in_proj, x_proj, dt_proj, out_proj, and
-/// lm_head — the embedding when tied) is stored as BF16; kExact otherwise (f32 / f16 weights,
-/// q8/q4 checkpoints, other CPUs). Reads dtypes only, no tensor data; never fails.
-Precision auto_precision(const ModelWeights& w);
+/// What Precision::kAuto chose for a checkpoint, and why.
+struct AutoPrecision {
+  Precision precision = Precision::kExact;  ///< kBF16 or kExact
+  std::string reason;  ///< one phrase, e.g. "bf16 weights, AVX-512 BF16" or "F32 projections"
+};
+/// What Precision::kAuto resolves to for weights bound from a checkpoint (bind_weights) on this
+/// machine: kBF16 when (1) ops' bf16 tier is available (AVX-512 BF16 and the avx512 dispatch target,
+/// not forced lower by MAMBA_CPU_TARGET), (2) every projection `w` has (in_proj, x_proj, dt_proj,
+/// out_proj, and lm_head — the embedding when tied) is stored as BF16, so the tier rounds only
+/// activations, and (3) the tier's copy of those projections (made at load: anonymous memory, not
+/// the file's shared, evictable pages) fits in the memory Linux reports available (MemAvailable of
+/// /proc/meminfo; not checked where unreadable); kExact otherwise (f32 / f16 weights, q8/q4
+/// checkpoints, other CPUs, too little memory), with the reason. Reads dtypes and /proc/meminfo only;
+/// never fails.
+AutoPrecision auto_precision(const ModelWeights& w);
 
 struct LoadOptions {
   int threads = 0;  ///< CPU threads for compute; 0 = the CPUs this process may run on (or OMP_NUM_THREADS). A
@@ -95,6 +104,9 @@ class Model {
   virtual const Checkpoint& checkpoint() const = 0;
   /// The projections' arithmetic it was loaded with (LoadOptions::precision, kAuto resolved: never kAuto).
   virtual Precision precision() const { return Precision::kExact; }
+  /// Why precision() is what it is when LoadOptions::precision was kAuto (AutoPrecision::reason);
+  /// empty when a tier was named.
+  virtual std::string precision_reason() const { return {}; }
   /// Width of one logits row = padded vocab (embedding rows).
   virtual std::int64_t logits_width() const = 0;
   /// A zeroed state for a new sequence (fp32, sized from the config: n_layer × (conv_state +

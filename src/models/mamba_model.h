@@ -88,6 +88,10 @@ void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
 /// (Checkpoint::release_pages).
 Tensor pack_projections(ModelWeights& w, Precision precision = Precision::kExact, const Checkpoint* release_from = nullptr);
 
+/// auto_precision with its inputs given: whether the bf16 tier can run here, and the bytes of
+/// memory available (< 0: unknown, not checked). Tested directly (tests/models/auto_precision_test.cc).
+AutoPrecision auto_precision_for(const ModelWeights& w, bool tier_available, std::int64_t mem_available);
+
 class MambaModel final : public Model {
  public:
   /// Validates the config and binds the weights (errors name the tensor/field).
@@ -96,6 +100,7 @@ class MambaModel final : public Model {
   const ModelConfig& config() const override { return ckpt_.config(); }
   const Checkpoint& checkpoint() const override { return ckpt_; }
   Precision precision() const override { return precision_; }
+  std::string precision_reason() const override { return precision_reason_; }
   std::int64_t logits_width() const override { return weights_.lm_head.shape[0]; }
   State new_state() const override;
   using Model::prefill;  // the sized-buffer overloads
@@ -120,6 +125,7 @@ class MambaModel final : public Model {
   std::vector<float> norm_f_;  ///< [d] final RMSNorm weight, fp32
   Tensor packed_;  ///< the repacked projection weights (pack_projections), viewed by weights_
   Precision precision_ = Precision::kExact;
+  std::string precision_reason_;  ///< AutoPrecision::reason when loaded with kAuto, else empty
   Scratch scratch_;                  ///< per-call buffers: one prefill/step at a time (forward_mutex_)
   std::vector<SeqSlice> step_seqs_;  ///< reused by step() (no per-token allocation)
   std::mutex forward_mutex_;         ///< serialises prefill/step calls from several threads

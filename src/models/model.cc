@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
@@ -32,18 +33,46 @@ Result<Precision> parse_precision(const std::string& s) {
   return make_error(ErrorCode::kInvalidArgument, fmt::format("precision '{}': expected one of auto, exact, bf16, int8", s));
 }
 
-Precision auto_precision(const ModelWeights& w) {
-  if (!ops::bf16_tier_available()) return Precision::kExact;
-  bool any = false, all_bf16 = true;
-  auto visit = [&](const TensorView& v) {
-    if (v.empty()) return;
-    any = true;
-    all_bf16 = all_bf16 && v.dtype == DType::kBF16;
-  };
-  visit(w.lm_head);
+namespace {
+/// The projection weights a precision tier applies to (every layer's four, then lm_head).
+std::vector<const TensorView*> projection_views(const ModelWeights& w) {
+  std::vector<const TensorView*> views;
   for (const LayerWeights& lw : w.layers)
-    for (const TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj}) visit(*v);
-  return any && all_bf16 ? Precision::kBF16 : Precision::kExact;
+    for (const TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj}) views.push_back(v);
+  views.push_back(&w.lm_head);
+  return views;
+}
+
+/// MemAvailable of /proc/meminfo in bytes; −1 where it cannot be read (not Linux, no procfs).
+std::int64_t mem_available_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long long kib = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib >= 0 ? static_cast<std::int64_t>(kib) * 1024 : -1;
+}
+}  // namespace
+
+AutoPrecision models::auto_precision_for(const ModelWeights& w, bool tier_available, std::int64_t mem_available) {
+  if (!tier_available) return {Precision::kExact, "no AVX-512 BF16 on this CPU target"};
+  std::int64_t copy_bytes = 0;
+  for (const TensorView* v : projection_views(w)) {
+    if (v->empty()) continue;
+    if (v->dtype != DType::kBF16) return {Precision::kExact, fmt::format("{} projections", dtype_name(v->dtype))};
+    copy_bytes += ops::pack_weight_bf16_bytes(*v);
+  }
+  if (copy_bytes == 0) return {Precision::kExact, "no float projection"};
+  if (mem_available >= 0 && copy_bytes > mem_available)
+    return {Precision::kExact, fmt::format("the bf16 tier's copy of the projections ({:.2f} GB) exceeds the memory available "
+                                           "({:.2f} GB, MemAvailable)", double(copy_bytes) * 1e-9, double(mem_available) * 1e-9)};
+  return {Precision::kBF16, "bf16 weights, AVX-512 BF16"};
+}
+
+AutoPrecision auto_precision(const ModelWeights& w) {
+  return models::auto_precision_for(w, ops::bf16_tier_available(), mem_available_bytes());
 }
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& model_ref, const LoadOptions& opts) {
@@ -182,7 +211,9 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
                       fmt::format("precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps) and the avx512 dispatch target; "
                                   "this one runs {}: use precision exact or auto (--precision exact / auto, the default)", ops::cpu::cpu_target_description()));
   MAMBA_ASSIGN_OR_RETURN(ModelWeights w, bind_weights(ckpt));
-  const Precision precision = opts.precision == Precision::kAuto ? auto_precision(w) : opts.precision;
+  AutoPrecision chosen{opts.precision, {}};
+  if (opts.precision == Precision::kAuto) chosen = auto_precision(w);
+  const Precision precision = chosen.precision;
   if (opts.precision == Precision::kBF16) {  // as int8 without quantized weights: a tier that would change nothing
     // What pack_projections gives the tier's copy: no blocked integer copy, a bf16 one.
     auto takes_bf16 = [](const TensorView& v) {
@@ -239,6 +270,7 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
   m->norm_f_ = std::move(norm_f);
   m->packed_ = std::move(packed);
   m->precision_ = precision;
+  m->precision_reason_ = std::move(chosen.reason);
   return std::unique_ptr<Model>(m);
 }
 

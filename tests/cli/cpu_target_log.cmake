@@ -21,12 +21,12 @@ list(LENGTH lines n)
 if(NOT n EQUAL 1)
   message(FATAL_ERROR "run: expected one cpu line, got ${n}:\n${r_ERR}")
 endif()
-# The default precision (auto) names the tier it chose for this bf16 checkpoint: bf16 where the
-# avx512 target runs on a CPU with AVX-512 BF16, else exact (no note).
+# The default precision (auto) names the tier it chose for this bf16 checkpoint and why: bf16 where
+# the avx512 target runs on a CPU with AVX-512 BF16, else exact; a named exact tier adds nothing.
 if(r_ERR MATCHES "^cpu: avx512 \\([^\n]*BF16 yes")
-  set(want_model "model: [^\n]*mamba2-books-7m-bpe8k \\(mamba2, 12 layers, precision bf16 \\(auto\\)\\)\n")
+  set(want_model "model: [^\n]*mamba2-books-7m-bpe8k \\(mamba2, 12 layers, precision bf16 \\(auto: bf16 weights, AVX-512 BF16\\)\\)\n")
 else()
-  set(want_model "model: [^\n]*mamba2-books-7m-bpe8k \\(mamba2, 12 layers\\)\n")
+  set(want_model "model: [^\n]*mamba2-books-7m-bpe8k \\(mamba2, 12 layers, precision exact \\(auto: no AVX-512 BF16 on this CPU target\\)\\)\n")
 endif()
 if(NOT r_ERR MATCHES "${want_model}")
   message(FATAL_ERROR "run: expected the model line '${want_model}':\n${r_ERR}")
@@ -44,8 +44,8 @@ if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\), weight pr
 endif()
 file(WRITE ${WORK}/p.ids "1 2 3 4 5")
 cli_run_ok(r perplexity -m ${model} --ids-file ${WORK}/p.ids)
-if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\), weight prefetch [^\n]*\nmodel: [^\n]*mamba2-books-7m-bpe8k \\(mamba2, 12 layers\\)\n")
-  message(FATAL_ERROR "perplexity with MAMBA_CPU_TARGET=baseline: expected the cpu line, then the model line:\n${r_ERR}")
+if(NOT r_ERR MATCHES "^cpu: baseline \\(forced by MAMBA_CPU_TARGET\\), weight prefetch [^\n]*\nmodel: [^\n]*mamba2-books-7m-bpe8k \\(mamba2, 12 layers, precision exact \\(auto: no AVX-512 BF16 on this CPU target\\)\\)\n")
+  message(FATAL_ERROR "perplexity with MAMBA_CPU_TARGET=baseline: expected the cpu line, then the model line (auto: exact, no AVX-512 BF16):\n${r_ERR}")
 endif()
 
 # The bf16 tier needs AVX-512 BF16: on the baseline target (any CPU) the load is refused, naming it.

@@ -62,7 +62,7 @@ endif()
 
 # Precision tiers: exact | bf16 | int8 only (no case folding, no numbers); int8 needs a q8/q4 checkpoint.
 expect_error("error: --precision: expected auto, exact, bf16 or int8, got 'fp8'" run -m ${model} -p hi -n 1 --precision fp8)
-expect_error("error: --precision: expected auto, exact, bf16 or int8, got 'BF16'" perplexity -m ${model} --ids-file ${WORK}/none --precision BF16)
+expect_error("error: --precision: expected auto, exact, bf16 or int8, got 'BF-16'" perplexity -m ${model} --ids-file ${WORK}/none --precision BF-16)
 expect_error("error: --precision: expected auto, exact, bf16 or int8, got '1'" run -m ${model} -p hi -n 1 --precision 1)
 # (A CPU without AVX-512 VNNI is named first.)
 expect_error("error: .*precision int8 (applies to the projections of a q8/q4 checkpoint.*mamba-cli quantize|needs a CPU with AVX-512 VNNI)" run -m ${model} -p hi -n 1 --precision int8)

@@ -1,5 +1,6 @@
 # `run --json` prints one object: ids, text, logprobs (≤ 0, the greedy id's logprob is the best of
-# top_logprobs), top_logprobs (K per step, descending), prompt_logprobs (null + one per prompt token).
+# top_logprobs), top_logprobs (K per step, descending), prompt_logprobs (null + one per prompt token),
+# precision (the tier that computed).
 include(${CMAKE_CURRENT_LIST_DIR}/cli_util.cmake)
 cli_run_ok(r run -m ${SRC}/models/mamba2-books-7m-bpe8k -p "It was a dark and stormy night" -n 5 --json
            --top-logprobs 3 --prompt-logprobs)
@@ -22,6 +23,16 @@ if(NOT n_prompt EQUAL 9 OR NOT n_plp EQUAL 9)
 endif()
 if(NOT finish STREQUAL "length" OR text STREQUAL "")
   message(FATAL_ERROR "finish_reason '${finish}', text '${text}'")
+endif()
+# The tier that computed: the default (auto) runs this bf16 model in bf16 on AVX-512 BF16 CPUs.
+string(JSON precision GET "${r_OUT}" precision)
+if(NOT precision MATCHES "^(exact|bf16)$")
+  message(FATAL_ERROR "precision '${precision}', expected exact or bf16")
+endif()
+cli_run_ok(x run -m ${SRC}/models/mamba2-books-7m-bpe8k -p "Hi" -n 1 --json --precision Exact)  # any case
+string(JSON precision GET "${x_OUT}" precision)
+if(NOT precision STREQUAL "exact")
+  message(FATAL_ERROR "--precision exact --json: precision '${precision}'")
 endif()
 string(JSON first TYPE "${r_OUT}" prompt_logprobs 0)
 if(NOT first STREQUAL "NULL")

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "models/mamba_model.h"
 #include "models/model_test_util.h"
 #include "models/quantized_check.h"
 #include "ops/cpu/cpu_target.h"
@@ -86,6 +87,47 @@ TEST(AutoPrecision, ExactForF32F16AndQuantizedCheckpoints) {
   const test::QuantizedCopy q(embedded_dir(), QuantType::kQ8);
   ASSERT_TRUE(q.ok());
   EXPECT_EQ(loaded_precision(q.dir()), Precision::kExact);
+}
+
+// The rule's inputs given directly: the tier's availability, the dtypes, and the memory the tier's
+// copy needs (the embedded model's projections: 2 bytes per weight, in bf16 blocks).
+TEST(AutoPrecision, RuleAndReasons) {
+  auto ck = Checkpoint::open(embedded_dir());
+  ASSERT_TRUE(ck.ok()) << ck.error().message;
+  auto w = bind_weights(*ck);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  const AutoPrecision yes = models::auto_precision_for(*w, true, -1);
+  EXPECT_EQ(yes.precision, Precision::kBF16);
+  EXPECT_EQ(yes.reason, "bf16 weights, AVX-512 BF16");
+  const AutoPrecision no_cpu = models::auto_precision_for(*w, false, -1);
+  EXPECT_EQ(no_cpu.precision, Precision::kExact);
+  EXPECT_EQ(no_cpu.reason, "no AVX-512 BF16 on this CPU target");
+  // The copy: 2 bytes per projection weight, rows padded to 16-row blocks and K to pairs.
+  std::int64_t copy = 0;
+  for (const LayerWeights& lw : w->layers)
+    for (const TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj})
+      if (!v->empty()) copy += (v->shape[0] + 15) / 16 * 16 * ((v->shape[1] + 1) / 2 * 2) * 2;
+  copy += (w->lm_head.shape[0] + 15) / 16 * 16 * ((w->lm_head.shape[1] + 1) / 2 * 2) * 2;
+  EXPECT_EQ(models::auto_precision_for(*w, true, copy).precision, Precision::kBF16);  // just fits
+  const AutoPrecision no_mem = models::auto_precision_for(*w, true, copy - 1);
+  EXPECT_EQ(no_mem.precision, Precision::kExact);
+  EXPECT_NE(no_mem.reason.find("exceeds the memory available"), std::string::npos) << no_mem.reason;
+  EXPECT_NE(no_mem.reason.find("MemAvailable"), std::string::npos) << no_mem.reason;
+  // One projection in another dtype: exact, naming it.
+  TensorView& v = w->layers[1].out_proj;
+  v.dtype = DType::kF32;
+  const AutoPrecision f32 = models::auto_precision_for(*w, true, -1);
+  EXPECT_EQ(f32.precision, Precision::kExact);
+  EXPECT_EQ(f32.reason, "F32 projections");
+}
+
+TEST(AutoPrecision, LoadedModelSaysWhy) {
+  auto a = Model::load(embedded_dir());
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ((*a)->precision_reason(), ops::bf16_tier_available() ? "bf16 weights, AVX-512 BF16" : "no AVX-512 BF16 on this CPU target");
+  auto e = Model::load(embedded_dir(), test::exact_tier());
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ((*e)->precision_reason(), "");  // a named tier needs no reason
 }
 
 }  // namespace

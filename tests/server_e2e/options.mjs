@@ -491,4 +491,19 @@ await check('--help exits 0', async () => {
   assert.match(r.stdout, /--shutdown-grace/);
 });
 
+await check('--precision in any case (as MAMBA_CPU_TARGET), from MAMBA_PRECISION too; a bad value → exit 2', async () => {
+  // 'EXACT' had passed the check and then failed to parse after it: an abort, not an error line.
+  for (const [args, env] of [[['--precision', 'EXACT'], undefined], [[], { MAMBA_PRECISION: 'Exact' }]]) {
+    const srv = await startServer(args, { env });
+    try {
+      const info = await (await fetch(srv.base + '/info')).json();
+      assert.equal(info.precision, 'exact', JSON.stringify(args) + JSON.stringify(env));
+      assert.match(srv.log(), /precision: exact; compute threads/);
+    } finally {
+      assert.equal((await srv.stop()).code, 0);
+    }
+  }
+  await expectStartupError(['--precision', 'fp8'], /error: --precision: expected auto, exact, bf16 or int8, got 'fp8'/);
+});
+
 exitWithChecks();

@@ -146,7 +146,9 @@ void run(const PplArgs& a, CLI::App& cmd) {
     if (n_pred == 0) Interrupt::end_as_interrupted();
   }
   const double mean = nll_sum / static_cast<double>(n_pred);
-  std::printf("predictions: %lld\nmean_nll: %.6f\nperplexity: %.4f\n", static_cast<long long>(n_pred), mean, std::exp(mean));
+  // The tier last: the figures depend on it, and the default (auto) differs by CPU.
+  std::printf("predictions: %lld\nmean_nll: %.6f\nperplexity: %.4f\nprecision: %s\n", static_cast<long long>(n_pred), mean, std::exp(mean),
+              precision_name(model.precision()));
   if (Interrupt::interrupted()) Interrupt::end_as_interrupted();
 }
 
@@ -165,7 +167,7 @@ const CommandRegistrar kRegister("perplexity", 40, [](CLI::App& app) {
       ->check(positive_int64());
   cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all, or OMP_NUM_THREADS when set)")->check(thread_count());
   cmd->add_option("--precision", a->precision, kPrecisionHelp)
-      ->check(precision_tier())
+      ->transform(precision_tier())
       ->capture_default_str();
   cmd->allow_extras();  // a bare word is refused by run() with the -f hint (CLI11 said only "not expected")
   cmd->callback([a, cmd] { run(*a, *cmd); });

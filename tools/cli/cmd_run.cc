@@ -277,6 +277,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
       j["prompt_logprobs"] = pl;
     }
     j["finish_reason"] = finish_reason_name(res->finish);
+    j["precision"] = precision_name(model.precision());  // the tier that computed (auto's choice differs by CPU)
     if (opts.sampling.sampling()) j["seed"] = res->seed;
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (tok == nullptr || isatty(STDOUT_FILENO) || same_destination(STDOUT_FILENO, STDERR_FILENO)) {
@@ -351,7 +352,7 @@ const CommandRegistrar kRegister("run", 10, [](CLI::App& app) {
   cmd->add_flag("--ignore-eos", a->gen.ignore_eos, "Keep generating after the EOS token");
   cmd->add_option("-t,--threads", a->threads, "CPU threads, 0 to 1024 (0 = all, or OMP_NUM_THREADS when set)")->check(thread_count());
   cmd->add_option("--precision", a->precision, kPrecisionHelp)
-      ->check(precision_tier())
+      ->transform(precision_tier())
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object: ids, text, logprobs, ... instead of streaming");
   cmd->add_option("--top-logprobs", a->gen.top_logprobs, "With --json: the K most likely tokens per step (0 to 100)")

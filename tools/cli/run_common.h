@@ -59,8 +59,9 @@ struct LoadedModel {
   std::string tokenizer_dir;
 };
 
-/// The "model:" log line's tier note: ", precision bf16" when the model computes in a tier other
-/// than exact, with " (auto)" when --precision auto chose it; "" for exact.
+/// The "model:" log line's tier note: with --precision auto (the default) the tier it chose and
+/// why (", precision bf16 (auto: bf16 weights, AVX-512 BF16)", ", precision exact (auto: F32
+/// projections)"); a named tier other than exact as ", precision bf16"; "" for a named exact.
 std::string precision_note(const Model& model, const std::string& asked);
 
 /// `model_ref`: a directory or an HF repo id; empty → $MAMBA_MODEL, else the embedded default model

@@ -132,21 +132,27 @@ inline CLI::Validator non_negative_int() { return decimal_int_in(0, std::numeric
 /// The same for an int option that must be at least 1 ("expected an integer from 1 to 2147483647, got 0").
 inline CLI::Validator positive_int() { return decimal_int_in(1, std::numeric_limits<int>::max(), "", "INT >= 1"); }
 
-/// CLI11 validator of --precision (mamba-cli, mamba-server, the benches): auto, exact, bf16 or int8,
-/// else "expected auto, exact, bf16 or int8, got 'V'" (CLI11's IsMember printed an empty value as
-/// "--precision:  not in {exact,bf16,int8}").
+/// CLI11 validator of --precision (mamba-cli, mamba-server, the benches): auto, exact, bf16 or int8
+/// in any case (as MAMBA_CPU_TARGET; the value is lower-cased in place), else "expected auto, exact,
+/// bf16 or int8, got 'V'" (CLI11's IsMember printed an empty value as "--precision:  not in
+/// {exact,bf16,int8}").
 inline CLI::Validator precision_tier() {
   return CLI::Validator(
       [](std::string& v) {
-        return v == "auto" || v == "exact" || v == "bf16" || v == "int8" ? std::string()
-                                                                          : fmt::format("expected auto, exact, bf16 or int8, got '{}'", v);
+        std::string lower = v;
+        for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+        if (lower != "auto" && lower != "exact" && lower != "bf16" && lower != "int8")
+          return fmt::format("expected auto, exact, bf16 or int8, got '{}'", v);
+        v = lower;
+        return std::string();
       },
       "{auto,exact,bf16,int8}");
 }
 
 /// --precision's help, one text for mamba-cli run / perplexity and mamba-server.
 inline constexpr const char* kPrecisionHelp =
-    "projection arithmetic: auto (default: bf16 for a bf16 checkpoint on a CPU with AVX-512 BF16, else exact), "
+    "projection arithmetic, any case: auto (default: bf16 when every projection is stored in bf16, the CPU target has "
+    "AVX-512 BF16 and the tier's copy fits in available memory, else exact; the log says which and why), "
     "exact (fp32 activations, the tier checked against HF transformers), bf16 (bf16 activations, AVX-512 BF16 "
     "dot products) or int8 (q8/q4 checkpoints: 8-bit activations, AVX-512 VNNI); README §Precision";
 
