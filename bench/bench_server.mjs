@@ -65,6 +65,7 @@ const SECONDS = int('seconds', args.seconds, 1, 3600);
 const MAX_NEW = int('max-new-tokens', args['max-new-tokens'], 1, 1 << 20);
 const THREADS = String(int('threads', args.threads, 0, 4096));
 const URL_ = args.url;
+args.precision = args.precision.toLowerCase();  // any case, as mamba-server takes it
 if (!['auto', 'exact', 'bf16', 'int8'].includes(args.precision)) fail(`--precision: expected auto, exact, bf16 or int8, got '${args.precision}'`);
 if (URL_ && (args.precision !== 'auto' || MODEL)) fail('--precision and -m apply to a started server, not to --url');
 if (!URL_ && !existsSync(SERVER)) fail(`no server binary at '${SERVER}' (build it, or pass --server PATH or --url)`);

@@ -14,9 +14,10 @@
 #include "mamba/config.h"
 #include "mamba/state.h"
 #include "mamba/status.h"
-#include "mamba/weights.h"
 
 namespace mamba {
+
+struct ModelWeights;  // mamba/weights.h
 
 /// Arithmetic of the projections (in_proj, x_proj, dt_proj, out_proj, lm_head; README §Precision).
 enum class Precision : std::uint8_t {
@@ -44,14 +45,16 @@ struct AutoPrecision {
   std::string reason;  ///< one phrase, e.g. "bf16 weights, AVX-512 BF16" or "F32 projections"
 };
 /// What Precision::kAuto resolves to for weights bound from a checkpoint (bind_weights) on this
-/// machine: kBF16 when (1) ops' bf16 tier is available (AVX-512 BF16 and the avx512 dispatch target,
-/// not forced lower by MAMBA_CPU_TARGET), (2) every projection `w` has (in_proj, x_proj, dt_proj,
-/// out_proj, and lm_head — the embedding when tied) is stored as BF16, so the tier rounds only
-/// activations, and (3) the tier's copy of those projections (made at load: anonymous memory, not
-/// the file's shared, evictable pages) fits in the memory Linux reports available (MemAvailable of
-/// /proc/meminfo; not checked where unreadable); kExact otherwise (f32 / f16 weights, q8/q4
-/// checkpoints, other CPUs, too little memory), with the reason. Reads dtypes and /proc/meminfo only;
-/// never fails.
+/// machine: kBF16 when (1) every projection `w` has (in_proj, x_proj, dt_proj, out_proj, and lm_head
+/// — the embedding when tied) is stored as BF16, so the tier rounds only activations, (2) ops' bf16
+/// tier is available (AVX-512 BF16 and the avx512 dispatch target, not forced lower by
+/// MAMBA_CPU_TARGET), and (3) the tier's copy of those projections (made at load: anonymous memory,
+/// not the file's shared, evictable pages) plus 512 MiB to spare fits in the memory available
+/// (MemAvailable of /proc/meminfo, capped by a cgroup v2 limit's remainder; not checked where
+/// neither is readable); kExact otherwise (f32 / f16 weights, q8/q4 checkpoints, other CPUs, too
+/// little memory), with the reason. Reads dtypes, /proc and /sys only; never fails. Model::load with
+/// kAuto also falls back to kExact when making the copy runs out of memory (a limit these files do
+/// not show, e.g. ulimit -v), with that reason.
 AutoPrecision auto_precision(const ModelWeights& w);
 
 struct LoadOptions {

@@ -88,9 +88,16 @@ void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
 /// (Checkpoint::release_pages).
 Tensor pack_projections(ModelWeights& w, Precision precision = Precision::kExact, const Checkpoint* release_from = nullptr);
 
+/// Memory auto_precision leaves free beside the bf16 tier's copy: room for the states, scratch
+/// buffers and page cache the run allocates next.
+inline constexpr std::int64_t kAutoMemoryHeadroom = std::int64_t{512} << 20;
 /// auto_precision with its inputs given: whether the bf16 tier can run here, and the bytes of
-/// memory available (< 0: unknown, not checked). Tested directly (tests/models/auto_precision_test.cc).
+/// memory available (< 0: unknown, not checked). Dtypes are checked first, so a reason names the
+/// checkpoint when no CPU would change the answer. Tested directly (tests/models/auto_precision_test.cc).
 AutoPrecision auto_precision_for(const ModelWeights& w, bool tier_available, std::int64_t mem_available);
+/// The memory a new allocation can take, in bytes: MemAvailable of /proc/meminfo, capped by what a
+/// cgroup v2 limit leaves (/sys/fs/cgroup/memory.max − memory.current); −1 when neither is readable.
+std::int64_t mem_available_bytes();
 
 class MambaModel final : public Model {
  public:

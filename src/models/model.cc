@@ -25,12 +25,14 @@ const char* precision_name(Precision p) {
   }
 }
 
-Result<Precision> parse_precision(const std::string& s) {
+Result<Precision> parse_precision(const std::string& name) {
+  std::string s = name;  // any case, as MAMBA_CPU_TARGET
+  for (char& c : s) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   if (s == "auto") return Precision::kAuto;
   if (s == "exact") return Precision::kExact;
   if (s == "bf16") return Precision::kBF16;
   if (s == "int8") return Precision::kInt8;
-  return make_error(ErrorCode::kInvalidArgument, fmt::format("precision '{}': expected one of auto, exact, bf16, int8", s));
+  return make_error(ErrorCode::kInvalidArgument, fmt::format("precision '{}': expected one of auto, exact, bf16, int8", name));
 }
 
 namespace {
@@ -43,36 +45,54 @@ std::vector<const TensorView*> projection_views(const ModelWeights& w) {
   return views;
 }
 
-/// MemAvailable of /proc/meminfo in bytes; −1 where it cannot be read (not Linux, no procfs).
-std::int64_t mem_available_bytes() {
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
+/// The first integer in `path` (a /sys or /proc value), or −1 when unreadable or not a number ("max").
+long long read_number(const char* path) {
+  std::FILE* f = std::fopen(path, "r");
   if (f == nullptr) return -1;
-  char line[256];
-  long long kib = -1;
-  while (std::fgets(line, sizeof line, f) != nullptr)
-    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+  long long v = -1;
+  if (std::fscanf(f, "%lld", &v) != 1) v = -1;
   std::fclose(f);
-  return kib >= 0 ? static_cast<std::int64_t>(kib) * 1024 : -1;
+  return v;
 }
 }  // namespace
 
+std::int64_t models::mem_available_bytes() {
+  long long avail = -1;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    long long kib = -1;
+    while (std::fgets(line, sizeof line, f) != nullptr)
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+    std::fclose(f);
+    if (kib >= 0) avail = kib * 1024;
+  }
+  // A cgroup v2 limit (a container's --memory, systemd's MemoryMax): what is left under it.
+  const long long max = read_number("/sys/fs/cgroup/memory.max"), cur = read_number("/sys/fs/cgroup/memory.current");
+  if (max >= 0 && cur >= 0) {
+    const long long left = max > cur ? max - cur : 0;
+    avail = avail < 0 ? left : std::min(avail, left);
+  }
+  return avail;
+}
+
 AutoPrecision models::auto_precision_for(const ModelWeights& w, bool tier_available, std::int64_t mem_available) {
-  if (!tier_available) return {Precision::kExact, "no AVX-512 BF16 on this CPU target"};
   std::int64_t copy_bytes = 0;
   for (const TensorView* v : projection_views(w)) {
     if (v->empty()) continue;
-    if (v->dtype != DType::kBF16) return {Precision::kExact, fmt::format("{} projections", dtype_name(v->dtype))};
+    if (v->dtype != DType::kBF16)
+      return {Precision::kExact, fmt::format("{} {}", dtype_name(v->dtype), v == &w.lm_head ? "lm_head" : "projections")};
     copy_bytes += ops::pack_weight_bf16_bytes(*v);
   }
-  if (copy_bytes == 0) return {Precision::kExact, "no float projection"};
-  if (mem_available >= 0 && copy_bytes > mem_available)
-    return {Precision::kExact, fmt::format("the bf16 tier's copy of the projections ({:.2f} GB) exceeds the memory available "
-                                           "({:.2f} GB, MemAvailable)", double(copy_bytes) * 1e-9, double(mem_available) * 1e-9)};
+  if (!tier_available) return {Precision::kExact, "no AVX-512 BF16 on this CPU target"};
+  if (mem_available >= 0 && copy_bytes + kAutoMemoryHeadroom > mem_available)
+    return {Precision::kExact, fmt::format("the bf16 tier's copy of the projections ({:.2f} GB) and {} MiB to spare exceed the "
+                                           "memory available ({:.2f} GB)", double(copy_bytes) * 1e-9, kAutoMemoryHeadroom >> 20,
+                                           double(mem_available) * 1e-9)};
   return {Precision::kBF16, "bf16 weights, AVX-512 BF16"};
 }
 
 AutoPrecision auto_precision(const ModelWeights& w) {
-  return models::auto_precision_for(w, ops::bf16_tier_available(), mem_available_bytes());
+  return models::auto_precision_for(w, ops::bf16_tier_available(), models::mem_available_bytes());
 }
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& model_ref, const LoadOptions& opts) {
@@ -213,7 +233,6 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
   MAMBA_ASSIGN_OR_RETURN(ModelWeights w, bind_weights(ckpt));
   AutoPrecision chosen{opts.precision, {}};
   if (opts.precision == Precision::kAuto) chosen = auto_precision(w);
-  const Precision precision = chosen.precision;
   if (opts.precision == Precision::kBF16) {  // as int8 without quantized weights: a tier that would change nothing
     // What pack_projections gives the tier's copy: no blocked integer copy, a bf16 one.
     auto takes_bf16 = [](const TensorView& v) {
@@ -257,7 +276,15 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
   ops::set_num_threads(opts.threads);
   Tensor packed;
   try {
-    packed = pack_projections(w, precision, &ckpt);
+    try {
+      packed = pack_projections(w, chosen.precision, &ckpt);
+    } catch (const std::bad_alloc&) {
+      // auto's copy did not fit a limit MemAvailable does not show (ulimit -v, a cgroup v1 limit):
+      // the exact tier reads the mapped file instead.
+      if (opts.precision != Precision::kAuto || chosen.precision != Precision::kBF16) throw;
+      chosen = {Precision::kExact, "the bf16 tier's copy of the projections did not fit in memory"};
+      packed = pack_projections(w, chosen.precision, &ckpt);
+    }
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kIo,
                       fmt::format("{}: out of memory for the repacked projection weights (a copy of their size is "
@@ -269,7 +296,7 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
   auto* m = new MambaModel(std::move(ckpt), std::move(w), std::move(params));
   m->norm_f_ = std::move(norm_f);
   m->packed_ = std::move(packed);
-  m->precision_ = precision;
+  m->precision_ = chosen.precision;
   m->precision_reason_ = std::move(chosen.reason);
   return std::unique_ptr<Model>(m);
 }

@@ -60,7 +60,7 @@ if(omp5_RC EQUAL 0 OR omp5_ERR MATCHES "warning" OR NOT omp5_ERR MATCHES "error:
   message(FATAL_ERROR "OMP_NUM_THREADS=5000: exit ${omp5_RC}:\n${omp5_ERR}")
 endif()
 
-# Precision tiers: exact | bf16 | int8 only (no case folding, no numbers); int8 needs a q8/q4 checkpoint.
+# Precision tiers: auto | exact | bf16 | int8 only (any case, no numbers); int8 needs a q8/q4 checkpoint.
 expect_error("error: --precision: expected auto, exact, bf16 or int8, got 'fp8'" run -m ${model} -p hi -n 1 --precision fp8)
 expect_error("error: --precision: expected auto, exact, bf16 or int8, got 'BF-16'" perplexity -m ${model} --ids-file ${WORK}/none --precision BF-16)
 expect_error("error: --precision: expected auto, exact, bf16 or int8, got '1'" run -m ${model} -p hi -n 1 --precision 1)

@@ -16,10 +16,11 @@ if(NOT PRLIMIT)
 endif()
 # model|first MB|last MB|step: ranges that span both outcomes in either tier the default precision
 # (auto) picks for these bf16 checkpoints: exact fits from ~30 / ~90 MB, the bf16 tier (AVX-512 BF16
-# CPUs; its blocked copy of the projections is made at load) from ~50 / ~115 MB.
-set(models "${SRC}/models/mamba2-books-7m-bpe8k|16|60|2")
+# CPUs; its blocked copy of the projections is made at load) from ~50 / ~115 MB, and in between auto
+# falls back to exact (last field: a fallback that then runs is expected in the range).
+set(models "${SRC}/models/mamba2-books-7m-bpe8k|16|60|2|1")
 if(EXISTS "${SHARED}/models/mamba2-books-16m/config.json")
-  list(APPEND models "${SHARED}/models/mamba2-books-16m|36|132|4")  # a 50k-entry tokenizer.json
+  list(APPEND models "${SHARED}/models/mamba2-books-16m|36|132|4|0")  # a 50k-entry tokenizer.json, loaded after the model: where the copy does not fit, neither does it
 endif()
 foreach(entry IN LISTS models)
   string(REPLACE "|" ";" entry "${entry}")
@@ -27,14 +28,23 @@ foreach(entry IN LISTS models)
   list(GET entry 1 from_mb)
   list(GET entry 2 to_mb)
   list(GET entry 3 step_mb)
+  list(GET entry 4 want_fallback)
   set(failed 0)
   set(passed 0)
+  set(fell_back 0)  # runs where auto's bf16 copy did not fit and the exact tier ran instead
+  set(bf16_cpu 0)
   foreach(mb RANGE ${from_mb} ${to_mb} ${step_mb})
     math(EXPR bytes "${mb} * 1000000")
     execute_process(COMMAND ${PRLIMIT} --as=${bytes} ${CLI} run -t 1 -m ${model} -p Hello -n 4
                     OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+    if(err MATCHES "^cpu: avx512 \\([^\n]*BF16 yes")
+      set(bf16_cpu 1)
+    endif()
     if(rc EQUAL 0)
       math(EXPR passed "${passed} + 1")
+      if(err MATCHES "precision exact \\(auto: the bf16 tier's copy of the projections did not fit in memory\\)")
+        math(EXPR fell_back "${fell_back} + 1")
+      endif()
     elseif(rc EQUAL 2 AND err MATCHES "error: [^\n]*(out of memory|Cannot allocate memory)" AND NOT err MATCHES "terminate")
       math(EXPR failed "${failed} + 1")
     else()
@@ -45,5 +55,10 @@ foreach(entry IN LISTS models)
   if(failed EQUAL 0 OR passed EQUAL 0)
     message(FATAL_ERROR "${model}: ${failed} runs out of memory, ${passed} that fit, in ${from_mb}-${to_mb} MB: the range no longer spans both")
   endif()
-  message(STATUS "${model}: ${failed} runs out of memory (each a clean error), ${passed} fit")
+  # On a CPU with the bf16 tier, auto falls back to exact where only the exact tier fits (below
+  # ~50 / ~115 MB), saying so, rather than failing where `--precision exact` would run.
+  if(want_fallback AND bf16_cpu AND fell_back EQUAL 0)
+    message(FATAL_ERROR "${model}: no run fell back from the bf16 tier's copy to the exact tier in ${from_mb}-${to_mb} MB")
+  endif()
+  message(STATUS "${model}: ${failed} runs out of memory (each a clean error), ${passed} fit (${fell_back} of them exact after the bf16 copy did not fit)")
 endforeach()

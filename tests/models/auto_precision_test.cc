@@ -40,7 +40,9 @@ TEST(AutoPrecision, IsTheDefaultAndParses) {
   EXPECT_EQ(LoadOptions{}.precision, Precision::kAuto);
   EXPECT_EQ(parse_precision("auto").value(), Precision::kAuto);
   EXPECT_STREQ(precision_name(Precision::kAuto), "auto");
-  const auto bad = parse_precision("AUTO");
+  EXPECT_EQ(parse_precision("AUTO").value(), Precision::kAuto);  // any case, as MAMBA_CPU_TARGET
+  EXPECT_EQ(parse_precision("Bf16").value(), Precision::kBF16);
+  const auto bad = parse_precision("fp8");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("auto, exact, bf16, int8"), std::string::npos) << bad.error().message;
 }
@@ -108,17 +110,24 @@ TEST(AutoPrecision, RuleAndReasons) {
     for (const TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj})
       if (!v->empty()) copy += (v->shape[0] + 15) / 16 * 16 * ((v->shape[1] + 1) / 2 * 2) * 2;
   copy += (w->lm_head.shape[0] + 15) / 16 * 16 * ((w->lm_head.shape[1] + 1) / 2 * 2) * 2;
-  EXPECT_EQ(models::auto_precision_for(*w, true, copy).precision, Precision::kBF16);  // just fits
-  const AutoPrecision no_mem = models::auto_precision_for(*w, true, copy - 1);
+  // The copy and the headroom just fit; a byte less does not.
+  EXPECT_EQ(models::auto_precision_for(*w, true, copy + models::kAutoMemoryHeadroom).precision, Precision::kBF16);
+  const AutoPrecision no_mem = models::auto_precision_for(*w, true, copy + models::kAutoMemoryHeadroom - 1);
   EXPECT_EQ(no_mem.precision, Precision::kExact);
-  EXPECT_NE(no_mem.reason.find("exceeds the memory available"), std::string::npos) << no_mem.reason;
-  EXPECT_NE(no_mem.reason.find("MemAvailable"), std::string::npos) << no_mem.reason;
+  EXPECT_NE(no_mem.reason.find("exceed the memory available"), std::string::npos) << no_mem.reason;
+  // This machine's figure is read (Linux: /proc/meminfo), and what the loader compares with.
+  EXPECT_GT(models::mem_available_bytes(), 0);
   // One projection in another dtype: exact, naming it.
   TensorView& v = w->layers[1].out_proj;
   v.dtype = DType::kF32;
   const AutoPrecision f32 = models::auto_precision_for(*w, true, -1);
   EXPECT_EQ(f32.precision, Precision::kExact);
   EXPECT_EQ(f32.reason, "F32 projections");
+  // The dtypes are checked before the CPU: the reason names the checkpoint when no CPU would help.
+  EXPECT_EQ(models::auto_precision_for(*w, false, -1).reason, "F32 projections");
+  v.dtype = DType::kBF16;
+  w->lm_head.dtype = DType::kF16;
+  EXPECT_EQ(models::auto_precision_for(*w, true, -1).reason, "F16 lm_head");
 }
 
 TEST(AutoPrecision, LoadedModelSaysWhy) {

@@ -28,8 +28,10 @@ await check('GET /info', async () => {
   assert.equal(j.model_pipeline_tag, 'text-generation');
   // The default precision (auto) computes this bf16 checkpoint in the bf16 tier on a CPU with
   // AVX-512 BF16, exactly elsewhere; model_dtype names the tier's compute dtype.
-  assert.ok(['exact', 'bf16'].includes(j.precision), j.precision);
-  assert.equal(j.model_dtype, j.precision === 'bf16' ? 'bfloat16' : 'float32');
+  const want = /cpu: avx512 \([^\n]*BF16 yes/.test(srv.log()) ? 'bf16' : 'exact';
+  assert.equal(j.precision, want, srv.log());
+  assert.equal(j.model_dtype, want === 'bf16' ? 'bfloat16' : 'float32');
+  assert.match(srv.log(), new RegExp(`precision: ${want} \\(auto: [^)]+\\); compute threads`), srv.log());
   const exact = await startServer(['--precision', 'exact']);
   try {
     const e = await (await fetch(exact.base + '/info')).json();

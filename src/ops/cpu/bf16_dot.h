@@ -1,4 +1,5 @@
-// The bf16 precision tier of ops::linear (opt-in: LoadOptions::precision = Precision::kBF16): the
+// The bf16 precision tier of ops::linear (LoadOptions::precision = Precision::kBF16, or kAuto's choice
+// for bf16 checkpoints on CPUs with AVX-512 BF16): the
 // activations and the weights rounded to bf16, products summed by AVX-512 BF16 dot products
 // (VDPBF16PS: 32 products per instruction, twice the fp32 FMA rate), in one fixed order:
 //
