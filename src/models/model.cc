@@ -8,6 +8,8 @@
 #include <limits>
 #include <mutex>
 #include <new>
+#include <type_traits>
+#include <utility>
 
 #include "mamba/thread_limit.h"
 #include "models/mamba_model.h"
@@ -36,11 +38,14 @@ Result<Precision> parse_precision(const std::string& name) {
 }
 
 namespace {
-/// The projection weights a precision tier applies to (every layer's four, then lm_head).
-std::vector<const TensorView*> projection_views(const ModelWeights& w) {
-  std::vector<const TensorView*> views;
-  for (const LayerWeights& lw : w.layers)
-    for (const TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj}) views.push_back(v);
+/// The projection weights a precision tier applies to (every layer's four, then lm_head), as
+/// pointers into `w` (const for a const `w`): what auto_precision checks and pack_projections copies.
+template <class Weights>
+auto projection_views(Weights& w) {
+  using View = std::conditional_t<std::is_const_v<Weights>, const TensorView, TensorView>;
+  std::vector<View*> views;
+  for (auto& lw : w.layers)
+    for (View* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj}) views.push_back(v);
   views.push_back(&w.lm_head);
   return views;
 }
@@ -160,10 +165,7 @@ Result<std::vector<float>> to_f32(const TensorView& t, const std::string& what) 
 }  // namespace
 
 Tensor pack_projections(ModelWeights& w, Precision precision, const Checkpoint* release_from) {
-  std::vector<TensorView*> views;
-  for (LayerWeights& lw : w.layers)
-    for (TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj}) views.push_back(v);
-  views.push_back(&w.lm_head);
+  const std::vector<TensorView*> views = projection_views(w);
   // Which copy each weight gets (quantized → blocked for the integer kernels; float → the bf16
   // tier's), and its offset in one allocation (64-byte aligned slices: one allocation rounds up to
   // a 2 MiB page once, not once per tensor).
@@ -238,9 +240,8 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
     auto takes_bf16 = [](const TensorView& v) {
       return !v.empty() && ops::pack_weight_bytes(v) == 0 && ops::pack_weight_bf16_bytes(v) > 0;
     };
-    bool any_float = takes_bf16(w.lm_head);
-    for (const LayerWeights& lw : w.layers)
-      for (const TensorView* v : {&lw.in_proj, &lw.x_proj, &lw.dt_proj, &lw.out_proj}) any_float = any_float || takes_bf16(*v);
+    bool any_float = false;
+    for (const TensorView* v : projection_views(std::as_const(w))) any_float = any_float || takes_bf16(*v);
     if (!any_float)
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("{}: precision bf16 applies to float (f32 / bf16 / f16) projections, and every projection "

@@ -19,6 +19,8 @@
 #include <string>
 #include <system_error>
 
+#include "mamba/model.h"
+
 #include "mamba/thread_limit.h"
 
 namespace mamba::cli {
@@ -132,18 +134,16 @@ inline CLI::Validator non_negative_int() { return decimal_int_in(0, std::numeric
 /// The same for an int option that must be at least 1 ("expected an integer from 1 to 2147483647, got 0").
 inline CLI::Validator positive_int() { return decimal_int_in(1, std::numeric_limits<int>::max(), "", "INT >= 1"); }
 
-/// CLI11 validator of --precision (mamba-cli, mamba-server, the benches): auto, exact, bf16 or int8
-/// in any case (as MAMBA_CPU_TARGET; the value is lower-cased in place), else "expected auto, exact,
-/// bf16 or int8, got 'V'" (CLI11's IsMember printed an empty value as "--precision:  not in
-/// {exact,bf16,int8}").
+/// CLI11 validator of --precision (mamba-cli, mamba-server, the benches), attached with ->transform:
+/// what mamba::parse_precision accepts (auto, exact, bf16 or int8, any case), rewritten to its
+/// canonical lower-case name; else "expected auto, exact, bf16 or int8, got 'V'" (CLI11's IsMember
+/// printed an empty value as "--precision:  not in {exact,bf16,int8}").
 inline CLI::Validator precision_tier() {
   return CLI::Validator(
       [](std::string& v) {
-        std::string lower = v;
-        for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-        if (lower != "auto" && lower != "exact" && lower != "bf16" && lower != "int8")
-          return fmt::format("expected auto, exact, bf16 or int8, got '{}'", v);
-        v = lower;
+        const Result<Precision> p = parse_precision(v);
+        if (!p.ok()) return fmt::format("expected auto, exact, bf16 or int8, got '{}'", v);
+        v = precision_name(*p);
         return std::string();
       },
       "{auto,exact,bf16,int8}");
