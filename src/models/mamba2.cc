@@ -53,6 +53,7 @@ void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
     a.D = ctx.p.D.data();
     a.ssm_state = q.state->ssm_state[ctx.layer].data<float>();
     a.y = y + q.row0 * ldy;                       a.ldy = ldy;
+    a.bf16_products = ctx.bf16_tier;
     s.ssd_seqs.push_back(a);
   }
   if (ctx.decode) {

@@ -65,6 +65,7 @@ struct MixerContext {
   std::int64_t layer;      ///< index into State::conv_state / ssm_state
   Scratch& s;
   bool decode = false;     ///< a step() call (one token per sequence): Mamba-1's one-token scan, Mamba-2's recurrent SSD (not chunked)
+  bool bf16_tier = false;  ///< the model runs the bf16 tier: Mamba-2's SSD matmuls in bf16 too (ops::SsdArgs::bf16_products)
 };
 
 /// Mamba-1 / Falcon-Mamba mixer: x [T, d] (normed) → out [T, d]; updates the slices' states.

@@ -415,7 +415,7 @@ Status MambaModel::forward(std::span<const std::int32_t> tokens, std::span<const
   ops::rms_norm(h, d, T, d, params_[0].norm.data(), eps, x, d);
   for (std::int64_t l = 0; l < c.n_layer; ++l) {
     const auto li = static_cast<std::size_t>(l);
-    const MixerContext ctx{c, weights_.layers[li], params_[li], l, scratch_, decode};
+    const MixerContext ctx{c, weights_.layers[li], params_[li], l, scratch_, decode, precision_ == Precision::kBF16};
     if (c.arch == Arch::kMamba2)
       mamba2_mixer(ctx, x, T, seqs, mix);
     else

@@ -229,6 +229,11 @@ struct SsdArgs {
   /// Optional [n_chunks, H, P, N]: the state after each chunk (the last = the final state); chunks
   /// as described above, n_chunks = number of absolute chunk boundaries crossed + 1. For tests.
   float* chunk_states = nullptr;
+  /// The bf16 tier (Precision::kBF16): the CPU backend takes the chunked form's three per-head
+  /// matmuls with bf16 operands and fp32 sums (src/ops/cpu/ssd_bf16.h; only where its AVX-512 BF16
+  /// kernels run and P is a multiple of 16, else as without). Decode steps (ssd_decode_batch) and
+  /// other backends ignore it.
+  bool bf16_products = false;
 };
 /// Runs the SSD above for one sequence: advances ssm_state in place, writes y (not aliasing the
 /// inputs) and, when chunk_states is set, the per-chunk states. The CPU backend also cuts at every

@@ -1,13 +1,17 @@
 // The chunked SSD op against the sequential recurrence (ops::ref::ssd): outputs and the state at
 // every chunk boundary, chunk_size smaller than the sequence, lengths that are and are not
 // multiples of it, starts mid-chunk, n_groups 1/2/4, non-zero initial states; and the property the
-// server relies on: splitting at absolute multiples of chunk_size is bitwise identical.
+// server relies on: splitting at absolute multiples of chunk_size is bitwise identical. The bf16
+// tier's products (SsdArgs::bf16_products) against the fp32 SSD, with the same invariances.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "ops/cpu/cpu_target.h"
 #include "ops/ops.h"
 #include "ops/ref/ref_ops.h"
 #include "ops_test_util.h"
@@ -105,6 +109,76 @@ TEST(Ssd, SplitAtChunkMultiplesIsBitwiseIdentical) {
     EXPECT_EQ(0, std::memcmp(ys.data(), y.data(), sizeof(float) * y.size()));
   }
 }
+
+// The bf16 tier (SsdArgs::bf16_products): near the fp32 SSD (each product of two bf16-rounded
+// operands, relative rounding ≤ 2⁻⁹ each), bitwise the fp32 SSD where its kernels do not run (another
+// target, or P not a multiple of 16), and as invariant as the fp32 SSD: splits at absolute multiples
+// of Q and the thread count leave every bit unchanged.
+class SsdBf16Products : public ::testing::TestWithParam<SsdCase> {
+ protected:
+  void TearDown() override { ops::cpu::set_cpu_target_for_test(saved_); }
+  ops::cpu::CpuTarget saved_ = ops::cpu::cpu_target();
+};
+
+/// Runs the SSD of c over d from its h0 (split at the relative cuts, each ending a piece), bf16 or
+/// not; returns y then the final state.
+std::vector<float> run_ssd(const SsdCase& c, const SsdData& d, bool bf16, std::vector<std::int64_t> cuts = {}) {
+  const std::int64_t S = c.H * c.P * c.N;
+  std::vector<float> out(static_cast<std::size_t>(c.L * d.ldy + S));
+  std::copy(d.h0.begin(), d.h0.end(), out.begin() + c.L * d.ldy);
+  cuts.push_back(c.L);
+  std::int64_t t0 = 0;
+  for (std::int64_t t1 : cuts) {
+    SsdCase part = c;
+    part.L = t1 - t0;
+    part.position = c.position + t0;
+    ops::SsdArgs a = d.args(part, out.data() + c.L * d.ldy, out.data() + t0 * d.ldy, nullptr);
+    a.x += t0 * d.ldx; a.dt += t0 * d.lddt; a.B += t0 * d.ldbc; a.C += t0 * d.ldbc;
+    a.bf16_products = bf16;
+    ops::ssd(a);
+    t0 = t1;
+  }
+  return out;
+}
+
+TEST_P(SsdBf16Products, NearFp32BitwiseWhereNotRunAndSplitAndThreadInvariant) {
+  const SsdCase c = GetParam();
+  std::mt19937 rng(static_cast<unsigned>(c.L * 7 + c.P));
+  const SsdData d(c, rng);
+  const bool runs = ops::bf16_tier_available() && c.P % 16 == 0;
+  test::for_each_target([&] {
+    const bool here = runs && ops::cpu::cpu_target() >= ops::cpu::CpuTarget::kAvx512;
+    const std::vector<float> exact = run_ssd(c, d, false), bf16 = run_ssd(c, d, true);
+    if (!here) {
+      EXPECT_EQ(0, std::memcmp(exact.data(), bf16.data(), sizeof(float) * exact.size()));
+      return;
+    }
+    // Scale of the values: y sums ~N·P products of O(1) terms through decays ≤ 1.
+    float scale = 1.0f;
+    for (float v : exact) scale = std::max(scale, std::fabs(v));
+    EXPECT_LE(max_abs_diff(bf16.data(), exact.data(), static_cast<std::int64_t>(exact.size())), 1e-2f * scale);
+    EXPECT_NE(0, std::memcmp(exact.data(), bf16.data(), sizeof(float) * exact.size())) << "the bf16 products did not run";
+    // Split at absolute multiples of Q (relative cuts Q − position % Q, + Q, …).
+    std::vector<std::int64_t> cuts;
+    for (std::int64_t t = c.Q - c.position % c.Q; t < c.L; t += 2 * c.Q) cuts.push_back(t);
+    EXPECT_EQ(0, std::memcmp(run_ssd(c, d, true, cuts).data(), bf16.data(), sizeof(float) * bf16.size()));
+    const int saved = ops::num_threads();
+    ops::set_num_threads(1);
+    const std::vector<float> one_thread = run_ssd(c, d, true);
+    ops::set_num_threads(saved);
+    EXPECT_EQ(0, std::memcmp(one_thread.data(), bf16.data(), sizeof(float) * bf16.size()));
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, SsdBf16Products,
+    ::testing::Values(SsdCase{40, 4, 16, 16, 2, 16, 0},    // mamba2-tiny's shape
+                      SsdCase{131, 3, 64, 128, 1, 256, 0},  // mamba2-130m's head (H cut), 64-token sub-chunks
+                      SsdCase{77, 4, 48, 5, 2, 32, 13},     // odd N, odd chunk lengths, mid-chunk start
+                      SsdCase{90, 2, 80, 33, 2, 64, 1},     // P = 64 + 16 (two column tiles), odd position
+                      SsdCase{33, 2, 128, 8, 1, 8, 3},      // P = 128
+                      SsdCase{45, 4, 6, 8, 2, 8, 3},        // P not a multiple of 16: the fp32 SSD
+                      SsdCase{1, 2, 32, 16, 1, 16, 5}));    // one token
 
 TEST(Ssd, NumChunks) {
   EXPECT_EQ(ops::ssd_num_chunks(0, 16, 16), 1);

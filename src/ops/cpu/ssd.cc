@@ -1,5 +1,7 @@
 // CPU Mamba-2 SSD, chunked (Dao & Gu 2024 §6–7; ../shared/docs/mamba-math.md §SSD), its matmuls as register-blocked
-// fp32 GEMMs (kernels.h gemm).
+// fp32 GEMMs (kernels.h gemm); in the bf16 tier (SsdArgs::bf16_products) the three per-head ones
+// with bf16 operands and fp32 sums instead (ssd_bf16.h: Y_off, Y_diag, the state's update), the same
+// formulas, strips and order of chunks.
 //
 // Chunks are cut at ABSOLUTE positions: every multiple of kMaxChunk (64) and every multiple of Q
 // (chunk_size, where the state is reported). So a prompt split at multiples of Q goes through exactly
@@ -35,6 +37,8 @@
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/bf16_dot.h"
+#include "ops/cpu/ssd_bf16.h"
 #include "ops/cpu/thread_pool.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
@@ -67,6 +71,44 @@ void step_head(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::
                   a.y + t * a.ldy + head * a.P);
 }
 
+std::int64_t pairs(std::int64_t K) { return (K + 1) / 2; }
+
+/// Bf16 (the bf16 tier, ssd_bf16.h): the chunk's C and Bᵀ as row pairs, Cb [Lc, ⌈N/2⌉] and
+/// Btb [N, ⌈Lc/2⌉] (ssd() rounds them once per chunk and group), and the three GEMMs in bf16.
+struct Bf16Operands {
+  const std::uint32_t* Cb = nullptr;
+  const std::uint32_t* Btb = nullptr;
+};
+
+/// head_chunk's three GEMMs with bf16 operands (ssd_bf16.h), the same formulas and the same strips:
+/// Y_off = E ∘ (C · hᵀ), y += W · X, hᵀ = E_last · hᵀ + Bᵀ · (X ∘ w); W, X, X ∘ w and hᵀ rounded here.
+void chunk_products_bf16(const SsdArgs& a, const Bf16Operands& b, std::int64_t Lc, std::int64_t N, std::int64_t P,
+                         const float* W, const float* x, const float* F, const float* E, float* hT, float* y,
+                         bool skip_state) {
+  static thread_local std::vector<std::uint32_t> hTb_buf, Wb_buf, Xb_buf;
+  const std::int64_t pN = pairs(N), pL = pairs(Lc);
+  auto grow_u = [](std::vector<std::uint32_t>& v, std::int64_t n) {
+    if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
+    return v.data();
+  };
+  std::uint32_t* hTb = grow_u(hTb_buf, pN * P);
+  std::uint32_t* Wb = grow_u(Wb_buf, Lc * pL);
+  std::uint32_t* Xb = grow_u(Xb_buf, pL * P);
+  namespace bd = cpu::bf16dot;
+  if (!skip_state) {
+    bd::pack_col_pairs_avx512bf16(hT, P, N, P, nullptr, hTb, P);
+    bd::gemm_pairs_avx512bf16(Lc, P, pN, b.Cb, pN, hTb, P, y, a.ldy, {.accumulate = false, .beta = 1.0f, .row_scale = E});
+  }
+  bd::pack_col_pairs_avx512bf16(x, a.ldx, Lc, P, nullptr, Xb, P);
+  for (std::int64_t i0 = 0; i0 < Lc; i0 += kStrip) {
+    const std::int64_t i1 = std::min(Lc, i0 + kStrip), pK = pairs(i1);
+    bd::pack_row_pairs_avx512bf16(W + i0 * Lc, Lc, i1 - i0, i1, Wb, pK);
+    bd::gemm_pairs_avx512bf16(i1 - i0, P, pK, Wb, pK, Xb, P, y + i0 * a.ldy, a.ldy, {.accumulate = !skip_state});
+  }
+  bd::pack_col_pairs_avx512bf16(x, a.ldx, Lc, P, F, Xb, P);
+  bd::gemm_pairs_avx512bf16(N, P, pL, b.Btb, pL, Xb, P, hT, P, {.accumulate = !skip_state, .beta = E[Lc - 1]});
+}
+
 /// One head over the chunk [t0, t0 + Lc); CB: the group's [Lc, Lc] C·Bᵀ (rows i, cols ≤ i);
 /// hT: the head's state TRANSPOSED, [N, P] (in/out), so both state GEMMs read it directly.
 /// h_zero: the incoming state is all zeros and hT was not filled (a fresh prompt's first chunk):
@@ -76,7 +118,7 @@ void step_head(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::
 /// would have made it NaN).
 /// Every vector loop goes through the target's kernels (this file is compiled for the baseline ISA).
 void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::int64_t t0, std::int64_t Lc,
-                const float* CB, float* hT, bool h_zero) {
+                const float* CB, float* hT, bool h_zero, const Bf16Operands* bf16) {
   static thread_local std::vector<float> a_buf, dA_buf, E_buf, F_buf, dt_buf, W_buf, Xw_buf;
   const std::int64_t P = a.P, N = a.N, g = head / (a.H / a.G);
   float* av = grow(a_buf, Lc);
@@ -117,6 +159,10 @@ void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std:
   // E_last finite ⇒ every E_i finite: E is a running product, and an inf or NaN in it persists.
   const bool skip_state = h_zero && std::isfinite(E[Lc - 1]);
   if (h_zero && !skip_state) std::fill(hT, hT + N * P, 0.0f);
+  if (bf16 != nullptr) {
+    chunk_products_bf16(a, *bf16, Lc, N, P, W, x, F, E, hT, y, skip_state);
+    return;
+  }
   // Y_off = C · hᵀ with row i scaled by E_i (the GEMM's row_scale): y_i = E_i·(C_i · hᵀ).
   if (!skip_state) k.gemm(Lc, P, N, C, a.ldc, hT, P, y, a.ldy, {.accumulate = false, .beta = 1.0f, .row_scale = E});
   // y += W · X over causal strips (row strip [i0, i1) needs columns j < i1 only); with no Y_off,
@@ -217,6 +263,17 @@ void ssd(const SsdArgs& a) {
   float* CB = grow(CB_buf, n_chunks * G * cb_size);  // [chunk][G][Lc, Lc] C·Bᵀ (lower strips)
   const std::int64_t* st = starts.data();
   std::int64_t max_strips = (q + kStrip - 1) / kStrip;
+  // The bf16 tier: each chunk's C and Bᵀ rounded to row pairs once per group (every head of the
+  // group reads them), in the C·Bᵀ phase.
+  const bool bf16 = a.bf16_products && P % 16 == 0 && cpu::bf16dot::kernels_available();
+  static thread_local std::vector<std::uint32_t> Cb_buf, Btb_buf;
+  const std::int64_t cb16_size = q * pairs(N), btb16_size = N * pairs(q);
+  if (bf16) {
+    if (Cb_buf.size() < static_cast<std::size_t>(n_chunks * G * cb16_size)) Cb_buf.resize(static_cast<std::size_t>(n_chunks * G * cb16_size));
+    if (Btb_buf.size() < static_cast<std::size_t>(n_chunks * G * btb16_size)) Btb_buf.resize(static_cast<std::size_t>(n_chunks * G * btb16_size));
+  }
+  std::uint32_t* Cb = Cb_buf.data();
+  std::uint32_t* Btb = Btb_buf.data();
   // Three phases, each split over the threads: Bᵀ; C·Bᵀ per (chunk, group, strip); then each head
   // walks all chunks in order with its state transposed in its thread's cache.
   // Bᵀ in blocks of kTransposeRows tokens: the block's B rows stay in L1 while each Bᵀ row gets
@@ -237,6 +294,10 @@ void ssd(const SsdArgs& a) {
       const std::int64_t i1 = std::min(Lc, i0 + kStrip);
       k.gemm(i1 - i0, i1, N, a.C + (t0 + i0) * a.ldc + g * N, a.ldc, Bt + g * N * L + t0, L,
              CB + (c * G + g) * cb_size + i0 * Lc, Lc, {});
+      if (bf16 && s_i == 0) {
+        cpu::bf16dot::pack_row_pairs_avx512bf16(a.C + t0 * a.ldc + g * N, a.ldc, Lc, N, Cb + (c * G + g) * cb16_size, pairs(N));
+        cpu::bf16dot::pack_row_pairs_avx512bf16(Bt + g * N * L + t0, L, N, Lc, Btb + (c * G + g) * btb16_size, pairs(Lc));
+      }
     }
   });
   cpu::parallel_for(H, parallel, [&](std::int64_t head0, std::int64_t head1) {
@@ -250,7 +311,9 @@ void ssd(const SsdArgs& a) {
       if (!h_zero) transpose_state(h, hT, P, N, true);
       for (std::int64_t c = 0; c < n_chunks; ++c) {
         const std::int64_t t0 = st[c], Lc = st[c + 1] - t0, pos_end = a.position + t0 + Lc;
-        head_chunk(k, a, head, t0, Lc, CB + (c * G + head / (H / G)) * cb_size, hT, h_zero && c == 0);
+        const std::int64_t cg = c * G + head / (H / G);
+        const Bf16Operands ops16{Cb + cg * cb16_size, Btb + cg * btb16_size};
+        head_chunk(k, a, head, t0, Lc, CB + cg * cb_size, hT, h_zero && c == 0, bf16 ? &ops16 : nullptr);
         if (a.chunk_states && (pos_end % a.Q == 0 || c + 1 == n_chunks)) {
           const std::int64_t chunk = (pos_end - 1) / a.Q - a.position / a.Q;
           transpose_state(a.chunk_states + (chunk * H + head) * per_head, hT, P, N, false);
