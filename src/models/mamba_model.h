@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "mamba/model.h"
@@ -97,8 +98,10 @@ inline constexpr std::int64_t kAutoMemoryHeadroom = std::int64_t{512} << 20;
 /// checkpoint when no CPU would change the answer. Tested directly (tests/models/auto_precision_test.cc).
 AutoPrecision auto_precision_for(const ModelWeights& w, bool tier_available, std::int64_t mem_available);
 /// The memory a new allocation can take, in bytes: MemAvailable of /proc/meminfo, capped by what a
-/// cgroup v2 limit leaves (/sys/fs/cgroup/memory.max − memory.current); −1 when neither is readable.
-std::int64_t mem_available_bytes();
+/// cgroup limit leaves — v2: /sys/fs/cgroup/memory.max − memory.current; v1:
+/// /sys/fs/cgroup/memory/memory.limit_in_bytes − memory.usage_in_bytes —; −1 when none is readable.
+/// `root` prefixes every path (tests point it at a directory of fake files; "" = this machine).
+std::int64_t mem_available_bytes(const std::string& root = "");
 
 class MambaModel final : public Model {
  public:

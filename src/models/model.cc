@@ -51,8 +51,8 @@ auto projection_views(Weights& w) {
 }
 
 /// The first integer in `path` (a /sys or /proc value), or −1 when unreadable or not a number ("max").
-long long read_number(const char* path) {
-  std::FILE* f = std::fopen(path, "r");
+long long read_number(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
   if (f == nullptr) return -1;
   long long v = -1;
   if (std::fscanf(f, "%lld", &v) != 1) v = -1;
@@ -61,9 +61,9 @@ long long read_number(const char* path) {
 }
 }  // namespace
 
-std::int64_t models::mem_available_bytes() {
+std::int64_t models::mem_available_bytes(const std::string& root) {
   long long avail = -1;
-  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+  if (std::FILE* f = std::fopen((root + "/proc/meminfo").c_str(), "r")) {
     char line[256];
     long long kib = -1;
     while (std::fgets(line, sizeof line, f) != nullptr)
@@ -71,12 +71,17 @@ std::int64_t models::mem_available_bytes() {
     std::fclose(f);
     if (kib >= 0) avail = kib * 1024;
   }
-  // A cgroup v2 limit (a container's --memory, systemd's MemoryMax): what is left under it.
-  const long long max = read_number("/sys/fs/cgroup/memory.max"), cur = read_number("/sys/fs/cgroup/memory.current");
-  if (max >= 0 && cur >= 0) {
-    const long long left = max > cur ? max - cur : 0;
+  // A cgroup limit (a container's --memory, systemd's MemoryMax): what is left under it. v2 has
+  // memory.max ("max": none) at the mount; v1 a memory controller directory with limit_in_bytes
+  // (no limit: a number near 2⁶³, which leaves MemAvailable in charge).
+  const auto cap = [&](const std::string& limit_file, const std::string& usage_file) {
+    const long long limit = read_number(root + limit_file), used = read_number(root + usage_file);
+    if (limit < 0 || used < 0) return;
+    const long long left = limit > used ? limit - used : 0;
     avail = avail < 0 ? left : std::min(avail, left);
-  }
+  };
+  cap("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current");
+  cap("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes");
   return avail;
 }
 

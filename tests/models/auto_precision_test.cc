@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "common/test_util.h"
@@ -128,6 +130,38 @@ TEST(AutoPrecision, RuleAndReasons) {
   v.dtype = DType::kBF16;
   w->lm_head.dtype = DType::kF16;
   EXPECT_EQ(models::auto_precision_for(*w, true, -1).reason, "F16 lm_head");
+}
+
+// The memory auto checks the copy against, from fake /proc and /sys files under a directory:
+// MemAvailable alone, capped by a cgroup v2 limit's remainder ("max": no cap), by a cgroup v1
+// limit's (its "no limit", a number near 2⁶³, leaves MemAvailable), by the smaller of both, and 0
+// when usage exceeds the limit; −1 when nothing is readable.
+TEST(AutoPrecision, MemoryAvailableReadsMeminfoAndCgroupLimits) {
+  const std::filesystem::path root = std::filesystem::path(::testing::TempDir()) / "mem_available_fake";
+  std::filesystem::remove_all(root);
+  const auto put = [&](const std::string& rel, const std::string& text) {
+    std::filesystem::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+  };
+  EXPECT_EQ(models::mem_available_bytes(root.string()), -1);
+  put("proc/meminfo", "MemTotal:       16000000 kB\nMemFree:         1000000 kB\nMemAvailable:    8000000 kB\n");
+  EXPECT_EQ(models::mem_available_bytes(root.string()), 8000000LL * 1024);
+  put("sys/fs/cgroup/memory.max", "max\n");
+  put("sys/fs/cgroup/memory.current", "123456\n");
+  EXPECT_EQ(models::mem_available_bytes(root.string()), 8000000LL * 1024);
+  put("sys/fs/cgroup/memory.max", "1000000000\n");
+  EXPECT_EQ(models::mem_available_bytes(root.string()), 1000000000LL - 123456);
+  std::filesystem::remove(root / "sys/fs/cgroup/memory.max");
+  put("sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+  put("sys/fs/cgroup/memory/memory.usage_in_bytes", "5000000\n");
+  EXPECT_EQ(models::mem_available_bytes(root.string()), 8000000LL * 1024);
+  put("sys/fs/cgroup/memory/memory.limit_in_bytes", "2000000000\n");
+  EXPECT_EQ(models::mem_available_bytes(root.string()), 2000000000LL - 5000000);
+  put("sys/fs/cgroup/memory.max", "1000000000\n");  // both: the smaller remainder
+  EXPECT_EQ(models::mem_available_bytes(root.string()), 1000000000LL - 123456);
+  put("sys/fs/cgroup/memory/memory.usage_in_bytes", "3000000000\n");  // over its limit
+  EXPECT_EQ(models::mem_available_bytes(root.string()), 0);
+  std::filesystem::remove_all(root);
 }
 
 TEST(AutoPrecision, LoadedModelSaysWhy) {
