@@ -1,6 +1,6 @@
 // The bf16 tier's SSD kernels (src/ops/cpu/ssd_bf16.h) against their definitions computed here:
 // the row- and column-pair packings bitwise equal to the tier's bf16 rounding (odd K, strides, row
-// scales, denormals, ±inf), and gemm_pairs bitwise equal to one VDPBF16PS chain per element (odd
+// scales, denormals, ±inf, NaNs; the row packing also rounds ops::linear's activations), and gemm_pairs bitwise equal to one VDPBF16PS chain per element (odd
 // product first, DAZ in / FTZ out) for every tile shape, with accumulate / beta / row_scale.
 #include <gtest/gtest.h>
 
@@ -34,7 +34,7 @@ float lo_of(std::uint32_t u) { return bf16_to_f32(static_cast<std::uint16_t>(u &
 float hi_of(std::uint32_t u) { return bf16_to_f32(static_cast<std::uint16_t>(u >> 16)); }
 float daz(float v) { return std::fabs(v) < FLT_MIN ? std::copysign(0.0f, v) : v; }
 
-/// Random values with a few denormals, ±inf and zeros mixed in.
+/// Random values with a few denormals, ±inf, NaNs and zeros mixed in.
 std::vector<float> mixed_vec(std::int64_t n, std::mt19937& rng) {
   std::vector<float> v = test::random_vec(n, rng, -2.0f, 2.0f);
   std::uniform_int_distribution<std::int64_t> at(0, n - 1);
@@ -45,6 +45,10 @@ std::vector<float> mixed_vec(std::int64_t n, std::mt19937& rng) {
   if (n > 8) {
     v[static_cast<std::size_t>(at(rng))] = INFINITY;
     v[static_cast<std::size_t>(at(rng))] = -INFINITY;
+    v[static_cast<std::size_t>(at(rng))] = std::nextafter(FLT_MIN, 0.0f);  // plain RNE would give FLT_MIN
+    v[static_cast<std::size_t>(at(rng))] = std::nanf("");
+    const std::uint32_t signalling = 0xff800001u;  // a signalling NaN with a low payload: quieted, kept NaN
+    std::memcpy(&v[static_cast<std::size_t>(at(rng))], &signalling, 4);
   }
   return v;
 }

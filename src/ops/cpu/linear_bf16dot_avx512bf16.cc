@@ -16,6 +16,7 @@
 
 #include "ops/cpu/bf16_dot.h"
 #include "ops/cpu/cpu_target.h"
+#include "ops/cpu/ssd_bf16.h"
 
 namespace mamba::ops::cpu::bf16dot {
 
@@ -112,26 +113,10 @@ void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std:
 }
 
 void round_rows_avx512bf16(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::uint32_t* xb) {
-  const std::int64_t Kp = pairs(K);
-  const __m512i exp_mask = _mm512_set1_epi32(0x7f800000), sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
-  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
-  const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x40);
-  for (std::int64_t m = 0; m < M; ++m) {
-    const float* xr = x + m * ldx;
-    auto* out = reinterpret_cast<std::uint16_t*>(xb + m * Kp);
-    for (std::int64_t k = 0; k < K; k += 16) {
-      const std::int64_t n = std::min<std::int64_t>(16, K - k);
-      const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
-      __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(mask, xr + k));
-      // to_bf16: denormals to ±0, NaN → its top half | 0x40, else round to nearest even.
-      u = _mm512_mask_and_epi32(u, _mm512_testn_epi32_mask(u, exp_mask), u, sign);
-      const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
-      __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one))), 16);
-      r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), quiet);
-      _mm256_mask_storeu_epi16(out + k, mask, _mm512_cvtepi32_epi16(r));
-    }
-    if (K % 2 == 1) out[K] = 0;  // the odd K's pad
-  }
+  // VCVTNE2PS2BF16 rounds as to_bf16 does (nearest even, denormals to ±0, NaN quieted by 0x40 in its
+  // top half; tests/ops/ssd_bf16_kernels_test.cc checks it bitwise): 3 instructions per 32 values
+  // where the integer emulation took ~12 per 16 (4% of a mamba-130m bf16 prefill).
+  pack_row_pairs_avx512bf16(x, ldx, M, K, xb, pairs(K));
 }
 
 }  // namespace mamba::ops::cpu::bf16dot
