@@ -26,6 +26,7 @@
 #include "ops/cpu/cpu_target.h"
 #include "ops/ops.h"
 #include "server/listen_address.h"
+#include "server/slot_pool.h"
 #include "common/env_options.h"
 #include "common/option_rules.h"
 #include "common/out_of_memory.h"
@@ -311,7 +312,16 @@ int main(int argc, char** argv) {
   lo.threads = threads;
   lo.precision = mamba::parse_precision(precision).value();  // CLI checked the value
   spdlog::info("model: {}{}", dir.value(), model_from_env ? " (from MAMBA_MODEL)" : "");
-  auto model = mamba::Model::load(dir.value(), lo);
+  auto ckpt = mamba::Checkpoint::open(dir.value());
+  if (!ckpt.ok()) {
+    std::fprintf(stderr, "error: %s\n%s", ckpt.error().message.c_str(), env_note.c_str());
+    return 2;
+  }
+  // auto's memory check counts the state slots Server::create allocates after the load (the same
+  // count: --state-memory's worth, at most --max-concurrent-requests).
+  if (const std::int64_t state_bytes = ckpt->config().state_bytes(); state_bytes > 0)
+    lo.reserve_bytes = std::int64_t{mamba::server::slots_for_budget(o.state_memory_bytes, state_bytes, o.max_concurrent_requests)} * state_bytes;
+  auto model = mamba::Model::from_checkpoint(std::move(*ckpt), lo);
   if (!model.ok()) {
     std::fprintf(stderr, "error: %s\n%s", model.error().message.c_str(), env_note.c_str());
     return 2;

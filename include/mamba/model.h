@@ -50,12 +50,13 @@ struct AutoPrecision {
 /// tier is available (AVX-512 BF16 and the avx512 dispatch target, not forced lower by
 /// MAMBA_CPU_TARGET), and (3) the tier's copy of those projections (made at load: anonymous memory,
 /// not the file's shared, evictable pages) plus 512 MiB to spare fits in the memory available
-/// (MemAvailable of /proc/meminfo, capped by a cgroup v2 limit's remainder; not checked where
-/// neither is readable); kExact otherwise (f32 / f16 weights, q8/q4 checkpoints, other CPUs, too
+/// (MemAvailable of /proc/meminfo, capped by a cgroup v2 or v1 limit's remainder; not checked where
+/// none is readable) less `reserve_bytes` (what the caller allocates next: LoadOptions::reserve_bytes);
+/// kExact otherwise (f32 / f16 weights, q8/q4 checkpoints, other CPUs, too
 /// little memory), with the reason. Reads dtypes, /proc and /sys only; never fails. Model::load with
 /// kAuto also falls back to kExact when making the copy runs out of memory (a limit these files do
 /// not show, e.g. ulimit -v), with that reason.
-AutoPrecision auto_precision(const ModelWeights& w);
+AutoPrecision auto_precision(const ModelWeights& w, std::int64_t reserve_bytes = 0);
 
 struct LoadOptions {
   int threads = 0;  ///< CPU threads for compute; 0 = the CPUs this process may run on (or OMP_NUM_THREADS). A
@@ -70,6 +71,10 @@ struct LoadOptions {
   /// one q8/q4), kInt8 on one without AVX-512 VNNI or with a checkpoint that is not q8/q4, fail with
   /// kInvalidArgument (so does a value that is no enumerator).
   Precision precision = Precision::kAuto;
+  /// Bytes the caller allocates once the model is loaded (mamba-server: its preallocated state
+  /// slots), ≥ 0: kAuto picks the bf16 tier only if its copy of the projections, 512 MiB and these
+  /// fit in the memory available (auto_precision); no other effect. Negative: kInvalidArgument.
+  std::int64_t reserve_bytes = 0;
 };
 
 /// Which prefill logits to return.

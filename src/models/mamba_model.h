@@ -96,7 +96,9 @@ inline constexpr std::int64_t kAutoMemoryHeadroom = std::int64_t{512} << 20;
 /// auto_precision with its inputs given: whether the bf16 tier can run here, and the bytes of
 /// memory available (< 0: unknown, not checked). Dtypes are checked first, so a reason names the
 /// checkpoint when no CPU would change the answer. Tested directly (tests/models/auto_precision_test.cc).
-AutoPrecision auto_precision_for(const ModelWeights& w, bool tier_available, std::int64_t mem_available);
+/// reserve_bytes: LoadOptions::reserve_bytes, counted beside the copy and the headroom.
+AutoPrecision auto_precision_for(const ModelWeights& w, bool tier_available, std::int64_t mem_available,
+                                 std::int64_t reserve_bytes = 0);
 /// The memory a new allocation can take, in bytes: MemAvailable of /proc/meminfo, capped by what a
 /// cgroup limit leaves — v2: /sys/fs/cgroup/memory.max − memory.current; v1:
 /// /sys/fs/cgroup/memory/memory.limit_in_bytes − memory.usage_in_bytes —; −1 when none is readable.

@@ -85,7 +85,8 @@ std::int64_t models::mem_available_bytes(const std::string& root) {
   return avail;
 }
 
-AutoPrecision models::auto_precision_for(const ModelWeights& w, bool tier_available, std::int64_t mem_available) {
+AutoPrecision models::auto_precision_for(const ModelWeights& w, bool tier_available, std::int64_t mem_available,
+                                         std::int64_t reserve_bytes) {
   std::int64_t copy_bytes = 0;
   for (const TensorView* v : projection_views(w)) {
     if (v->empty()) continue;
@@ -94,15 +95,19 @@ AutoPrecision models::auto_precision_for(const ModelWeights& w, bool tier_availa
     copy_bytes += ops::pack_weight_bf16_bytes(*v);
   }
   if (!tier_available) return {Precision::kExact, "no AVX-512 BF16 on this CPU target"};
-  if (mem_available >= 0 && copy_bytes + kAutoMemoryHeadroom > mem_available)
-    return {Precision::kExact, fmt::format("the bf16 tier's copy of the projections ({:.2f} GB) and {} MiB to spare exceed the "
-                                           "memory available ({:.2f} GB)", double(copy_bytes) * 1e-9, kAutoMemoryHeadroom >> 20,
-                                           double(mem_available) * 1e-9)};
+  // (reserve_bytes compared with what is left, so no value of it overflows the sum)
+  if (mem_available >= 0 &&
+      (copy_bytes + kAutoMemoryHeadroom > mem_available || reserve_bytes > mem_available - copy_bytes - kAutoMemoryHeadroom))
+    return {Precision::kExact,
+            fmt::format("the bf16 tier's copy of the projections ({:.2f} GB){} and {} MiB to spare exceed the memory available "
+                        "({:.2f} GB)", double(copy_bytes) * 1e-9,
+                        reserve_bytes > 0 ? fmt::format(", {:.2f} GB reserved for states", double(reserve_bytes) * 1e-9) : "",
+                        kAutoMemoryHeadroom >> 20, double(mem_available) * 1e-9)};
   return {Precision::kBF16, "bf16 weights, AVX-512 BF16"};
 }
 
-AutoPrecision auto_precision(const ModelWeights& w) {
-  return models::auto_precision_for(w, ops::bf16_tier_available(), models::mem_available_bytes());
+AutoPrecision auto_precision(const ModelWeights& w, std::int64_t reserve_bytes) {
+  return models::auto_precision_for(w, ops::bf16_tier_available(), models::mem_available_bytes(), reserve_bytes);
 }
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& model_ref, const LoadOptions& opts) {
@@ -224,6 +229,8 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
       opts.precision != Precision::kAuto)
     return make_error(ErrorCode::kInvalidArgument, fmt::format("LoadOptions::precision {} is not a Precision (auto, exact, bf16 or int8)",
                                                                static_cast<int>(opts.precision)));
+  if (opts.reserve_bytes < 0)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("LoadOptions::reserve_bytes {}: expected ≥ 0", opts.reserve_bytes));
   if (opts.precision == Precision::kInt8 && !ops::int8_tier_available())
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("precision int8 needs a CPU with AVX-512 VNNI (vpdpbusd) and the avx512 dispatch target; "
@@ -239,7 +246,7 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
                                   "this one runs {}: use precision exact or auto (--precision exact / auto, the default)", ops::cpu::cpu_target_description()));
   MAMBA_ASSIGN_OR_RETURN(ModelWeights w, bind_weights(ckpt));
   AutoPrecision chosen{opts.precision, {}};
-  if (opts.precision == Precision::kAuto) chosen = auto_precision(w);
+  if (opts.precision == Precision::kAuto) chosen = auto_precision(w, opts.reserve_bytes);
   if (opts.precision == Precision::kBF16) {  // as int8 without quantized weights: a tier that would change nothing
     // What pack_projections gives the tier's copy: no blocked integer copy, a bf16 one.
     auto takes_bf16 = [](const TensorView& v) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <vector>
 
 #include "common/test_util.h"
@@ -117,6 +118,13 @@ TEST(AutoPrecision, RuleAndReasons) {
   const AutoPrecision no_mem = models::auto_precision_for(*w, true, copy + models::kAutoMemoryHeadroom - 1);
   EXPECT_EQ(no_mem.precision, Precision::kExact);
   EXPECT_NE(no_mem.reason.find("exceed the memory available"), std::string::npos) << no_mem.reason;
+  // Memory the caller reserves (LoadOptions::reserve_bytes: the server's state slots) counts too.
+  const std::int64_t reserve = std::int64_t{3} << 30;
+  EXPECT_EQ(models::auto_precision_for(*w, true, copy + models::kAutoMemoryHeadroom + reserve, reserve).precision, Precision::kBF16);
+  const AutoPrecision reserved = models::auto_precision_for(*w, true, copy + models::kAutoMemoryHeadroom + reserve - 1, reserve);
+  EXPECT_EQ(reserved.precision, Precision::kExact);
+  EXPECT_NE(reserved.reason.find(", 3.22 GB reserved for states and 512 MiB to spare exceed the memory available"), std::string::npos)
+      << reserved.reason;
   // This machine's figure is read (Linux: /proc/meminfo), and what the loader compares with.
   EXPECT_GT(models::mem_available_bytes(), 0);
   // One projection in another dtype: exact, naming it.
@@ -168,6 +176,20 @@ TEST(AutoPrecision, LoadedModelSaysWhy) {
   auto a = Model::load(embedded_dir());
   ASSERT_TRUE(a.ok());
   EXPECT_EQ((*a)->precision_reason(), ops::bf16_tier_available() ? "bf16 weights, AVX-512 BF16" : "no AVX-512 BF16 on this CPU target");
+  // A reserve no machine has (the largest int64) leaves the exact tier where the CPU would run bf16; a
+  // negative one is refused.
+  LoadOptions lo;
+  lo.reserve_bytes = std::numeric_limits<std::int64_t>::max();
+  auto r = Model::load(embedded_dir(), lo);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ((*r)->precision(), Precision::kExact);
+  if (ops::bf16_tier_available() && models::mem_available_bytes() >= 0)
+    EXPECT_NE((*r)->precision_reason().find("GB reserved for states"), std::string::npos) << (*r)->precision_reason();
+  lo.reserve_bytes = -1;
+  auto neg = Model::load(embedded_dir(), lo);
+  ASSERT_FALSE(neg.ok());
+  EXPECT_EQ(neg.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(neg.error().message.find("reserve_bytes -1: expected ≥ 0"), std::string::npos) << neg.error().message;
   auto e = Model::load(embedded_dir(), test::exact_tier());
   ASSERT_TRUE(e.ok());
   EXPECT_EQ((*e)->precision_reason(), "");  // a named tier needs no reason
