@@ -319,15 +319,17 @@ int main(int argc, char** argv) {
   }
   // auto's memory check counts the state slots Server::create allocates after the load (the same
   // count: --state-memory's worth, at most --max-concurrent-requests).
-  if (const std::int64_t state_bytes = ckpt->config().state_bytes(); state_bytes > 0)
-    lo.reserve_bytes = std::int64_t{mamba::server::slots_for_budget(o.state_memory_bytes, state_bytes, o.max_concurrent_requests)} * state_bytes;
+  lo.reserve_bytes = mamba::server::slots_bytes_for_budget(o.state_memory_bytes, ckpt->config().state_bytes(), o.max_concurrent_requests);
   auto model = mamba::Model::from_checkpoint(std::move(*ckpt), lo);
   if (!model.ok()) {
     std::fprintf(stderr, "error: %s\n%s", model.error().message.c_str(), env_note.c_str());
     return 2;
   }
   spdlog::info("precision: {}{}; compute threads: {}", mamba::precision_name((*model)->precision()),
-               lo.precision == mamba::Precision::kAuto ? " (auto: " + (*model)->precision_reason() + ")" : std::string(),
+               lo.precision == mamba::Precision::kAuto
+                   ? fmt::format(" (auto: {}; counted {:.0f} MiB of state slots)", (*model)->precision_reason(),
+                                 static_cast<double>(lo.reserve_bytes) / (1 << 20))
+                   : std::string(),
                mamba::ops::num_threads());
   auto tok = mamba::Tokenizer::from_file(tokenizer_file);
   if (!tok.ok()) {

@@ -231,8 +231,9 @@ struct SsdArgs {
   float* chunk_states = nullptr;
   /// The bf16 tier (Precision::kBF16): the CPU backend takes the chunked form's three per-head
   /// matmuls with bf16 operands and fp32 sums (src/ops/cpu/ssd_bf16.h; only where its AVX-512 BF16
-  /// kernels run and P is a multiple of 16, else as without). Decode steps (ssd_decode_batch) and
-  /// other backends ignore it.
+  /// kernels run and P is a multiple of 16, else as without). Decode steps (ssd_decode_batch with
+  /// every L = 1: the recurrence) and other backends ignore it; ssd_decode_batch's fallback for
+  /// other lengths calls ssd(), which honours it.
   bool bf16_products = false;
 };
 /// Runs the SSD above for one sequence: advances ssm_state in place, writes y (not aliasing the

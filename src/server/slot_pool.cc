@@ -29,4 +29,9 @@ int slots_for_budget(std::int64_t budget_bytes, std::int64_t state_bytes, int ma
   return static_cast<int>(std::min<std::int64_t>(n, max_concurrent));
 }
 
+std::int64_t slots_bytes_for_budget(std::int64_t budget_bytes, std::int64_t state_bytes, int max_concurrent) {
+  if (state_bytes <= 0) return 0;
+  return std::max<std::int64_t>(0, slots_for_budget(budget_bytes, state_bytes, max_concurrent)) * state_bytes;
+}
+
 }  // namespace mamba::server

@@ -34,5 +34,8 @@ class SlotPool {
 /// Slots that fit: min(max_concurrent, budget_bytes / state_bytes), at least 1 if one fits,
 /// 0 when even one State exceeds the budget.
 int slots_for_budget(std::int64_t budget_bytes, std::int64_t state_bytes, int max_concurrent);
+/// Bytes of the slots slots_for_budget gives (what Server::create allocates): its count × state_bytes,
+/// 0 when state_bytes ≤ 0. mamba-server passes it as LoadOptions::reserve_bytes before the load.
+std::int64_t slots_bytes_for_budget(std::int64_t budget_bytes, std::int64_t state_bytes, int max_concurrent);
 
 }  // namespace mamba::server

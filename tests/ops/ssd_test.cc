@@ -145,9 +145,9 @@ TEST_P(SsdBf16Products, NearFp32BitwiseWhereNotRunAndSplitAndThreadInvariant) {
   const SsdCase c = GetParam();
   std::mt19937 rng(static_cast<unsigned>(c.L * 7 + c.P));
   const SsdData d(c, rng);
-  const bool runs = ops::bf16_tier_available() && c.P % 16 == 0;
   test::for_each_target([&] {
-    const bool here = runs && ops::cpu::cpu_target() >= ops::cpu::CpuTarget::kAvx512;
+    // Asked per target (for_each_target switches it; MAMBA_CPU_TARGET may have forced a lower one).
+    const bool here = ops::bf16_tier_available() && c.P % 16 == 0;
     const std::vector<float> exact = run_ssd(c, d, false), bf16 = run_ssd(c, d, true);
     if (!here) {
       EXPECT_EQ(0, std::memcmp(exact.data(), bf16.data(), sizeof(float) * exact.size()));
@@ -168,6 +168,41 @@ TEST_P(SsdBf16Products, NearFp32BitwiseWhereNotRunAndSplitAndThreadInvariant) {
     ops::set_num_threads(saved);
     EXPECT_EQ(0, std::memcmp(one_thread.data(), bf16.data(), sizeof(float) * bf16.size()));
   });
+}
+
+// A NaN or ±inf in x, B, C, Δ or the incoming state reaches y and the state exactly where the fp32
+// SSD puts them (fresh and carried states: a fresh state's first chunk skips the zero state's part
+// only while every decay is finite).
+TEST(SsdBf16Products, NonFiniteValuesReachTheSameOutputsAsFp32) {
+  if (!ops::bf16_tier_available()) GTEST_SKIP() << "this CPU has no AVX-512 BF16: the bf16 products do not run here";
+  const SsdCase c{70, 2, 32, 8, 1, 64, 0};
+  const std::int64_t S = c.H * c.P * c.N;
+  int cases = 0;
+  for (const float bad : {std::nanf(""), INFINITY, -INFINITY})
+    for (int where = 0; where < 5; ++where)
+      for (const bool fresh : {true, false})
+        for (const std::int64_t t : {0, 37}) {  // a chunk's first token (its row has one term) or a later one
+          std::mt19937 rng(static_cast<unsigned>(where * 10 + fresh));
+          SsdData d(c, rng);
+          if (fresh) std::fill(d.h0.begin(), d.h0.end(), 0.0f);
+          switch (where) {
+            case 0: d.x[std::size_t(t * d.ldx + 5)] = bad; break;
+            case 1: d.B[std::size_t(t * d.ldbc + 3)] = bad; break;
+            case 2: d.C[std::size_t(t * d.ldbc + 2)] = bad; break;
+            case 3: d.dt[std::size_t(t * d.lddt + 1)] = bad; break;
+            default: d.h0[std::size_t(S / 2)] = bad; break;
+          }
+          const std::vector<float> exact = run_ssd(c, d, false), bf16 = run_ssd(c, d, true);
+          for (std::size_t i = 0; i < exact.size(); ++i) {
+            SCOPED_TRACE(testing::Message() << "bad " << bad << " in input " << where << " at token " << t
+                                            << (fresh ? ", fresh state" : "") << ", output " << i);
+            ASSERT_EQ(std::isnan(exact[i]), std::isnan(bf16[i]));
+            ASSERT_EQ(std::isinf(exact[i]), std::isinf(bf16[i]));
+            if (std::isinf(exact[i])) ASSERT_EQ(exact[i], bf16[i]);
+          }
+          ++cases;
+        }
+  EXPECT_EQ(cases, 60);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -491,6 +491,19 @@ await check('--help exits 0', async () => {
   assert.match(r.stdout, /--shutdown-grace/);
 });
 
+await check('auto counts the state slots --state-memory sizes (not --max-concurrent-requests alone)', async () => {
+  // The embedded model's state is ~1.6 MiB: 8 MiB holds fewer slots than the default 128 requests.
+  const srv = await startServer(['--state-memory', '8MiB']);
+  try {
+    const counted = srv.log().match(/; counted (\d+) MiB of state slots\)/), pool = srv.log().match(/allocating (\d+) state slots \((\d+) MiB\)/);
+    assert.ok(counted && pool, srv.log());
+    assert.ok(Number(pool[1]) < 128 && Number(pool[2]) <= 8, srv.log());
+    assert.equal(counted[1], pool[2], srv.log());
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+  }
+});
+
 await check('--precision in any case (as MAMBA_CPU_TARGET), from MAMBA_PRECISION too; a bad value → exit 2', async () => {
   // 'EXACT' had passed the check and then failed to parse after it: an abort, not an error line.
   for (const [args, env] of [[['--precision', 'EXACT'], undefined], [[], { MAMBA_PRECISION: 'Exact' }]]) {

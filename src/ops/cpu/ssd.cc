@@ -116,7 +116,8 @@ void chunk_products_bf16(const SsdArgs& a, const Bf16Operands& b, std::int64_t L
 /// otherwise hT is zeroed and the chunk runs in full, so a NaN/inf decay still reaches y and h).
 /// An infinite C then gives y = ±inf, as the recurrence does from a zero state (C·0 in Y_off
 /// would have made it NaN).
-/// Every vector loop goes through the target's kernels (this file is compiled for the baseline ISA).
+/// Every vector loop goes through the target's kernels (this file is compiled for the baseline ISA),
+/// or, with bf16, through the AVX-512 BF16 ones of ssd_bf16.h (run only where they are available).
 void head_chunk(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::int64_t t0, std::int64_t Lc,
                 const float* CB, float* hT, bool h_zero, const Bf16Operands* bf16) {
   static thread_local std::vector<float> a_buf, dA_buf, E_buf, F_buf, dt_buf, W_buf, Xw_buf;
@@ -312,7 +313,8 @@ void ssd(const SsdArgs& a) {
       for (std::int64_t c = 0; c < n_chunks; ++c) {
         const std::int64_t t0 = st[c], Lc = st[c + 1] - t0, pos_end = a.position + t0 + Lc;
         const std::int64_t cg = c * G + head / (H / G);
-        const Bf16Operands ops16{Cb + cg * cb16_size, Btb + cg * btb16_size};
+        Bf16Operands ops16;  // (Cb / Btb stay unallocated, and untouched, where bf16 is off)
+        if (bf16) ops16 = {Cb + cg * cb16_size, Btb + cg * btb16_size};
         head_chunk(k, a, head, t0, Lc, CB + cg * cb_size, hT, h_zero && c == 0, bf16 ? &ops16 : nullptr);
         if (a.chunk_states && (pos_end % a.Q == 0 || c + 1 == n_chunks)) {
           const std::int64_t chunk = (pos_end - 1) / a.Q - a.position / a.Q;

@@ -9,7 +9,8 @@
 //   row pairs  A [M][lda]: A(i, 2p), A(i, 2p+1) at A[i·lda + p]        (bf16dot::round_rows' layout)
 //   col pairs  B [Kp][ldb]: B(2p, j), B(2p+1, j) at B[p·ldb + j]
 // Only where bf16dot::kernels_available() (the tier's own condition); no scalar version: the fp32
-// SSD is the reference these are tested against (tests/ops/ssd_bf16_test.cc).
+// SSD is the reference these are tested against (tests/ops/ssd_bf16_kernels_test.cc: the kernels
+// against their definitions; tests/ops/ssd_test.cc SsdBf16Products: the op against the fp32 SSD).
 #pragma once
 
 #include <cstdint>
