@@ -70,7 +70,9 @@ int main(int argc, char** argv) {
   auto more = tok->encode(" Then he said");
   if (!more.ok()) return fail(more.error());
   turn.insert(turn.end(), more->begin(), more->end());
-  opts.sampling.do_sample = false;  // greedy
+  // Greedy: default sampling parameters (do_sample = false alone would not do: as in TGI, a
+  // temperature ≠ 1 or top_p < 1 still turns sampling on).
+  opts.sampling = SamplingParams{};
   auto r = generate(m, &*tok, branches[0], turn, opts);
   if (!r.ok()) return fail(r.error());
   std::printf("branch 1, continued: Then he said%s\n", r->text.c_str());

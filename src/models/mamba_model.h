@@ -101,7 +101,9 @@ AutoPrecision auto_precision_for(const ModelWeights& w, bool tier_available, std
                                  std::int64_t reserve_bytes = 0);
 /// The memory a new allocation can take, in bytes: MemAvailable of /proc/meminfo, capped by what a
 /// cgroup limit leaves — v2: /sys/fs/cgroup/memory.max − memory.current; v1:
-/// /sys/fs/cgroup/memory/memory.limit_in_bytes − memory.usage_in_bytes —; −1 when none is readable.
+/// /sys/fs/cgroup/memory/memory.limit_in_bytes − memory.usage_in_bytes — and by what an
+/// address-space limit leaves (/proc/self/limits "Max address space" − /proc/self/statm's size ×
+/// the page size: ulimit -v); −1 when none is readable.
 /// `root` prefixes every path (tests point it at a directory of fake files; "" = this machine).
 std::int64_t mem_available_bytes(const std::string& root = "");
 
@@ -127,8 +129,14 @@ class MambaModel final : public Model {
   /// [logits_row0, T) into `logits` (none when logits == nullptr). Advances each state's position.
   /// decode: the rows are single decode tokens (step()), so Mamba-2 runs its recurrent SSD.
   /// first_row: the caller's row number of tokens[0] (a prefill piece's start), for error messages.
+  /// A scratch buffer that cannot grow (std::bad_alloc: a long prompt, a large batch, a memory
+  /// limit) is kIo, not an exception: the states are then part-way through the layers (their
+  /// callers drop them; a server fails those requests and goes on).
   Status forward(std::span<const std::int32_t> tokens, std::span<const SeqSlice> seqs,
                  std::int64_t logits_row0, float* logits, bool decode = false, std::int64_t first_row = 0);
+  /// forward's computation (which may throw std::bad_alloc).
+  Status forward_layers(std::span<const std::int32_t> tokens, std::span<const SeqSlice> seqs,
+                        std::int64_t logits_row0, float* logits, bool decode, std::int64_t first_row);
   Status check_tokens(std::span<const std::int32_t> tokens, const char* call) const;  // call: "prefill" / "step", named in errors
   Status check_state(const State& s, std::int64_t L, const char* call) const;  // L: tokens the call adds to position
 

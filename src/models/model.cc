@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <utility>
 
+#include <unistd.h>
+
 #include "mamba/thread_limit.h"
 #include "models/mamba_model.h"
 #include "ops/cpu/cpu_target.h"
@@ -71,7 +73,8 @@ std::int64_t models::mem_available_bytes(const std::string& root) {
     std::fclose(f);
     if (kib >= 0) avail = kib * 1024;
   }
-  // A cgroup limit (a container's --memory, systemd's MemoryMax): what is left under it. v2 has
+  // A cgroup limit at the mount's root (a container's --memory; not a systemd service's MemoryMax,
+  // which sits deeper in the tree): what is left under it. v2 has
   // memory.max ("max": none) at the mount; v1 a memory controller directory with limit_in_bytes
   // (no limit: a number near 2⁶³, which leaves MemAvailable in charge).
   const auto cap = [&](const std::string& limit_file, const std::string& usage_file) {
@@ -82,6 +85,20 @@ std::int64_t models::mem_available_bytes(const std::string& root) {
   };
   cap("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current");
   cap("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes");
+  // An address-space limit (ulimit -v, RLIMIT_AS): what is left of it beside this process's mapped
+  // size (/proc/self/statm's first field, in pages; the checkpoint's mapping included).
+  if (std::FILE* f = std::fopen((root + "/proc/self/limits").c_str(), "r")) {
+    char line[256];
+    long long limit = -1;
+    while (std::fgets(line, sizeof line, f) != nullptr)
+      if (std::sscanf(line, "Max address space %lld", &limit) == 1) break;  // "unlimited": no number, −1
+    std::fclose(f);
+    const long long pages = read_number(root + "/proc/self/statm"), page = sysconf(_SC_PAGESIZE);
+    if (limit >= 0 && pages >= 0 && page > 0) {
+      const long long mapped = pages * page, left = limit > mapped ? limit - mapped : 0;
+      avail = avail < 0 ? left : std::min(avail, left);
+    }
+  }
   return avail;
 }
 
@@ -412,9 +429,21 @@ Status MambaModel::step(std::span<const std::int32_t> tokens, std::span<State* c
   return forward(tokens, step_seqs_, 0, logits, /*decode=*/true);
 }
 
-// The whole forward pass: embed → per layer: norm → mixer → residual → final norm → lm_head.
 Status MambaModel::forward(std::span<const std::int32_t> tokens, std::span<const SeqSlice> seqs,
                            std::int64_t logits_row0, float* logits, bool decode, std::int64_t first_row) {
+  try {
+    return forward_layers(tokens, seqs, logits_row0, logits, decode, first_row);
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: out of memory for the scratch buffers of {} row{} ({} sequence{}); the "
+                                                  "state{} advanced part-way and must not be used again",
+                                                  decode ? "step" : "prefill", tokens.size(), tokens.size() == 1 ? "" : "s",
+                                                  seqs.size(), seqs.size() == 1 ? "" : "s", seqs.size() == 1 ? "" : "s"));
+  }
+}
+
+// The whole forward pass: embed → per layer: norm → mixer → residual → final norm → lm_head.
+Status MambaModel::forward_layers(std::span<const std::int32_t> tokens, std::span<const SeqSlice> seqs,
+                                  std::int64_t logits_row0, float* logits, bool decode, std::int64_t first_row) {
   const ModelConfig& c = config();
   const std::int64_t T = static_cast<std::int64_t>(tokens.size()), d = c.d_model, V = logits_width();
   const auto eps = static_cast<float>(c.norm_eps);

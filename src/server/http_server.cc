@@ -705,10 +705,13 @@ Result<std::int64_t> parse_byte_size(std::string_view text) {
   }
   std::string unit = s.substr(pos);
   unit.erase(0, unit.find_first_not_of(' '));
+  // Units in any case (512mib, 1gb, 2G), as the other flags' names are: K/M/G/T and KiB… are
+  // powers of 1024, KB… powers of 1000.
+  for (char& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   double mult = 0;
   static const std::pair<const char*, double> units[] = {
-      {"", 1}, {"B", 1}, {"K", 1024.0}, {"KB", 1e3}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MB", 1e6}, {"MiB", 1048576.0},
-      {"G", 1073741824.0}, {"GB", 1e9}, {"GiB", 1073741824.0}, {"T", 1099511627776.0}, {"TB", 1e12}, {"TiB", 1099511627776.0}};
+      {"", 1}, {"b", 1}, {"k", 1024.0}, {"kb", 1e3}, {"kib", 1024.0}, {"m", 1048576.0}, {"mb", 1e6}, {"mib", 1048576.0},
+      {"g", 1073741824.0}, {"gb", 1e9}, {"gib", 1073741824.0}, {"t", 1099511627776.0}, {"tb", 1e12}, {"tib", 1099511627776.0}};
   for (const auto& [u, m] : units) {
     if (unit == u) mult = m;
   }

@@ -110,8 +110,19 @@ void Scheduler::stop(std::chrono::milliseconds grace) {
 void Scheduler::run() {
   for (;;) {
     if (!admit_and_drop()) break;
-    const bool decoded = decode_step();
-    const bool prefilled = prefill_pieces();
+    bool decoded = false, prefilled = false;
+    try {
+      decoded = decode_step();
+      prefilled = prefill_pieces();
+    } catch (const std::bad_alloc&) {
+      // A buffer that could not grow outside the model (which reports its own as an error: kIo,
+      // that request alone): the logits rows of a step or a piece, a batch's lists. Which
+      // sequences it left part-way is not known, so every running one fails with it; the server
+      // goes on with the queue (it used to end the process: "error: out of memory", exit 2).
+      fail_running(make_error(ErrorCode::kIo, "out of memory in the scheduler (the logits buffer of a decode step or a prompt "
+                                              "piece could not grow): this request and those running beside it failed"));
+      decoded = true;
+    }
     if (decoded || prefilled)
       metrics_.iterations++;
     else
@@ -308,6 +319,15 @@ void Scheduler::emit_or_fail(Sequence& s, Result<TokenEvent> ev) {
 }
 
 void Scheduler::sample_and_emit(Sequence& s, std::span<float> row) { emit_or_fail(s, s.gen->next(row)); }
+
+void Scheduler::fail_running(const Error& err) {
+  for (auto& s : running_)
+    if (!s->done) {
+      s->done = true;
+      s->error = err;
+    }
+  reap_done();
+}
 
 void Scheduler::reap_done() {
   for (std::size_t i = running_.size(); i-- > 0;) {

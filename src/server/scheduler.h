@@ -104,6 +104,8 @@ class Scheduler {
   void sample_and_emit(Sequence& s, std::span<float> row);
   /// Removes every sequence marked done (frees its slot, tells its client).
   void reap_done();
+  /// Marks every running sequence that is not done as failed with `err`, then reap_done().
+  void fail_running(const Error& err);
 
   Model& model_;
   const Tokenizer* tok_;

@@ -180,6 +180,18 @@ TEST(AutoPrecision, MemoryAvailableReadsMeminfoAndCgroupLimits) {
   std::filesystem::remove(root / "proc/meminfo");
   put("sys/fs/cgroup/memory.current", "123456\n");
   EXPECT_EQ(models::mem_available_bytes(root.string()), 1000000000LL - 123456);
+  // An address-space limit (ulimit -v): the limit less this process's mapped size (statm: pages).
+  const long long page = sysconf(_SC_PAGESIZE);
+  put("proc/self/statm", "1000 432 404 5 0 123 0\n");
+  put("proc/self/limits", "Limit                     Soft Limit           Hard Limit           Units\n"
+                          "Max address space         unlimited            unlimited            bytes\n");
+  EXPECT_EQ(models::mem_available_bytes(root.string()), 1000000000LL - 123456);
+  put("proc/self/limits", "Limit                     Soft Limit           Hard Limit           Units\n"
+                          "Max cpu time              unlimited            unlimited            seconds\n"
+                          "Max address space         716800000            unlimited            bytes\n");
+  EXPECT_EQ(models::mem_available_bytes(root.string()), 716800000LL - 1000 * page);
+  put("proc/self/statm", "999999999 1 1 1 0 1 0\n");  // mapped beyond the limit
+  EXPECT_EQ(models::mem_available_bytes(root.string()), 0);
   std::filesystem::remove_all(root);
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "mamba/model.h"
@@ -50,6 +51,7 @@ class FakeModel : public Model {
       std::lock_guard lk(mu_);
       batch_sizes.push_back(static_cast<int>(tokens.size()));
     }
+    if (throw_bad_alloc_at_step > 0 && --throw_bad_alloc_at_step == 0) throw std::bad_alloc();
     bool finite = true;
     for (std::size_t b = 0; b < tokens.size(); ++b) {
       advance(*states[b], tokens[b]);
@@ -69,6 +71,9 @@ class FakeModel : public Model {
   /// step that takes it to position poison_position or beyond (a model that overflows for it).
   std::int32_t poison_first_token = -1;
   std::int64_t poison_position = 0;
+  /// When > 0: the step() call that brings it to 0 throws std::bad_alloc (a buffer that could not
+  /// grow where no error can be returned), before touching any state.
+  int throw_bad_alloc_at_step = 0;
 
   struct Piece {
     std::int64_t start, len;

@@ -395,6 +395,12 @@ TEST(ServerOptions, ParseByteSize) {
   EXPECT_EQ(parse_byte_size("1.5GB").value(), 1500000000);
   EXPECT_EQ(parse_byte_size("100000").value(), 100000);
   EXPECT_EQ(parse_byte_size("3K").value(), 3072);
+  // Units in any case, as the flags' other values.
+  EXPECT_EQ(parse_byte_size("1gib").value(), std::int64_t{1} << 30);
+  EXPECT_EQ(parse_byte_size("512mib").value(), std::int64_t{512} << 20);
+  EXPECT_EQ(parse_byte_size("512m").value(), std::int64_t{512} << 20);
+  EXPECT_EQ(parse_byte_size("2 Gb").value(), 2000000000);
+  EXPECT_EQ(parse_byte_size("7b").value(), 7);
   EXPECT_FALSE(parse_byte_size("lots").ok());
   EXPECT_FALSE(parse_byte_size("5 parsecs").ok());
   EXPECT_FALSE(parse_byte_size("-1GiB").ok());

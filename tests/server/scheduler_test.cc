@@ -232,6 +232,39 @@ TEST(Scheduler, ANonFiniteLogitFailsOnlyItsOwnRequest) {
   EXPECT_EQ(m.slots_in_use.load(), 0);
 }
 
+TEST(Scheduler, OutOfMemoryInAStepFailsTheRunningRequestsAndTheSchedulerGoesOn) {
+  // std::bad_alloc out of a decode step (a buffer that could not grow) reached std::terminate
+  // through the scheduler thread: the server exited ("error: out of memory", status 2) with every
+  // request lost. Now the requests then running fail with kIo and the next one is served.
+  test::FakeModel model;
+  model.throw_bad_alloc_at_step = 2;
+  Metrics m;
+  SchedulerOptions so;
+  so.slots = 4;
+  Scheduler sch(model, nullptr, {}, so, m);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 3; ++i) streams.push_back(sch.submit(fixed_length(4 + i, i, 10)));
+  sch.start();
+  for (auto& s : streams) {
+    RequestStream::Update u;
+    bool done = false;
+    for (int guard = 0; guard < 100 && !done; ++guard)
+      if (s->take(u, 100ms)) done = u.done;
+    ASSERT_TRUE(done);
+    ASSERT_TRUE(u.error.has_value());
+    EXPECT_EQ(u.error->code, ErrorCode::kIo);
+    EXPECT_NE(u.error->message.find("out of memory in the scheduler"), std::string::npos) << u.error->message;
+  }
+  auto next = sch.submit(fixed_length(5, 7, 6));
+  ASSERT_NE(next, nullptr);
+  const Outcome o = drain(*next);
+  EXPECT_EQ(o.ids.size(), 6u);
+  sch.stop(1s);
+  EXPECT_EQ(m.requests_failed.load(), 3);
+  EXPECT_EQ(m.requests_ok.load(), 1);
+  EXPECT_EQ(m.slots_in_use.load(), 0);
+}
+
 TEST(Scheduler, IdenticalConcurrentRequestsIdentical) {
   test::FakeModel model;
   Metrics m;
