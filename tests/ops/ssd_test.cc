@@ -81,45 +81,6 @@ INSTANTIATE_TEST_SUITE_P(
                       SsdCase{64, 2, 7, 5, 2, 16, 16},   // starts exactly on a boundary
                       SsdCase{50, 6, 4, 3, 1, 64, 30}));  // Q larger than the sequence
 
-TEST(Ssd, SplitAtChunkMultiplesIsBitwiseIdentical) {
-  const SsdCase c{45, 4, 6, 8, 2, 8, 3};
-  std::mt19937 rng(23);
-  SsdData d(c, rng);
-  const std::int64_t S = c.H * c.P * c.N;
-  auto h = d.h0;
-  std::vector<float> y(c.L * d.ldy);
-  ops::ssd(d.args(c, h.data(), y.data(), nullptr));
-
-  // Cuts at absolute positions 8, 16, 32 (multiples of Q) → relative 5, 13, 29.
-  for (std::vector<std::int64_t> cuts : {std::vector<std::int64_t>{5}, {13, 29}, {5, 13, 29}}) {
-    auto hs = d.h0;
-    std::vector<float> ys(c.L * d.ldy);
-    cuts.push_back(c.L);
-    std::int64_t t0 = 0;
-    for (std::int64_t t1 : cuts) {
-      SsdCase part = c;
-      part.L = t1 - t0;
-      part.position = c.position + t0;
-      ops::SsdArgs a = d.args(part, hs.data(), ys.data() + t0 * d.ldy, nullptr);
-      a.x += t0 * d.ldx; a.dt += t0 * d.lddt; a.B += t0 * d.ldbc; a.C += t0 * d.ldbc;
-      ops::ssd(a);
-      t0 = t1;
-    }
-    EXPECT_EQ(0, std::memcmp(hs.data(), h.data(), sizeof(float) * S));
-    EXPECT_EQ(0, std::memcmp(ys.data(), y.data(), sizeof(float) * y.size()));
-  }
-}
-
-// The bf16 tier (SsdArgs::bf16_products): near the fp32 SSD (each product of two bf16-rounded
-// operands, relative rounding ≤ 2⁻⁹ each), bitwise the fp32 SSD where its kernels do not run (another
-// target, or P not a multiple of 16), and as invariant as the fp32 SSD: splits at absolute multiples
-// of Q and the thread count leave every bit unchanged.
-class SsdBf16Products : public ::testing::TestWithParam<SsdCase> {
- protected:
-  void TearDown() override { ops::cpu::set_cpu_target_for_test(saved_); }
-  ops::cpu::CpuTarget saved_ = ops::cpu::cpu_target();
-};
-
 /// Runs the SSD of c over d from its h0 (split at the relative cuts, each ending a piece), bf16 or
 /// not; returns y then the final state.
 std::vector<float> run_ssd(const SsdCase& c, const SsdData& d, bool bf16, std::vector<std::int64_t> cuts = {}) {
@@ -140,6 +101,26 @@ std::vector<float> run_ssd(const SsdCase& c, const SsdData& d, bool bf16, std::v
   }
   return out;
 }
+
+TEST(Ssd, SplitAtChunkMultiplesIsBitwiseIdentical) {
+  const SsdCase c{45, 4, 6, 8, 2, 8, 3};
+  std::mt19937 rng(23);
+  const SsdData d(c, rng);
+  const std::vector<float> whole = run_ssd(c, d, false);  // y, then the final state
+  // Cuts at absolute positions 8, 16, 32 (multiples of Q) → relative 5, 13, 29.
+  for (const std::vector<std::int64_t> cuts : {std::vector<std::int64_t>{5}, {13, 29}, {5, 13, 29}})
+    EXPECT_EQ(0, std::memcmp(run_ssd(c, d, false, cuts).data(), whole.data(), sizeof(float) * whole.size()));
+}
+
+// The bf16 tier (SsdArgs::bf16_products): near the fp32 SSD (each product of two bf16-rounded
+// operands, relative rounding ≤ 2⁻⁹ each), bitwise the fp32 SSD where its kernels do not run (another
+// target, or P not a multiple of 16), and as invariant as the fp32 SSD: splits at absolute multiples
+// of Q and the thread count leave every bit unchanged.
+class SsdBf16Products : public ::testing::TestWithParam<SsdCase> {
+ protected:
+  void TearDown() override { ops::cpu::set_cpu_target_for_test(saved_); }
+  ops::cpu::CpuTarget saved_ = ops::cpu::cpu_target();
+};
 
 TEST_P(SsdBf16Products, NearFp32BitwiseWhereNotRunAndSplitAndThreadInvariant) {
   const SsdCase c = GetParam();

@@ -57,7 +57,8 @@ constexpr std::int64_t kStrip = 24;
 /// Tokens per block of the Bᵀ transpose (one 64-byte line of each Bᵀ row).
 constexpr std::int64_t kTransposeRows = 16;
 
-float* grow(std::vector<float>& v, std::int64_t n) {
+template <class T>
+T* grow(std::vector<T>& v, std::int64_t n) {
   if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
   return v.data();
 }
@@ -71,7 +72,7 @@ void step_head(const cpu::Kernels& k, const SsdArgs& a, std::int64_t head, std::
                   a.y + t * a.ldy + head * a.P);
 }
 
-std::int64_t pairs(std::int64_t K) { return (K + 1) / 2; }
+using cpu::bf16dot::pairs;  // ⌈K/2⌉: bf16 pairs of K values
 
 /// Bf16 (the bf16 tier, ssd_bf16.h): the chunk's C and Bᵀ as row pairs, Cb [Lc, ⌈N/2⌉] and
 /// Btb [N, ⌈Lc/2⌉] (ssd() rounds them once per chunk and group), and the three GEMMs in bf16.
@@ -87,13 +88,9 @@ void chunk_products_bf16(const SsdArgs& a, const Bf16Operands& b, std::int64_t L
                          bool skip_state) {
   static thread_local std::vector<std::uint32_t> hTb_buf, Wb_buf, Xb_buf;
   const std::int64_t pN = pairs(N), pL = pairs(Lc);
-  auto grow_u = [](std::vector<std::uint32_t>& v, std::int64_t n) {
-    if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
-    return v.data();
-  };
-  std::uint32_t* hTb = grow_u(hTb_buf, pN * P);
-  std::uint32_t* Wb = grow_u(Wb_buf, Lc * pL);
-  std::uint32_t* Xb = grow_u(Xb_buf, pL * P);
+  std::uint32_t* hTb = grow(hTb_buf, pN * P);
+  std::uint32_t* Wb = grow(Wb_buf, Lc * pL);
+  std::uint32_t* Xb = grow(Xb_buf, pL * P);
   namespace bd = cpu::bf16dot;
   if (!skip_state) {
     bd::pack_col_pairs_avx512bf16(hT, P, N, P, nullptr, hTb, P);
@@ -269,12 +266,8 @@ void ssd(const SsdArgs& a) {
   const bool bf16 = a.bf16_products && P % 16 == 0 && cpu::bf16dot::kernels_available();
   static thread_local std::vector<std::uint32_t> Cb_buf, Btb_buf;
   const std::int64_t cb16_size = q * pairs(N), btb16_size = N * pairs(q);
-  if (bf16) {
-    if (Cb_buf.size() < static_cast<std::size_t>(n_chunks * G * cb16_size)) Cb_buf.resize(static_cast<std::size_t>(n_chunks * G * cb16_size));
-    if (Btb_buf.size() < static_cast<std::size_t>(n_chunks * G * btb16_size)) Btb_buf.resize(static_cast<std::size_t>(n_chunks * G * btb16_size));
-  }
-  std::uint32_t* Cb = Cb_buf.data();
-  std::uint32_t* Btb = Btb_buf.data();
+  std::uint32_t* Cb = bf16 ? grow(Cb_buf, n_chunks * G * cb16_size) : nullptr;     // [chunk][G][Lc, ⌈N/2⌉]
+  std::uint32_t* Btb = bf16 ? grow(Btb_buf, n_chunks * G * btb16_size) : nullptr;  // [chunk][G][N, ⌈Lc/2⌉]
   // Three phases, each split over the threads: Bᵀ; C·Bᵀ per (chunk, group, strip); then each head
   // walks all chunks in order with its state transposed in its thread's cache.
   // Bᵀ in blocks of kTransposeRows tokens: the block's B rows stay in L1 while each Bᵀ row gets
