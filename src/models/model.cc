@@ -61,44 +61,41 @@ long long read_number(const std::string& path) {
   std::fclose(f);
   return v;
 }
+
+/// The number of the first line of `path` that `format` (one %lld after the line's label) reads,
+/// or −1 when unreadable or when no line has a number there ("unlimited").
+long long read_labelled(const std::string& path, const char* format) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long long v = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::sscanf(line, format, &v) == 1) break;
+  std::fclose(f);
+  return v;
+}
 }  // namespace
 
 std::int64_t models::mem_available_bytes(const std::string& root) {
-  long long avail = -1;
-  if (std::FILE* f = std::fopen((root + "/proc/meminfo").c_str(), "r")) {
-    char line[256];
-    long long kib = -1;
-    while (std::fgets(line, sizeof line, f) != nullptr)
-      if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
-    std::fclose(f);
-    if (kib >= 0) avail = kib * 1024;
-  }
-  // A cgroup limit at the mount's root (a container's --memory; not a systemd service's MemoryMax,
-  // which sits deeper in the tree): what is left under it. v2 has
-  // memory.max ("max": none) at the mount; v1 a memory controller directory with limit_in_bytes
-  // (no limit: a number near 2⁶³, which leaves MemAvailable in charge).
-  const auto cap = [&](const std::string& limit_file, const std::string& usage_file) {
-    const long long limit = read_number(root + limit_file), used = read_number(root + usage_file);
+  const long long kib = read_labelled(root + "/proc/meminfo", "MemAvailable: %lld kB");
+  long long avail = kib >= 0 ? kib * 1024 : -1;
+  // Each limit caps it by what it leaves: limit − used (0 when over), where both are readable.
+  const auto cap = [&](long long limit, long long used) {
     if (limit < 0 || used < 0) return;
     const long long left = limit > used ? limit - used : 0;
     avail = avail < 0 ? left : std::min(avail, left);
   };
-  cap("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current");
-  cap("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes");
-  // An address-space limit (ulimit -v, RLIMIT_AS): what is left of it beside this process's mapped
-  // size (/proc/self/statm's first field, in pages; the checkpoint's mapping included).
-  if (std::FILE* f = std::fopen((root + "/proc/self/limits").c_str(), "r")) {
-    char line[256];
-    long long limit = -1;
-    while (std::fgets(line, sizeof line, f) != nullptr)
-      if (std::sscanf(line, "Max address space %lld", &limit) == 1) break;  // "unlimited": no number, −1
-    std::fclose(f);
-    const long long pages = read_number(root + "/proc/self/statm"), page = sysconf(_SC_PAGESIZE);
-    if (limit >= 0 && pages >= 0 && page > 0) {
-      const long long mapped = pages * page, left = limit > mapped ? limit - mapped : 0;
-      avail = avail < 0 ? left : std::min(avail, left);
-    }
-  }
+  // A cgroup limit at the mount's root (a container's --memory; not a systemd service's MemoryMax,
+  // which sits deeper in the tree): what is left under it. v2 has
+  // memory.max ("max": none) at the mount; v1 a memory controller directory with limit_in_bytes
+  // (no limit: a number near 2⁶³, which leaves MemAvailable in charge).
+  cap(read_number(root + "/sys/fs/cgroup/memory.max"), read_number(root + "/sys/fs/cgroup/memory.current"));
+  cap(read_number(root + "/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+      read_number(root + "/sys/fs/cgroup/memory/memory.usage_in_bytes"));
+  // An address-space limit (ulimit -v, RLIMIT_AS) beside this process's mapped size
+  // (/proc/self/statm's first field, in pages; the checkpoint's mapping included).
+  const long long pages = read_number(root + "/proc/self/statm"), page = sysconf(_SC_PAGESIZE);
+  if (pages >= 0 && page > 0) cap(read_labelled(root + "/proc/self/limits", "Max address space %lld"), pages * page);
   return avail;
 }
 
