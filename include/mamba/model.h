@@ -133,7 +133,7 @@ class Model {
   /// by this model's new_state() — tensor shapes and dtypes compared — or whose position is
   /// negative or would overflow) — checked before anything is computed, the state is untouched;
   /// kNumerical (non-finite logits, naming row and id) — the state has already advanced; kIo when
-  /// the model's scratch buffers cannot grow for this call (out of memory) — the state is then
+  /// the model's scratch buffers, or a compute thread's, cannot grow for this call (out of memory) — the state is then
   /// part-way through the layers and must not be used again (nothing else is lost: the model
   /// serves later calls).
   virtual Status prefill(std::span<const std::int32_t> tokens, State& state, LogitsMode mode,

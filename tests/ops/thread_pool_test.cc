@@ -9,6 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <new>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -187,6 +190,74 @@ TEST(ThreadPool, ParallelTasksRunEachTaskOnceWithOpsInside) {
         EXPECT_EQ(got[static_cast<std::size_t>(i)], want_argmax);
       }
     }
+  }
+  ops::set_num_threads(saved);
+}
+
+TEST(ThreadPool, AnExceptionInAShareReachesTheCallerAfterEveryShareRan) {
+  // A worker thread's exception (std::bad_alloc from a scratch buffer that cannot grow) must reach
+  // the caller (MambaModel::forward turns it into kIo), not terminate the process; whichever share
+  // throws, the others still run once, and the next region neither rethrows it nor misses a share.
+  // 8 and 33 threads exceed the CI machine's 2 CPUs: the OpenMP path keeps it too.
+  for (int nt : {2, 3, 8, 33}) {
+    for (int thrower : {0, nt - 1}) {
+      for (int rep = 0; rep < 50; ++rep) {
+        std::vector<std::atomic<int>> hits(static_cast<std::size_t>(nt));
+        bool caught = false;
+        try {
+          ops::cpu::parallel_region(nt, [&](int t, int) {
+            ++hits[static_cast<std::size_t>(t)];
+            if (t == thrower) throw std::bad_alloc();
+          });
+        } catch (const std::bad_alloc&) {
+          caught = true;
+        }
+        ASSERT_TRUE(caught) << "nt " << nt << ", share " << thrower << " threw, rep " << rep;
+        for (int t = 0; t < nt; ++t) ASSERT_EQ(hits[static_cast<std::size_t>(t)].load(), 1) << "nt " << nt << ", share " << t;
+        std::vector<int> after(static_cast<std::size_t>(nt), 0);
+        EXPECT_NO_THROW(ops::cpu::parallel_region(nt, [&](int t, int) { ++after[static_cast<std::size_t>(t)]; }));
+        for (int t = 0; t < nt; ++t) ASSERT_EQ(after[static_cast<std::size_t>(t)], 1) << "the region after, nt " << nt;
+      }
+    }
+  }
+  // Every share throwing: one exception comes out (the first), of the type thrown.
+  EXPECT_THROW(ops::cpu::parallel_region(2, [&](int t, int) { throw std::runtime_error(std::to_string(t)); }),
+               std::runtime_error);
+}
+
+TEST(ThreadPool, AnExceptionInANestedRegionReachesTheOuterCaller) {
+  std::atomic<int> outer_shares{0};
+  EXPECT_THROW(ops::cpu::parallel_region(2, [&](int t, int) {
+                 ++outer_shares;
+                 ops::cpu::parallel_region(4, [&](int, int) {  // body(0, 1) on this thread
+                   if (t == 1) throw std::bad_alloc();
+                 });
+               }),
+               std::bad_alloc);
+  EXPECT_EQ(outer_shares.load(), 2);
+}
+
+TEST(ThreadPool, AThrowingTaskReachesTheCallerAndTheOtherThreadsGoOn) {
+  const int saved = ops::num_threads();
+  for (int threads : {1, 2, 5}) {
+    ops::set_num_threads(threads);
+    const std::int64_t n = 64;
+    std::vector<std::atomic<int>> count(static_cast<std::size_t>(n));
+    EXPECT_THROW(ops::parallel_tasks(n, [&](std::int64_t i) {
+                   ++count[static_cast<std::size_t>(i)];
+                   if (i == 5) throw std::bad_alloc();
+                 }),
+                 std::bad_alloc)
+        << threads << " threads";
+    int ran = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      ASSERT_LE(count[static_cast<std::size_t>(i)].load(), 1) << "task " << i;
+      ran += count[static_cast<std::size_t>(i)].load();
+    }
+    EXPECT_EQ(count[5].load(), 1);
+    // One thread stops at the throw (tasks 0..5 ran); with more, only the thrower's thread stops
+    // claiming and the others take every task left.
+    EXPECT_EQ(ran, threads == 1 ? 6 : n) << threads << " threads";
   }
   ops::set_num_threads(saved);
 }

@@ -14,7 +14,10 @@
 // Workers (and the caller, waiting for them) spin for 0.5 ms, then sleep (futex); with
 // OMP_WAIT_POLICY=passive nobody spins. A region of more threads than CPUs runs as an OpenMP region
 // (libgomp time-slices an oversubscribed team far better than per-region wake-ups).
-// Bodies must not throw.
+// A body may throw (std::bad_alloc from a per-thread scratch buffer that cannot grow): its share
+// then counts as finished, the region's other shares still run, and once all have finished the
+// first exception is rethrown on the calling thread (whichever thread threw it), where the
+// forward pass turns it into an error for that call (MambaModel::forward, Scheduler::run).
 #pragma once
 
 #include <atomic>
@@ -41,6 +44,7 @@ class RegionBody {
 };
 
 /// Runs body(t, nt) for t in [0, nt) on nt threads (the caller is t = 0); nt ≤ 1: body(0, 1) here.
+/// Throws the first exception a share threw, after every share has finished (the header's note).
 void parallel_region(int nt, RegionBody body);
 
 /// Items [0, n) in nt = min(num_threads(), n) contiguous ranges, f(begin, end) once per thread
