@@ -157,13 +157,13 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
   // Every slot's state is allocated and zeroed now (seconds for thousands of slots on a VM): said
   // before it, and an allocation that does not fit is named with the flags that size it.
   const double pool_mib = static_cast<double>(state_bytes) * slots / (1 << 20);
-  spdlog::info("allocating {} state slots ({:.0f} MiB)", slots, pool_mib);
+  spdlog::info("allocating {} state slot{} ({:.0f} MiB)", slots, slots == 1 ? "" : "s", pool_mib);
   try {
     ctx.scheduler = std::make_unique<server::Scheduler>(*ctx.model, ctx.tok.get(), ctx.eos_ids, so, ctx.metrics);
   } catch (const std::bad_alloc&) {
-    return make_error(ErrorCode::kIo, fmt::format("out of memory allocating {} state slots ({:.0f} MiB): lower --state-memory or "
+    return make_error(ErrorCode::kIo, fmt::format("out of memory allocating {} state slot{} ({:.0f} MiB): lower --state-memory or "
                                                   "--max-concurrent-requests",
-                                                  slots, pool_mib));
+                                                  slots, slots == 1 ? "" : "s", pool_mib));
   }
   spdlog::info("state slots: {} (state {:.2f} MiB per sequence, budget {:.0f} MiB, max concurrent requests {}), "
                "decode batch <= {}, prefill budget {} tokens per iteration, prompt pieces cut at multiples of {} token(s)",
