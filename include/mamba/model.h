@@ -50,12 +50,13 @@ struct AutoPrecision {
 /// tier is available (AVX-512 BF16 and the avx512 dispatch target, not forced lower by
 /// MAMBA_CPU_TARGET), and (3) the tier's copy of those projections (made at load: anonymous memory,
 /// not the file's shared, evictable pages) plus 512 MiB to spare fits in the memory available
-/// (MemAvailable of /proc/meminfo, capped by a cgroup v2 or v1 limit's remainder; not checked where
-/// none is readable) less `reserve_bytes` (what the caller allocates next: LoadOptions::reserve_bytes);
-/// kExact otherwise (f32 / f16 weights, q8/q4 checkpoints, other CPUs, too
-/// little memory), with the reason. Reads dtypes, /proc and /sys only; never fails. Model::load with
-/// kAuto also falls back to kExact when making the copy runs out of memory (a limit these files do
-/// not show, e.g. ulimit -v), with that reason.
+/// (MemAvailable of /proc/meminfo, capped by a cgroup v2 or v1 limit's remainder at the mount's root
+/// and by an address-space limit's (ulimit -v) remainder beside /proc/self/statm's size; not checked
+/// where none is readable) less `reserve_bytes` (what the caller allocates next:
+/// LoadOptions::reserve_bytes); kExact otherwise (f32 / f16 weights, q8/q4 checkpoints, other CPUs,
+/// too little memory), with the reason. Reads dtypes, /proc and /sys only; never fails. Model::load
+/// with kAuto also falls back to kExact when making the copy runs out of memory (a limit these files
+/// do not show, e.g. ulimit -d or a cgroup limit set deeper than the mount's root), with that reason.
 AutoPrecision auto_precision(const ModelWeights& w, std::int64_t reserve_bytes = 0);
 
 struct LoadOptions {

@@ -306,9 +306,9 @@ Result<std::unique_ptr<Model>> MambaModel::create(Checkpoint ckpt, const LoadOpt
     try {
       packed = pack_projections(w, chosen.precision, &ckpt);
     } catch (const std::bad_alloc&) {
-      // auto's copy did not fit a limit mem_available_bytes does not show (ulimit -v, a cgroup limit
-      // set below the mount's root):
-      // the exact tier reads the mapped file instead.
+      // auto's copy did not fit a limit mem_available_bytes does not read (ulimit -d, a cgroup limit
+      // set below the mount's root, memory another process took since): the exact tier reads the
+      // mapped file instead.
       if (opts.precision != Precision::kAuto || chosen.precision != Precision::kBF16) throw;
       chosen = {Precision::kExact, "the bf16 tier's copy of the projections did not fit in memory"};
       packed = pack_projections(w, chosen.precision, &ckpt);
