@@ -45,8 +45,8 @@ int num_threads();
 /// a decode batch (server/scheduler.cc). Tasks must not depend on which thread runs them, nor wait
 /// for one another; ops they call run on their own thread. Returns when all have returned (their
 /// writes are then visible). n ≤ 1 or one thread: all on the caller, i ascending. A task that
-/// throws stops its thread's claiming (the other threads go on); once all have returned, the first
-/// exception is rethrown here, and tasks left unclaimed have not run.
+/// throws ends the claiming of the pool share it ran in (the other shares go on claiming); once all
+/// have returned, the first exception is rethrown here, and tasks left unclaimed have not run.
 void parallel_tasks(std::int64_t n, const std::function<void(std::int64_t)>& task);
 
 /// y[m, n] = bias[n] + Σ_k x[m, k] · W[n, k]   (PyTorch nn.Linear).

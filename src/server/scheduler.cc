@@ -283,8 +283,9 @@ bool Scheduler::decode_step() {
   // vocabulary: 8 rows took a quarter of a q8 mamba-130m step) on the compute threads, which are
   // idle here; every sequence has its own sampler and RNG, so the tokens are those of a serial
   // loop. Then the events go out in row order on this thread.
-  // A task catches its own exceptions (one escaping would fail the whole step, every running
-  // request): one such as std::bad_alloc from the detokenizer fails that request alone.
+  // A task catches its own exceptions (one escaping would reach Scheduler::run: a std::bad_alloc
+  // would fail every running request, anything else end the process): one such as std::bad_alloc
+  // from the detokenizer fails that request alone.
   std::vector<std::optional<Result<TokenEvent>>> events(batch);
   ops::parallel_tasks(static_cast<std::int64_t>(batch), [&](std::int64_t b) {
     Sequence& s = *running_[rows[static_cast<std::size_t>(b)]];

@@ -159,6 +159,10 @@ class Pool {
     workers_.clear();
     slots_.clear();
     new (&run_mu_) std::mutex;  // in case the fork happened while another thread held it
+    // Likewise the error slot: a region of the parent's may have kept an exception it had not yet
+    // rethrown (it is the parent's; leaked here, never rethrown by the child's next region).
+    new (&error_mu_) std::mutex;
+    new (&error_) std::exception_ptr;
     claim_.store(generation_ << 32);  // no share left to claim
   }
 
