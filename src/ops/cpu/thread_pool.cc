@@ -77,6 +77,27 @@ bool passive_wait() {
   return passive;
 }
 
+/// The first exception of one region: each share runs through run(), which keeps what it throws if
+/// nothing was kept yet, so that the region's caller can rethrow it once every share has finished
+/// (an exception leaving a worker thread, or an OpenMP region, would terminate the process).
+struct FirstError {
+  std::mutex mu;
+  std::exception_ptr error;  ///< under mu
+
+  void run(const RegionBody& body, int t, int nt) {
+    try {
+      body(t, nt);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(mu);
+      if (!error) error = std::current_exception();
+    }
+  }
+  /// Rethrows the kept exception, if any, leaving none kept (for the next region).
+  void rethrow() {
+    if (std::exception_ptr e = std::exchange(error, nullptr)) std::rethrow_exception(e);
+  }
+};
+
 class Pool {
  public:
   static Pool& get() {
@@ -99,24 +120,13 @@ class Pool {
     }
     t_in_region = true;
     for (int t, k; (t = claim(k)) >= 0;) {
-      run_share(body, t, nt);
+      first_error_.run(body, t, nt);
       done_.fetch_add(1, std::memory_order_acq_rel);
     }
     t_in_region = false;
     wait_for_shares(static_cast<std::uint32_t>(nt), !passive_wait());  // nt ≤ the CPUs here (parallel_region)
     // Every share has finished: what one of them threw goes to the caller (and not to the next region).
-    if (std::exception_ptr e = std::exchange(error_, nullptr)) std::rethrow_exception(e);
-  }
-
-  /// body(t, nt), keeping the first exception of the region for run() to rethrow: a worker thread
-  /// has no caller to throw to (an exception leaving it would terminate the process).
-  void run_share(const RegionBody& body, int t, int nt) {
-    try {
-      body(t, nt);
-    } catch (...) {
-      const std::lock_guard<std::mutex> lock(error_mu_);
-      if (!error_) error_ = std::current_exception();
-    }
+    first_error_.rethrow();
   }
 
   /// Returns once all nt shares of the region have finished: spinning for up to kSpinMicroseconds
@@ -161,8 +171,7 @@ class Pool {
     new (&run_mu_) std::mutex;  // in case the fork happened while another thread held it
     // Likewise the error slot: a region of the parent's may have kept an exception it had not yet
     // rethrown (it is the parent's; leaked here, never rethrown by the child's next region).
-    new (&error_mu_) std::mutex;
-    new (&error_) std::exception_ptr;
+    new (&first_error_) FirstError;
     claim_.store(generation_ << 32);  // no share left to claim
   }
 
@@ -212,7 +221,7 @@ class Pool {
       // them all, and the region may be over; body_ is then not touched).
       t_in_region = true;
       for (int t, nt; (t = claim(nt)) >= 0;) {
-        run_share(*body_, t, nt);
+        first_error_.run(*body_, t, nt);
         const std::uint32_t finished = done_.fetch_add(1, std::memory_order_seq_cst) + 1;
         if (finished == static_cast<std::uint32_t>(nt) && caller_sleeping_.load(std::memory_order_seq_cst))
           futex_wake_one(done_);
@@ -229,8 +238,7 @@ class Pool {
   alignas(64) std::atomic<std::uint64_t> claim_{0};  ///< generation | nt | next share (claim())
   alignas(64) std::atomic<std::uint32_t> done_{0};   ///< shares of the current region finished
   std::atomic<bool> caller_sleeping_{false};
-  std::mutex error_mu_;
-  std::exception_ptr error_;  ///< the current region's first exception (run_share), under error_mu_
+  FirstError first_error_;  ///< the current region's first exception
 };
 
 }  // namespace
@@ -245,23 +253,16 @@ void parallel_region(int nt, RegionBody body) {
     // the time-slicing far better than per-region wake-ups of sleeping workers (measured 8 threads
     // on 2 busy CPUs: 29–47 tok/s against 4–5), so such regions stay OpenMP regions.
     // No exception may leave an OpenMP region: the first one is kept and rethrown after it.
-    std::exception_ptr error;
+    FirstError first_error;
     t_in_region = true;
 #pragma omp parallel num_threads(nt)
     {
       t_in_region = true;
       const int team = omp_get_num_threads();
-      for (int t = omp_get_thread_num(); t < nt; t += team) {
-        try {
-          body(t, nt);
-        } catch (...) {
-#pragma omp critical(mamba_region_error)
-          if (!error) error = std::current_exception();
-        }
-      }
+      for (int t = omp_get_thread_num(); t < nt; t += team) first_error.run(body, t, nt);
     }
     t_in_region = false;
-    if (error) std::rethrow_exception(error);
+    first_error.rethrow();
     return;
   }
   Pool::get().run(nt, body);
