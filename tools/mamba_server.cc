@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -312,6 +313,7 @@ int main(int argc, char** argv) {
   lo.threads = threads;
   lo.precision = mamba::parse_precision(precision).value();  // CLI checked the value
   spdlog::info("model: {}{}", dir.value(), model_from_env ? " (from MAMBA_MODEL)" : "");
+  std::optional<mamba::tools::OutOfMemoryContext> oom(std::in_place, "loading the model " + dir.value());
   auto ckpt = mamba::Checkpoint::open(dir.value());
   if (!ckpt.ok()) {
     std::fprintf(stderr, "error: %s\n%s", ckpt.error().message.c_str(), env_note.c_str());
@@ -331,7 +333,9 @@ int main(int argc, char** argv) {
                                  static_cast<double>(lo.reserve_bytes) / (1 << 20))
                    : std::string(),
                mamba::ops::num_threads());
+  oom.emplace("loading the tokenizer " + tokenizer_file);
   auto tok = mamba::Tokenizer::from_file(tokenizer_file);
+  oom.reset();
   if (!tok.ok()) {
     std::fprintf(stderr, "error: %s\n", tok.error().message.c_str());
     return 2;

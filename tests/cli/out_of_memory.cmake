@@ -3,7 +3,7 @@
 # of 'std::bad_alloc'": the JSON library's destructor allocates while it frees a half-parsed
 # tokenizer.json, so a bad_alloc there reached std::terminate). The address space is capped with
 # prlimit(1) at steps across the range where loading starts to fit; each run must succeed or fail
-# that way. Not under the sanitizers (they reserve terabytes of address space).
+# that way (naming what ran out, also where the bad_alloc reached the terminate handler). Not under the sanitizers (they reserve terabytes of address space).
 include(${CMAKE_CURRENT_LIST_DIR}/cli_util.cmake)
 if(SANITIZE)
   message("SKIP: the address-space cap does not apply under ASan")
@@ -48,6 +48,11 @@ foreach(entry IN LISTS models)
         math(EXPR fell_back "${fell_back} + 1")
       endif()
     elseif(rc EQUAL 2 AND err MATCHES "error: [^\n]*(out of memory|Cannot allocate memory)" AND NOT err MATCHES "terminate")
+      # A bad_alloc that reached the terminate handler (out of a destructor, e.g. the JSON library's
+      # freeing a half-parsed tokenizer.json) still names what was being loaded.
+      if(err MATCHES "error: out of memory\n")
+        message(FATAL_ERROR "${model} with ${mb} MB of address space: an out-of-memory error that names nothing:\n${err}")
+      endif()
       math(EXPR failed "${failed} + 1")
     else()
       message(FATAL_ERROR "${model} with ${mb} MB of address space: exit ${rc}, stderr:\n${err}")

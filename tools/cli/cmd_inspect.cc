@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "cli/run_common.h"
+#include "common/out_of_memory.h"
 #include "mamba/checkpoint.h"
 #include "mamba/generate.h"
 #include "mamba/tokenizer.h"
@@ -56,6 +57,7 @@ void run_inspect(const std::string& model_arg) {
   if (!tok_path.ok()) die(tok_path.error().message);
   std::optional<Tokenizer> tok;
   if (*tok_path) {
+    const tools::OutOfMemoryContext oom("loading the tokenizer " + **tok_path);
     auto t = Tokenizer::from_file(**tok_path);
     if (!t.ok()) die(t.error().message);
     tok = std::move(*t);

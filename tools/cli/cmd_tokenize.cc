@@ -5,11 +5,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include <unistd.h>
 
 #include "cli/command.h"
 #include "cli/run_common.h"
+#include "common/out_of_memory.h"
 #include "mamba/checkpoint.h"
 #include "mamba/tokenizer.h"
 
@@ -46,7 +48,9 @@ void run(const TokenizeOptions& o) {
                                                       "so it takes no -t N threads; leave -t {} out)", o.tokenizer)
                                         : std::string()));
   }
+  std::optional<tools::OutOfMemoryContext> oom(std::in_place, "loading the tokenizer " + *path);
   auto tok = Tokenizer::from_file(*path);
+  oom.reset();
   if (!tok.ok()) fail(tok.error().message);
   if (o.decode) {
     // Ids separated by spaces and/or commas, optionally in [ ] (parse_ids).

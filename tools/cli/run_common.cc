@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "common/out_of_memory.h"
 #include "common/thread_warning.h"
 #include "core/utf8.h"
 #include "mamba/checkpoint.h"
@@ -83,11 +84,15 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
   lo.threads = threads;
   MAMBA_ASSIGN_OR_RETURN(lo.precision, parse_precision(precision));
   LoadedModel out;
-  MAMBA_ASSIGN_OR_RETURN(out.model, Model::load(dir, lo));
+  {
+    const tools::OutOfMemoryContext oom("loading the model " + dir);
+    MAMBA_ASSIGN_OR_RETURN(out.model, Model::load(dir, lo));
+  }
   out.dir = out.model->checkpoint().dir();
   // With --tokenizer, the EOS fallback reads that tokenizer's directory's tokenizer_config.json.
   if (!tokenizer_ref.empty()) out.tokenizer_dir = std::filesystem::path(*tokenizer_file).parent_path().string();
   if (tokenizer_file) {
+    const tools::OutOfMemoryContext oom("loading the tokenizer " + *tokenizer_file);
     MAMBA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_file(*tokenizer_file));
     out.tokenizer.emplace(std::move(tok));
     // As mamba-server warns: another model's tokenizer fails only once a prompt reaches its extra
