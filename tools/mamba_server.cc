@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <future>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
 
@@ -313,8 +312,8 @@ int main(int argc, char** argv) {
   lo.threads = threads;
   lo.precision = mamba::parse_precision(precision).value();  // CLI checked the value
   spdlog::info("model: {}{}", dir.value(), model_from_env ? " (from MAMBA_MODEL)" : "");
-  std::optional<mamba::tools::OutOfMemoryContext> oom(std::in_place, "loading the model " + dir.value());
-  auto ckpt = mamba::Checkpoint::open(dir.value());
+  const std::string loading_model = "loading the model " + dir.value();
+  auto ckpt = mamba::tools::with_out_of_memory_context(loading_model, [&] { return mamba::Checkpoint::open(dir.value()); });
   if (!ckpt.ok()) {
     std::fprintf(stderr, "error: %s\n%s", ckpt.error().message.c_str(), env_note.c_str());
     return 2;
@@ -322,7 +321,7 @@ int main(int argc, char** argv) {
   // auto's memory check counts the state slots Server::create allocates after the load (the same
   // count: --state-memory's worth, at most --max-concurrent-requests).
   lo.reserve_bytes = mamba::server::slots_bytes_for_budget(o.state_memory_bytes, ckpt->config().state_bytes(), o.max_concurrent_requests);
-  auto model = mamba::Model::from_checkpoint(std::move(*ckpt), lo);
+  auto model = mamba::tools::with_out_of_memory_context(loading_model, [&] { return mamba::Model::from_checkpoint(std::move(*ckpt), lo); });
   if (!model.ok()) {
     std::fprintf(stderr, "error: %s\n%s", model.error().message.c_str(), env_note.c_str());
     return 2;
@@ -333,9 +332,7 @@ int main(int argc, char** argv) {
                                  static_cast<double>(lo.reserve_bytes) / (1 << 20))
                    : std::string(),
                mamba::ops::num_threads());
-  oom.emplace("loading the tokenizer " + tokenizer_file);
-  auto tok = mamba::Tokenizer::from_file(tokenizer_file);
-  oom.reset();
+  auto tok = mamba::tools::load_tokenizer(tokenizer_file);
   if (!tok.ok()) {
     std::fprintf(stderr, "error: %s\n", tok.error().message.c_str());
     return 2;

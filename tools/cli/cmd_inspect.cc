@@ -57,8 +57,7 @@ void run_inspect(const std::string& model_arg) {
   if (!tok_path.ok()) die(tok_path.error().message);
   std::optional<Tokenizer> tok;
   if (*tok_path) {
-    const tools::OutOfMemoryContext oom("loading the tokenizer " + **tok_path);
-    auto t = Tokenizer::from_file(**tok_path);
+    auto t = tools::load_tokenizer(**tok_path);
     if (!t.ok()) die(t.error().message);
     tok = std::move(*t);
   }

@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <optional>
 
 #include <unistd.h>
 
@@ -48,9 +47,7 @@ void run(const TokenizeOptions& o) {
                                                       "so it takes no -t N threads; leave -t {} out)", o.tokenizer)
                                         : std::string()));
   }
-  std::optional<tools::OutOfMemoryContext> oom(std::in_place, "loading the tokenizer " + *path);
-  auto tok = Tokenizer::from_file(*path);
-  oom.reset();
+  auto tok = tools::load_tokenizer(*path);
   if (!tok.ok()) fail(tok.error().message);
   if (o.decode) {
     // Ids separated by spaces and/or commas, optionally in [ ] (parse_ids).

@@ -84,16 +84,12 @@ Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int t
   lo.threads = threads;
   MAMBA_ASSIGN_OR_RETURN(lo.precision, parse_precision(precision));
   LoadedModel out;
-  {
-    const tools::OutOfMemoryContext oom("loading the model " + dir);
-    MAMBA_ASSIGN_OR_RETURN(out.model, Model::load(dir, lo));
-  }
+  MAMBA_ASSIGN_OR_RETURN(out.model, tools::with_out_of_memory_context("loading the model " + dir, [&] { return Model::load(dir, lo); }));
   out.dir = out.model->checkpoint().dir();
   // With --tokenizer, the EOS fallback reads that tokenizer's directory's tokenizer_config.json.
   if (!tokenizer_ref.empty()) out.tokenizer_dir = std::filesystem::path(*tokenizer_file).parent_path().string();
   if (tokenizer_file) {
-    const tools::OutOfMemoryContext oom("loading the tokenizer " + *tokenizer_file);
-    MAMBA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_file(*tokenizer_file));
+    MAMBA_ASSIGN_OR_RETURN(Tokenizer tok, tools::load_tokenizer(*tokenizer_file));
     out.tokenizer.emplace(std::move(tok));
     // As mamba-server warns: another model's tokenizer fails only once a prompt reaches its extra
     // ids (a fresh user's `run` then said "prompt token 12092 … outside the vocabulary [0, 8192)").

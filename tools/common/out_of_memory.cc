@@ -56,4 +56,8 @@ void set_out_of_memory_context(const char* what) {
   g_context_set.store(true, std::memory_order_release);
 }
 
+Result<Tokenizer> load_tokenizer(const std::string& path) {
+  return with_out_of_memory_context("loading the tokenizer " + path, [&] { return Tokenizer::from_file(path); });
+}
+
 }  // namespace mamba::tools

@@ -4,6 +4,9 @@
 
 #include <string>
 
+#include "mamba/status.h"
+#include "mamba/tokenizer.h"
+
 namespace mamba::tools {
 
 /// Installs the std::terminate handler: when the exception that ended the program is a
@@ -22,13 +25,19 @@ void exit_cleanly_when_out_of_memory();
 /// main thread; the handler reads it from whichever thread terminates.
 void set_out_of_memory_context(const char* what);
 
-/// set_out_of_memory_context(what) for a scope, cleared when it ends.
-class OutOfMemoryContext {
- public:
-  explicit OutOfMemoryContext(const std::string& what) { set_out_of_memory_context(what.c_str()); }
-  ~OutOfMemoryContext() { set_out_of_memory_context(nullptr); }
-  OutOfMemoryContext(const OutOfMemoryContext&) = delete;
-  OutOfMemoryContext& operator=(const OutOfMemoryContext&) = delete;
-};
+/// f() with set_out_of_memory_context(what) for its duration (cleared after, also when it throws);
+/// returns what f returns.
+template <class F>
+auto with_out_of_memory_context(const std::string& what, F&& f) {
+  struct Clear {
+    ~Clear() { set_out_of_memory_context(nullptr); }
+  } clear;
+  set_out_of_memory_context(what.c_str());
+  return f();
+}
+
+/// Tokenizer::from_file(path) as the tools load it: an out-of-memory that reaches the terminate
+/// handler names the file ("error: out of memory while loading the tokenizer PATH").
+Result<Tokenizer> load_tokenizer(const std::string& path);
 
 }  // namespace mamba::tools
