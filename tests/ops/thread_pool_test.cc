@@ -7,8 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -38,15 +43,63 @@ TEST(ThreadPool, EveryThreadIndexRunsOncePerRegionAndItsWritesAreVisible) {
   }
 }
 
+/// Pins the calling thread to one allowed CPU and the pool's workers (threads named mamba-cpu-N) to
+/// another, for its lifetime; restores every affinity after.
+class PinnedApart {
+ public:
+  PinnedApart() {
+    cpu_set_t all;
+    if (sched_getaffinity(0, sizeof all, &all) != 0 || CPU_COUNT(&all) < 2) return;
+    original_ = all;
+    int cpus[2], n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < 2; ++c)
+      if (CPU_ISSET(c, &all)) cpus[n++] = c;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[0], &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[1], &one);
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name.rfind("mamba-cpu-", 0) != 0) continue;
+      const pid_t tid = static_cast<pid_t>(std::stol(task.path().filename().string()));
+      if (sched_setaffinity(tid, sizeof one, &one) == 0) workers_.push_back(tid);
+    }
+    ok_ = !workers_.empty();
+  }
+  ~PinnedApart() {
+    if (!original_) return;
+    sched_setaffinity(0, sizeof *original_, &*original_);
+    for (pid_t tid : workers_) sched_setaffinity(tid, sizeof *original_, &*original_);
+  }
+  PinnedApart(const PinnedApart&) = delete;
+  PinnedApart& operator=(const PinnedApart&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  std::optional<cpu_set_t> original_;
+  std::vector<pid_t> workers_;
+  bool ok_ = false;
+};
+
 TEST(ThreadPool, TheCallerRunsTheShareOfALateWorker) {
   // After 2 ms without regions the worker sleeps in a futex; its wake-up takes microseconds while
   // the caller's own share is trivial, so the caller claims share 1 too instead of waiting for it
   // (a worker whose core another process holds is late the same way). Each share still runs once.
-  // A worker can also wake within the caller's futex-wake system call and take both shares before
-  // the caller claims one, and on a 2-CPU VM it did so for whole phases of consecutive regions
+  // A worker can also wake within the caller's futex-wake system call and start share 1 before the
+  // caller has finished share 0, and on a 2-CPU VM it did so for whole phases of consecutive regions
   // (OMP_WAIT_POLICY=passive after OpenMP regions: 20 regions missed the caller's claim in ~1 run of
   // 3; over 200 regions the caller ran share 1 in 145–200): 200 regions.
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: regions of 2 are OpenMP regions";
+  // With both threads on one CPU the woken worker preempted the caller and started share 1 first,
+  // region after region (seen once in ~10 runs of the suite): this thread on one CPU, the workers
+  // on another, so that the worker's wake-up is the only race.
+  ops::cpu::parallel_region(2, [](int, int) {});  // the worker exists
+  const PinnedApart pinned;
+  if (!pinned.ok()) GTEST_SKIP() << "cannot pin threads to two CPUs here";
   int caller_ran_share_1 = 0;
   for (int rep = 0; rep < 200; ++rep) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -61,6 +114,35 @@ TEST(ThreadPool, TheCallerRunsTheShareOfALateWorker) {
     caller_ran_share_1 += ran[1] == std::this_thread::get_id();
   }
   EXPECT_GT(caller_ran_share_1, 0) << "the caller waited for a sleeping worker every time";
+}
+
+TEST(ThreadPool, RegionsStartingAsTheWorkerFallsAsleepLoseNoShare) {
+  // The worker goes to sleep after its spin (kSpinMicroseconds; ~256 pauses under
+  // OMP_WAIT_POLICY=passive, ctest's setting) while the caller may be publishing the next region:
+  // gaps between regions around both limits hit that window. Whichever side wins, each share runs
+  // exactly once (the caller takes a share the worker has not started) and the caller returns
+  // only after both finished (a share that lags sets its flag late: the assertion would see 0).
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: regions of 2 are OpenMP regions";
+  using Clock = std::chrono::steady_clock;
+  const int gaps_us[] = {0, 1, 3, 6, 10, 20, 40, 490, 500, 510};
+  int worker_ran = 0;
+  for (int rep = 0; rep < 600; ++rep) {
+    const auto until = Clock::now() + std::chrono::microseconds(gaps_us[rep % 10]);
+    while (Clock::now() < until) {
+    }
+    std::atomic<int> hits[2] = {0, 0};
+    std::thread::id ran[2];
+    ops::cpu::parallel_region(2, [&](int t, int) {
+      if (rep % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));  // a slow share
+      ran[t] = std::this_thread::get_id();
+      hits[t].fetch_add(1, std::memory_order_relaxed);
+    });
+    ASSERT_EQ(hits[0].load(), 1) << "rep " << rep;
+    ASSERT_EQ(hits[1].load(), 1) << "rep " << rep;
+    ASSERT_EQ(ran[0], std::this_thread::get_id()) << "share 0 is the caller's";
+    worker_ran += ran[1] != std::this_thread::get_id();
+  }
+  EXPECT_GT(worker_ran, 0) << "the worker never ran a share";
 }
 
 TEST(ThreadPool, NestedRegionRunsOnTheCallingThread) {

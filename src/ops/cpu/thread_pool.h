@@ -1,8 +1,8 @@
 // The CPU backend's compute threads: a persistent pool whose workers spin briefly between regions,
-// so one region (a decode step has ~6 per layer) costs about one cache-line round trip between
+// so one region (a decode step has 4–6 per layer) costs about one cache-line round trip between
 // cores instead of an OpenMP fork/join (measured on the 2-core Zen 5 guest: libgomp 3.1 µs per
-// `parallel` region, 1.5 µs per barrier; a core-to-core round trip 0.45–0.53 µs; a decode step of
-// the 130m models runs ~145 regions).
+// `parallel` region, 1.5 µs per barrier; a core-to-core round trip 0.45–0.53 µs, an empty region
+// 0.46 µs; a decode step of the 130m models runs ~100–150 regions).
 //
 // Semantics: parallel_region(nt, body) runs body(t, nt) exactly once for every t in [0, nt) and
 // returns when all have returned (their writes are then visible to the caller). Each t runs on
