@@ -1,7 +1,7 @@
 // CPU Mamba-1 selective scan (Gu & Dao 2023, Alg. 2): sequential over tokens, vectorised over
 // channels (kernels.h scan_channels, kLanes channels per vector with the state kept transposed in
-// L1), parallel over (sequence, block of channels). Each channel's state row h[e, :] is independent,
-// so the split never changes a result.
+// L1), parallel over (sequence, block of channels), balanced at run time in prefill. Each channel's
+// state row h[e, :] is independent, so the split never changes a result.
 #include <algorithm>
 #include <vector>
 
@@ -30,7 +30,7 @@ void selective_scan_batch(std::span<const SelectiveScanArgs> seqs) {
   for (const SelectiveScanArgs& a : seqs) work += a.L * E * N;
   // Each (channel, state) step costs an exp (~20 flops), so a decode token (E·N ≈ 25K) already
   // pays for a parallel region.
-  cpu::parallel_for(items, work * 8 >= cpu::kParallelMinWork, [&](std::int64_t i0, std::int64_t i1) {
+  auto body = [&](std::int64_t i0, std::int64_t i1) {
     static thread_local std::vector<float> scratch;
     // A thread's consecutive blocks of one sequence go to the kernel as one channel range (a
     // prefill reads each token row as one run of the range's channels).
@@ -43,7 +43,17 @@ void selective_scan_batch(std::span<const SelectiveScanArgs> seqs) {
       k.scan_channels(a, e0, e1, scratch.data());
       i = run_end;
     }
-  });
+  };
+  // Prefill: the channel blocks balanced at run time (a block's channels are independent, so any
+  // split gives the same values), so a core the host slows down hands its tail to the other: on the
+  // Zen 5 VM, whose two cores took turns running this code 30–40% slower, a static split had left
+  // the scan at 20–21% of a mamba-130m prefill; interleaved rounds balanced / static, prefill 512
+  // 2279 / 2198 tok/s (bf16 tier), 2025 / 1957 (q4), ahead in 18 of 18; 2048: 2335 / 2279, 6 of 6.
+  // A decode step keeps the static split (its one-token blocks are short: a hot 1536-channel step
+  // took 6.4–6.7 µs balanced against 5.5–5.8 static).
+  const bool parallel = work * 8 >= cpu::kParallelMinWork;
+  if (seqs[0].decode_step) cpu::parallel_for(items, parallel, body);
+  else cpu::parallel_for_balanced(items, 1, parallel, body);
 }
 
 void selective_scan(const SelectiveScanArgs& a) { selective_scan_batch({&a, 1}); }
