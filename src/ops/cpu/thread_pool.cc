@@ -4,22 +4,27 @@
 // lines of its own (`Share`), so that starting and ending a region moves as few lines between
 // cores as possible (each move is a round trip between cores: ~0.25–0.5 µs on the 2-core Zen 5 guest):
 //   - Mailbox: written by the caller only (body, nt, the region's number, then `go`, release
-//     stores), read by the worker spinning on `go`: the one line the worker needs to start.
+//     stores), read by the worker spinning on `go`: the one line the worker needs to start (plus
+//     the pool's `shares_` pointer, on a line of its own that nobody writes).
 //   - Claim: which region's share t some thread last took (compare-and-swap). Worker t takes its own
 //     share there, normally in a line nobody else touched since (no wait for another core).
 //   - Status: started / done (the region's number) and `sleeping`, written by the thread that runs
 //     the share (and by the worker), read by the caller.
-// The caller publishes the region, runs share 0, then takes every share no thread has started — a
-// late worker's (asleep, or its core taken by another process), or one the OS gave no thread — and
+// The caller publishes the region, runs share 0, then claims every share no thread has claimed (a
+// share's `started` word, a hint, spares the claim line of one that visibly has) — a late worker's
+// (asleep, or its core taken by another process), or one the OS gave no thread — and
 // waits for the done word of each other share. A worker, once its own share is done, takes any
 // share of the same region still unclaimed. A share runs exactly once, on whichever thread claimed
 // it (the bodies' results depend on t, never on the thread: bitwise the same either way). So on a
 // machine whose cores are busy a decode step degrades to one thread's speed rather than stalling
 // on every one of its ~100–150 regions (2 threads beside one busy process: ~10 tok/s against ~250
 // idle, with an earlier pool that waited for each worker). The body and its captures outlive every
-// use: the caller returns only once every share is done, and a worker reads a region's mailbox
-// only after it claimed a share of it (which keeps the region open); a worker that finds its share
-// taken goes back to waiting without touching the body.
+// use: the caller returns only once every share is done, and a worker reads a region's body and nt
+// only after it claimed a share of it (which keeps the region open; `go` and the region number it
+// reads before, atomically); a worker that finds its share taken goes back to waiting without
+// touching the body. `started`, `done` and `go` hold the low 32 bits of region numbers; a share
+// unused for 2³² − 1 regions has its words reset first (run()), so an old value never reads as the
+// current region's.
 // Measured against the previous pool (one shared claim word and one done counter for all threads,
 // ~7 line moves per region) on the 2-core Zen 5 guest: an empty region 0.67 → 0.46 µs; within a
 // decode scan's region the caller starts its share 0.52 → 0.20 µs and the worker 1.05 → 0.51 µs
@@ -28,7 +33,8 @@
 // waiter marks itself sleeping; the other side issues a futex wake only when it sees the mark (a wake
 // is a system call). Mark and check are sequentially consistent (the caller: a fence between `go`
 // and reading `sleeping`), so no wake-up is lost: either the waker sees the mark, or the futex wait
-// sees the new value and does not block. With OMP_WAIT_POLICY=passive nobody spins. Regions of
+// sees the new value and does not block. With OMP_WAIT_POLICY=passive each side spins only 256
+// pauses (~5 µs) before it sleeps. Regions of
 // more threads than CPUs (nt > the CPUs this process may run on) are OpenMP regions instead
 // (parallel_region).
 #include "ops/cpu/thread_pool.h"
@@ -125,8 +131,22 @@ class Pool {
     const int workers = grow(nt - 1);  // fewer when the OS refuses threads: the caller runs the rest
     const std::uint64_t r = ++region_;
     const auto r32 = static_cast<std::uint32_t>(r);
-    // Publish the region to workers 1 .. nt−1: body and nt, then region (release: a worker that reads
-    // it sees them), then go, the word the worker spins or sleeps on.
+    // started / done hold the low 32 bits of the last region that ran share w (0 before any): after
+    // 2^32 regions without share w (or at region 2^32 for one never used) they would equal r32, and
+    // the share would count as done without running. Such a share's words get a value r32 is not (no
+    // thread writes them now: every share of the earlier regions is done, and a late thread's claim
+    // of one fails).
+    for (int w = 1; w < nt; ++w) {
+      std::uint64_t& last = last_region_[static_cast<std::size_t>(w - 1)];
+      if (r - last >= 0xFFFFFFFFull) {
+        share(w).status.started.store(r32 - 1, std::memory_order_relaxed);
+        share(w).status.done.store(r32 - 1, std::memory_order_relaxed);
+      }
+      last = r;
+    }
+    // Publish the region to the workers that exist (1 .. workers; the caller runs the shares of any
+    // the OS refused): body and nt, then region (release: a worker that reads it sees them), then
+    // go, the word the worker spins or sleeps on.
     for (int w = 1; w <= workers; ++w) {
       Mailbox& m = share(w).mail;
       m.body.emplace(body);
@@ -159,6 +179,7 @@ class Pool {
     workers_.clear();
     (void)shares_.release();
     shares_ = make_shares();
+    last_region_.assign(last_region_.size(), 0);  // fresh shares: started / done 0
     new (&run_mu_) std::mutex;  // in case the fork happened while another thread held it
     // Likewise the error slot: a region of the parent's may have kept an exception it had not yet
     // rethrown (it is the parent's; leaked here, never rethrown by the child's next region).
@@ -170,7 +191,7 @@ class Pool {
   /// share of the previous region is running; read by worker w after it claimed its share).
   struct alignas(64) Mailbox {
     std::atomic<std::uint32_t> go{0};        ///< low 32 bits of `region`: the futex word worker w waits on
-    std::atomic<std::uint64_t> region{0};    ///< the region's number (1, 2, …)
+    std::atomic<std::uint64_t> region{0};    ///< the region's number (1, 2, …; 64 bits, never wraps)
     int nt = 0;
     std::optional<RegionBody> body;
   };
@@ -193,10 +214,11 @@ class Pool {
     Status status;
   };
 
-  Pool() : shares_(make_shares()) { pthread_atfork(nullptr, nullptr, [] { get().forget_workers(); }); }
+  Pool() : shares_(make_shares()), last_region_(static_cast<std::size_t>(std::max(1, available_cpus())), 0) { pthread_atfork(nullptr, nullptr, [] { get().forget_workers(); }); }
 
-  /// One Share per possible worker (1 .. CPUs − 1), made once: a worker reads others' claim words
-  /// while the caller may be starting more workers.
+  /// One Share per possible worker (1 .. CPUs − 1; one spare), made with the pool (and again in a
+  /// forked child), never resized: a worker reads others' claim words while the caller may be
+  /// starting more workers.
   static std::unique_ptr<Share[]> make_shares() {
     return std::make_unique<Share[]>(static_cast<std::size_t>(std::max(1, available_cpus())));
   }
@@ -254,6 +276,10 @@ class Pool {
       try {
         const int w = static_cast<int>(workers_.size()) + 1;
         workers_.emplace_back([this, w] { work(w); });
+        // Named here, before the region that needs it starts (top -H, perf, tests that look for it).
+        char name[16];
+        std::snprintf(name, sizeof name, "mamba-cpu-%u", static_cast<unsigned>(w) % 100000u);  // ≤ 15 characters
+        pthread_setname_np(workers_.back().native_handle(), name);
       } catch (const std::exception&) {  // EAGAIN (the process's thread limit) or out of memory
         break;
       }
@@ -263,10 +289,6 @@ class Pool {
 
   void work(int w) {
     using Clock = std::chrono::steady_clock;
-    // Named for top -H, perf and debuggers (≤ 15 characters): mamba-cpu-1, mamba-cpu-2, …
-    char name[16];
-    std::snprintf(name, sizeof name, "mamba-cpu-%d", w);
-    pthread_setname_np(pthread_self(), name);
     Mailbox& mail = share(w).mail;
     Status& status = share(w).status;
     std::uint32_t seen = 0;  // go starts at 0
@@ -304,7 +326,8 @@ class Pool {
   std::mutex run_mu_;
   std::vector<std::thread> workers_;  // workers_[w − 1]: worker w
   std::unique_ptr<Share[]> shares_;   // shares_[w − 1]: share w's words (worker w's mailbox)
-  std::uint64_t region_ = 0;          ///< the last region's number, written under run_mu_
+  alignas(64) std::uint64_t region_ = 0;  ///< the last region's number, written under run_mu_ (its own line: workers read shares_)
+  std::vector<std::uint64_t> last_region_;  ///< [w − 1]: the last region with share w (under run_mu_)
   alignas(64) std::atomic<int> caller_sleeping_on_{0};  ///< the share the caller sleeps on, or 0
   FirstError first_error_;  ///< the current region's first exception
 };

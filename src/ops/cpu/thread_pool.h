@@ -7,12 +7,13 @@
 // Semantics: parallel_region(nt, body) runs body(t, nt) exactly once for every t in [0, nt) and
 // returns when all have returned (their writes are then visible to the caller). Each t runs on
 // whichever thread claims it first: the calling thread starts with t = 0 and then takes any t that
-// no worker has claimed yet (a late or descheduled worker's share), so bodies must not depend on
+// no worker has claimed yet (a late or descheduled worker's share), as does a worker once its own
+// share is done, so bodies must not depend on
 // which thread runs them (per-thread scratch as thread_local, not by t's thread) nor wait for one
 // another (no barriers inside a region). Calls from several threads are serialised; a call from
 // inside a region runs body(0, 1) on that thread.
 // Workers (and the caller, waiting for them) spin for 0.5 ms, then sleep (futex); with
-// OMP_WAIT_POLICY=passive nobody spins. A region of more threads than CPUs runs as an OpenMP region
+// OMP_WAIT_POLICY=passive each spins only ~5 µs. A region of more threads than CPUs runs as an OpenMP region
 // (libgomp time-slices an oversubscribed team far better than per-region wake-ups).
 // A body may throw (std::bad_alloc from a per-thread scratch buffer that cannot grow): its share
 // then counts as finished, the region's other shares still run, and once all have finished the
