@@ -118,12 +118,10 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
     });
     return;
   }
-  // Several rows (prefill, batched decode): blocks balanced at run time, so a core the host slows
-  // down hands its tail to the other (Zen 5 VM, interleaved rounds balanced / static: mamba-130m
-  // prefill 512 2397 / 2323 tok/s, ahead in 8 of 10; mamba2-130m 2411 / 2341, 7 of 8; b=8 decode
-  // 1005 / 950 (10 of 10) while one core was slower, even while they were alike). One row keeps the
-  // static split: its kernel reads a thread's range as several streams that small grains would
-  // bring next to each other.
+  // Several rows (prefill, batched decode): parallel_for_balanced (prefill 512 balanced / static:
+  // mamba-130m 2397 / 2323 tok/s, mamba2-130m 2411 / 2341; b=8 decode 1005 / 950 with one core slow,
+  // 976 / 973 without). One row keeps the static split: its kernel reads a thread's range as
+  // several streams that small grains would bring next to each other.
   const auto run = [&](std::int64_t b0, std::int64_t b1) { kernel(args, 0, M, b0, b1); };
   if (M >= 2) parallel_for_balanced(n_blocks, 1, parallel && n_blocks > 1, run);
   else parallel_for(n_blocks, parallel && n_blocks > 1, run);

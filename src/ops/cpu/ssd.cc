@@ -27,8 +27,8 @@
 // ~1e-4 of the exponent (measured: 3e-3 logit errors against 1e-4 for the recurrence). Products
 // below FLT_MIN are set to 0 (ssd_decay_row: no subnormal arithmetic).
 // Threads: three regions per call; Bᵀ, then CB per (chunk, group, row strip), then the heads in
-// parallel (balanced at run time), each over all chunks. Every element is computed by the same operations whatever the
-// thread count.
+// parallel (balanced at run time), each over all chunks. Every element is computed by the same
+// operations whatever the thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -317,9 +317,8 @@ void ssd(const SsdArgs& a) {
       transpose_state(h, hT, P, N, false);
     }
   };
-  // The heads balanced at run time (each head's work is independent of which thread runs it), so a
-  // core the host slows down hands heads to the other (Zen 5 VM, mamba2-130m prefill 512, rounds
-  // balanced / static: 2397 / 2374 tok/s, ahead in 7 of 8).
+  // Heads through parallel_for_balanced (each head's work is independent of which thread runs it;
+  // mamba2-130m prefill 512 balanced / static: 2397 / 2374 tok/s).
   cpu::parallel_for_balanced(H, 1, parallel, heads_body);
 }
 

@@ -60,7 +60,8 @@ void parallel_for(std::int64_t n, bool parallel, F&& f);
 /// kernel's prefetch runs ahead over most of the range); once its range is used up it takes one
 /// grain at a time from the BACK of another thread's range until none is left. So when one core
 /// runs slower (a shared host, another process, a busier SMT sibling) the other ends its tail
-/// instead of waiting for it. Which thread runs an item varies from call to call, and so does how
+/// instead of waiting for it (the 2-vCPU Zen 5 guest's cores took turns running cache-heavy code
+/// 30–40% slower, minutes at a time: docs/PERFORMANCE.md, 2026-12-06 mid-morning). Which thread runs an item varies from call to call, and so does how
 /// the items are cut into calls: f must compute each item the same way whatever range it comes
 /// in and whoever runs it (the kernels here do: per-output fixed orders). All on the caller as
 /// f(0, n) when !parallel or one thread; more than kMaxBalancedThreads threads, or more than 2³²
