@@ -4,9 +4,13 @@
 // to the exact tier for f32 / f16 checkpoints, q8/q4 checkpoints and other CPUs — and a model
 // loaded with it computes bitwise as one loaded with the tier it resolved to.
 #include <gtest/gtest.h>
+#include <malloc.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <filesystem>
@@ -94,6 +98,72 @@ TEST(AutoPrecision, ExactForF32F16AndQuantizedCheckpoints) {
   const test::QuantizedCopy q(embedded_dir(), QuantType::kQ8);
   ASSERT_TRUE(q.ok());
   EXPECT_EQ(loaded_precision(q.dir()), Precision::kExact);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+/// This process's private writable memory (VmData of /proc/self/status, what RLIMIT_DATA counts), in
+/// bytes; −1 when unreadable.
+std::int64_t vm_data_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmData:", 0) == 0) return std::stoll(line.substr(7)) * 1024;  // "VmData:  1234 kB"
+  return -1;
+}
+
+/// FallsBackToTheExactTierWhenTheCopyDoesNotFit's child: exits 0 when auto fell back as it should,
+/// else with a code that stderr explains.
+[[noreturn]] void fall_back_and_exit() {
+  auto fail = [](int code, const char* why) {
+    std::fprintf(stderr, "fallback child: %s\n", why);
+    std::fflush(stderr);
+    ::_exit(code);
+  };
+  // Allocations of 1 MB and more map new memory, so that the copy needs more than the limit allows.
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  const std::int64_t used = vm_data_bytes();
+  rlimit old{};
+  if (used < 0 || ::getrlimit(RLIMIT_DATA, &old) != 0) fail(1, "no VmData or RLIMIT_DATA");
+  rlimit tight = old;
+  tight.rlim_cur = static_cast<rlim_t>(used + (6 << 20));
+  if (::setrlimit(RLIMIT_DATA, &tight) != 0) fail(1, "setrlimit failed");
+  auto fallback = Model::load(embedded_dir());
+  if (::setrlimit(RLIMIT_DATA, &old) != 0) fail(1, "setrlimit failed");  // (the forward pass: not under test)
+  if (!fallback.ok()) fail(2, fallback.error().message.c_str());
+  if ((*fallback)->precision() != Precision::kExact) fail(3, "not the exact tier: the copy fitted");
+  if ((*fallback)->precision_reason() != "the bf16 tier's copy of the projections did not fit in memory")
+    fail(4, (*fallback)->precision_reason().c_str());
+  const std::vector<float> lf = prompt_logits(**fallback);
+  auto exact = Model::load(embedded_dir(), test::exact_tier());
+  if (!exact.ok()) fail(5, exact.error().message.c_str());
+  const std::vector<float> le = prompt_logits(**exact);
+  if (lf.empty() || lf.size() != le.size() || std::memcmp(lf.data(), le.data(), lf.size() * sizeof(float)) != 0)
+    fail(6, "the logits differ from the exact tier's");
+  ::_exit(0);
+}
+
+TEST(AutoPrecisionDeathTest, FallsBackToTheExactTierWhenTheCopyDoesNotFit) {
+  // MemAvailable said the bf16 tier's copy fits, but the allocation fails (ulimit -d, a cgroup
+  // limit below the mount's root, memory another process took since): auto loads the exact tier,
+  // which reads the mapped file, says why, and computes bitwise as a model loaded exact. In a child
+  // whose RLIMIT_DATA leaves 6 MB above what it uses during the load (an exact load of the embedded
+  // model takes ~0.4 MB of it, the bf16 tier's copy ~16 MB); a "threadsafe" death test, i.e. a fresh
+  // process: in a plain fork the copies that earlier tests freed stay in malloc's heap, where a new
+  // one fits without growing it.
+  if (!ops::bf16_tier_available()) GTEST_SKIP() << "auto takes the exact tier on this CPU anyway";
+  if (kAddressSanitizer) GTEST_SKIP() << "AddressSanitizer's own mappings count against RLIMIT_DATA";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(fall_back_and_exit(), ::testing::ExitedWithCode(0), "");
 }
 
 // The rule's inputs given directly: the tier's availability, the dtypes, and the memory the tier's

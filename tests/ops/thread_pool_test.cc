@@ -7,9 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <pthread.h>
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +21,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -278,6 +283,132 @@ TEST(ThreadPool, ParallelTasksRunEachTaskOnceWithOpsInside) {
     }
   }
   ops::set_num_threads(saved);
+}
+
+/// Runs child() in a fork of this process and returns its exit status (child() returns the code;
+/// anything thrown is 100; the child never returns into the test; a child still running after 60 s,
+/// e.g. blocked on a lock the parent held at the fork, dies of SIGALRM: 128 + 14). -1 when fork or
+/// waitpid fails.
+int in_child(const std::function<int()>& child) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    ::alarm(60);
+    int code = 100;
+    try {
+      code = child();
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/// In a child: `regions` regions of 2 with every share counted; 0 when each ran exactly once, else
+/// 10 + the region. Sets *worker_ran when some share ran on another thread than this one. Share 0
+/// lasts 20 µs: with an empty one the caller claims share 1 before a spinning worker sees the region
+/// (0 of 2000 regions on the worker).
+int two_share_regions(int regions, bool* worker_ran) {
+  using Clock = std::chrono::steady_clock;
+  for (int rep = 0; rep < regions; ++rep) {
+    std::atomic<int> hits[2] = {0, 0};
+    std::thread::id ran[2];
+    ops::cpu::parallel_region(2, [&](int t, int) {
+      if (t == 0)
+        for (const auto until = Clock::now() + std::chrono::microseconds(20); Clock::now() < until;) {
+        }
+      ran[t] = std::this_thread::get_id();
+      hits[t].fetch_add(1, std::memory_order_relaxed);
+    });
+    if (hits[0].load() != 1 || hits[1].load() != 1) return 10 + rep % 100;
+    if (worker_ran != nullptr && ran[1] != std::this_thread::get_id()) *worker_ran = true;
+  }
+  return 0;
+}
+
+TEST(ThreadPool, AForkDuringARegionGivesTheChildAFreshPool) {
+  // fork() copies only the forking thread. Here the parent is mid-region: its worker holds share 1,
+  // its caller holds the pool's lock, and share 0's exception is kept for rethrow. The child (forked
+  // from a third thread) must start its own workers, run every share of its regions once, never
+  // see the parent's exception, and still get its own (pthread_atfork → Pool::forget_workers).
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: regions of 2 are OpenMP regions";
+  std::atomic<bool> share1_holding{false}, share0_thrown{false}, release{false};
+  std::atomic<int> share1_runs{0};
+  std::string parent_caught;
+  std::thread region([&] {
+    try {
+      ops::cpu::parallel_region(2, [&](int t, int) {
+        if (t == 0) {
+          // Share 1 has started: by the worker (the caller claims it only after share 0 returns).
+          while (!share1_holding.load()) std::this_thread::yield();
+          share0_thrown = true;
+          throw std::runtime_error("parent");
+        }
+        ++share1_runs;
+        share1_holding = true;
+        while (!release.load()) std::this_thread::yield();
+      });
+    } catch (const std::runtime_error& e) {
+      parent_caught = e.what();
+    }
+  });
+  while (!share0_thrown.load()) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the exception is kept by now
+  const int child = in_child([] {
+    bool worker_ran = false;
+    if (const int rc = two_share_regions(2000, &worker_ran); rc != 0) return rc;
+    if (!worker_ran) return 2;  // the child never got a worker of its own
+    std::string what;
+    try {
+      ops::cpu::parallel_region(2, [](int t, int) {
+        if (t == 1) throw std::runtime_error("child");
+      });
+    } catch (const std::runtime_error& e) {
+      what = e.what();
+    }
+    if (what == "parent") return 3;
+    return what == "child" ? 0 : 4;
+  });
+  release = true;
+  region.join();
+  EXPECT_EQ(child, 0) << "1x: a share of region x ran other than once; 2: no worker ran a share; 3: the parent's "
+                         "exception came out; 4: the child's exception was lost; 100: the child threw";
+  EXPECT_EQ(parent_caught, "parent");
+  EXPECT_EQ(share1_runs.load(), 1);
+}
+
+TEST(ThreadPool, WhenTheOsRefusesAWorkerTheCallerRunsItsShare) {
+  // A process at its thread limit (EAGAIN from pthread_create): the pool runs with fewer workers and
+  // the caller takes the shares that have no thread; once threads can be made again, the next
+  // region starts its worker. In a child, whose pool has no workers yet (fork), with thread stacks
+  // made too large to map (pthread_setattr_default_np: std::thread's default attributes).
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: regions of 2 are OpenMP regions";
+  const int child = in_child([] {
+    pthread_attr_t huge, normal;
+    if (pthread_getattr_default_np(&normal) != 0 || pthread_attr_init(&huge) != 0 ||
+        pthread_attr_setstacksize(&huge, std::size_t{1} << 46) != 0 || pthread_setattr_default_np(&huge) != 0)
+      return 1;
+    bool refused = false;
+    try {
+      std::thread probe([] {});
+      probe.join();
+    } catch (const std::system_error&) {
+      refused = true;
+    }
+    if (!refused) return 77;  // this system maps 64 TiB stacks: nothing to test
+    bool worker_ran = false;
+    if (const int rc = two_share_regions(200, &worker_ran); rc != 0) return rc;
+    if (worker_ran) return 2;  // no worker can exist
+    if (pthread_setattr_default_np(&normal) != 0) return 1;
+    if (const int rc = two_share_regions(2000, &worker_ran); rc != 0) return rc;
+    return worker_ran ? 0 : 3;
+  });
+  if (child == 77) GTEST_SKIP() << "thread creation could not be made to fail here";
+  EXPECT_EQ(child, 0) << "1: attribute calls failed; 1x: a share of region x ran other than once; 2: a share ran "
+                         "on a thread that should not exist; 3: no worker once threads could be made again; 100: "
+                         "the child threw";
 }
 
 TEST(ThreadPool, AnExceptionInAShareReachesTheCallerAfterEveryShareRan) {
