@@ -249,6 +249,26 @@ TEST(ModelApi, NonFiniteLogitsAreAnError) {
   std::filesystem::remove_all(dir);
 }
 
+// A NaN in dt's bias (Mamba-1's dt_proj.bias, Mamba-2's dt_bias) reaches the logits and is reported:
+// the softplus clamp once turned a NaN Δ into 0, and the channel silently skipped every token.
+TEST(ModelApi, NaNDtBiasIsANumericalErrorNotASkippedChannel) {
+  MAMBA_REQUIRE_SHARED(shared);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const auto& [fixture, tensor] : {std::pair{"mamba1-odd", "layers.0.mixer.dt_proj.bias"},
+                                        std::pair{"mamba2-odd", "layers.0.mixer.dt_bias"}}) {
+    const auto dir = patched_copy(shared + "/fixtures/" + fixture + "/model", "mamba_nan_dt_model", tensor, 1, nan);
+    auto m = Model::load(dir.string());
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    State st = m.value()->new_state();
+    std::vector<float> logits(std::size_t(m.value()->logits_width()));
+    const std::vector<std::int32_t> ids = {1, 2, 3};
+    const Status s = m.value()->prefill(ids, st, LogitsMode::kLast, logits.data());
+    ASSERT_FALSE(s.ok()) << fixture;
+    EXPECT_EQ(s.error().code, ErrorCode::kNumerical) << s.message();
+    std::filesystem::remove_all(dir);
+  }
+}
+
 // An A_log whose A = −exp(A_log) is not finite is refused at load, naming the tensor (the scan
 // kernels rely on a finite A).
 TEST(ModelApi, NonFiniteALogIsRefusedAtLoad) {

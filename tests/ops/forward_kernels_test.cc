@@ -148,6 +148,27 @@ TEST(VectorSoftplus, RelativeErrorOverTheRange) {
   });
 }
 
+TEST(VectorSoftplus, ClampKeepsNaN) {
+  // A NaN Δ must reach the state and the logits (the forward pass then reports non-finite logits)
+  // as in the reference and PyTorch's clamp: the clamp once mapped it to lo (Δ = 0: the channel
+  // silently skipped that token).
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for_each_target([&] {
+    for (const auto& [lo, hi] : {std::pair{0.0f, INFINITY}, std::pair{1e-3f, 0.1f}}) {
+      std::vector<float> d = {nan, -nan, 0.5f, 30.0f, -30.0f}, dr = d;
+      ops::softplus_clamp(d.data(), 5, 1, 5, nullptr, lo, hi);
+      ops::ref::softplus_clamp(dr.data(), 5, 1, 5, nullptr, lo, hi);
+      EXPECT_TRUE(std::isnan(d[0]) && std::isnan(d[1])) << d[0] << " " << d[1];
+      EXPECT_TRUE(std::isnan(dr[0]) && std::isnan(dr[1]));
+      for (int i = 2; i < 5; ++i) {
+        EXPECT_GE(d[i], lo);
+        EXPECT_LE(d[i], hi);
+        EXPECT_NEAR(d[i], dr[i], 2e-7f * std::max(1.0f, std::fabs(dr[i])));
+      }
+    }
+  });
+}
+
 TEST(VectorSoftplusSilu, MatchReferenceOnEveryTarget) {
   std::mt19937 rng(3);
   const std::int64_t M = 3, n = 37, ld = 41;

@@ -258,4 +258,9 @@ inline vf vsoftplus(vf x) {
   return x != x ? x : out;
 }
 
+/// clamp(softplus(v), lo, hi) with NaN kept NaN (the operands' order: maxps / minps return the second
+/// when either is NaN), as ops::ref::softplus_clamp: softplus_clamp_row's value, the scans' Δ with
+/// dt_softplus and the bf16 tier's linear_softplus epilogue (lo = 0, hi = +inf), bitwise alike.
+inline vf vsoftplus_clamp(vf v, vf lo, vf hi) { return vmin(hi, vmax(lo, vsoftplus(v))); }
+
 }  // namespace
