@@ -39,11 +39,16 @@ void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
     ops::rms_norm(delta, n_xdbl, T, R, nullptr, eps, delta, n_xdbl);
   }
 
-  // 4. δ · dt_projᵀ + dt_proj.bias                         dt: [T, E]  (Δ = softplus of it, in the scan)
+  // 4. Δ = softplus(δ · dt_projᵀ + dt_proj.bias)            dt: [T, E]
+  //    in dt_proj's kernel where it fuses it (the bf16 tier), else in the scan as it reads each value
   float* dt = Scratch::get(s.dt, T * E);
-  ops::linear(delta, n_xdbl, T, ctx.w.dt_proj, ctx.w.dt_proj_bias, dt, E);
+  const bool softplus_in_linear = ops::linear_fuses_softplus(ctx.w.dt_proj);
+  if (softplus_in_linear)
+    ops::linear_softplus(delta, n_xdbl, T, ctx.w.dt_proj, ctx.w.dt_proj_bias, dt, E);
+  else
+    ops::linear(delta, n_xdbl, T, ctx.w.dt_proj, ctx.w.dt_proj_bias, dt, E);
 
-  // 5. selective scan per sequence, Δ_t = softplus(dt_t) fused: h_t = exp(Δ_t·A)·h_{t−1} + Δ_t·u_t·B_t;
+  // 5. selective scan per sequence: h_t = exp(Δ_t·A)·h_{t−1} + Δ_t·u_t·B_t;
   //    y_t = (h_t·C_t + D·u_t) · silu(z_t)                y: [T, E]
   float* y = Scratch::get(s.y, T * E);
   s.scan_seqs.clear();
@@ -60,7 +65,7 @@ void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
     a.ssm_state = q.state->ssm_state[ctx.layer].data<float>();
     a.y = y + q.row0 * E;              a.ldy = E;
     a.decode_step = ctx.decode;        // prefill (any piece): the same kernel whatever the split
-    a.dt_softplus = true;
+    a.dt_softplus = !softplus_in_linear;
     s.scan_seqs.push_back(a);
   }
   ops::selective_scan_batch(s.scan_seqs);

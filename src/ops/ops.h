@@ -64,6 +64,18 @@ void parallel_tasks(std::int64_t n, const std::function<void(std::int64_t)>& tas
 void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
             float* y, std::int64_t ldy);
 
+/// y = clamp(softplus(x · Wᵀ + bias), 0, +inf): Mamba-1's Δ (HF MambaMixer: softplus(dt_proj(δ)); the
+/// clamp only as softplus_clamp and the scans' dt_softplus take it, so the values are bitwise
+/// linear() followed by softplus_clamp(y, ldy, M, Nout, nullptr, 0, +inf)). Shapes and dtypes as
+/// linear(). Where linear_fuses_softplus(W), the kernel applies it to its accumulators before the
+/// store (one pass over y fewer; profiled as linear); elsewhere it is those two ops in turn.
+void linear_softplus(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
+                     float* y, std::int64_t ldy);
+/// Whether linear_softplus runs the softplus inside W's kernel: the bf16 tier's copy (W.packed of a
+/// float W) where its AVX-512 BF16 kernel runs. Elsewhere a caller that can take the softplus later
+/// (the Mamba-1 scan's dt_softplus) spares the separate pass.
+bool linear_fuses_softplus(const TensorView& W);
+
 /// Bytes of a quantized weight's (kQ8 / kQ4) copy repacked for the current CPU target's fastest
 /// linear kernel; 0 when W is not quantized or the target reads the stored layout directly (below
 /// AVX-512 VNNI). Layout: src/ops/cpu/quant_kernels.h §Blocked weights.

@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -144,6 +145,52 @@ TEST_F(Bf16Linear, EveryTargetBitwiseEqualsTheDefinitionAndNearFp32) {
       }
     }
   }
+}
+
+TEST_F(Bf16Linear, SoftplusEpilogueEqualsLinearThenSoftplusClamp) {
+  // ops::linear_softplus (Mamba-1's Δ): fused into the tier's kernel where linear_fuses_softplus,
+  // two ops elsewhere; bitwise linear() then softplus_clamp(lo 0, hi +inf) on every target, M (the
+  // decode tiles up to 8 rows, the prefill ones beyond), odd N, with pre-activations past the
+  // softplus's x > 20 branch, far below 0, and NaN.
+  std::mt19937 rng(5);
+  const float inf = std::numeric_limits<float>::infinity();
+  int cases = 0;
+  for (std::int64_t M : {1, 2, 5, 8, 9, 40})
+    for (std::int64_t N : {1, 17, 80, 301}) {
+      const std::int64_t K = cases % 2 ? 48 : 7, ldx = K + cases % 3, ldy = N + cases % 4;
+      ++cases;
+      FWeight W(N, K, cases % 3 ? DType::kBF16 : DType::kF32, rng);
+      TensorView packed_view = W.view;
+      const Tensor packed = test::pack_for_test(packed_view, true);
+      const std::vector<float> x = test::random_vec(M * ldx, rng, -3.0f, 3.0f);
+      std::vector<float> bias = test::random_vec(N, rng, -4.0f, 4.0f);
+      bias[0] = 30.0f;  // → x itself
+      if (N > 2) bias[1] = -90.0f;  // → ~e^−86.6 (vexp's clamp), not negative
+      if (N > 3) bias[2] = std::numeric_limits<float>::quiet_NaN();
+      const TensorView bv(bias.data(), DType::kF32, Shape{N});
+      for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+        ops::cpu::set_cpu_target_for_test(t);
+        for (const TensorView* w : {&packed_view, &W.view}) {  // the tier's copy, and the exact tier
+          std::vector<float> want(std::size_t(M * ldy), -7.0f), got(want);
+          ops::linear(x.data(), ldx, M, *w, bv, want.data(), ldy);
+          ops::softplus_clamp(want.data(), ldy, M, N, nullptr, 0.0f, inf);
+          ops::linear_softplus(x.data(), ldx, M, *w, bv, got.data(), ldy);
+          for (std::size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0)
+                << ops::cpu::cpu_target_name(t) << (w == &packed_view ? " packed" : " exact") << " M " << M << " N " << N
+                << " at " << i << ": " << got[i] << " vs " << want[i];
+          if (N > 3)
+            for (std::int64_t m = 0; m < M; ++m) {
+              ASSERT_GT(got[std::size_t(m * ldy)], 20.0f);
+              ASSERT_GE(got[std::size_t(m * ldy + 1)], 0.0f);
+              ASSERT_LT(got[std::size_t(m * ldy + 1)], 1e-30f);
+              ASSERT_TRUE(std::isnan(got[std::size_t(m * ldy + 2)]));
+            }
+        }
+        EXPECT_EQ(ops::linear_fuses_softplus(packed_view), t == CpuTarget::kAvx512 && ops::bf16_tier_available());
+        EXPECT_FALSE(ops::linear_fuses_softplus(W.view));
+      }
+    }
 }
 
 TEST_F(Bf16Linear, DenormalActivationsAreZero) {

@@ -60,7 +60,8 @@ void round_rows(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K
 void round_rows_avx512bf16(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::uint32_t* xb);
 
 /// y[m·ldy + n] = r + bias[n] (bias nullptr: r) for m ∈ [m0, m1) and the rows n < N of blocks
-/// [b0, b1) of `wp`; xb [M, Kp] (pairs, row stride Kp).
+/// [b0, b1) of `wp`, with `softplus` clamp(softplus(r + bias[n]), 0, +inf) (ops::linear_softplus;
+/// the AVX-512 BF16 kernel only: dot_blocks_ref ignores it); xb [M, Kp] (pairs, row stride Kp).
 struct Args {
   const std::uint32_t* xb;
   std::int64_t M, K, N;
@@ -68,6 +69,7 @@ struct Args {
   const float* bias;
   float* y;
   std::int64_t ldy;
+  bool softplus = false;
 };
 /// The scalar reference of the order above (any CPU).
 void dot_blocks_ref(const Args& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1);
@@ -77,8 +79,9 @@ void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std:
 bool kernels_available();
 
 /// ops::linear for a float weight with W.packed set (this tier): x [M, K] (ldx), bias [N] fp32 or
-/// nullptr, y [M, N] (ldy).
+/// nullptr, y [M, N] (ldy); with `softplus`, ops::linear_softplus (in the kernel where
+/// kernels_available(), else a pass over y after it).
 void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const float* bias, float* y,
-            std::int64_t ldy);
+            std::int64_t ldy, bool softplus = false);
 
 }  // namespace mamba::ops::cpu::bf16dot

@@ -6,6 +6,7 @@
 // on the target, on M, on the other rows or on the split (batch invariance).
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "ops/cpu/bf16_dot.h"
@@ -112,6 +113,21 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
       run_tile(p, M * t / nt, M * (t + 1) / nt, 0, N);
     }
   });
+}
+
+bool linear_fuses_softplus(const TensorView& W) {
+  const bool float_weight = W.dtype == DType::kF32 || W.dtype == DType::kBF16 || W.dtype == DType::kF16;
+  return float_weight && W.packed != nullptr && cpu::bf16dot::kernels_available();
+}
+
+void linear_softplus(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
+                     float* y, std::int64_t ldy) {
+  if (linear_fuses_softplus(W)) {
+    const ProfileScope profile(OpKind::kLinear);
+    return cpu::bf16dot::linear(x, ldx, M, W, bias_f32(bias), y, ldy, /*softplus=*/true);
+  }
+  linear(x, ldx, M, W, bias, y, ldy);
+  softplus_clamp(y, ldy, M, W.shape[0], nullptr, 0.0f, std::numeric_limits<float>::infinity());
 }
 
 void embedding(const TensorView& table, std::span<const std::int32_t> ids, float* out) {

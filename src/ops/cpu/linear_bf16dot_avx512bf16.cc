@@ -12,11 +12,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "ops/cpu/bf16_dot.h"
 #include "ops/cpu/cpu_target.h"
 #include "ops/cpu/ssd_bf16.h"
+#define MAMBA_SIMD_BYTES 64  // simd.h: vsoftplus for the softplus epilogue, as the AVX-512 target computes it
+#include "ops/cpu/simd.h"
 
 namespace mamba::ops::cpu::bf16dot {
 
@@ -53,6 +56,10 @@ inline void tile(const Args& a, std::int64_t m0, const std::int64_t (&blk)[NB]) 
       const __m512 bv = _mm512_maskz_loadu_ps(mask, a.bias + n0);
       for (int r = 0; r < R; ++r) acc[r][i] = _mm512_add_ps(acc[r][i], bv);
     }
+    if (a.softplus)  // clamp(softplus(·), 0, +inf) as the AVX-512 softplus_clamp_row computes it
+      for (int r = 0; r < R; ++r)
+        acc[r][i] = reinterpret_cast<__m512>(
+            vsoftplus_clamp(reinterpret_cast<vf>(acc[r][i]), vf{}, vset1(std::numeric_limits<float>::infinity())));
     for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(a.y + (m0 + r) * a.ldy + n0, mask, acc[r][i]);
   }
 }
