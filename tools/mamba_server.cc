@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -241,6 +243,12 @@ int main(int argc, char** argv) {
     if (o.model_id.empty()) o.model_id = "mamba";
   }
 
+  // A directory that is no checkpoint is named as such first (its config.json), as mamba-cli does,
+  // rather than for the tokenizer.json it lacks too.
+  if (auto config = mamba::ModelConfig::from_file((std::filesystem::path(dir.value()) / "config.json").string()); !config.ok()) {
+    std::fprintf(stderr, "error: %s\n%s", config.error().message.c_str(), mamba::tools::env_note(from_env).c_str());
+    return 2;
+  }
   // The server reads prompts as text: a checkpoint without tokenizer.json (and no --tokenizer) is
   // refused before the (slower) model load, saying where one comes from.
   auto found_tokenizer = mamba::model_tokenizer_file(dir.value(), tokenizer_ref);
@@ -344,6 +352,17 @@ int main(int argc, char** argv) {
   if (!eos.ok()) {
     std::fprintf(stderr, "error: %s\n", eos.error().message.c_str());
     return 2;
+  }
+  // Chat prompts have one fixed format (docs/SERVER.md §Chat prompt format); an instruct model's own
+  // template, which vLLM, TGI and llama.cpp apply, is named so that nobody takes its absence for it.
+  {
+    const std::filesystem::path config = std::filesystem::path(tokenizer_file).parent_path() / "tokenizer_config.json";
+    std::ifstream in(config);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("chat_template") && !j["chat_template"].is_null())
+      spdlog::warn("{} has a chat_template, which this server does not apply: /v1/chat/completions writes each message "
+                   "as \"User: …\\n\\n\" etc. and ends with \"Assistant:\" (docs/SERVER.md §Chat prompt format)",
+                   config.string());
   }
   auto server = mamba::Server::create(std::move(model).value(), std::make_unique<mamba::Tokenizer>(std::move(tok).value()),
                                       std::move(eos).value(), o);

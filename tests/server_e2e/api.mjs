@@ -107,6 +107,10 @@ await check('POST /tokenize', async () => {
   const e = await postJson(base, '/v1/completions', { prompt: nfd, max_tokens: 0, echo: true, logprobs: 0 });
   assert.equal(e.json.choices[0].text, nfd);
   assert.deepEqual(e.json.choices[0].logprobs.text_offset, [0, 2, 5]);
+  // TGI's `inputs` and vLLM's `prompt` together: refused, not one of them silently dropped.
+  const both = await postJson(base, '/tokenize', { inputs: 'a', prompt: 'b' });
+  assert.equal(both.status, 422, both.text);
+  assert.match(both.json.error, /either `inputs` .* or `prompt` .*not both/);
 });
 
 await check('a large answer (details and top tokens of 4000 tokens, ~1.7 MB) arrives whole, as application/json', async () => {

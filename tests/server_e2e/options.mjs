@@ -224,6 +224,26 @@ await check('numbers are plain decimal: 0x50, "" and abc are errors naming the f
   await expectStartupError(['--threads', '+1', '--max-batch-size', '+1', '--port', '99999'], /error: --port: Value 99999 not in range/);
   await expectStartupError(['--threads', '-01'], /error: --threads: expected an integer from 0 \(all hardware threads\) to 1024, got -1/);
 });
+await check('a chat_template in tokenizer_config.json is named at start as not applied (the fixed chat format is)', async () => {
+  const { mkdtempSync, symlinkSync, writeFileSync, rmSync } = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const here = path.dirname(new URL(import.meta.url).pathname);
+  const modelDir = path.resolve(process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k'));
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mamba-chattpl-'));
+  try {
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) symlinkSync(path.join(modelDir, f), path.join(dir, f));
+    writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: '{% for m in messages %}{{ m.content }}{% endfor %}' }));
+    const srv = await startServer(['-m', dir]);
+    try {
+      assert.match(srv.log(), /tokenizer_config\.json has a chat_template, which this server does not apply/, srv.log());
+    } finally {
+      await srv.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 await check('a model directory without tokenizer.json → exit 2 saying where one comes from; --tokenizer supplies one', async () => {
   const { mkdtempSync, symlinkSync, rmSync } = await import('node:fs');
   const os = await import('node:os');
@@ -232,6 +252,9 @@ await check('a model directory without tokenizer.json → exit 2 saying where on
   const modelDir = path.resolve(process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k'));
   const dir = mkdtempSync(path.join(os.tmpdir(), 'mamba-notok-'));
   try {
+    // A directory that is no checkpoint at all is named for its config.json first (as mamba-cli),
+    // not for the tokenizer.json it lacks too.
+    await expectStartupError(['-m', dir], new RegExp(`error: ${dir}/config\\.json: no such file`));
     for (const f of ['config.json', 'model.safetensors']) symlinkSync(path.join(modelDir, f), path.join(dir, f));
     await expectStartupError(['-m', dir], /error: .* has no tokenizer\.json, which the server needs .*--tokenizer .*EleutherAI\/gpt-neox-20b/);
     await expectStartupError(['-m', dir, '--tokenizer', path.join(dir, 'nowhere')], /error: --tokenizer: .*nowhere: no such tokenizer file or directory/);
