@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <memory>
 #include <string>
@@ -15,7 +14,6 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -25,6 +23,7 @@
 #include "mamba/generate.h"
 #include "mamba/server.h"
 #include "mamba/tokenizer.h"
+#include "io/generation_config.h"
 #include "ops/cpu/cpu_target.h"
 #include "ops/ops.h"
 #include "server/listen_address.h"
@@ -355,15 +354,12 @@ int main(int argc, char** argv) {
   }
   // Chat prompts have one fixed format (docs/SERVER.md §Chat prompt format); an instruct model's own
   // template, which vLLM, TGI and llama.cpp apply, is named so that nobody takes its absence for it.
-  {
-    const std::filesystem::path config = std::filesystem::path(tokenizer_file).parent_path() / "tokenizer_config.json";
-    std::ifstream in(config);
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("chat_template") && !j["chat_template"].is_null())
-      spdlog::warn("{} has a chat_template, which this server does not apply: /v1/chat/completions writes each message "
-                   "as \"User: …\\n\\n\" etc. and ends with \"Assistant:\" (docs/SERVER.md §Chat prompt format)",
-                   config.string());
-  }
+  const std::string tokenizer_files = std::filesystem::path(tokenizer_file).parent_path().string();
+  if (auto tc = mamba::io::read_json_object_file(tokenizer_files, "tokenizer_config.json");
+      tc.ok() && tc->has_value() && (**tc).contains("chat_template") && !(**tc)["chat_template"].is_null())
+    spdlog::warn("{}/tokenizer_config.json has a chat_template, which this server does not apply: /v1/chat/completions "
+                 "writes each message as \"User: …\\n\\n\" etc. and ends with \"Assistant:\" (docs/SERVER.md §Chat prompt format)",
+                 tokenizer_files);
   auto server = mamba::Server::create(std::move(model).value(), std::make_unique<mamba::Tokenizer>(std::move(tok).value()),
                                       std::move(eos).value(), o);
   if (!server.ok()) {
