@@ -232,17 +232,23 @@ std::filesystem::path patched_copy(const std::string& src_dir, const std::string
   return dir;
 }
 
+/// The status of a 3-token prefill (logits of the last row) of the model in `dir`; the load must succeed.
+Status prefill_three_tokens(const std::filesystem::path& dir) {
+  auto m = Model::load(dir.string());
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  if (!m.ok()) return m.error();
+  State st = m.value()->new_state();
+  std::vector<float> logits(std::size_t(m.value()->logits_width()));
+  const std::vector<std::int32_t> ids = {1, 2, 3};
+  return m.value()->prefill(ids, st, LogitsMode::kLast, logits.data());
+}
+
 // A weight that makes the logits non-finite is reported as kNumerical, never returned silently.
 TEST(ModelApi, NonFiniteLogitsAreAnError) {
   MAMBA_REQUIRE_SHARED(shared);
   // lm_head.weight[0, 0] (F32) = +inf in a copy.
   const auto dir = patched_copy(shared + "/fixtures/mamba2-odd/model", "mamba_nonfinite_model", "lm_head.weight", 0, INFINITY);
-  auto m = Model::load(dir.string());
-  ASSERT_TRUE(m.ok()) << m.error().message;
-  State st = m.value()->new_state();
-  std::vector<float> logits(std::size_t(m.value()->logits_width()));
-  const std::vector<std::int32_t> ids = {1, 2, 3};
-  const Status s = m.value()->prefill(ids, st, LogitsMode::kLast, logits.data());
+  const Status s = prefill_three_tokens(dir);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, ErrorCode::kNumerical) << s.message();
   EXPECT_NE(s.message().find("id 0"), std::string::npos) << s.message();
@@ -257,12 +263,7 @@ TEST(ModelApi, NaNDtBiasIsANumericalErrorNotASkippedChannel) {
   for (const auto& [fixture, tensor] : {std::pair{"mamba1-odd", "layers.0.mixer.dt_proj.bias"},
                                         std::pair{"mamba2-odd", "layers.0.mixer.dt_bias"}}) {
     const auto dir = patched_copy(shared + "/fixtures/" + fixture + "/model", "mamba_nan_dt_model", tensor, 1, nan);
-    auto m = Model::load(dir.string());
-    ASSERT_TRUE(m.ok()) << m.error().message;
-    State st = m.value()->new_state();
-    std::vector<float> logits(std::size_t(m.value()->logits_width()));
-    const std::vector<std::int32_t> ids = {1, 2, 3};
-    const Status s = m.value()->prefill(ids, st, LogitsMode::kLast, logits.data());
+    const Status s = prefill_three_tokens(dir);
     ASSERT_FALSE(s.ok()) << fixture;
     EXPECT_EQ(s.error().code, ErrorCode::kNumerical) << s.message();
     std::filesystem::remove_all(dir);
