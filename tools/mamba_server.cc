@@ -242,8 +242,8 @@ int main(int argc, char** argv) {
     if (o.model_id.empty()) o.model_id = "mamba";
   }
 
-  // A directory that is no checkpoint is named as such first (its config.json), as mamba-cli does,
-  // rather than for the tokenizer.json it lacks too.
+  // A directory that is no checkpoint is named as such first (its config.json, as the load would),
+  // rather than for the tokenizer.json it lacks too (the load itself comes after the cheap checks).
   if (auto config = mamba::ModelConfig::from_file((std::filesystem::path(dir.value()) / "config.json").string()); !config.ok()) {
     std::fprintf(stderr, "error: %s\n%s", config.error().message.c_str(), mamba::tools::env_note(from_env).c_str());
     return 2;

@@ -158,7 +158,8 @@ void conv1d_silu_batch(std::span<const Conv1dSeq> seqs, std::int64_t ldx, std::i
                        const float* wT, const float* bias);
 
 /// In place: dt = clamp(softplus(dt + bias), lo, hi), softplus as PyTorch (x > 20 → x, else
-/// log1p(exp(x))). dt: [M, n] (lddt); bias: [n] fp32 or nullptr. Use lo = 0, hi = +inf for none.
+/// log1p(exp(x))); a NaN stays NaN (as torch.clamp). dt: [M, n] (lddt); bias: [n] fp32 or nullptr.
+/// Use lo = 0, hi = +inf for none.
 void softplus_clamp(float* dt, std::int64_t lddt, std::int64_t M, std::int64_t n, const float* bias, float lo,
                     float hi);
 

@@ -101,13 +101,13 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   if (auto e = parse_body_object(req.body, body)) return send_error(req, res, *e, ctx.metrics);
   // (A null `prompt` or `messages` is still vLLM's shape: its error names that field, not `inputs`.)
   const bool inputs = body.contains("inputs") && !body["inputs"].is_null();
-  const bool vllm = body.contains("prompt") || body.contains("messages");
-  if (inputs && vllm)  // two texts: tokenizing either one would silently drop the other
+  const auto given = [&](const char* key) { return body.contains(key) && !body[key].is_null(); };
+  if (inputs && (given("prompt") || given("messages")))  // two texts: tokenizing one would silently drop the other
     return send_error(req, res,
                       ApiError::validation(fmt::format("give either `inputs` (TGI's /tokenize) or `{}` (vLLM's), not both",
-                                                       body.contains("prompt") ? "prompt" : "messages")),
+                                                       given("prompt") ? "prompt" : "messages")),
                       ctx.metrics);
-  if (vllm) return tokenize_vllm(ctx, body, req, res);
+  if (!inputs && (body.contains("prompt") || body.contains("messages"))) return tokenize_vllm(ctx, body, req, res);
   tokenize_tgi(ctx, body, req, res);
 }
 

@@ -5,6 +5,7 @@
 // loaded with it computes bitwise as one loaded with the tier it resolved to.
 #include <gtest/gtest.h>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -162,6 +163,23 @@ TEST(AutoPrecisionDeathTest, FallsBackToTheExactTierWhenTheCopyDoesNotFit) {
   // one fits without growing it.
   if (!ops::bf16_tier_available()) GTEST_SKIP() << "auto takes the exact tier on this CPU anyway";
   if (kAddressSanitizer) GTEST_SKIP() << "AddressSanitizer's own mappings count against RLIMIT_DATA";
+  if (vm_data_bytes() < 0) GTEST_SKIP() << "no VmData in /proc/self/status";
+  // Where RLIMIT_DATA does not bound anonymous mappings (Linux before 4.7, some sandboxes), nothing
+  // can make the copy fail: probe it in a child first.
+  const pid_t probe = ::fork();
+  ASSERT_GE(probe, 0);
+  if (probe == 0) {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_DATA, &rl) != 0) ::_exit(1);
+    rl.rlim_cur = static_cast<rlim_t>(vm_data_bytes() + (6 << 20));
+    if (::setrlimit(RLIMIT_DATA, &rl) != 0) ::_exit(1);
+    void* p = ::mmap(nullptr, 16 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ::_exit(p == MAP_FAILED ? 0 : 1);
+  }
+  int probe_status = 0;
+  ASSERT_EQ(::waitpid(probe, &probe_status, 0), probe);
+  if (!WIFEXITED(probe_status) || WEXITSTATUS(probe_status) != 0)
+    GTEST_SKIP() << "RLIMIT_DATA does not bound a 16 MiB mapping here";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(fall_back_and_exit(), ::testing::ExitedWithCode(0), "");
 }
@@ -277,8 +295,9 @@ TEST(AutoPrecision, LoadedModelSaysWhy) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   if (models::mem_available_bytes() >= 0) {  // (where no memory figure is readable, none is checked)
     EXPECT_EQ((*r)->precision(), Precision::kExact);
-    if (ops::bf16_tier_available())
+    if (ops::bf16_tier_available()) {
       EXPECT_NE((*r)->precision_reason().find("GB reserved for states"), std::string::npos) << (*r)->precision_reason();
+    }
   }
   lo.reserve_bytes = -1;
   auto neg = Model::load(embedded_dir(), lo);

@@ -151,7 +151,9 @@ TEST_F(Bf16Linear, SoftplusEpilogueEqualsLinearThenSoftplusClamp) {
   // ops::linear_softplus (Mamba-1's Δ): fused into the tier's kernel where linear_fuses_softplus,
   // two ops elsewhere; bitwise linear() then softplus_clamp(lo 0, hi +inf) on every target, M (the
   // decode tiles up to 8 rows, the prefill ones beyond), odd N, with pre-activations past the
-  // softplus's x > 20 branch, far below 0, and NaN.
+  // softplus's x > 20 branch, far below 0, and NaN. The bitwise comparison tests the fused kernel only
+  // on CPUs with AVX-512 BF16 (elsewhere, and for the unpacked weight, linear_softplus is those two
+  // ops); the range checks hold everywhere.
   std::mt19937 rng(5);
   const float inf = std::numeric_limits<float>::infinity();
   int cases = 0;

@@ -108,7 +108,7 @@ TEST(Ssd, SplitAtChunkMultiplesIsBitwiseIdentical) {
   const SsdData d(c, rng);
   const std::vector<float> whole = run_ssd(c, d, false);  // y, then the final state
   // Cuts at absolute positions 8, 16, 32 (multiples of Q) → relative 5, 13, 29.
-  for (const std::vector<std::int64_t> cuts : {std::vector<std::int64_t>{5}, {13, 29}, {5, 13, 29}})
+  for (const std::vector<std::int64_t>& cuts : {std::vector<std::int64_t>{5}, {13, 29}, {5, 13, 29}})
     EXPECT_EQ(0, std::memcmp(run_ssd(c, d, false, cuts).data(), whole.data(), sizeof(float) * whole.size()));
 }
 
@@ -179,7 +179,9 @@ TEST(SsdBf16Products, NonFiniteValuesReachTheSameOutputsAsFp32) {
                                             << (fresh ? ", fresh state" : "") << ", output " << i);
             ASSERT_EQ(std::isnan(exact[i]), std::isnan(bf16[i]));
             ASSERT_EQ(std::isinf(exact[i]), std::isinf(bf16[i]));
-            if (std::isinf(exact[i])) ASSERT_EQ(exact[i], bf16[i]);
+            if (std::isinf(exact[i])) {
+              ASSERT_EQ(exact[i], bf16[i]);
+            }
           }
           ++cases;
         }

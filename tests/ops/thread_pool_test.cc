@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <functional>
 #include <chrono>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "mamba/thread_limit.h"
 #include "ops/ops.h"
 
 namespace mamba {
@@ -98,7 +100,7 @@ TEST(ThreadPool, TheCallerRunsTheShareOfALateWorker) {
   // caller has finished share 0, and on a 2-CPU VM it did so for whole phases of consecutive regions
   // (OMP_WAIT_POLICY=passive after OpenMP regions: 20 regions missed the caller's claim in ~1 run of
   // 3; over 200 regions the caller ran share 1 in 145–200): 200 regions.
-  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: regions of 2 are OpenMP regions";
+  if (usable_cpus() < 2) GTEST_SKIP() << "one usable CPU: regions of 2 are OpenMP regions (the pool's rule)";
   // With both threads on one CPU the woken worker preempted the caller and started share 1 first,
   // region after region (seen once in ~10 runs of the suite): this thread on one CPU, the workers
   // on another, so that the worker's wake-up is the only race.
@@ -127,7 +129,7 @@ TEST(ThreadPool, RegionsStartingAsTheWorkerFallsAsleepLoseNoShare) {
   // gaps between regions around both limits hit that window. Whichever side wins, each share runs
   // exactly once (the caller takes a share the worker has not started) and the caller returns
   // only after both finished (a share that lags sets its flag late: the assertion would see 0).
-  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: regions of 2 are OpenMP regions";
+  if (usable_cpus() < 2) GTEST_SKIP() << "one usable CPU: regions of 2 are OpenMP regions (the pool's rule)";
   using Clock = std::chrono::steady_clock;
   const int gaps_us[] = {0, 1, 3, 6, 10, 20, 40, 490, 500, 510};
   int worker_ran = 0;
@@ -244,7 +246,7 @@ TEST(ThreadPool, ParallelForBalancedGivesASlowThreadsTailToTheOthers) {
   // Two threads, 64 items: every item the worker runs takes 1 ms, the caller's none. A static
   // split runs 32 on each; balanced, the caller ends its range at once and then takes the worker's
   // items from the back (or the worker's whole share, when it is late to wake): more than 32.
-  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: regions of 2 are OpenMP regions";
+  if (usable_cpus() < 2) GTEST_SKIP() << "one usable CPU: regions of 2 are OpenMP regions (the pool's rule)";
   const int saved = ops::num_threads();
   ops::set_num_threads(2);
   const auto caller = std::this_thread::get_id();
@@ -302,7 +304,10 @@ int in_child(const std::function<int()>& child) {
     ::_exit(code);
   }
   int status = 0;
-  if (::waitpid(pid, &status, 0) != pid) return -1;
+  pid_t r;
+  while ((r = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  if (r != pid) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
@@ -333,7 +338,7 @@ TEST(ThreadPool, AForkDuringARegionGivesTheChildAFreshPool) {
   // its caller holds the pool's lock, and share 0's exception is kept for rethrow. The child (forked
   // from a third thread) must start its own workers, run every share of its regions once, never
   // see the parent's exception, and still get its own (pthread_atfork → Pool::forget_workers).
-  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: regions of 2 are OpenMP regions";
+  if (usable_cpus() < 2) GTEST_SKIP() << "one usable CPU: regions of 2 are OpenMP regions (the pool's rule)";
   std::atomic<bool> share1_holding{false}, share0_thrown{false}, release{false};
   std::atomic<int> share1_runs{0};
   std::string parent_caught;
@@ -354,8 +359,16 @@ TEST(ThreadPool, AForkDuringARegionGivesTheChildAFreshPool) {
       parent_caught = e.what();
     }
   });
-  while (!share0_thrown.load()) std::this_thread::yield();
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the exception is kept by now
+  // (A deadline, so that a share 1 that never starts fails the test instead of hanging it.)
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10); !share0_thrown.load();) {
+    if (std::chrono::steady_clock::now() > until) {
+      release = true;
+      region.join();
+      FAIL() << "share 1 did not start within 10 s";
+    }
+    std::this_thread::yield();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the exception is kept by now (FirstError::run)
   const int child = in_child([] {
     bool worker_ran = false;
     if (const int rc = two_share_regions(2000, &worker_ran); rc != 0) return rc;
@@ -384,7 +397,7 @@ TEST(ThreadPool, WhenTheOsRefusesAWorkerTheCallerRunsItsShare) {
   // the caller takes the shares that have no thread; once threads can be made again, the next
   // region starts its worker. In a child, whose pool has no workers yet (fork), with thread stacks
   // made too large to map (pthread_setattr_default_np: std::thread's default attributes).
-  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: regions of 2 are OpenMP regions";
+  if (usable_cpus() < 2) GTEST_SKIP() << "one usable CPU: regions of 2 are OpenMP regions (the pool's rule)";
   const int child = in_child([] {
     pthread_attr_t huge, normal;
     if (pthread_getattr_default_np(&normal) != 0 || pthread_attr_init(&huge) != 0 ||

@@ -4,14 +4,13 @@
 #include "ops/cpu/bf16_dot.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "ops/cpu/cpu_target.h"
-#include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/thread_pool.h"
 #include "ops/ops.h"
@@ -108,16 +107,8 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
     else round_rows(x + m0 * ldx, ldx, m1 - m0, K, xb + m0 * Kp);
   });
   const Args args{xb, M, K, N, static_cast<const std::uint8_t*>(W.packed), bias, y, ldy, softplus};
-  // dot_blocks_ref has no softplus epilogue: a pass over the rectangle it wrote instead (the same values).
-  const auto kernel = [&](const Args& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1) {
-    if (simd) return dot_blocks_avx512bf16(a, m0, m1, b0, b1);
-    dot_blocks_ref(a, m0, m1, b0, b1);
-    if (!a.softplus) return;
-    const Kernels& k = cpu_kernels();
-    const std::int64_t n0 = b0 * kBlockRows, n1 = std::min(N, b1 * kBlockRows);
-    for (std::int64_t m = m0; m < m1; ++m)
-      k.softplus_clamp_row(y + m * ldy + n0, nullptr, n1 - n0, 0.0f, std::numeric_limits<float>::infinity());
-  };
+  auto* kernel = simd ? &dot_blocks_avx512bf16 : &dot_blocks_ref;
+  assert(!softplus || simd);  // (dot_blocks_ref has no softplus epilogue: ops::linear_softplus asks only where it runs)
   const std::int64_t n_blocks = (N + kBlockRows - 1) / kBlockRows;
   // Threads take contiguous block ranges, all M rows each (each weight block is read once); a weight
   // of few blocks (x_proj: N = 80, 5 blocks) is shared by row ranges instead (its blocks read by

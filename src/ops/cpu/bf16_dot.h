@@ -79,8 +79,8 @@ void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std:
 bool kernels_available();
 
 /// ops::linear for a float weight with W.packed set (this tier): x [M, K] (ldx), bias [N] fp32 or
-/// nullptr, y [M, N] (ldy); with `softplus`, ops::linear_softplus (in the kernel where
-/// kernels_available(), else a pass over y after it).
+/// nullptr, y [M, N] (ldy); with `softplus` (only where kernels_available()), ops::linear_softplus's
+/// values, made in the kernel's epilogue.
 void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const float* bias, float* y,
             std::int64_t ldy, bool softplus = false);
 

@@ -81,7 +81,7 @@ struct Kernels {
   void (*conv1d_silu_step)(const float* x, std::int64_t c0, std::int64_t c1, std::int64_t C, std::int64_t K,
                            const float* wT, const float* bias, float* conv_state, float* y);
 
-  /// d[i] = clamp(softplus(d[i] + bias[i]), lo, hi), i < n (bias may be nullptr).
+  /// d[i] = clamp(softplus(d[i] + bias[i]), lo, hi), i < n (bias may be nullptr); NaN stays NaN.
   void (*softplus_clamp_row)(float* d, const float* bias, std::int64_t n, float lo, float hi);
 
   /// out[i] = silu(z[i]) · x[i], i < n (out may alias x).

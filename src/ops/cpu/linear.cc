@@ -116,8 +116,8 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
 }
 
 bool linear_fuses_softplus(const TensorView& W) {
-  const bool float_weight = W.dtype == DType::kF32 || W.dtype == DType::kBF16 || W.dtype == DType::kF16;
-  return float_weight && W.packed != nullptr && cpu::bf16dot::kernels_available();
+  // A float weight with a packed copy: the bf16 tier's (quantized weights' copies are blocked ones).
+  return W.packed != nullptr && pack_weight_bf16_bytes(W) > 0 && cpu::bf16dot::kernels_available();
 }
 
 void linear_softplus(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,

@@ -1,6 +1,7 @@
 // Width-generic fp32 SIMD vectors for the forward-pass kernels (scan, SSD, conv, elementwise).
 //
-// Include this header only from a kernel translation unit (kernels_*.cc, via kernels_impl.inc) after defining
+// Include this header only from a translation unit compiled for one ISA (kernels_*.cc via
+// kernels_impl.inc; linear_bf16dot_avx512bf16.cc for its softplus epilogue) after defining
 // MAMBA_SIMD_BYTES = 16 (baseline SSE2), 32 (AVX2+FMA) or 64 (AVX-512F). Everything here is in an
 // anonymous namespace, so each ISA's TU gets its own copy (cpu_target.h's rule: no shared inline
 // code between ISA flags). The vector type is GCC's vector extension, which lowers to the ISA's
