@@ -5,6 +5,19 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { deadline, startServer, postJson, SERVER_BIN, check, exitWithChecks, waitFor } from './lib.mjs';
+import os from 'node:os';
+import path from 'node:path';
+
+/// The model the checks below copy or link from: MAMBA_E2E_MODEL, else the embedded one.
+const modelDir = path.resolve(process.env.MAMBA_E2E_MODEL ||
+                              path.join(path.dirname(new URL(import.meta.url).pathname), '../../models/mamba2-books-7m-bpe8k'));
+
+/// A fresh temporary directory (removed by the caller) holding links to `files` of modelDir.
+function linkedModelDir(prefix, files) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  for (const f of files) fs.symlinkSync(path.join(modelDir, f), path.join(dir, f));
+  return dir;
+}
 
 deadline(120);
 
@@ -102,7 +115,6 @@ await check('llama.cpp flags → refused by name with what to do here, as by mam
   await expectStartupError(['-xyz'], /error: unknown option '-xyz' \(one dash takes one letter; long options take two, as --help lists them\)/);
 });
 await check('--threads above the CPUs this process may run on → a warning naming them, as mamba-cli -t; the server still serves', async () => {
-  const os = await import('node:os');
   const cpus = os.availableParallelism();  // the affinity mask, as the server counts
   const srv = await startServer(['--threads', String(cpus + 1)]);
   try {
@@ -225,14 +237,9 @@ await check('numbers are plain decimal: 0x50, "" and abc are errors naming the f
   await expectStartupError(['--threads', '-01'], /error: --threads: expected an integer from 0 \(all hardware threads\) to 1024, got -1/);
 });
 await check('a chat_template in tokenizer_config.json is named at start as not applied (the fixed chat format is)', async () => {
-  const { mkdtempSync, symlinkSync, writeFileSync, rmSync } = await import('node:fs');
-  const os = await import('node:os');
-  const path = await import('node:path');
-  const here = path.dirname(new URL(import.meta.url).pathname);
-  const modelDir = path.resolve(process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k'));
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'mamba-chattpl-'));
+  const { writeFileSync, rmSync } = await import('node:fs');
+  const dir = linkedModelDir('mamba-chattpl-', ['config.json', 'model.safetensors', 'tokenizer.json']);
   try {
-    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) symlinkSync(path.join(modelDir, f), path.join(dir, f));
     writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: '{% for m in messages %}{{ m.content }}{% endfor %}' }));
     const srv = await startServer(['-m', dir]);
     try {
@@ -245,14 +252,10 @@ await check('a chat_template in tokenizer_config.json is named at start as not a
   }
 });
 await check('a model directory without tokenizer.json → exit 2 saying where one comes from; --tokenizer supplies one', async () => {
-  const { mkdtempSync, symlinkSync, rmSync } = await import('node:fs');
-  const os = await import('node:os');
-  const path = await import('node:path');
-  const here = path.dirname(new URL(import.meta.url).pathname);
-  const modelDir = path.resolve(process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k'));
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'mamba-notok-'));
+  const { symlinkSync, rmSync } = await import('node:fs');
+  const dir = linkedModelDir('mamba-notok-', []);
   try {
-    // A directory that is no checkpoint at all is named for its config.json first (as mamba-cli),
+    // A directory that is no checkpoint at all is named for its config.json first (as the model load),
     // not for the tokenizer.json it lacks too.
     await expectStartupError(['-m', dir], new RegExp(`error: ${dir}/config\\.json: no such file`));
     for (const f of ['config.json', 'model.safetensors']) symlinkSync(path.join(modelDir, f), path.join(dir, f));
@@ -286,10 +289,6 @@ await check('a model directory without tokenizer.json → exit 2 saying where on
 /// snapshot abc123, the `main` ref pointing at it.
 async function makeHub() {
   const { mkdtempSync, mkdirSync, writeFileSync, symlinkSync } = await import('node:fs');
-  const os = await import('node:os');
-  const path = await import('node:path');
-  const here = path.dirname(new URL(import.meta.url).pathname);
-  const modelDir = process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k');
   const hub = mkdtempSync(path.join(os.tmpdir(), 'mamba-hub-'));
   const repo = path.join(hub, 'models--me--tiny');
   mkdirSync(path.join(repo, 'refs'), { recursive: true });
@@ -339,11 +338,7 @@ await check('--model-id mamba is kept as given; $MAMBA_MODEL as a repo id names 
 });
 await check('prompts get the tokenizer\'s post-processor specials (a BOS), as TGI / vLLM / HF tokenizer(text); add_special_tokens: false leaves them out', async () => {
   const { mkdtempSync, readFileSync, writeFileSync, rmSync } = await import('node:fs');
-  const os = await import('node:os');
-  const path = await import('node:path');
   const { postJson } = await import('./lib.mjs');
-  const here = path.dirname(new URL(import.meta.url).pathname);
-  const modelDir = process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k');
   // The embedded model's tokenizer with a Llama-style post-processor: BOS = id 0 before the text.
   const tj = JSON.parse(readFileSync(path.join(modelDir, 'tokenizer.json'), 'utf8'));
   const bos = tj.added_tokens.find((t) => t.id === 0).content;
@@ -463,9 +458,6 @@ await check('a default max_new_tokens shrinks to --max-total-tokens (as TGI); a 
   }
 });
 await check('a model directory given as DIR/ is named DIR; --max-total-tokens alone lowers the default --max-input-tokens; /info gives the prefill budget as raised to one chunk', async () => {
-  const path = await import('node:path');
-  const here = path.dirname(new URL(import.meta.url).pathname);
-  const modelDir = process.env.MAMBA_E2E_MODEL || path.join(here, '../../models/mamba2-books-7m-bpe8k');
   const srv = await startServer(['-m', modelDir + '/', '--max-total-tokens', '40', '--max-batch-prefill-tokens', '10']);
   try {
     const info = await (await fetch(srv.base + '/info')).json();
