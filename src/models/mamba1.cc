@@ -13,20 +13,28 @@ void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
   Scratch& s = ctx.s;
 
   // 1. [u, z] = x · in_projᵀ                              proj: [T, 2E] (u = cols [0, E), z = [E, 2E))
+  // 2. u = silu(conv1d(u)), causal, continuing from each sequence's conv_state   u: [T, E] (row stride ldu)
+  //    a prefill where in_proj's kernel fuses the conv (the bf16 tier): in its epilogue, u in place
   float* proj = Scratch::get(s.proj, T * 2 * E);
-  ops::linear(x, d, T, ctx.w.in_proj, ctx.w.in_proj_bias, proj, 2 * E);
-
-  // 2. u = silu(conv1d(u)), causal, continuing from each sequence's conv_state   u: [T, E]
-  float* u = Scratch::get(s.conv, T * E);
-  s.conv_seqs.clear();
-  for (const SeqSlice& q : seqs)
-    s.conv_seqs.push_back({proj + q.row0 * 2 * E, q.len, q.state->conv_state[ctx.layer].data<float>(), u + q.row0 * E});
-  ops::conv1d_silu_batch(s.conv_seqs, 2 * E, E, K, ctx.p.conv_wT.data(),
-                         ctx.p.conv_b.empty() ? nullptr : ctx.p.conv_b.data());
+  const float* conv_b = ctx.p.conv_b.empty() ? nullptr : ctx.p.conv_b.data();
+  float* u = proj;
+  std::int64_t ldu = 2 * E;
+  if (!ctx.decode && seqs.size() == 1 && ops::linear_fuses_conv_silu(ctx.w.in_proj, K)) {
+    ops::linear_conv_silu(x, d, T, ctx.w.in_proj, ctx.w.in_proj_bias, proj, 2 * E,
+                          {0, E, K, ctx.p.conv_wT.data(), conv_b, seqs[0].state->conv_state[ctx.layer].data<float>()});
+  } else {
+    ops::linear(x, d, T, ctx.w.in_proj, ctx.w.in_proj_bias, proj, 2 * E);
+    u = Scratch::get(s.conv, T * E);
+    ldu = E;
+    s.conv_seqs.clear();
+    for (const SeqSlice& q : seqs)
+      s.conv_seqs.push_back({proj + q.row0 * 2 * E, q.len, q.state->conv_state[ctx.layer].data<float>(), u + q.row0 * E});
+    ops::conv1d_silu_batch(s.conv_seqs, 2 * E, E, K, ctx.p.conv_wT.data(), conv_b);
+  }
 
   // 3. [δ, B, C] = u · x_projᵀ                            xdbl: [T, R + 2N]
   float* xdbl = Scratch::get(s.xdbl, T * n_xdbl);
-  ops::linear(u, E, T, ctx.w.x_proj, TensorView(), xdbl, n_xdbl);
+  ops::linear(u, ldu, T, ctx.w.x_proj, TensorView(), xdbl, n_xdbl);
   float* delta = xdbl;
   float* B = xdbl + R;
   float* C = xdbl + R + N;
@@ -55,7 +63,7 @@ void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
   for (const SeqSlice& q : seqs) {
     ops::SelectiveScanArgs a;
     a.L = q.len; a.E = E; a.N = N;
-    a.u = u + q.row0 * E;              a.ldu = E;
+    a.u = u + q.row0 * ldu;            a.ldu = ldu;
     a.dt = dt + q.row0 * E;            a.lddt = E;
     a.A = ctx.p.A.data();
     a.B = B + q.row0 * n_xdbl;         a.ldb = n_xdbl;

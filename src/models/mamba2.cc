@@ -18,17 +18,27 @@ void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
   Scratch& s = ctx.s;
 
   // 1. zxbcdt = x · in_projᵀ                               proj: [T, rows]
+  // 2. xBC = silu(conv1d(xBC)) per sequence;  [u (E) | B (G·N) | C (G·N)] = xBC
+  //    xbc: [T, E + 2GN] (row stride ldxbc); a prefill where in_proj's kernel fuses the conv (the
+  //    bf16 tier): in its epilogue, xBC in place in proj
   float* proj = Scratch::get(s.proj, T * rows);
-  ops::linear(x, d, T, ctx.w.in_proj, ctx.w.in_proj_bias, proj, rows);
-
-  // 2. xBC = silu(conv1d(xBC)) per sequence;  [u (E) | B (G·N) | C (G·N)] = xBC     xbc: [T, E + 2GN]
-  float* xbc = Scratch::get(s.conv, T * conv_channels);
-  s.conv_seqs.clear();
-  for (const SeqSlice& q : seqs)
-    s.conv_seqs.push_back(
-        {proj + q.row0 * rows + off_xbc, q.len, q.state->conv_state[ctx.layer].data<float>(), xbc + q.row0 * conv_channels});
-  ops::conv1d_silu_batch(s.conv_seqs, rows, conv_channels, K, ctx.p.conv_wT.data(),
-                         ctx.p.conv_b.empty() ? nullptr : ctx.p.conv_b.data());
+  const float* conv_b = ctx.p.conv_b.empty() ? nullptr : ctx.p.conv_b.data();
+  float* xbc = proj + off_xbc;
+  std::int64_t ldxbc = rows;
+  if (!ctx.decode && seqs.size() == 1 && ops::linear_fuses_conv_silu(ctx.w.in_proj, K)) {
+    ops::linear_conv_silu(x, d, T, ctx.w.in_proj, ctx.w.in_proj_bias, proj, rows,
+                          {off_xbc, conv_channels, K, ctx.p.conv_wT.data(), conv_b,
+                           seqs[0].state->conv_state[ctx.layer].data<float>()});
+  } else {
+    ops::linear(x, d, T, ctx.w.in_proj, ctx.w.in_proj_bias, proj, rows);
+    xbc = Scratch::get(s.conv, T * conv_channels);
+    ldxbc = conv_channels;
+    s.conv_seqs.clear();
+    for (const SeqSlice& q : seqs)
+      s.conv_seqs.push_back(
+          {proj + q.row0 * rows + off_xbc, q.len, q.state->conv_state[ctx.layer].data<float>(), xbc + q.row0 * conv_channels});
+    ops::conv1d_silu_batch(s.conv_seqs, rows, conv_channels, K, ctx.p.conv_wT.data(), conv_b);
+  }
 
   // 3. Δ = clamp(softplus(dt + dt_bias), time_step_limit), in place in proj's dt columns   [T, H]
   float* dt = proj + off_dt;
@@ -45,11 +55,11 @@ void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
     ops::SsdArgs a;
     a.L = q.len; a.H = H; a.P = P; a.N = N; a.G = G; a.Q = c.chunk_size;
     a.position = q.state->position;
-    a.x = xbc + q.row0 * conv_channels;           a.ldx = conv_channels;
+    a.x = xbc + q.row0 * ldxbc;                   a.ldx = ldxbc;
     a.dt = dt + q.row0 * rows;                    a.lddt = rows;
     a.A = ctx.p.A.data();
-    a.B = xbc + q.row0 * conv_channels + E;       a.ldb = conv_channels;
-    a.C = xbc + q.row0 * conv_channels + E + GN;  a.ldc = conv_channels;
+    a.B = xbc + q.row0 * ldxbc + E;               a.ldb = ldxbc;
+    a.C = xbc + q.row0 * ldxbc + E + GN;          a.ldc = ldxbc;
     a.D = ctx.p.D.data();
     a.ssm_state = q.state->ssm_state[ctx.layer].data<float>();
     a.y = y + q.row0 * ldy;                       a.ldy = ldy;

@@ -76,6 +76,31 @@ void linear_softplus(const float* x, std::int64_t ldx, std::int64_t M, const Ten
 /// (the Mamba-1 scan's dt_softplus) spares the separate pass.
 bool linear_fuses_softplus(const TensorView& W);
 
+/// The causal depthwise conv1d + SiLU that linear_conv_silu applies to the output columns [col0,
+/// col0 + C) of one sequence's rows (conv1d_silu's arguments, the conv weight transposed as in
+/// conv1d_silu_batch). Non-owning: wT [K, C] fp32, bias [C] fp32 or nullptr, conv_state [C, K−1]
+/// fp32 (oldest first; read, then replaced by the last K−1 raw values of (conv_state ++ columns)).
+struct ConvSiluColumns {
+  std::int64_t col0 = 0, C = 0, K = 0;
+  const float* wT = nullptr;
+  const float* bias = nullptr;
+  float* conv_state = nullptr;
+};
+/// y = x · Wᵀ + bias (linear()), then, in place over the M rows (one sequence, in order) of the
+/// columns [conv.col0, conv.col0 + C): y[t, col0 + c] = silu(conv over the raw values), bitwise
+/// linear() followed by conv1d_silu(raw columns, …, conv.conv_state, …) copied back; conv_state
+/// advanced as conv1d_silu advances it. Mamba-1's u (in_proj's first E columns) and Mamba-2's xBC.
+/// Where linear_fuses_conv_silu(W, conv.K), the kernel applies the conv to its accumulators before
+/// the store, keeping the last K−1 raw rows in registers (one read and one write of the columns
+/// fewer than the separate pass; profiled as linear); elsewhere it is those ops in turn through a
+/// scratch copy (for tests: a caller should then run conv1d_silu_batch on y itself).
+/// Errors: none (shapes as linear(); col0 + C ≤ W.shape[0]; M ≥ 1).
+void linear_conv_silu(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
+                      float* y, std::int64_t ldy, const ConvSiluColumns& conv);
+/// Whether linear_conv_silu runs the conv inside W's kernel: the bf16 tier's copy (as
+/// linear_fuses_softplus) and conv_taps (d_conv) == 4, the kernel's register window.
+bool linear_fuses_conv_silu(const TensorView& W, std::int64_t conv_taps);
+
 /// Bytes of a quantized weight's (kQ8 / kQ4) copy repacked for the current CPU target's fastest
 /// linear kernel; 0 when W is not quantized or the target reads the stored layout directly (below
 /// AVX-512 VNNI). Layout: src/ops/cpu/quant_kernels.h §Blocked weights.

@@ -195,6 +195,69 @@ TEST_F(Bf16Linear, SoftplusEpilogueEqualsLinearThenSoftplusClamp) {
     }
 }
 
+TEST_F(Bf16Linear, ConvEpilogueEqualsLinearThenConv1dSilu) {
+  // ops::linear_conv_silu (Mamba-1's u, Mamba-2's xBC): the causal conv + SiLU over a column range
+  // in the tier's kernel where linear_fuses_conv_silu (d_conv 4), else the ops in turn; bitwise
+  // linear() then conv1d_silu on a copy of the raw columns, and the same conv_state after, on every
+  // target: M from 1 (shorter than the window) to past several 8-row tiles, column ranges that start
+  // and end inside a 16-column block or fill the output, with and without biases, and a prompt cut
+  // in two calls (the window carried through conv_state).
+  std::mt19937 rng(11);
+  int cases = 0;
+  struct Range { std::int64_t N, col0, C; };
+  for (std::int64_t M : {1, 2, 3, 8, 9, 40})
+    for (const Range r : {Range{48, 0, 48}, Range{70, 5, 37}, Range{301, 16, 250}, Range{96, 32, 64}})
+      for (std::int64_t K : {4, 3}) {
+        const std::int64_t k_in = cases % 2 ? 48 : 7, ldx = k_in + cases % 3, ldy = r.N + cases % 4;
+        const bool with_bias = cases % 3 != 0, with_conv_bias = cases % 5 != 0;
+        ++cases;
+        FWeight W(r.N, k_in, cases % 3 ? DType::kBF16 : DType::kF32, rng);
+        TensorView packed_view = W.view;
+        const Tensor packed = test::pack_for_test(packed_view, true);
+        const std::vector<float> x = test::random_vec(M * ldx, rng, -2.0f, 2.0f);
+        std::vector<float> bias = test::random_vec(r.N, rng, -1.0f, 1.0f);
+        const TensorView bv = with_bias ? TensorView(bias.data(), DType::kF32, Shape{r.N}) : TensorView();
+        const std::vector<float> w = test::random_vec(r.C * K, rng, -1.0f, 1.0f);  // [C, K]
+        std::vector<float> wT(w.size());
+        for (std::int64_t c = 0; c < r.C; ++c)
+          for (std::int64_t k = 0; k < K; ++k) wT[std::size_t(k * r.C + c)] = w[std::size_t(c * K + k)];
+        const std::vector<float> conv_bias = test::random_vec(r.C, rng, -1.0f, 1.0f);
+        const float* cb = with_conv_bias ? conv_bias.data() : nullptr;
+        const std::vector<float> state0 = test::random_vec(r.C * (K - 1), rng, -2.0f, 2.0f);
+        for (CpuTarget t : ops::cpu::supported_cpu_targets()) {
+          ops::cpu::set_cpu_target_for_test(t);
+          for (const TensorView* wv : {&packed_view, &W.view}) {  // the tier's copy, and the exact tier
+            const char* what = wv == &packed_view ? " packed" : " exact";
+            // want: linear, then conv1d_silu over a copy of the raw columns, copied back.
+            std::vector<float> want(std::size_t(M * ldy), -7.0f), want_state = state0;
+            ops::linear(x.data(), ldx, M, *wv, bv, want.data(), ldy);
+            std::vector<float> raw(std::size_t(M * r.C)), conv_out(raw.size());
+            for (std::int64_t m = 0; m < M; ++m)
+              for (std::int64_t c = 0; c < r.C; ++c) raw[std::size_t(m * r.C + c)] = want[std::size_t(m * ldy + r.col0 + c)];
+            ops::conv1d_silu(raw.data(), r.C, M, r.C, K, w.data(), cb, want_state.data(), conv_out.data());
+            for (std::int64_t m = 0; m < M; ++m)
+              for (std::int64_t c = 0; c < r.C; ++c) want[std::size_t(m * ldy + r.col0 + c)] = conv_out[std::size_t(m * r.C + c)];
+            // got: in one call, and cut after row M / 3 (two calls chained through conv_state).
+            for (std::int64_t cut : {std::int64_t{0}, M / 3}) {
+              std::vector<float> got(std::size_t(M * ldy), -7.0f), state = state0;
+              const ops::ConvSiluColumns conv{r.col0, r.C, K, wT.data(), cb, state.data()};
+              if (cut > 0) ops::linear_conv_silu(x.data(), ldx, cut, *wv, bv, got.data(), ldy, conv);
+              ops::linear_conv_silu(x.data() + cut * ldx, ldx, M - cut, *wv, bv, got.data() + cut * ldy, ldy, conv);
+              for (std::size_t i = 0; i < got.size(); ++i)
+                ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0)
+                    << ops::cpu::cpu_target_name(t) << what << " M " << M << " N " << r.N << " col0 " << r.col0 << " C "
+                    << r.C << " K " << K << " cut " << cut << " at " << i << ": " << got[i] << " vs " << want[i];
+              ASSERT_EQ(std::memcmp(state.data(), want_state.data(), state.size() * 4), 0)
+                  << ops::cpu::cpu_target_name(t) << what << " conv_state, M " << M << " cut " << cut;
+            }
+          }
+          EXPECT_EQ(ops::linear_fuses_conv_silu(packed_view, K),
+                    K == 4 && t == CpuTarget::kAvx512 && ops::bf16_tier_available());
+          EXPECT_FALSE(ops::linear_fuses_conv_silu(W.view, K));
+        }
+      }
+}
+
 TEST_F(Bf16Linear, DenormalActivationsAreZero) {
   // bf16(v) takes a denormal v as ±0 before rounding: the largest denormal would round up to
   // FLT_MIN (normal) otherwise, visible here through a large weight.

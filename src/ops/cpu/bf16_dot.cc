@@ -95,7 +95,7 @@ void dot_blocks_ref(const Args& a, std::int64_t m0, std::int64_t m1, std::int64_
 bool kernels_available() { return cpu_target() >= CpuTarget::kAvx512 && cpu_has_avx512_bf16(); }
 
 void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const float* bias, float* y,
-            std::int64_t ldy, bool softplus) {
+            std::int64_t ldy, bool softplus, const ConvSiluEpilogue* conv) {
   const std::int64_t N = W.shape[0], K = W.shape[1], Kp = pairs(K);
   if (M <= 0 || N <= 0) return;
   static thread_local std::vector<std::uint32_t> xb_buf;
@@ -106,15 +106,18 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
     if (simd) round_rows_avx512bf16(x + m0 * ldx, ldx, m1 - m0, K, xb + m0 * Kp);
     else round_rows(x + m0 * ldx, ldx, m1 - m0, K, xb + m0 * Kp);
   });
-  const Args args{xb, M, K, N, static_cast<const std::uint8_t*>(W.packed), bias, y, ldy, softplus};
+  const Args args{xb, M, K, N, static_cast<const std::uint8_t*>(W.packed), bias, y, ldy, softplus, conv};
   auto* kernel = simd ? &dot_blocks_avx512bf16 : &dot_blocks_ref;
-  assert(!softplus || simd);  // (dot_blocks_ref has no softplus epilogue: ops::linear_softplus asks only where it runs)
+  // (dot_blocks_ref has no epilogues: ops::linear_softplus and linear_conv_silu ask only where they run)
+  assert(!softplus || simd);
+  assert(conv == nullptr || (simd && conv->K == 4));
   const std::int64_t n_blocks = (N + kBlockRows - 1) / kBlockRows;
   // Threads take contiguous block ranges, all M rows each (each weight block is read once); a weight
   // of few blocks (x_proj: N = 80, 5 blocks) is shared by row ranges instead (its blocks read by
   // every thread, from cache), else one thread takes 3 blocks of 5 (Zen 5, b=8: 7.3 → 6.0 µs a call).
   const bool parallel = M * N * K >= kParallelMinWork;
-  if (M >= 2 && n_blocks < 4 * std::int64_t(num_threads())) {
+  // (The conv epilogue runs down all rows of a block in one thread: never a row split.)
+  if (conv == nullptr && M >= 2 && n_blocks < 4 * std::int64_t(num_threads())) {
     parallel_for(M, parallel, [&](std::int64_t m0, std::int64_t m1) {
       kernel(args, m0, m1, 0, n_blocks);
     });

@@ -26,6 +26,7 @@
 #include <cstring>
 
 #include "mamba/tensor.h"
+#include "ops/ops.h"
 
 namespace mamba::ops::cpu::bf16dot {
 
@@ -59,6 +60,9 @@ void pack(const TensorView& W, std::uint8_t* out);
 void round_rows(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::uint32_t* xb);
 void round_rows_avx512bf16(const float* x, std::int64_t ldx, std::int64_t M, std::int64_t K, std::uint32_t* xb);
 
+/// The conv1d + SiLU that ops::linear_conv_silu applies to a column range of the output (ops.h).
+using ConvSiluEpilogue = ops::ConvSiluColumns;
+
 /// y[m·ldy + n] = r + bias[n] (bias nullptr: r) for m ∈ [m0, m1) and the rows n < N of blocks
 /// [b0, b1) of `wp`, with `softplus` clamp(softplus(r + bias[n]), 0, +inf) (ops::linear_softplus;
 /// the AVX-512 BF16 kernel only: dot_blocks_ref ignores it); xb [M, Kp] (pairs, row stride Kp).
@@ -70,6 +74,9 @@ struct Args {
   float* y;
   std::int64_t ldy;
   bool softplus = false;
+  /// ops::linear_conv_silu's causal conv + SiLU over output columns [conv->col0, conv->col0 +
+  /// conv->C), in place (the AVX-512 BF16 kernel only, with conv->K == 4, over all M rows in order).
+  const ConvSiluEpilogue* conv = nullptr;
 };
 /// The scalar reference of the order above (any CPU).
 void dot_blocks_ref(const Args& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1);
@@ -80,8 +87,9 @@ bool kernels_available();
 
 /// ops::linear for a float weight with W.packed set (this tier): x [M, K] (ldx), bias [N] fp32 or
 /// nullptr, y [M, N] (ldy); with `softplus` (only where kernels_available()), ops::linear_softplus's
-/// values, made in the kernel's epilogue.
+/// values, made in the kernel's epilogue; with `conv` (only where kernels_available() and conv->K
+/// == 4), ops::linear_conv_silu's, likewise (each thread takes whole column blocks over all M rows).
 void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const float* bias, float* y,
-            std::int64_t ldy, bool softplus = false);
+            std::int64_t ldy, bool softplus = false, const ConvSiluEpilogue* conv = nullptr);
 
 }  // namespace mamba::ops::cpu::bf16dot

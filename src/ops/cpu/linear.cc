@@ -130,6 +130,26 @@ void linear_softplus(const float* x, std::int64_t ldx, std::int64_t M, const Ten
   softplus_clamp(y, ldy, M, W.shape[0], nullptr, 0.0f, std::numeric_limits<float>::infinity());
 }
 
+bool linear_fuses_conv_silu(const TensorView& W, std::int64_t conv_taps) {
+  return conv_taps == 4 && linear_fuses_softplus(W);  // the same kernel; its window holds 3 rows
+}
+
+void linear_conv_silu(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
+                      float* y, std::int64_t ldy, const ConvSiluColumns& conv) {
+  if (linear_fuses_conv_silu(W, conv.K)) {
+    const ProfileScope profile(OpKind::kLinear);
+    return cpu::bf16dot::linear(x, ldx, M, W, bias_f32(bias), y, ldy, /*softplus=*/false, &conv);
+  }
+  linear(x, ldx, M, W, bias, y, ldy);
+  std::vector<float> raw(static_cast<std::size_t>(M * conv.C)), out(raw.size());
+  for (std::int64_t t = 0; t < M; ++t)
+    std::memcpy(raw.data() + t * conv.C, y + t * ldy + conv.col0, static_cast<std::size_t>(conv.C) * sizeof(float));
+  const Conv1dSeq seq{raw.data(), M, conv.conv_state, out.data()};
+  conv1d_silu_batch({&seq, 1}, conv.C, conv.C, conv.K, conv.wT, conv.bias);
+  for (std::int64_t t = 0; t < M; ++t)
+    std::memcpy(y + t * ldy + conv.col0, out.data() + t * conv.C, static_cast<std::size_t>(conv.C) * sizeof(float));
+}
+
 void embedding(const TensorView& table, std::span<const std::int32_t> ids, float* out) {
   const ProfileScope profile(OpKind::kEmbedding);
   if (table.dtype == DType::kQ8 || table.dtype == DType::kQ4) return cpu::embedding_quantized(table, ids, out);

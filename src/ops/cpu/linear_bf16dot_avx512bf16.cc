@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -18,7 +19,7 @@
 #include "ops/cpu/bf16_dot.h"
 #include "ops/cpu/cpu_target.h"
 #include "ops/cpu/ssd_bf16.h"
-#define MAMBA_SIMD_BYTES 64  // simd.h: vsoftplus for the softplus epilogue, as the AVX-512 target computes it
+#define MAMBA_SIMD_BYTES 64  // simd.h: vsoftplus and vsilu for the epilogues, as the AVX-512 target computes them
 #include "ops/cpu/simd.h"
 
 namespace mamba::ops::cpu::bf16dot {
@@ -28,9 +29,49 @@ namespace {
 /// How far ahead a one-row tile prefetches each block's stream (bytes), as the quantized decode.
 constexpr std::int64_t kPrefetchBytes = 2048;
 
-/// Rows [m0, m0 + R) times blocks blk[0..NB): R · NB accumulators, one chain each.
+/// ops::linear_conv_silu's epilogue for one 16-column block (d_conv = 4): the block's lanes inside
+/// the conv columns, their taps and bias, and the window of the last 3 raw values of each lane,
+/// carried from one row tile to the next (a thread takes a block's rows in order, 8 at a time).
+/// Per row, conv_rows_sliding<4>'s FMAs in its order, then the same vsilu: bitwise its values.
+struct ConvWindow {
+  __mmask16 lanes = 0;
+  vf w[4], b, win[3];
+};
+
+/// The window of block `blk` from conv_state (lanes outside the conv columns stay 0); false when
+/// no lane of the block is a conv column.
+bool conv_begin(const Args& a, std::int64_t blk, ConvWindow& cw) {
+  const ConvSiluEpilogue& c = *a.conv;
+  alignas(64) float w[4][kBlockRows] = {}, b[kBlockRows] = {}, win[3][kBlockRows] = {};
+  cw.lanes = 0;
+  for (int l = 0; l < kBlockRows; ++l) {
+    const std::int64_t col = blk * kBlockRows + l, ch = col - c.col0;
+    if (col >= a.N || ch < 0 || ch >= c.C) continue;
+    cw.lanes = static_cast<__mmask16>(cw.lanes | 1u << l);
+    for (int k = 0; k < 4; ++k) w[k][l] = c.wT[k * c.C + ch];
+    b[l] = c.bias != nullptr ? c.bias[ch] : 0.0f;  // +0 without a bias, as conv_rows_sliding
+    for (int j = 0; j < 3; ++j) win[j][l] = c.conv_state[ch * 3 + j];
+  }
+  for (int k = 0; k < 4; ++k) cw.w[k] = vload(w[k]);
+  cw.b = vload(b);
+  for (int j = 0; j < 3; ++j) cw.win[j] = vload(win[j]);
+  return cw.lanes != 0;
+}
+
+/// conv_state of block `blk`'s conv lanes = the window after the last row.
+void conv_end(const Args& a, std::int64_t blk, const ConvWindow& cw) {
+  const ConvSiluEpilogue& c = *a.conv;
+  alignas(64) float win[3][kBlockRows];
+  for (int j = 0; j < 3; ++j) vstore(win[j], cw.win[j]);
+  for (int l = 0; l < kBlockRows; ++l)
+    if (cw.lanes >> l & 1u)
+      for (int j = 0; j < 3; ++j) c.conv_state[(blk * kBlockRows + l - c.col0) * 3 + j] = win[j][l];
+}
+
+/// Rows [m0, m0 + R) times blocks blk[0..NB): R · NB accumulators, one chain each. cw: nullptr, or
+/// the conv windows of the NB blocks (rows m0 .. m0 + R − 1 are the next rows of the sequence).
 template <int R, int NB, bool kPrefetch>
-inline void tile(const Args& a, std::int64_t m0, const std::int64_t (&blk)[NB]) {
+inline void tile(const Args& a, std::int64_t m0, const std::int64_t (&blk)[NB], ConvWindow* cw) {
   const std::int64_t Kp = pairs(a.K);
   const std::uint8_t* base[NB];
   for (int i = 0; i < NB; ++i) base[i] = a.wp + blk[i] * Kp * 64;
@@ -60,6 +101,19 @@ inline void tile(const Args& a, std::int64_t m0, const std::int64_t (&blk)[NB]) 
       for (int r = 0; r < R; ++r)
         acc[r][i] = reinterpret_cast<__m512>(
             vsoftplus_clamp(reinterpret_cast<vf>(acc[r][i]), vf{}, vset1(std::numeric_limits<float>::infinity())));
+    if (cw != nullptr && cw[i].lanes != 0) {  // y = silu(b + Σₖ wₖ · window), rows in order
+      ConvWindow& q = cw[i];
+      for (int r = 0; r < R; ++r) {
+        const vf raw = reinterpret_cast<vf>(acc[r][i]);
+        vf c = q.b;
+        for (int k = 0; k < 3; ++k) c = fmadd(q.w[k], q.win[k], c);
+        c = fmadd(q.w[3], raw, c);
+        q.win[0] = q.win[1];
+        q.win[1] = q.win[2];
+        q.win[2] = raw;
+        acc[r][i] = _mm512_mask_blend_ps(q.lanes, acc[r][i], reinterpret_cast<__m512>(vsilu(c)));
+      }
+    }
     for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(a.y + (m0 + r) * a.ldy + n0, mask, acc[r][i]);
   }
 }
@@ -68,22 +122,23 @@ inline void tile(const Args& a, std::int64_t m0, const std::int64_t (&blk)[NB]) 
 /// j + 2h (streams ∈ {1, 2, 3}).
 constexpr int kMaxR = 8;
 template <int R, bool kPrefetch>
-void tile_streams(const Args& a, std::int64_t m0, std::int64_t j, std::int64_t h, int streams) {
-  if (streams == 3) tile<R, 3, kPrefetch>(a, m0, {j, j + h, j + 2 * h});
-  else if (streams == 2) tile<R, 2, kPrefetch>(a, m0, {j, j + h});
-  else tile<R, 1, kPrefetch>(a, m0, {j});
+void tile_streams(const Args& a, std::int64_t m0, std::int64_t j, std::int64_t h, int streams, ConvWindow* cw) {
+  if (streams == 3) tile<R, 3, kPrefetch>(a, m0, {j, j + h, j + 2 * h}, cw);
+  else if (streams == 2) tile<R, 2, kPrefetch>(a, m0, {j, j + h}, cw);
+  else tile<R, 1, kPrefetch>(a, m0, {j}, cw);
 }
 template <bool kPrefetch>
-void tile_rows(const Args& a, std::int64_t m0, int rows, std::int64_t j, std::int64_t h, int streams) {
+void tile_rows(const Args& a, std::int64_t m0, int rows, std::int64_t j, std::int64_t h, int streams,
+               ConvWindow* cw = nullptr) {
   switch (rows) {
-    case 1: return tile_streams<1, kPrefetch>(a, m0, j, h, streams);
-    case 2: return tile_streams<2, kPrefetch>(a, m0, j, h, streams);
-    case 3: return tile_streams<3, kPrefetch>(a, m0, j, h, streams);
-    case 4: return tile_streams<4, kPrefetch>(a, m0, j, h, streams);
-    case 5: return tile_streams<5, kPrefetch>(a, m0, j, h, streams);
-    case 6: return tile_streams<6, kPrefetch>(a, m0, j, h, streams);
-    case 7: return tile_streams<7, kPrefetch>(a, m0, j, h, streams);
-    default: return tile_streams<8, kPrefetch>(a, m0, j, h, streams);
+    case 1: return tile_streams<1, kPrefetch>(a, m0, j, h, streams, cw);
+    case 2: return tile_streams<2, kPrefetch>(a, m0, j, h, streams, cw);
+    case 3: return tile_streams<3, kPrefetch>(a, m0, j, h, streams, cw);
+    case 4: return tile_streams<4, kPrefetch>(a, m0, j, h, streams, cw);
+    case 5: return tile_streams<5, kPrefetch>(a, m0, j, h, streams, cw);
+    case 6: return tile_streams<6, kPrefetch>(a, m0, j, h, streams, cw);
+    case 7: return tile_streams<7, kPrefetch>(a, m0, j, h, streams, cw);
+    default: return tile_streams<8, kPrefetch>(a, m0, j, h, streams, cw);
   }
 }
 
@@ -91,7 +146,7 @@ void tile_rows(const Args& a, std::int64_t m0, int rows, std::int64_t j, std::in
 
 void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std::int64_t b0, std::int64_t b1) {
   const std::int64_t M = m1 - m0;
-  if (M <= kMaxR) {
+  if (M <= kMaxR && a.conv == nullptr) {
     // Decode (b ≤ 8 sequences): all rows at once, so each weight block is read from memory once:
     // S blocks j, j + h, .. together (S streams far apart, prefetched). S = 3 up to 4 rows (Zen 5,
     // 2 threads, 40 cold 768 × 3072 weights: b=1 74–78 GB/s against 66–74 with two streams); 2 from
@@ -111,11 +166,20 @@ void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std:
     else run(std::false_type{});
     return;
   }
-  // Prefill: two adjacent blocks (L1-resident) pass 8 rows at a time (16 chains in registers).
+  // Prefill: two adjacent blocks (L1-resident) pass 8 rows at a time (16 chains in registers),
+  // the rows in order (the conv epilogue's window runs down them; it needs all M rows: m0 = 0).
+  assert(a.conv == nullptr || (m0 == 0 && m1 == a.M));
   for (std::int64_t b = b0; b < b1; b += 2) {
     const int streams = b + 1 < b1 ? 2 : 1;
+    ConvWindow cw[2];
+    bool conv = false;
+    if (a.conv != nullptr)
+      for (int i = 0; i < streams; ++i) conv = conv_begin(a, b + i, cw[i]) || conv;
     for (std::int64_t m = m0; m < m1; m += kMaxR)
-      tile_rows<false>(a, m, static_cast<int>(std::min<std::int64_t>(kMaxR, m1 - m)), b, 1, streams);
+      tile_rows<false>(a, m, static_cast<int>(std::min<std::int64_t>(kMaxR, m1 - m)), b, 1, streams,
+                       conv ? cw : nullptr);
+    if (conv)
+      for (int i = 0; i < streams; ++i) conv_end(a, b + i, cw[i]);
   }
 }
 
