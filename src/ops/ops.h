@@ -89,17 +89,21 @@ struct ConvSiluColumns {
 /// y = x · Wᵀ + bias (linear()), then, in place over the M rows (one sequence, in order) of the
 /// columns [conv.col0, conv.col0 + C): y[t, col0 + c] = silu(conv over the raw values), bitwise
 /// linear() followed by conv1d_silu(raw columns, …, conv.conv_state, …) copied back; conv_state
-/// advanced as conv1d_silu advances it. Mamba-1's u (in_proj's first E columns) and Mamba-2's xBC.
-/// Where linear_fuses_conv_silu(W, conv.K), the kernel applies the conv to its accumulators before
-/// the store, keeping the last K−1 raw rows in registers (one read and one write of the columns
-/// fewer than the separate pass; profiled as linear); elsewhere it is those ops in turn through a
-/// scratch copy (for tests: a caller should then run conv1d_silu_batch on y itself).
-/// Errors: none (shapes as linear(); col0 + C ≤ W.shape[0]; M ≥ 1).
+/// advanced as conv1d_silu advances it. Mamba-1's u (in_proj's first E columns) and Mamba-2's xBC
+/// in a prefill. Where linear_fuses_conv_silu(W, conv.K, M), the kernel applies the conv to its
+/// accumulators before the store, keeping the last K−1 raw rows in registers (one read and one
+/// write of the columns fewer than the separate pass; profiled as linear). Elsewhere it is those
+/// ops in turn through a scratch copy that it allocates (so it may throw std::bad_alloc): a caller
+/// with a faster way (the mixers: linear, then conv1d_silu_batch straight from y) checks
+/// linear_fuses_conv_silu first. Preconditions (not checked): shapes as linear(); M ≥ 1; 0 ≤ col0,
+/// col0 + C ≤ W.shape[0]; y overlaps none of x, conv's arrays or bias. Errors: none.
 void linear_conv_silu(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
                       float* y, std::int64_t ldy, const ConvSiluColumns& conv);
 /// Whether linear_conv_silu runs the conv inside W's kernel: the bf16 tier's copy (as
-/// linear_fuses_softplus) and conv_taps (d_conv) == 4, the kernel's register window.
-bool linear_fuses_conv_silu(const TensorView& W, std::int64_t conv_taps);
+/// linear_fuses_softplus), conv_taps (d_conv) == 4, the kernel's register window, and M > 8 rows
+/// (up to 8 the kernel runs its decode tile, three prefetched weight streams, which the conv's
+/// row-ordered blocks would give up).
+bool linear_fuses_conv_silu(const TensorView& W, std::int64_t conv_taps, std::int64_t M);
 
 /// Bytes of a quantized weight's (kQ8 / kQ4) copy repacked for the current CPU target's fastest
 /// linear kernel; 0 when W is not quantized or the target reads the stored layout directly (below

@@ -38,8 +38,8 @@ if(r_ERR MATCHES "^cpu: avx512 \\([^\n]*BF16 yes")  # a named tier other than ex
   endif()
 endif()
 cli_run_ok(r run -m ${model} -p "Once" -n 2 --precision exact)
-if(NOT r_ERR MATCHES "model: [^\n]*mamba2-books-7m-bpe8k \\(mamba2, 12 layers\\)\n")
-  message(FATAL_ERROR "run --precision exact: expected no precision note on the model line:\n${r_ERR}")
+if(NOT r_ERR MATCHES "model: [^\n]*mamba2-books-7m-bpe8k \\(mamba2, 12 layers, precision exact\\)\n")
+  message(FATAL_ERROR "run --precision exact: expected ', precision exact' on the model line:\n${r_ERR}")
 endif()
 
 # Forced: baseline runs on every x86-64 CPU.

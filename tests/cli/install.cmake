@@ -26,7 +26,7 @@ string(JSON want GET "${ref}" prompts 0 greedy_text)
 execute_process(COMMAND ${WORK}/inst/bin/mamba-cli run -t 1 --precision exact -p "It was a dark and stormy night" -n 5
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 get_filename_component(installed_real ${installed} REALPATH)
-if(NOT rc EQUAL 0 OR NOT err MATCHES "model: ${installed_real} \\(mamba2, 12 layers\\)")
+if(NOT rc EQUAL 0 OR NOT err MATCHES "model: ${installed_real} \\(mamba2, 12 layers, precision exact\\)")
   message(FATAL_ERROR "the installed mamba-cli should use ${installed_real}:\n${err}")
 endif()
 string(FIND "${want}" "${out}" pos)

@@ -199,16 +199,21 @@ TEST_F(Bf16Linear, ConvEpilogueEqualsLinearThenConv1dSilu) {
   // ops::linear_conv_silu (Mamba-1's u, Mamba-2's xBC): the causal conv + SiLU over a column range
   // in the tier's kernel where linear_fuses_conv_silu (d_conv 4), else the ops in turn; bitwise
   // linear() then conv1d_silu on a copy of the raw columns, and the same conv_state after, on every
-  // target: M from 1 (shorter than the window) to past several 8-row tiles, column ranges that start
-  // and end inside a 16-column block or fill the output, with and without biases, and a prompt cut
-  // in two calls (the window carried through conv_state).
+  // target: M from 1 (shorter than the window) to past several 8-row tiles (fused from 9 rows on),
+  // column ranges that start and end inside a 16-column block or fill the output, with and without
+  // biases, a prompt cut in two calls (the window carried through conv_state; a first part of 5
+  // rows runs unfused, the rest fused), on 1 and 4 threads (the large cases split the blocks, never
+  // a block's rows: a weight of 5 blocks on 4 threads would take a row split without the conv).
   std::mt19937 rng(11);
   int cases = 0;
   struct Range { std::int64_t N, col0, C; };
-  for (std::int64_t M : {1, 2, 3, 8, 9, 40})
+  const int saved_threads = ops::num_threads();
+  for (int threads : {1, 4})
+  for (std::int64_t M : {1, 2, 3, 8, 9, 40, 100})
     for (const Range r : {Range{48, 0, 48}, Range{70, 5, 37}, Range{301, 16, 250}, Range{96, 32, 64}})
       for (std::int64_t K : {4, 3}) {
-        const std::int64_t k_in = cases % 2 ? 48 : 7, ldx = k_in + cases % 3, ldy = r.N + cases % 4;
+        ops::set_num_threads(threads);
+        const std::int64_t k_in = (cases / 2) % 2 ? 48 : 7, ldx = k_in + cases % 3, ldy = r.N + cases % 4;
         const bool with_bias = cases % 3 != 0, with_conv_bias = cases % 5 != 0;
         ++cases;
         FWeight W(r.N, k_in, cases % 3 ? DType::kBF16 : DType::kF32, rng);
@@ -238,7 +243,7 @@ TEST_F(Bf16Linear, ConvEpilogueEqualsLinearThenConv1dSilu) {
             for (std::int64_t m = 0; m < M; ++m)
               for (std::int64_t c = 0; c < r.C; ++c) want[std::size_t(m * ldy + r.col0 + c)] = conv_out[std::size_t(m * r.C + c)];
             // got: in one call, and cut after row M / 3 (two calls chained through conv_state).
-            for (std::int64_t cut : {std::int64_t{0}, M / 3}) {
+            for (std::int64_t cut : {std::int64_t{0}, M / 3, std::min<std::int64_t>(5, M - 1)}) {
               std::vector<float> got(std::size_t(M * ldy), -7.0f), state = state0;
               const ops::ConvSiluColumns conv{r.col0, r.C, K, wT.data(), cb, state.data()};
               if (cut > 0) ops::linear_conv_silu(x.data(), ldx, cut, *wv, bv, got.data(), ldy, conv);
@@ -251,11 +256,12 @@ TEST_F(Bf16Linear, ConvEpilogueEqualsLinearThenConv1dSilu) {
                   << ops::cpu::cpu_target_name(t) << what << " conv_state, M " << M << " cut " << cut;
             }
           }
-          EXPECT_EQ(ops::linear_fuses_conv_silu(packed_view, K),
-                    K == 4 && t == CpuTarget::kAvx512 && ops::bf16_tier_available());
-          EXPECT_FALSE(ops::linear_fuses_conv_silu(W.view, K));
+          EXPECT_EQ(ops::linear_fuses_conv_silu(packed_view, K, M),
+                    K == 4 && M > 8 && t == CpuTarget::kAvx512 && ops::bf16_tier_available());
+          EXPECT_FALSE(ops::linear_fuses_conv_silu(W.view, K, M));
         }
       }
+  ops::set_num_threads(saved_threads);
 }
 
 TEST_F(Bf16Linear, DenormalActivationsAreZero) {

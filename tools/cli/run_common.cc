@@ -62,8 +62,7 @@ void refuse_extra_arguments(const CLI::App& cmd, const std::string& hint) {
 
 std::string precision_note(const Model& model, const std::string& asked) {
   if (asked == "auto") return fmt::format(", precision {} (auto: {})", precision_name(model.precision()), model.precision_reason());
-  if (model.precision() == Precision::kExact) return {};
-  return fmt::format(", precision {}", precision_name(model.precision()));
+  return fmt::format(", precision {}", precision_name(model.precision()));  // the tier named, exact too
 }
 
 Result<LoadedModel> load_model_and_tokenizer(const std::string& model_ref, int threads, const std::string& precision,

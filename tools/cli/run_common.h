@@ -61,7 +61,7 @@ struct LoadedModel {
 
 /// The "model:" log line's tier note: with --precision auto (the default) the tier it chose and
 /// why (", precision bf16 (auto: bf16 weights, AVX-512 BF16)", ", precision exact (auto: F32
-/// projections)"); a named tier other than exact as ", precision bf16"; "" for a named exact.
+/// projections)"); a named tier as ", precision exact" / ", precision bf16" / ", precision int8".
 std::string precision_note(const Model& model, const std::string& asked);
 
 /// `model_ref`: a directory or an HF repo id; empty → $MAMBA_MODEL, else the embedded default model

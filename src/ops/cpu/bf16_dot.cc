@@ -110,7 +110,7 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
   auto* kernel = simd ? &dot_blocks_avx512bf16 : &dot_blocks_ref;
   // (dot_blocks_ref has no epilogues: ops::linear_softplus and linear_conv_silu ask only where they run)
   assert(!softplus || simd);
-  assert(conv == nullptr || (simd && conv->K == 4));
+  assert(conv == nullptr || (simd && conv->K == 4 && !softplus));
   const std::int64_t n_blocks = (N + kBlockRows - 1) / kBlockRows;
   // Threads take contiguous block ranges, all M rows each (each weight block is read once); a weight
   // of few blocks (x_proj: N = 80, 5 blocks) is shared by row ranges instead (its blocks read by

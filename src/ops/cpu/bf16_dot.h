@@ -64,8 +64,10 @@ void round_rows_avx512bf16(const float* x, std::int64_t ldx, std::int64_t M, std
 using ConvSiluEpilogue = ops::ConvSiluColumns;
 
 /// y[m·ldy + n] = r + bias[n] (bias nullptr: r) for m ∈ [m0, m1) and the rows n < N of blocks
-/// [b0, b1) of `wp`, with `softplus` clamp(softplus(r + bias[n]), 0, +inf) (ops::linear_softplus;
-/// the AVX-512 BF16 kernel only: dot_blocks_ref ignores it); xb [M, Kp] (pairs, row stride Kp).
+/// [b0, b1) of `wp`, with `softplus` clamp(softplus(r + bias[n]), 0, +inf) (ops::linear_softplus),
+/// with `conv` the conv epilogue (ops::linear_conv_silu; then m0 = 0, m1 = M: the window runs down
+/// all rows); the two epilogues only in the AVX-512 BF16 kernel (dot_blocks_ref ignores both: their
+/// callers ask linear_fuses_* first), never both at once; xb [M, Kp] (pairs, row stride Kp).
 struct Args {
   const std::uint32_t* xb;
   std::int64_t M, K, N;

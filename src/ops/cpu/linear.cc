@@ -130,13 +130,13 @@ void linear_softplus(const float* x, std::int64_t ldx, std::int64_t M, const Ten
   softplus_clamp(y, ldy, M, W.shape[0], nullptr, 0.0f, std::numeric_limits<float>::infinity());
 }
 
-bool linear_fuses_conv_silu(const TensorView& W, std::int64_t conv_taps) {
-  return conv_taps == 4 && linear_fuses_softplus(W);  // the same kernel; its window holds 3 rows
+bool linear_fuses_conv_silu(const TensorView& W, std::int64_t conv_taps, std::int64_t M) {
+  return conv_taps == 4 && M > 8 && linear_fuses_softplus(W);  // the same kernel; its window holds 3 rows
 }
 
 void linear_conv_silu(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,
                       float* y, std::int64_t ldy, const ConvSiluColumns& conv) {
-  if (linear_fuses_conv_silu(W, conv.K)) {
+  if (linear_fuses_conv_silu(W, conv.K, M)) {
     const ProfileScope profile(OpKind::kLinear);
     return cpu::bf16dot::linear(x, ldx, M, W, bias_f32(bias), y, ldy, /*softplus=*/false, &conv);
   }
