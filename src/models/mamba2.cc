@@ -25,8 +25,7 @@ void mamba2_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::
   const float* conv_b = ctx.p.conv_b.empty() ? nullptr : ctx.p.conv_b.data();
   float* xbc = proj + off_xbc;
   std::int64_t ldxbc = rows;
-  if (!ctx.decode && seqs.size() == 1 && seqs[0].row0 == 0 && seqs[0].len == T &&
-      ops::linear_fuses_conv_silu(ctx.w.in_proj, K, T)) {
+  if (one_sequence_prefill(ctx, seqs, T) && ops::linear_fuses_conv_silu(ctx.w.in_proj, K, T)) {
     ops::linear_conv_silu(x, d, T, ctx.w.in_proj, ctx.w.in_proj_bias, proj, rows,
                           {off_xbc, conv_channels, K, ctx.p.conv_wT.data(), conv_b,
                            seqs[0].state->conv_state[ctx.layer].data<float>()});

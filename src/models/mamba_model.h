@@ -69,6 +69,12 @@ struct MixerContext {
   bool bf16_tier = false;  ///< the model runs the bf16 tier: Mamba-2's SSD matmuls in bf16 too (ops::SsdArgs::bf16_products)
 };
 
+/// Whether this mixer call is a prefill of one sequence over all its T rows: where in_proj's kernel
+/// can run the conv (ops::linear_conv_silu, which continues that one sequence's conv_state).
+inline bool one_sequence_prefill(const MixerContext& ctx, std::span<const SeqSlice> seqs, std::int64_t T) {
+  return !ctx.decode && seqs.size() == 1 && seqs[0].row0 == 0 && seqs[0].len == T;
+}
+
 /// Mamba-1 / Falcon-Mamba mixer: x [T, d] (normed) → out [T, d]; updates the slices' states.
 void mamba1_mixer(const MixerContext& ctx, const float* x, std::int64_t T, std::span<const SeqSlice> seqs,
                   float* out);

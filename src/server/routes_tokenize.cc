@@ -100,8 +100,8 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   nlohmann::json body;
   if (auto e = parse_body_object(req.body, body)) return send_error(req, res, *e, ctx.metrics);
   // (A null `prompt` or `messages` is still vLLM's shape: its error names that field, not `inputs`.)
-  const bool inputs = body.contains("inputs") && !body["inputs"].is_null();
   const auto given = [&](const char* key) { return body.contains(key) && !body[key].is_null(); };
+  const bool inputs = given("inputs");
   if (inputs && (given("prompt") || given("messages")))  // two texts: tokenizing one would silently drop the other
     return send_error(req, res,
                       ApiError::validation(fmt::format("give either `inputs` (TGI's /tokenize) or `{}` (vLLM's), not both",
