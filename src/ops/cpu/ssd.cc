@@ -26,8 +26,8 @@
 // reach thousands within a chunk when Δ·A is large (Δ ~ 3, A ~ −16) and their difference keeps only
 // ~1e-4 of the exponent (measured: 3e-3 logit errors against 1e-4 for the recurrence). Products
 // below FLT_MIN are set to 0 (ssd_decay_row: no subnormal arithmetic).
-// Threads: three regions per call; Bᵀ, then CB per (chunk, group, row strip), then the heads in
-// parallel (balanced at run time), each over all chunks. Every element is computed by the same
+// Threads: two regions per call; per (chunk, group) its Bᵀ, C·Bᵀ (and the bf16 tier's rounded C and
+// Bᵀ), then the heads in parallel (balanced at run time), each over all chunks. Every element is computed by the same
 // operations whatever the thread count.
 #include <algorithm>
 #include <cmath>
@@ -256,11 +256,9 @@ void ssd(const SsdArgs& a) {
   }
   starts.push_back(L);
   const std::int64_t n_chunks = static_cast<std::int64_t>(starts.size()) - 1, cb_size = q * q;
-  static thread_local std::vector<float> Bt_buf, CB_buf;
-  float* Bt = grow(Bt_buf, G * N * L);               // [G][N, L]        Bᵀ of the call
+  static thread_local std::vector<float> CB_buf;
   float* CB = grow(CB_buf, n_chunks * G * cb_size);  // [chunk][G][Lc, Lc] C·Bᵀ (lower strips)
   const std::int64_t* st = starts.data();
-  std::int64_t max_strips = (q + kStrip - 1) / kStrip;
   // The bf16 tier: each chunk's C and Bᵀ rounded to row pairs once per group (every head of the
   // group reads them), in the C·Bᵀ phase.
   const bool bf16 = a.bf16_products && P % 16 == 0 && cpu::bf16dot::kernels_available();
@@ -268,29 +266,26 @@ void ssd(const SsdArgs& a) {
   const std::int64_t cb16_size = q * pairs(N), btb16_size = N * pairs(q);
   std::uint32_t* Cb = bf16 ? grow(Cb_buf, n_chunks * G * cb16_size) : nullptr;     // [chunk][G][Lc, ⌈N/2⌉]
   std::uint32_t* Btb = bf16 ? grow(Btb_buf, n_chunks * G * btb16_size) : nullptr;  // [chunk][G][N, ⌈Lc/2⌉]
-  // Three phases, each split over the threads: Bᵀ; C·Bᵀ per (chunk, group, strip); then each head
-  // walks all chunks in order with its state transposed in its thread's cache.
-  // Bᵀ in blocks of kTransposeRows tokens: the block's B rows stay in L1 while each Bᵀ row gets
-  // kTransposeRows consecutive floats (token-at-a-time scattered every store L floats apart).
-  const std::int64_t t_blocks = (L + kTransposeRows - 1) / kTransposeRows;
-  cpu::parallel_for(G * t_blocks, parallel, [&](std::int64_t item0, std::int64_t item1) {
+  // Two phases, each split over the threads: per (chunk, group) its Bᵀ (in the thread's cache),
+  // C·Bᵀ over causal strips and, in the bf16 tier, the rounded C and Bᵀ; then each head walks all
+  // chunks in order with its state transposed in its thread's cache.
+  cpu::parallel_for(n_chunks * G, parallel, [&](std::int64_t item0, std::int64_t item1) {
+    static thread_local std::vector<float> Bt_buf;
+    float* Bt = grow(Bt_buf, N * q);  // [N, Lc] Bᵀ of the chunk
     for (std::int64_t item = item0; item < item1; ++item) {
-      const std::int64_t g = item / t_blocks, t0 = item % t_blocks * kTransposeRows;
-      const std::int64_t t1 = std::min(L, t0 + kTransposeRows);
-      transpose(a.B + t0 * a.ldb + g * N, a.ldb, Bt + g * N * L + t0, L, t1 - t0, N);
-    }
-  });
-  cpu::parallel_for(n_chunks * G * max_strips, parallel, [&](std::int64_t item0, std::int64_t item1) {
-    for (std::int64_t item = item0; item < item1; ++item) {
-      const std::int64_t c = item / (G * max_strips), g = item / max_strips % G, s_i = item % max_strips;
-      const std::int64_t t0 = st[c], Lc = st[c + 1] - t0, i0 = s_i * kStrip;
-      if (i0 >= Lc) continue;
-      const std::int64_t i1 = std::min(Lc, i0 + kStrip);
-      k.gemm(i1 - i0, i1, N, a.C + (t0 + i0) * a.ldc + g * N, a.ldc, Bt + g * N * L + t0, L,
-             CB + (c * G + g) * cb_size + i0 * Lc, Lc, {});
-      if (bf16 && s_i == 0) {
+      const std::int64_t c = item / G, g = item % G, t0 = st[c], Lc = st[c + 1] - t0;
+      // Bᵀ in blocks of kTransposeRows tokens: the block's B rows stay in L1 while each Bᵀ row gets
+      // kTransposeRows consecutive floats.
+      for (std::int64_t i0 = 0; i0 < Lc; i0 += kTransposeRows)
+        transpose(a.B + (t0 + i0) * a.ldb + g * N, a.ldb, Bt + i0, Lc, std::min(kTransposeRows, Lc - i0), N);
+      float* CBc = CB + (c * G + g) * cb_size;
+      for (std::int64_t i0 = 0; i0 < Lc; i0 += kStrip) {
+        const std::int64_t i1 = std::min(Lc, i0 + kStrip);
+        k.gemm(i1 - i0, i1, N, a.C + (t0 + i0) * a.ldc + g * N, a.ldc, Bt, Lc, CBc + i0 * Lc, Lc, {});
+      }
+      if (bf16) {
         cpu::bf16dot::pack_row_pairs_avx512bf16(a.C + t0 * a.ldc + g * N, a.ldc, Lc, N, Cb + (c * G + g) * cb16_size, pairs(N));
-        cpu::bf16dot::pack_row_pairs_avx512bf16(Bt + g * N * L + t0, L, N, Lc, Btb + (c * G + g) * btb16_size, pairs(Lc));
+        cpu::bf16dot::pack_row_pairs_avx512bf16(Bt, Lc, N, Lc, Btb + (c * G + g) * btb16_size, pairs(Lc));
       }
     }
   });
