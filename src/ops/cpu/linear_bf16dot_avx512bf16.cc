@@ -82,12 +82,16 @@ inline void tile(const Args& a, std::int64_t m0, const std::int64_t (&blk)[NB], 
   for (std::int64_t p = 0; p < Kp; ++p) {
     if constexpr (kPrefetch)
       for (int i = 0; i < NB; ++i) _mm_prefetch(reinterpret_cast<const char*>(base[i] + 64 * p + kPrefetchBytes), _MM_HINT_T0);
+    // The NB weight vectors, then per row one broadcast feeding NB dot products: NB + 1 + R·NB
+    // registers (an 8 × 3 tile fits the 32 without a spill; broadcasts per block would not).
+    __m512bh w[NB];
 #pragma GCC unroll 4
-    for (int i = 0; i < NB; ++i) {
-      const __m512bh w = (__m512bh)_mm512_loadu_si512(base[i] + 64 * p);
+    for (int i = 0; i < NB; ++i) w[i] = (__m512bh)_mm512_loadu_si512(base[i] + 64 * p);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r)
-        acc[r][i] = _mm512_dpbf16_ps(acc[r][i], w, (__m512bh)_mm512_set1_epi32(static_cast<int>(xb[r * Kp + p])));
+    for (int r = 0; r < R; ++r) {
+      const __m512bh xr = (__m512bh)_mm512_set1_epi32(static_cast<int>(xb[r * Kp + p]));
+#pragma GCC unroll 4
+      for (int i = 0; i < NB; ++i) acc[r][i] = _mm512_dpbf16_ps(acc[r][i], w[i], xr);
     }
   }
   for (int i = 0; i < NB; ++i) {
@@ -148,13 +152,15 @@ void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std:
   const std::int64_t M = m1 - m0;
   if (M <= kMaxR && a.conv == nullptr) {
     // Decode (b ≤ 8 sequences): all rows at once, so each weight block is read from memory once:
-    // S blocks j, j + h, .. together (S streams far apart, prefetched). S = 3 up to 4 rows (Zen 5,
-    // 2 threads, 40 cold 768 × 3072 weights: b=1 74–78 GB/s against 66–74 with two streams); 2 from
-    // 5 rows on, where 3 · R accumulators no longer fit the registers (a spilled accumulator made
-    // the 8-row 3-stream tile 2× slower than the 2-stream one). The blocks left over (x_proj: N = 80
-    // is 5 blocks for 2 threads) go together too: one chain per output is latency-bound alone.
-    // The prefetches as weight_prefetch() says (bitwise the same results either way).
-    const int S = M <= 4 ? 3 : 2;
+    // S = 3 blocks j, j + h, j + 2h together (three streams far apart, prefetched). Zen 5, 2 threads:
+    // one row, 40 cold 768 × 3072 weights, 74–78 GB/s against 66–74 with two streams; 5–8 rows,
+    // mamba-130m bf16 decode, 3 against 2 streams ahead in 11 of 11 interleaved pairs (b=8 1122
+    // against 1061 tok/s, mean of 5; mamba2-130m b=8 3 of 3) once the tile's loop order let its
+    // 24 accumulators, 3 weight vectors and one broadcast fit the 32 registers (before, one
+    // accumulator spilled and 2 streams were kept from 5 rows on). The blocks left over (x_proj:
+    // N = 80 is 5 blocks for 2 threads) go together too: one chain per output is latency-bound
+    // alone. The prefetches as weight_prefetch() says (bitwise the same results either way).
+    constexpr int S = 3;
     const std::int64_t h = (b1 - b0) / S;
     auto run = [&](auto pf) {
       constexpr bool kPf = decltype(pf)::value;
