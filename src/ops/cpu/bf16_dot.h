@@ -31,6 +31,9 @@
 namespace mamba::ops::cpu::bf16dot {
 
 inline constexpr int kBlockRows = 16;
+/// Most input rows the AVX-512 BF16 kernel takes in its decode tile (all rows at once, each weight
+/// block read once, three prefetched streams); more rows take its prefill order.
+inline constexpr int kDecodeRows = 8;
 
 // Helpers in an unnamed namespace: each file (the AVX-512 BF16 one included) gets its own copy, so
 // the linker never hands one compiled with wider instructions to another (cpu_target.h).

@@ -124,7 +124,7 @@ inline void tile(const Args& a, std::int64_t m0, const std::int64_t (&blk)[NB], 
 
 /// tile<R, NB, kPrefetch> for a run-time R ∈ [1, kMaxR] over the NB = `streams` blocks j, j + h,
 /// j + 2h (streams ∈ {1, 2, 3}).
-constexpr int kMaxR = 8;
+constexpr int kMaxR = kDecodeRows;
 template <int R, bool kPrefetch>
 void tile_streams(const Args& a, std::int64_t m0, std::int64_t j, std::int64_t h, int streams, ConvWindow* cw) {
   if (streams == 3) tile<R, 3, kPrefetch>(a, m0, {j, j + h, j + 2 * h}, cw);
