@@ -27,8 +27,8 @@
 // ~1e-4 of the exponent (measured: 3e-3 logit errors against 1e-4 for the recurrence). Products
 // below FLT_MIN are set to 0 (ssd_decay_row: no subnormal arithmetic).
 // Threads: two regions per call; per (chunk, group) its Bᵀ, C·Bᵀ (and the bf16 tier's rounded C and
-// Bᵀ), then the heads in parallel (balanced at run time), each over all chunks. Every element is computed by the same
-// operations whatever the thread count.
+// Bᵀ), then the heads in parallel (balanced at run time), each over all chunks. Every element is
+// computed by the same operations whatever the thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
