@@ -282,9 +282,10 @@ struct SsdArgs {
 /// Runs the SSD above for one sequence: advances ssm_state in place, writes y (not aliasing the
 /// inputs) and, when chunk_states is set, the per-chunk states. The CPU backend also cuts at every
 /// absolute multiple of 64 (sub-chunks of ≤ 64 tokens whatever Q is; the same Q boundaries, results
-/// equal within rounding) and takes each decay as a sum over its own segment of Δ·A (accurate
-/// however large the chunk's total decay); parallel over heads / chunk strips on the CPU pool,
-/// results independent of the thread count. No errors (shapes are the caller's).
+/// equal within rounding) and takes each decay as a product of the per-token decays exp(Δ·A), as
+/// the recurrence multiplies them (accurate however large the chunk's total decay; ssd.cc); parallel
+/// over (chunk, group) items, then heads, on the CPU pool, results independent of the thread count.
+/// No errors (shapes are the caller's).
 void ssd(const SsdArgs& a);
 /// One decode step of several sequences with the same H, P, N, G, Q (every L = 1; Model::step):
 /// the recurrence directly (one pass over each state, no chunk machinery) in one parallel region

@@ -79,7 +79,8 @@ INSTANTIATE_TEST_SUITE_P(
                       SsdCase{40, 4, 16, 16, 2, 16, 0},  // mamba2-tiny's shape
                       SsdCase{7, 8, 12, 8, 4, 8, 3},     // shorter than a chunk, mid-chunk
                       SsdCase{64, 2, 7, 5, 2, 16, 16},   // starts exactly on a boundary
-                      SsdCase{50, 6, 4, 3, 1, 64, 30}));  // Q larger than the sequence
+                      SsdCase{50, 6, 4, 3, 1, 64, 30},   // Q larger than the sequence
+                      SsdCase{300, 8, 16, 128, 4, 48, 5}));  // parallel: 40 (chunk, group) items, chunks shorter than Q
 
 /// Runs the SSD of c over d from its h0 (split at the relative cuts, each ending a piece), bf16 or
 /// not; returns y then the final state.
@@ -110,6 +111,26 @@ TEST(Ssd, SplitAtChunkMultiplesIsBitwiseIdentical) {
   // Cuts at absolute positions 8, 16, 32 (multiples of Q) → relative 5, 13, 29.
   for (const std::vector<std::int64_t>& cuts : {std::vector<std::int64_t>{5}, {13, 29}, {5, 13, 29}})
     EXPECT_EQ(0, std::memcmp(run_ssd(c, d, false, cuts).data(), whole.data(), sizeof(float) * whole.size()));
+}
+
+// The SSD's parallel path (L·H·P·N ≥ kParallelMinWork): its (chunk, group) items — each thread's
+// own Bᵀ buffer, G > 1, chunks shorter than min(Q, 64) — and its heads on 1, 2 and 3 threads,
+// bitwise the same, fp32 and bf16 products (40 items of N = 128, so the threads overlap).
+TEST(Ssd, ParallelPathIsThreadInvariant) {
+  const SsdCase c{300, 8, 16, 128, 4, 48, 5};
+  std::mt19937 rng(31);
+  const SsdData d(c, rng);
+  const int saved = ops::num_threads();
+  for (const bool bf16 : {false, true}) {
+    ops::set_num_threads(1);
+    const std::vector<float> one = run_ssd(c, d, bf16);
+    for (const int threads : {2, 3}) {
+      ops::set_num_threads(threads);
+      EXPECT_EQ(0, std::memcmp(run_ssd(c, d, bf16).data(), one.data(), sizeof(float) * one.size()))
+          << threads << " threads, bf16 " << bf16;
+    }
+  }
+  ops::set_num_threads(saved);
 }
 
 // The bf16 tier (SsdArgs::bf16_products): near the fp32 SSD (each product of two bf16-rounded

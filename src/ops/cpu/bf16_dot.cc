@@ -112,13 +112,14 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
   assert(!softplus || simd);
   assert(conv == nullptr || (simd && conv->K == 4 && !softplus));
   const std::int64_t n_blocks = (N + kBlockRows - 1) / kBlockRows;
-  // Threads take contiguous block ranges, all M rows each (each weight block is read once). In a
-  // prefill, a weight of few blocks (x_proj: N = 80, 5 blocks) is shared by row ranges instead (its
-  // blocks read by every thread, from cache), else one thread takes 3 blocks of 5. A decode batch
-  // keeps the block split: there the weights come from memory, and each thread reading all of them
-  // cost more than the uneven split (mamba-130m bf16, Zen 5, 2 threads, x_proj per step: b=8 0.37–0.46
-  // → 0.31–0.32 ms, b=2 0.26 → 0.20, b=4 0.29 → 0.23; with warm weights the row split had been ahead,
-  // 7.3 → 6.0 µs a call at b=8).
+  // Threads take contiguous block ranges, all M rows each (each weight block is read once). With
+  // more than kDecodeRows rows (a prefill, or a piece of one), a weight of few blocks (x_proj: N =
+  // 80, 5 blocks) is shared by row ranges instead (its blocks read by every thread, from cache),
+  // where a block split would give one thread 3 blocks of 5. Up to kDecodeRows rows (decode
+  // batches, short pieces) keep the block split: there the weights come from memory, and each
+  // thread reading all of them cost more than the uneven split (mamba-130m bf16, Zen 5, 2 threads,
+  // x_proj per step: b=8 0.37–0.46 → 0.31–0.32 ms, b=2 0.26 → 0.20, b=4 0.29 → 0.23; with warm
+  // weights the row split had been ahead, 7.3 → 6.0 µs a call at b=8).
   const bool parallel = M * N * K >= kParallelMinWork;
   // (The conv epilogue runs down all rows of a block in one thread: never a row split.)
   if (conv == nullptr && M > kDecodeRows && n_blocks < 4 * std::int64_t(num_threads())) {

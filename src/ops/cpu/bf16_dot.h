@@ -32,7 +32,8 @@ namespace mamba::ops::cpu::bf16dot {
 
 inline constexpr int kBlockRows = 16;
 /// Most input rows the AVX-512 BF16 kernel takes in its decode tile (all rows at once, each weight
-/// block read once, three prefetched streams); more rows take its prefill order.
+/// block read once, three prefetched streams); more rows, and any call with the conv epilogue, take
+/// its prefill order (rows in order down each block).
 inline constexpr int kDecodeRows = 8;
 
 // Helpers in an unnamed namespace: each file (the AVX-512 BF16 one included) gets its own copy, so

@@ -131,7 +131,8 @@ void linear_softplus(const float* x, std::int64_t ldx, std::int64_t M, const Ten
 }
 
 bool linear_fuses_conv_silu(const TensorView& W, std::int64_t conv_taps, std::int64_t M) {
-  return conv_taps == 4 && M > 8 && linear_fuses_softplus(W);  // the same kernel; its window holds 3 rows
+  // The same kernel; its window holds 3 rows. Up to kDecodeRows rows keep the decode tile.
+  return conv_taps == 4 && M > cpu::bf16dot::kDecodeRows && linear_fuses_softplus(W);
 }
 
 void linear_conv_silu(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& W, const TensorView& bias,

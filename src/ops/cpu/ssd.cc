@@ -54,7 +54,7 @@ namespace {
 
 /// Rows per causal strip of the CB and Y_diag GEMMs (a multiple of the GEMM's 6-row tile).
 constexpr std::int64_t kStrip = 24;
-/// Tokens per block of the Bᵀ transpose (one 64-byte line of each Bᵀ row).
+/// Tokens per block of the Bᵀ transpose (the block's B rows stay in L1 while it is transposed).
 constexpr std::int64_t kTransposeRows = 16;
 
 template <class T>
