@@ -301,7 +301,7 @@ int main(int argc, char** argv) {
   // reported before the model load, which takes minutes for large checkpoints; the server binds
   // for real after it (and still names the reason if another process took the port meanwhile).
   if (!from_env.empty()) spdlog::info("from the environment: {}", mamba::tools::env_list(from_env));
-  if (const auto typos = mamba::tools::env_near_misses(app, "MAMBA_", {"MAMBA_MODEL", "MAMBA_CPU_TARGET", "MAMBA_WEIGHT_PREFETCH", "MAMBA_BATCH_TILE"});
+  if (const auto typos = mamba::tools::env_near_misses(app, "MAMBA_", {"MAMBA_MODEL", "MAMBA_CPU_TARGET", "MAMBA_WEIGHT_PREFETCH", "MAMBA_BATCH_TILE", "MAMBA_TEST_POOL_CPUS"});
       !typos.empty())
     spdlog::warn("set in the environment but not read: {}", mamba::tools::env_list(typos));
   const std::string env_note = mamba::tools::env_note(from_env);  // after the errors below: where a value came from

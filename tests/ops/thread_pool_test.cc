@@ -152,6 +152,44 @@ TEST(ThreadPool, RegionsStartingAsTheWorkerFallsAsleepLoseNoShare) {
   EXPECT_GT(worker_ran, 0) << "the worker never ran a share";
 }
 
+TEST(ThreadPool, AWorkerRunsTheShareOfAnotherLateWorker) {
+  // Regions of 4 after 2 ms without regions: the three workers sleep, and the caller wakes them one
+  // after the other. Share 1 is empty, the caller's share 0 busy for 200 µs, so worker 1 is done
+  // while workers 2 and 3 may still be waking, and takes their shares (thread_pool.cc work()); a
+  // late worker then finds its share claimed and must not touch the region. Each share runs once,
+  // all writes are visible at the return, and over 200 regions some worker ran two shares.
+  // Needs a pool of 4 CPUs: machines of 4+ CPUs, or MAMBA_TEST_POOL_CPUS=4 on CI's two (ctest's
+  // ops.pool_of_4_cpus entry runs this suite so).
+  constexpr int kThreads = 4;
+  if (ops::cpu::pool_cpus() < kThreads)
+    GTEST_SKIP() << "the pool has " << ops::cpu::pool_cpus() << " CPUs, fewer than " << kThreads
+                 << ": regions of 4 are OpenMP regions here (ctest's ops.pool_of_4_cpus sets MAMBA_TEST_POOL_CPUS=4)";
+  using Clock = std::chrono::steady_clock;
+  int regions_with_a_worker_running_two = 0;
+  for (int rep = 0; rep < 200; ++rep) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::thread::id ran[kThreads];
+    int hits[kThreads] = {0, 0, 0, 0};  // plain ints: the region's return publishes them
+    ops::cpu::parallel_region(kThreads, [&](int t, int nt) {
+      ASSERT_EQ(nt, kThreads);
+      if (t == 0) {
+        const auto until = Clock::now() + std::chrono::microseconds(200);
+        while (Clock::now() < until) {
+        }
+      }
+      ran[t] = std::this_thread::get_id();
+      ++hits[t];
+    });
+    for (int t = 0; t < kThreads; ++t) ASSERT_EQ(hits[t], 1) << "share " << t << ", region " << rep;
+    ASSERT_EQ(ran[0], std::this_thread::get_id()) << "share 0 is the caller's";
+    bool two = false;
+    for (int a = 1; a < kThreads; ++a)
+      for (int b = a + 1; b < kThreads; ++b) two |= ran[a] == ran[b] && ran[a] != std::this_thread::get_id();
+    regions_with_a_worker_running_two += two;
+  }
+  EXPECT_GT(regions_with_a_worker_running_two, 0) << "no worker ever ran a late worker's share";
+}
+
 TEST(ThreadPool, NestedRegionRunsOnTheCallingThread) {
   std::atomic<int> inner_calls{0}, inner_nt_sum{0};
   ops::cpu::parallel_region(2, [&](int, int) {

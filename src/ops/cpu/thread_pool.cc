@@ -74,7 +74,15 @@ constexpr std::int64_t kSpinMicroseconds = 500;  ///< a worker's (and the caller
 thread_local bool t_in_region = false;  ///< this thread runs a region body (nested calls go serial)
 
 int available_cpus() {
-  static const int n = usable_cpus();  // read once: the pool is sized from it
+  // Read once: the pool is sized from it. MAMBA_TEST_POOL_CPUS (tests only, thread_pool.h).
+  static const int n = [] {
+    if (const char* v = std::getenv("MAMBA_TEST_POOL_CPUS")) {
+      char* end = nullptr;
+      const long k = std::strtol(v, &end, 10);
+      if (end != v && *end == '\0' && k >= 1 && k <= kMaxThreads) return static_cast<int>(k);
+    }
+    return usable_cpus();
+  }();
   return n;
 }
 
@@ -333,6 +341,8 @@ class Pool {
 };
 
 }  // namespace
+
+int pool_cpus() { return available_cpus(); }
 
 void parallel_region(int nt, RegionBody body) {
   if (nt <= 1 || t_in_region) {

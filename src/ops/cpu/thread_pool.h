@@ -13,7 +13,7 @@
 // another (no barriers inside a region). Calls from several threads are serialised; a call from
 // inside a region runs body(0, 1) on that thread.
 // Workers (and the caller, waiting for them) spin for 0.5 ms, then sleep (futex); with
-// OMP_WAIT_POLICY=passive each spins only ~5 µs. A region of more threads than CPUs runs as an OpenMP region
+// OMP_WAIT_POLICY=passive each spins only ~5 µs. A region of more threads than CPUs (pool_cpus()) runs as an OpenMP region
 // (libgomp time-slices an oversubscribed team far better than per-region wake-ups).
 // A body may throw (std::bad_alloc from a per-thread scratch buffer that cannot grow): its share
 // then counts as finished, the region's other shares still run, and once all have finished the
@@ -43,6 +43,14 @@ class RegionBody {
   void* obj_;
   void (*call_)(void*, int, int);
 };
+
+/// The CPU count the pool is sized by, read once: usable_cpus(), or MAMBA_TEST_POOL_CPUS = N (1 to
+/// kMaxThreads; for tests only). Regions of up to that many threads run on the pool's workers, more
+/// as OpenMP regions. The override lets a 2-CPU CI machine run regions of several workers (time-
+/// sliced), so that the paths only machines of 3+ CPUs take otherwise, such as a worker running a
+/// late worker's share, are tested there (ctest's ops.pool_of_4_cpus). Not for production: more
+/// workers than CPUs only take turns.
+int pool_cpus();
 
 /// Runs body(t, nt) for t in [0, nt) on nt threads (the caller is t = 0); nt ≤ 1: body(0, 1) here.
 /// Throws the first exception a share threw, after every share has finished (the header's note).
