@@ -35,6 +35,13 @@ inline constexpr int kBlockRows = 16;
 /// block read once, three prefetched streams); more rows, and any call with the conv epilogue, take
 /// its prefill order (rows in order down each block).
 inline constexpr int kDecodeRows = 8;
+/// Weight blocks the decode tile reads at once (three streams far apart, or adjacent for a short
+/// range), and so the grain in which threads share a decode batch's blocks at run time
+/// (bf16dot::linear): a grain taken alone still runs as three streams. Zen 5, 2 threads, linear
+/// time per step, medians of 10–12 interleaved runs, grains of 1 → 3 blocks: mamba-130m b=8 5.40 →
+/// 5.20 ms (10 of 12 ahead), mamba2-130m b=8 5.64 → 5.32 (10 of 10), b=2 and b=6 within the noise;
+/// grains of 2 and 6 behind 3.
+inline constexpr int kDecodeStreams = 3;
 
 // Helpers in an unnamed namespace: each file (the AVX-512 BF16 one included) gets its own copy, so
 // the linker never hands one compiled with wider instructions to another (cpu_target.h).

@@ -160,7 +160,7 @@ void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std:
     // accumulator spilled and 2 streams were kept from 5 rows on). The blocks left over (x_proj:
     // N = 80 is 5 blocks for 2 threads) go together too: one chain per output is latency-bound
     // alone. The prefetches as weight_prefetch() says (bitwise the same results either way).
-    constexpr int S = 3;
+    constexpr int S = kDecodeStreams;
     const std::int64_t h = (b1 - b0) / S;
     auto run = [&](auto pf) {
       constexpr bool kPf = decltype(pf)::value;
