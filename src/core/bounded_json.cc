@@ -2,6 +2,8 @@
 // the depth and, on request, notes a repeated top-level key.
 #include "core/bounded_json.h"
 
+#include <algorithm>
+
 #include <set>
 
 #include <fmt/format.h>
@@ -59,6 +61,15 @@ class BoundedDom {
 
 std::optional<JsonParseFault> parse_json_bounded(std::string_view text, nlohmann::json& out, int max_depth,
                                                  std::optional<std::string>* repeated_top_key) {
+  // nlohmann's lexer takes a NUL byte for the end of the input, so "{}\0junk" parsed as {} (a
+  // request body or config.json with anything after a NUL was accepted). JSON text has no raw NUL
+  // anywhere (RFC 8259: control characters in strings are escaped, whitespace is " \t\n\r").
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    const std::size_t line_start = text.rfind('\n', nul) == std::string_view::npos ? 0 : text.rfind('\n', nul) + 1;
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+    return JsonParseFault{false, fmt::format("parse error at line {}, column {}: a NUL byte (byte {} of {}), which JSON text cannot "
+                                             "contain", line, nul - line_start + 1, nul + 1, text.size())};
+  }
   BoundedDom sax(out, max_depth, repeated_top_key != nullptr);
   const bool parsed = nlohmann::json::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json, /*strict=*/true);
   if (repeated_top_key != nullptr) *repeated_top_key = sax.repeated;

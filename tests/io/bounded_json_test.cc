@@ -50,6 +50,29 @@ TEST(BoundedJson, SyntaxErrorsKeepThePositionWithoutTheLibrarysTag) {
   EXPECT_EQ(j["k"][1], 2.5);
 }
 
+TEST(BoundedJson, ANulByteAnywhereIsASyntaxError) {
+  // nlohmann's lexer ends the input at a NUL: "{}\0junk" parsed as {} before the check.
+  using namespace std::string_literals;
+  nlohmann::json j;
+  auto fault = parse_json_bounded("{\"a\": 1}\0junk"s, j);
+  ASSERT_TRUE(fault);
+  EXPECT_FALSE(fault->too_deep);
+  EXPECT_EQ(fault->message, "parse error at line 1, column 9: a NUL byte (byte 9 of 13), which JSON text cannot contain");
+  fault = parse_json_bounded("{\n \"a\": \"x\0y\"}"s, j);  // inside a string (unescaped), on line 2
+  ASSERT_TRUE(fault);
+  EXPECT_EQ(fault->message.rfind("parse error at line 2, column 9: a NUL byte", 0), 0u) << fault->message;
+  EXPECT_TRUE(parse_json_bounded("\0"s, j));
+  EXPECT_TRUE(parse_json_bounded("{}\0"s, j));
+  EXPECT_FALSE(parse_json_bounded(R"({"a": "x\u0000y"})", j));  // the escaped form is JSON
+  EXPECT_EQ(j["a"].get<std::string>(), "x\0y"s);
+  // config.json with bytes after a NUL loaded (`mamba-cli inspect` exited 0).
+  auto c = ModelConfig::from_json_text("{\"d_model\": 8, \"n_layer\": 1, \"vocab_size\": 8}\0garbage"s, "dir/config.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, ErrorCode::kFormat);
+  EXPECT_EQ(c.error().message.rfind("dir/config.json: invalid JSON: parse error at line 1, column 46: a NUL byte", 0), 0u)
+      << c.error().message;
+}
+
 TEST(BoundedJson, RepeatedTopLevelKeyIsNoted) {
   nlohmann::json j;
   std::optional<std::string> repeated;

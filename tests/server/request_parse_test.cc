@@ -466,6 +466,20 @@ TEST(RequestBody, SyntaxErrorsDoNotQuoteTheBody) {
   EXPECT_NE(e->message.find("expected '}'"), std::string::npos) << e->message;
 }
 
+// A NUL byte ended nlohmann's input, so a body with anything after one ran as the part before it
+// (a proxy that reads the whole body would see another request than the server ran).
+TEST(RequestBody, ANulByteIsASyntaxErrorNotTheEndOfTheBody) {
+  using namespace std::string_literals;
+  json j;
+  auto e = parse_body_object("{\"inputs\":\"Hi\"}\0{\"inputs\":\"other\"}"s, j);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 400);
+  EXPECT_EQ(e->message, "malformed JSON body: parse error at line 1, column 16: a NUL byte (byte 16 of 34), which JSON text cannot contain");
+  e = parse_body_object("\0\0"s, j);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "malformed JSON body: parse error at line 1, column 1: a NUL byte (byte 1 of 2), which JSON text cannot contain");
+}
+
 // Nesting is bounded at parse time: a prompt of 100 000 nested arrays (200 KB) crashed the server
 // (the token-id message dumped the item, recursing once per level). Level 1 is the body object.
 TEST(RequestBody, NestingDeeperThanTheLimitIs400) {
