@@ -57,6 +57,20 @@ Result<std::optional<std::vector<std::int32_t>>> read_generation_eos_ids(const s
   return Ids(std::move(ids));
 }
 
+std::string generation_sampling_note(const std::string& model_dir) {
+  auto gen = read_json_object_file(model_dir, "generation_config.json");
+  if (!gen.ok() || !gen->has_value()) return {};
+  const nlohmann::json& j = **gen;
+  const auto ds = j.find("do_sample");
+  if (ds == j.end() || !ds->is_boolean() || !ds->get<bool>()) return {};
+  std::string fields;
+  for (const char* k : {"temperature", "top_k", "top_p", "min_p", "typical_p"})
+    if (const auto it = j.find(k); it != j.end() && !it->is_null())
+      fields += fmt::format("{}{} {}", fields.empty() ? "" : ", ", k, it->dump());
+  const std::string path = (std::filesystem::path(model_dir) / "generation_config.json").string();
+  return fmt::format("{} sets do_sample: true{}", path, fields.empty() ? "" : " (" + fields + ")");
+}
+
 Result<std::optional<std::string>> read_tokenizer_eos_token(const std::string& model_dir) {
   MAMBA_ASSIGN_OR_RETURN(auto cfg, read_json_object_file(model_dir, "tokenizer_config.json"));
   if (!cfg) return std::optional<std::string>();

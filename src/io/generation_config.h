@@ -25,6 +25,13 @@ Result<std::optional<nlohmann::json>> read_json_object_file(const std::string& m
 /// [0, INT32_MAX]; kInvalidArgument when one is ≥ `vocab_size` (the model could never generate it).
 Result<std::optional<std::vector<std::int32_t>>> read_generation_eos_ids(const std::string& model_dir, std::int64_t vocab_size);
 
+/// What generation_config.json in `model_dir` asks of sampling, when it sets `do_sample: true`:
+/// "DIR/generation_config.json sets do_sample: true (temperature 0.7, top_p 0.9)" (the fields of
+/// temperature, top_k, top_p, min_p, typical_p that it sets, as written); "" when it does not, or the
+/// file is absent or unreadable (read_generation_eos_ids reports those). For a note: this project's
+/// defaults stay greedy whatever the file says.
+std::string generation_sampling_note(const std::string& model_dir);
+
 /// tokenizer_config.json's `eos_token` in `model_dir` (a string, or an object whose "content" is
 /// one, as HF tokenizers' AddedToken is saved): nullopt when the file is absent or the key is
 /// missing or null. Errors: as read_json_object_file; kFormat naming the file and the field when

@@ -16,7 +16,9 @@ expect_error("error: --prompt-ids: token id 99999 \\(item 2\\) is outside the vo
 expect_error("error: .*at most one of" run -m ${model} -p hi --prompt-ids 1)
 expect_error("error: .*no such file" run -m ${model} -f ${WORK}/does-not-exist.txt)
 expect_error("error: --prompt-ids: empty item before item 1 \\(the list starts with a comma\\)" run -m ${model} --prompt-ids ,)
-expect_error("error: .*prompt is empty" run -m ${model} --prompt-ids "[ ]")
+expect_error("error: --prompt-ids: no token ids \\(the prompt would be empty\\)" run -m ${model} --prompt-ids "[ ]")
+# …found before the model load (a model path that does not exist is not reached).
+expect_error("error: --prompt-ids: no token ids" run -m ${WORK}/no-such-model --prompt-ids "[ ]")
 cli_run_ok(bracket_comma run -m ${model} --prompt-ids "[1, 2]," -n 1)
 expect_error("error: .*/no/such/model" run -m /no/such/model -p hi)
 expect_error("error: .*--bogus" run -m ${model} -p hi --bogus)

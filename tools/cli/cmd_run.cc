@@ -22,6 +22,7 @@
 #include "cli/command.h"
 #include "cli/interrupt.h"
 #include "cli/run_common.h"
+#include "io/generation_config.h"
 #include "mamba/generate.h"
 #include "common/option_rules.h"
 
@@ -133,6 +134,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
     auto ids = parse_ids(a.prompt_ids, "--prompt-ids");
     if (!ids.ok()) fail(ids.error().message);
     prompt = std::move(*ids);
+    if (prompt.empty()) fail_flag("--prompt-ids: no token ids (the prompt would be empty)");  // before the load
   }
 
   auto loaded = load_model_and_tokenizer(a.model, a.threads, a.precision, a.tokenizer);
@@ -153,6 +155,12 @@ void run(const RunArgs& a, CLI::App& cmd) {
   }
   std::fprintf(stderr, "model: %s (%s, %lld layers%s%s)\n", loaded->dir.c_str(), arch_name(model.config().arch),
                static_cast<long long>(model.config().n_layer), precision_note(model, a.precision).c_str(), tok ? "" : ", no tokenizer");
+  // HF generate() samples where the model's generation_config.json says do_sample: true; run stays
+  // greedy unless a sampling flag is given (as TGI; vLLM applies the file), and says so.
+  if (!opts.sampling.sampling() && !cmd.count("--temp"))
+    if (auto note = io::generation_sampling_note(loaded->dir); !note.empty())
+      std::fprintf(stderr, "note: %s; run does not apply it: decoding is greedy (give --temp, --top-k, --top-p, --min-p or --typical-p to sample)\n",
+                   note.c_str());
   // A tokenizer given apart from the model (--tokenizer): the EOS fallback reads its directory's
   // tokenizer_config.json, not the model directory's (generate() would read the latter).
   if (!loaded->tokenizer_dir.empty() && !opts.ignore_eos && opts.eos_ids.empty()) {
