@@ -130,14 +130,14 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
   }
   // Several rows (prefill, batched decode): parallel_for_balanced (prefill 512 balanced / static:
   // mamba-130m 2397 / 2323 tok/s, mamba2-130m 2411 / 2341; b=8 decode 1005 / 950 with one core slow,
-  // 976 / 973 without). Decode batches (up to kDecodeRows rows) in grains of kDecodeStreams
-  // blocks, so that the owner's last claims and every block another thread takes over run as one
-  // three-stream tile instead of single-block tiles (one accumulator chain per output; they had
-  // ~12% of the kernel's perf samples in a mamba-130m b=8 decode). One row keeps the static split: its kernel
+  // 976 / 973 without). In grains of the tile's blocks (kDecodeStreams up to kDecodeRows rows, else
+  // kPrefillBlocks), so that the owner's last claims and every block another thread takes over run
+  // in a full tile instead of single-block tiles (one accumulator chain per output; they had ~12%
+  // of the kernel's perf samples in a mamba-130m b=8 decode, ~10% in a mamba2-130m prefill). One row keeps the static split: its kernel
   // reads a thread's range as several streams that small grains would bring next to each other
   // (balanced in grains of 3 or 12 blocks: within the noise).
   const auto run = [&](std::int64_t b0, std::int64_t b1) { kernel(args, 0, M, b0, b1); };
-  if (M >= 2) parallel_for_balanced(n_blocks, M <= kDecodeRows ? kDecodeStreams : 1, parallel && n_blocks > 1, run);
+  if (M >= 2) parallel_for_balanced(n_blocks, M <= kDecodeRows ? kDecodeStreams : kPrefillBlocks, parallel && n_blocks > 1, run);
   else parallel_for(n_blocks, parallel && n_blocks > 1, run);
 }
 

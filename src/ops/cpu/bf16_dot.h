@@ -42,6 +42,11 @@ inline constexpr int kDecodeRows = 8;
 /// 5.20 ms (10 of 12 ahead), mamba2-130m b=8 5.64 → 5.32 (10 of 10), b=2 and b=6 within the noise;
 /// grains of 2 and 6 behind 3.
 inline constexpr int kDecodeStreams = 3;
+/// Adjacent weight blocks the prefill tile (more than kDecodeRows rows) passes its rows over, and
+/// so the grain of a prefill's run-time split (bf16dot::linear). Zen 5, 2 threads, prefill 512,
+/// linear ms, 6 interleaved rounds, grains of 1 → 2 blocks: mamba2-130m 136.0–138.9 → 133.3–136.5
+/// (6 of 6 ahead), mamba-130m 148.8–166.3 → 145.5–152.0 (5 of 6); 4 blocks as 2.
+inline constexpr int kPrefillBlocks = 2;
 
 // Helpers in an unnamed namespace: each file (the AVX-512 BF16 one included) gets its own copy, so
 // the linker never hands one compiled with wider instructions to another (cpu_target.h).
