@@ -65,10 +65,11 @@ std::optional<JsonParseFault> parse_json_bounded(std::string_view text, nlohmann
   // request body or config.json with anything after a NUL was accepted). JSON text has no raw NUL
   // anywhere (RFC 8259: control characters in strings are escaped, whitespace is " \t\n\r").
   if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
-    const std::size_t line_start = text.rfind('\n', nul) == std::string_view::npos ? 0 : text.rfind('\n', nul) + 1;
+    const std::size_t newline = text.rfind('\n', nul);
+    const std::size_t column = newline == std::string_view::npos ? nul + 1 : nul - newline;
     const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
-    return JsonParseFault{false, fmt::format("parse error at line {}, column {}: a NUL byte (byte {} of {}), which JSON text cannot "
-                                             "contain", line, nul - line_start + 1, nul + 1, text.size())};
+    return JsonParseFault{false, fmt::format("parse error at line {}, column {}: a NUL byte (byte {} of {}), which JSON "
+                                             "text cannot contain", line, column, nul + 1, text.size())};
   }
   BoundedDom sax(out, max_depth, repeated_top_key != nullptr);
   const bool parsed = nlohmann::json::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json, /*strict=*/true);

@@ -133,9 +133,10 @@ void linear(const float* x, std::int64_t ldx, std::int64_t M, const TensorView& 
   // 976 / 973 without). In grains of the tile's blocks (kDecodeStreams up to kDecodeRows rows, else
   // kPrefillBlocks), so that the owner's last claims and every block another thread takes over run
   // in a full tile instead of single-block tiles (one accumulator chain per output; they had ~12%
-  // of the kernel's perf samples in a mamba-130m b=8 decode, ~10% in a mamba2-130m prefill). One row keeps the static split: its kernel
-  // reads a thread's range as several streams that small grains would bring next to each other
-  // (balanced in grains of 3 or 12 blocks: within the noise).
+  // of the kernel's perf samples in a mamba-130m b=8 decode, ~10% in a mamba2-130m prefill).
+  // One row keeps the static split: its kernel reads a thread's range as several streams that
+  // small grains would bring next to each other (balanced in grains of 3 or 12 blocks: within the
+  // noise).
   const auto run = [&](std::int64_t b0, std::int64_t b1) { kernel(args, 0, M, b0, b1); };
   if (M >= 2) parallel_for_balanced(n_blocks, M <= kDecodeRows ? kDecodeStreams : kPrefillBlocks, parallel && n_blocks > 1, run);
   else parallel_for(n_blocks, parallel && n_blocks > 1, run);

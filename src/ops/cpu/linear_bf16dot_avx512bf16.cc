@@ -172,8 +172,9 @@ void dot_blocks_avx512bf16(const Args& a, std::int64_t m0, std::int64_t m1, std:
     else run(std::false_type{});
     return;
   }
-  // Prefill: kPrefillBlocks = 2 adjacent blocks (L1-resident) pass 8 rows at a time (16 chains in registers),
-  // the rows in order (the conv epilogue's window runs down them; it needs all M rows: m0 = 0).
+  // Prefill: kPrefillBlocks = 2 adjacent blocks (L1-resident) pass 8 rows at a time (16 chains in
+  // registers), the rows in order (the conv epilogue's window runs down them; it needs all M rows:
+  // m0 = 0).
   assert(a.conv == nullptr || (m0 == 0 && m1 == a.M));
   for (std::int64_t b = b0; b < b1; b += kPrefillBlocks) {
     const int streams = static_cast<int>(std::min<std::int64_t>(kPrefillBlocks, b1 - b));

@@ -13,8 +13,9 @@
 // another (no barriers inside a region). Calls from several threads are serialised; a call from
 // inside a region runs body(0, 1) on that thread.
 // Workers (and the caller, waiting for them) spin for 0.5 ms, then sleep (futex); with
-// OMP_WAIT_POLICY=passive each spins only ~5 µs. A region of more threads than CPUs (pool_cpus()) runs as an OpenMP region
-// (libgomp time-slices an oversubscribed team far better than per-region wake-ups).
+// OMP_WAIT_POLICY=passive each spins only ~5 µs. A region of more threads than CPUs (pool_cpus())
+// runs as an OpenMP region (libgomp time-slices an oversubscribed team far better than per-region
+// wake-ups).
 // A body may throw (std::bad_alloc from a per-thread scratch buffer that cannot grow): its share
 // then counts as finished, the region's other shares still run, and once all have finished the
 // first exception is rethrown on the calling thread (whichever thread threw it), where the
