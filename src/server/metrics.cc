@@ -1,5 +1,7 @@
 #include "server/metrics.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace mamba::server {
@@ -10,6 +12,33 @@ void emit(std::string& out, const char* name, const char* type, const char* help
 }
 
 }  // namespace
+
+void DurationHistogram::observe(double seconds) {
+  if (!(seconds > 0.0)) seconds = 0.0;  // negative or NaN
+  std::size_t b = 0;
+  while (b < kBuckets && seconds > kBounds[b]) ++b;
+  counts_[b].fetch_add(1, std::memory_order_relaxed);
+  const double ns = seconds * 1e9;
+  sum_ns_.fetch_add(ns < 9e18 ? std::llround(ns) : std::int64_t{9000000000000000000}, std::memory_order_relaxed);
+}
+
+std::int64_t DurationHistogram::count() const {
+  std::int64_t n = 0;
+  for (const auto& c : counts_) n += c.load(std::memory_order_relaxed);
+  return n;
+}
+
+void DurationHistogram::render(std::string& out, const char* name, const char* help) const {
+  fmt::format_to(std::back_inserter(out), "# HELP {0} {1}\n# TYPE {0} histogram\n", name, help);
+  std::int64_t cumulative = 0;
+  for (std::size_t b = 0; b <= kBuckets; ++b) {
+    cumulative += counts_[b].load(std::memory_order_relaxed);
+    if (b < kBuckets) fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"{}\"}} {}\n", name, kBounds[b], cumulative);
+    else fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"+Inf\"}} {}\n", name, cumulative);
+  }
+  fmt::format_to(std::back_inserter(out), "{}_sum {}\n{}_count {}\n", name, static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) * 1e-9,
+                 name, cumulative);
+}
 
 std::string Metrics::render() const {
   std::string out;
@@ -48,6 +77,14 @@ std::string Metrics::render() const {
   g("mamba_running_sequences", "Sequences being prefilled or decoded.", running);
   g("mamba_streams_paused", "Running streams not decoded because their client stopped reading.", streams_paused);
   g("mamba_state_bytes_per_slot", "Bytes of one sequence's state (fp32).", state_bytes_per_slot);
+  request_duration.render(out, "mamba_request_duration_seconds",
+                          "Requests that finished normally: seconds from admission to the last token.");
+  queue_duration.render(out, "mamba_request_queue_duration_seconds",
+                        "Requests that finished normally: seconds from admission to the start of their prefill.");
+  time_to_first_token.render(out, "mamba_time_to_first_token_seconds",
+                             "Requests that finished normally with a generated token: seconds from admission to the first.");
+  time_per_output_token.render(out, "mamba_time_per_output_token_seconds",
+                               "Requests that finished normally with 2 or more tokens: their mean seconds between tokens.");
   return out;
 }
 

@@ -1,13 +1,36 @@
-// Metrics: counters and gauges of the server, rendered in the Prometheus text format (/metrics).
+// Metrics: counters, gauges and latency histograms of the server, rendered in the Prometheus text format (/metrics).
 //
 // Written by the scheduler thread and HTTP threads (atomics), read by /metrics.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace mamba::server {
+
+/// A Prometheus histogram of durations in seconds over fixed buckets (kBounds, the same for every
+/// histogram here: 1 ms to 5 min). observe() from any thread (atomics; no lock); render() writes
+/// the cumulative _bucket{le="…"} lines, _sum and _count (= the +Inf bucket, from the same loads,
+/// so a scrape that races an observation stays consistent within itself except for _sum).
+class DurationHistogram {
+ public:
+  static constexpr double kBounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                       1.0,   2.5,    5.0,   10.0, 30.0,  60.0, 120.0, 300.0};
+  static constexpr std::size_t kBuckets = sizeof(kBounds) / sizeof(kBounds[0]);
+  /// Counts `seconds` in the first bucket whose bound it does not exceed (+Inf past the last); a
+  /// negative or NaN value counts as 0 s.
+  void observe(double seconds);
+  /// Observations so far (the +Inf bucket's cumulative count).
+  std::int64_t count() const;
+  /// Appends "# HELP name help", "# TYPE name histogram" and the samples to `out`.
+  void render(std::string& out, const char* name, const char* help) const;
+
+ private:
+  std::atomic<std::int64_t> counts_[kBuckets + 1]{};  ///< per bucket, not cumulative; [kBuckets]: +Inf
+  std::atomic<std::int64_t> sum_ns_{0};
+};
 
 struct Metrics {
   // requests by outcome
@@ -39,6 +62,12 @@ struct Metrics {
   /// reading (SchedulerOptions::max_stream_backlog)
   std::atomic<std::int64_t> streams_paused{0};
   std::atomic<std::int64_t> state_bytes_per_slot{0};
+  // latencies of the generation requests that finished normally (length / eos / stop), as
+  // TGI's and vLLM's histograms: from admission to the queue, in seconds
+  DurationHistogram request_duration;      ///< to the last token
+  DurationHistogram queue_duration;        ///< to the start of its prefill
+  DurationHistogram time_to_first_token;   ///< to the first generated token (requests with one)
+  DurationHistogram time_per_output_token; ///< (last − first token time) / (tokens − 1), with ≥ 2 tokens
 
   /// Prometheus text exposition format 0.0.4 (# HELP / # TYPE lines, `mamba_` prefix).
   /// Includes mamba_decode_batch_size_mean = decode_batch_sum / decode_steps (0 before any step).

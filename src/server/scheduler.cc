@@ -463,6 +463,10 @@ void Scheduler::finish_sequence(std::size_t idx, const std::optional<Error>& err
   } else {
     st.finish = s->gen->finish_reason();
     metrics_.requests_ok++;
+    metrics_.request_duration.observe(st.total_ms * 1e-3);
+    metrics_.queue_duration.observe(st.queue_ms * 1e-3);
+    if (st.generated_tokens >= 1) metrics_.time_to_first_token.observe(ms_between(s->t_submit, s->t_first) * 1e-3);
+    if (st.generated_tokens >= 2) metrics_.time_per_output_token.observe(st.decode_ms * 1e-3 / (st.generated_tokens - 1));
     s->stream->finish(std::move(st), std::move(s->last_event));
   }
   cv_.notify_all();

@@ -2,6 +2,8 @@
 // name the field for every kind of bad input (never an exception, never a 500).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -412,6 +414,33 @@ TEST(SlotPool, SlotsForBudget) {
   EXPECT_EQ(slots_for_budget(std::int64_t{2} << 30, 168000000, 128), 12);
   EXPECT_EQ(slots_for_budget(std::int64_t{2} << 30, 1600000, 128), 128);
   EXPECT_EQ(slots_for_budget(1000, 168000000, 128), 0);
+}
+
+TEST(Metrics, DurationHistogramsAreCumulativeWithSumAndCount) {
+  Metrics m;
+  for (double s : {0.0005, 0.001, 0.002, 0.7, 0.7, 400.0, -1.0}) m.request_duration.observe(s);
+  m.request_duration.observe(std::nan(""));
+  EXPECT_EQ(m.request_duration.count(), 8);
+  const std::string t = m.render();
+  // le is "≤": 0.001 counts in its own bucket; −1 and NaN count as 0 s; 400 s only in +Inf.
+  EXPECT_NE(t.find("# HELP mamba_request_duration_seconds Requests that finished normally: seconds from admission to the last "
+                   "token.\n# TYPE mamba_request_duration_seconds histogram\n"
+                   "mamba_request_duration_seconds_bucket{le=\"0.001\"} 4\n"
+                   "mamba_request_duration_seconds_bucket{le=\"0.0025\"} 5\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("mamba_request_duration_seconds_bucket{le=\"0.5\"} 5\nmamba_request_duration_seconds_bucket{le=\"1\"} 7\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("mamba_request_duration_seconds_bucket{le=\"300\"} 7\nmamba_request_duration_seconds_bucket{le=\"+Inf\"} 8\n"
+                   "mamba_request_duration_seconds_sum 401.4035\nmamba_request_duration_seconds_count 8\n"),
+            std::string::npos)
+      << t;
+  // Untouched histograms still render every bucket, at 0.
+  EXPECT_NE(t.find("mamba_time_per_output_token_seconds_bucket{le=\"+Inf\"} 0\nmamba_time_per_output_token_seconds_sum 0\n"
+                   "mamba_time_per_output_token_seconds_count 0\n"),
+            std::string::npos)
+      << t;
 }
 
 TEST(Metrics, PrometheusTextHasMeanBatchAndSlots) {

@@ -171,6 +171,17 @@ TEST_P(ConcurrentBudgets, EachRequestEqualsItselfAlone) {
   EXPECT_GT(static_cast<double>(m.decode_batch_sum.load()) / static_cast<double>(m.decode_steps.load()), 1.0);
   EXPECT_EQ(m.slots_in_use.load(), 0);
   EXPECT_EQ(m.requests_ok.load(), kRequests);
+  // One observation per finished request; the token-time ones only where there are tokens.
+  std::int64_t with_a_token = 0, with_two = 0;
+  for (const Outcome& o : alone) {
+    with_a_token += !o.ids.empty();
+    with_two += o.ids.size() >= 2;
+  }
+  EXPECT_GT(with_two, 0);
+  EXPECT_EQ(m.request_duration.count(), kRequests);
+  EXPECT_EQ(m.queue_duration.count(), kRequests);
+  EXPECT_EQ(m.time_to_first_token.count(), with_a_token);
+  EXPECT_EQ(m.time_per_output_token.count(), with_two);
 }
 
 INSTANTIATE_TEST_SUITE_P(Budgets, ConcurrentBudgets,
@@ -229,6 +240,7 @@ TEST(Scheduler, ANonFiniteLogitFailsOnlyItsOwnRequest) {
   sch.stop(1s);
   EXPECT_GT(static_cast<double>(m.decode_batch_sum.load()) / static_cast<double>(m.decode_steps.load()), 1.0);
   EXPECT_EQ(m.requests_ok.load(), 4);
+  EXPECT_EQ(m.request_duration.count(), 4) << "the failed requests' latencies are not observed";
   EXPECT_EQ(m.slots_in_use.load(), 0);
 }
 

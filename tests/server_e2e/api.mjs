@@ -962,6 +962,11 @@ await check('server still serves after bad input; metrics count it', async () =>
   assert.ok(m['mamba_requests_total{outcome="rejected"}'] >= bad.length);
   assert.ok(m.mamba_generated_tokens_total > 0);
   assert.equal(m.mamba_slots_in_use, 0);
+  // Latency histograms: one observation per request that finished normally, this one included.
+  assert.equal(m.mamba_request_duration_seconds_count, m['mamba_requests_total{outcome="ok"}']);
+  assert.equal(m['mamba_request_duration_seconds_bucket{le="+Inf"}'], m.mamba_request_duration_seconds_count);
+  assert.ok(m.mamba_time_to_first_token_seconds_count >= 1 && m.mamba_time_per_output_token_seconds_count >= 1);
+  assert.ok(m.mamba_time_to_first_token_seconds_sum > 0 && m.mamba_time_to_first_token_seconds_sum <= m.mamba_request_duration_seconds_sum);
 });
 
 const ex = await srv.stop();
