@@ -59,6 +59,15 @@ void gated_rms_norm(float* y, std::int64_t ldy, const float* z, std::int64_t ldz
     for (std::int64_t m = m0; m < m1; ++m) {
       float* ym = y + m * ldy;
       const float* zm = z + m * ldz;
+      // The next row's z into the cache while this row is computed. z rows are E floats ldz apart
+      // (in_proj's output row, 13 KB for mamba2-130m), so the hardware's stream prefetcher starts
+      // over on each; y's rows follow one another and need no hint. mamba2-130m bf16 prefill 512
+      // (2 threads, Zen 5, 8 interleaved rounds): the norm 9.7 → 8.5 ms, 8 of 8 rounds.
+      if (m + 1 < m1) {
+        const char* z_next = reinterpret_cast<const char*>(zm + ldz);
+        for (std::int64_t byte = 0; byte < E * std::int64_t(sizeof(float)); byte += 64)
+          __builtin_prefetch(z_next + byte, 0, 3);
+      }
       k.silu_mul_row(zm, ym, ym, E);  // v = y · silu(z)
       for (std::int64_t g = 0; g < G; ++g) {
         float* v = ym + g * gs;
