@@ -125,7 +125,7 @@ std::string generated_token_bytes(const ServerContext& ctx, std::int32_t id, con
   return text.find("\xEF\xBF\xBD") == std::string::npos ? text : token_bytes(ctx, id);
 }
 
-/// A chat answer's `logprobs` ({content: [{token, logprob, bytes, top_logprobs}]}) as text. Each
+/// A chat answer's `logprobs` ({content: [{token, logprob, bytes, top_logprobs}], refusal: null}) as text. Each
 /// candidate is decoded once: its `token` is its bytes made valid UTF-8, as Tokenizer::token_text
 /// makes them (which decodes them again).
 std::string chat_logprobs(const ServerContext& ctx, const std::vector<TokenEvent>& toks) {
@@ -142,7 +142,7 @@ std::string chat_logprobs(const ServerContext& ctx, const std::vector<TokenEvent
                       {"top_logprobs", std::move(tl)}});
   }
   std::string out = content.take();
-  out += '}';
+  out += R"(,"refusal":null})";  // OpenAI's type has it (null: this server never refuses)
   return out;
 }
 
@@ -285,7 +285,8 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   json choice{{"index", 0}};
   std::string logprobs = "null";
   if (chat) {
-    choice["message"] = json{{"role", "assistant"}, {"content", c.text}};
+    // `refusal` as OpenAI's ChatCompletionMessage (a required, nullable field): null, as vLLM.
+    choice["message"] = json{{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
     if (r->logprobs) logprobs = chat_logprobs(ctx, c.tokens);
   } else {
     choice["text"] = echo_prefix + c.text;

@@ -290,11 +290,17 @@ await check('POST /v1/chat/completions (stream and not)', async () => {
   assert.equal(typeof content, 'string');
   assert.equal(r.json.choices[0].logprobs.content.length, r.json.usage.completion_tokens);
   assert.equal(r.json.choices[0].logprobs.content[0].top_logprobs.length, 2);
+  // OpenAI's ChatCompletionMessage and its logprobs carry `refusal` (required, nullable).
+  assert.strictEqual(r.json.choices[0].message.refusal, null, r.text);
+  assert.strictEqual(r.json.choices[0].logprobs.refusal, null, r.text);
   const s = await postSse(base, '/v1/chat/completions', { ...body, stream: true });
   assert.equal(s.events.at(-1), '[DONE]');
   const chunks = s.events.slice(0, -1);
   assert.equal(chunks[0].choices[0].delta.role, 'assistant');
   assert.equal(chunks.map((c) => c.choices[0].delta.content ?? '').join(''), content);
+  const withLogprobs = chunks.filter((c) => c.choices[0].logprobs);
+  assert.ok(withLogprobs.length > 0);
+  withLogprobs.forEach((c) => assert.strictEqual(c.choices[0].logprobs.refusal, null));
   assert.equal(chunks.at(-1).choices[0].finish_reason, r.json.choices[0].finish_reason);
   // Without logprobs, no chunk but the role's and the last carries empty content (a token that
   // released no text yet, e.g. "\n" held back for the "\nUser:" stop, sends nothing).
