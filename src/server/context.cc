@@ -155,29 +155,52 @@ std::optional<ApiError> submit(ServerContext& ctx, SequenceRequest req, std::sha
 }
 
 Collected collect(RequestStream& stream, const std::function<bool()>& client_gone) {
-  Collected c;
+  RequestStream* const one[] = {&stream};
+  return std::move(collect_all(one, client_gone)[0]);
+}
+
+std::vector<Collected> collect_all(std::span<RequestStream* const> streams, const std::function<bool()>& client_gone) {
+  std::vector<Collected> c(streams.size());
+  std::vector<bool> ended(streams.size(), false);
+  std::size_t left = streams.size();
+  auto signal = std::make_shared<StreamSignal>();
+  for (RequestStream* s : streams) s->attach(signal);
+  auto cancel_all = [&](CancelReason why) {
+    for (std::size_t i = 0; i < streams.size(); ++i)
+      if (!ended[i]) streams[i]->cancel(why);
+  };
   constexpr auto kPoll = std::chrono::milliseconds(250);
   auto next_check = std::chrono::steady_clock::now() + kPoll;
-  for (;;) {
-    if (client_gone && !stream.cancelled() && std::chrono::steady_clock::now() >= next_check) {
-      if (client_gone()) {  // as a stream whose client left: the scheduler drops it
-        stream.cancel(CancelReason::kClientGone);
-        c.client_left = true;
+  bool client_left = false;
+  while (left > 0) {
+    if (client_gone && !client_left && std::chrono::steady_clock::now() >= next_check) {
+      if (client_gone()) {  // as a stream whose client left: the scheduler drops the sequences
+        client_left = true;
+        cancel_all(CancelReason::kClientGone);
       }
       next_check = std::chrono::steady_clock::now() + kPoll;
     }
-    RequestStream::Update u;
-    if (!stream.take(u, kPoll)) continue;
-    for (auto& t : u.tokens) {
-      c.text += t.text_delta;
-      c.tokens.push_back(std::move(t));
+    const std::uint64_t seen = signal->count();  // before polling: an event after it moves the count
+    bool any = false;
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+      RequestStream::Update u;
+      if (ended[i] || !streams[i]->take(u, std::chrono::milliseconds(0))) continue;
+      any = true;
+      for (auto& t : u.tokens) {
+        c[i].text += t.text_delta;
+        c[i].tokens.push_back(std::move(t));
+      }
+      if (!u.done) continue;
+      c[i].error = u.error;
+      c[i].stats = streams[i]->stats();
+      ended[i] = true;
+      --left;
+      if (c[i].error || c[i].stats.finish == FinishReason::kCancelled) cancel_all(CancelReason::kAnswerEnded);
     }
-    if (u.done) {
-      c.error = u.error;
-      c.stats = stream.stats();
-      return c;
-    }
+    if (!any && left > 0) signal->wait(seen, kPoll);
   }
+  for (Collected& x : c) x.client_left = client_left;
+  return c;
 }
 
 ApiError generation_error(const Collected& c) {
@@ -225,17 +248,25 @@ std::string token_bytes(const ServerContext& ctx, std::int32_t id) {
 
 std::string sse_data(const std::string& payload) { return "data: " + payload + "\n\n"; }
 
-void set_sse_response(const httplib::Request& req, httplib::Response& res, std::shared_ptr<RequestStream> stream, SseHandlers h) {
+void set_sse_response(const httplib::Request& req, httplib::Response& res, std::vector<std::shared_ptr<RequestStream>> streams,
+                      SseHandlers h) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  // The request is logged once, with its final stats, when the sequence ends (on the scheduler's
+  // Each request is logged once, with its final stats, when its sequence ends (on the scheduler's
   // thread): also while the pump below is stuck writing to a client that stopped reading (its
   // socket write waits up to the write timeout: a shutdown that ended such streams exited before
   // their line was logged), and for a client that left (at the scheduler's next step, which under
   // load can be seconds away). (h.on_close captures no stream: the stream holds it.)
-  if (h.on_close) stream->on_end(h.on_close);
-  httplib::ContentProviderWithoutLength pump = [stream, h](std::size_t /*offset*/, httplib::DataSink& sink) -> bool {
-    // A failed write ends the stream: the client left (the write fails at once), or it stopped
+  if (h.on_close)
+    for (auto& s : streams) s->on_end(h.on_close);
+  auto signal = std::make_shared<StreamSignal>();
+  for (auto& s : streams) s->attach(signal);
+  auto cancel_all = [streams](CancelReason why) {
+    for (auto& s : streams) s->cancel(why);
+  };
+  httplib::ContentProviderWithoutLength pump = [streams, signal, cancel_all, h](std::size_t /*offset*/,
+                                                                               httplib::DataSink& sink) -> bool {
+    // A failed write ends the answer: the client left (the write fails at once), or it stopped
     // reading (the write waited out the server's 30 s write timeout; any wait of a second or more
     // counts as that).
     auto last_write = std::chrono::steady_clock::now();
@@ -246,37 +277,56 @@ void set_sse_response(const httplib::Request& req, httplib::Response& res, std::
         last_write = std::chrono::steady_clock::now();
         return true;
       }
-      stream->cancel(std::chrono::steady_clock::now() - t0 >= std::chrono::seconds(1) ? CancelReason::kClientNotReading
-                                                                                       : CancelReason::kClientGone);
+      cancel_all(std::chrono::steady_clock::now() - t0 >= std::chrono::seconds(1) ? CancelReason::kClientNotReading
+                                                                                  : CancelReason::kClientGone);
       return false;
     };
+    std::vector<SequenceStats> stats(streams.size());
+    std::vector<bool> ended(streams.size(), false);
+    std::size_t left = streams.size();
     for (;;) {
       // SSE comment as heartbeat after a second without a byte written: lets a vanished client be
       // noticed while the request is queued, and while tokens come but their text is held back (a
       // stop string may be starting: OpenAI's routes then write nothing, and a client that left
       // kept its sequence generating to max_tokens).
       if (std::chrono::steady_clock::now() - last_write > std::chrono::seconds(1) && !write(": ping\n\n")) return false;
-      RequestStream::Update u;
-      if (!stream->take(u, std::chrono::milliseconds(250))) continue;
-      if (u.prompt && h.on_prompt && !write(h.on_prompt(*u.prompt))) return false;
-      const bool ok_end = u.done && !u.error && stream->stats().finish != FinishReason::kCancelled;
-      if ((!u.tokens.empty() || ok_end) && !write(h.on_tokens(u.tokens, ok_end, stream->stats()))) return false;
-      if (u.done) {
-        if (!ok_end) {
+      const std::uint64_t seen = signal->count();  // before polling: an event after it moves the count
+      bool any = false;
+      for (std::size_t i = 0; i < streams.size(); ++i) {
+        RequestStream::Update u;
+        if (ended[i] || !streams[i]->take(u, std::chrono::milliseconds(0))) continue;
+        any = true;
+        if (u.prompt && h.on_prompt && !write(h.on_prompt(i, *u.prompt))) return false;
+        const bool ok_end = u.done && !u.error && streams[i]->stats().finish != FinishReason::kCancelled;
+        if ((!u.tokens.empty() || ok_end) && !write(h.on_tokens(i, u.tokens, ok_end, streams[i]->stats()))) return false;
+        if (!u.done) continue;
+        if (!ok_end) {  // the answer ends with this choice's error; the other choices are dropped
+          for (std::size_t j = 0; j < streams.size(); ++j)
+            if (j != i) streams[j]->cancel(CancelReason::kAnswerEnded);
           Collected c;
           c.error = u.error;
           (void)write(h.on_error(generation_error(c)));
+          if (h.on_end) (void)write(h.on_end());
+          sink.done();
+          return true;
         }
+        stats[i] = streams[i]->stats();
+        ended[i] = true;
+        --left;
+      }
+      if (left == 0) {
+        if (h.on_all_done && !write(h.on_all_done(stats))) return false;
         if (h.on_end) (void)write(h.on_end());
         sink.done();
         return true;
       }
+      if (!any) signal->wait(seen, std::chrono::milliseconds(250));
     }
   };
-  auto release = [stream](bool /*success*/) {
-    // Connection closed (normally or not): make sure the sequence leaves the scheduler (on_end
-    // above logs it with the counts it reached when the scheduler drops it).
-    stream->cancel(CancelReason::kClientGone);
+  auto release = [cancel_all](bool /*success*/) {
+    // Connection closed (normally or not): make sure the sequences leave the scheduler (on_end
+    // above logs each with the counts it reached when the scheduler drops it).
+    cancel_all(CancelReason::kClientGone);
   };
   if (req.version == "HTTP/1.0") {
     res.set_header("Connection", "close");

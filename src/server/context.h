@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -154,6 +155,11 @@ struct Collected {
 /// answers true the sequence is cancelled (counted as cancelled, its slot freed) and collection
 /// goes on until the scheduler ends it.
 Collected collect(RequestStream& stream, const std::function<bool()>& client_gone = {});
+/// collect() of several streams at once (the `n` choices of one OpenAI request), each taken as its
+/// events come (a stream left unread would be paused at its backlog: SchedulerOptions::
+/// max_stream_backlog). One Collected per stream, in order. A stream that fails or is cancelled
+/// cancels the others (CancelReason::kAnswerEnded); `client_gone` cancels them all.
+std::vector<Collected> collect_all(std::span<RequestStream* const> streams, const std::function<bool()>& client_gone = {});
 
 /// 424 generation error (model / numerical); 400 (`cancelled`) when cancelled because the client
 /// left (it may still read: a half-closed socket); 503 when cancelled by shutdown.
@@ -169,22 +175,27 @@ std::string token_text(const ServerContext& ctx, std::int32_t id);
 /// OpenAI's logprobs `bytes`); "" when the tokenizer refuses it.
 std::string token_bytes(const ServerContext& ctx, std::int32_t id);
 
-/// Sets a text/event-stream response that pumps `stream`: `on_tokens(tokens, done)` returns the
-/// SSE text for a batch of tokens (done: the batch ends the stream normally, stats valid);
-/// `on_error(error)` the text for a failed / cancelled end; `on_end()` the trailer (e.g. [DONE]).
-/// A failed write (client gone) cancels the sequence. `on_close(stats, error)` runs once, when the
-/// sequence ends (on the scheduler's thread: it must not touch the stream).
+/// Sets a text/event-stream response that pumps `streams` (one per choice: OpenAI's `n`; TGI's
+/// routes have one), their events written as they come: `on_tokens(choice, tokens, done)` returns
+/// the SSE text for a batch of one choice's tokens (done: the batch ends that choice normally,
+/// stats valid); `on_all_done(stats)`, once every choice ended normally, the text after them
+/// (OpenAI's usage chunk); `on_error(error)` the text for a failed / cancelled end of any choice,
+/// which ends the answer and cancels the other choices; `on_end()` the trailer (e.g. [DONE]).
+/// A failed write (client gone) cancels every sequence. `on_close(stats, error)` runs once per
+/// sequence, when it ends (on the scheduler's thread: it must not touch the stream).
 struct SseHandlers {
-  std::function<std::string(const std::vector<TokenEvent>&, bool done, const SequenceStats&)> on_tokens;
-  /// The prompt's scores when the request published them (optional; before any on_tokens).
-  std::function<std::string(const RequestStream::PromptScores&)> on_prompt;
+  std::function<std::string(std::size_t choice, const std::vector<TokenEvent>&, bool done, const SequenceStats&)> on_tokens;
+  /// The prompt's scores when the request published them (optional; before the choice's on_tokens).
+  std::function<std::string(std::size_t choice, const RequestStream::PromptScores&)> on_prompt;
+  /// Optional; stats in choice order.
+  std::function<std::string(const std::vector<SequenceStats>&)> on_all_done;
   std::function<std::string(const ApiError&)> on_error;
   std::function<std::string()> on_end;
   std::function<void(const SequenceStats&, const std::optional<Error>&)> on_close;
 };
 /// The answer is chunked; to an HTTP/1.0 request (`req`), which knows no chunked encoding, it is
 /// delimited by the end of the connection instead (as TGI's server answers one).
-void set_sse_response(const httplib::Request& req, httplib::Response& res, std::shared_ptr<RequestStream> stream,
+void set_sse_response(const httplib::Request& req, httplib::Response& res, std::vector<std::shared_ptr<RequestStream>> streams,
                       SseHandlers handlers);
 
 /// "data: <json>\n\n"

@@ -7,9 +7,38 @@ const char* cancel_reason_name(CancelReason r) {
     case CancelReason::kClientGone: return "client_gone";
     case CancelReason::kClientNotReading: return "client_not_reading";
     case CancelReason::kShutdown: return "shutdown";
+    case CancelReason::kAnswerEnded: return "answer_ended";
     case CancelReason::kNone: break;
   }
   return "";
+}
+
+std::uint64_t StreamSignal::count() const {
+  std::lock_guard lk(mu_);
+  return count_;
+}
+
+bool StreamSignal::wait(std::uint64_t seen, std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  return cv_.wait_for(lk, timeout, [&] { return count_ != seen; });
+}
+
+void StreamSignal::notify() {
+  {
+    std::lock_guard lk(mu_);
+    ++count_;
+  }
+  cv_.notify_all();
+}
+
+void RequestStream::attach(std::shared_ptr<StreamSignal> signal) {
+  std::lock_guard lk(mu_);
+  signal_ = std::move(signal);
+}
+
+void RequestStream::wake(const std::shared_ptr<StreamSignal>& signal) {
+  cv_.notify_all();
+  if (signal) signal->notify();
 }
 
 bool RequestStream::take(Update& out, std::chrono::milliseconds timeout) {
@@ -42,45 +71,53 @@ void RequestStream::run_on_end(std::function<void(const SequenceStats&, const st
 }
 
 void RequestStream::push(TokenEvent ev) {
+  std::shared_ptr<StreamSignal> signal;
   {
     std::lock_guard lk(mu_);
     pending_.push_back(std::move(ev));
     backlog_.store(pending_.size(), std::memory_order_relaxed);
+    signal = signal_;
   }
-  cv_.notify_all();
+  wake(signal);
 }
 
 void RequestStream::publish_prompt(PromptScores scores) {
+  std::shared_ptr<StreamSignal> signal;
   {
     std::lock_guard lk(mu_);
     pending_prompt_ = std::move(scores);
+    signal = signal_;
   }
-  cv_.notify_all();
+  wake(signal);
 }
 
 void RequestStream::finish(SequenceStats stats, std::optional<TokenEvent> last) {
   std::function<void(const SequenceStats&, const std::optional<Error>&)> fn;
+  std::shared_ptr<StreamSignal> signal;
   {
     std::lock_guard lk(mu_);
     if (last) pending_.push_back(std::move(*last));
     stats_ = std::move(stats);
     done_ = true;
     fn = std::move(on_end_);
+    signal = signal_;
   }
-  cv_.notify_all();
+  wake(signal);
   run_on_end(std::move(fn));
 }
 
 void RequestStream::fail(Error err, SequenceStats stats) {
   std::function<void(const SequenceStats&, const std::optional<Error>&)> fn;
+  std::shared_ptr<StreamSignal> signal;
   {
     std::lock_guard lk(mu_);
     stats_ = std::move(stats);
     error_ = std::move(err);
     done_ = true;
     fn = std::move(on_end_);
+    signal = signal_;
   }
-  cv_.notify_all();
+  wake(signal);
   run_on_end(std::move(fn));
 }
 

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -24,8 +25,9 @@ enum class CancelReason : std::uint8_t {
   kClientGone,        ///< the client closed its connection (or its sending side), or a write to it failed at once
   kClientNotReading,  ///< a write to the client waited out the server's write timeout (it stopped reading)
   kShutdown,          ///< the server's shutdown grace period ended
+  kAnswerEnded,       ///< another choice of the same request (OpenAI's `n`) failed, so the answer ended
 };
-/// "client_gone", "client_not_reading", "shutdown" ("" for kNone).
+/// "client_gone", "client_not_reading", "shutdown", "answer_ended" ("" for kNone).
 const char* cancel_reason_name(CancelReason r);
 
 /// Timings and counts of one finished request (milliseconds of wall time).
@@ -44,6 +46,24 @@ struct SequenceStats {
   /// top_logprobs > 0): the top_logprobs likeliest ids at each of those positions (top_logprobs()
   /// order), for OpenAI's echo + logprobs.
   std::vector<std::vector<std::pair<std::int32_t, float>>> prompt_top_logprobs;
+};
+
+/// Wakes one consumer that reads several streams at once (the `n` choices of an OpenAI request):
+/// every stream attached to it bumps its count on each push, prompt, finish and fail, so the
+/// consumer polls the streams (RequestStream::take with a zero timeout) and then waits here for
+/// the count to move past what it read before polling — no event is missed, none is waited for.
+class StreamSignal {
+ public:
+  /// The count now; read it BEFORE polling the streams.
+  std::uint64_t count() const;
+  /// Waits until the count differs from `seen`, or `timeout`. Returns whether it moved.
+  bool wait(std::uint64_t seen, std::chrono::milliseconds timeout);
+  void notify();
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t count_ = 0;
 };
 
 class RequestStream {
@@ -72,6 +92,9 @@ class RequestStream {
   /// its client gone — still learns the counts the sequence reached, however long the scheduler
   /// takes to drop it). One callback per stream; `fn` must not call back into the stream.
   void on_end(std::function<void(const SequenceStats&, const std::optional<Error>&)> fn);
+  /// From now on every event also notifies `signal` (shared by the streams one consumer reads).
+  /// Events before the call only wake take(): the consumer polls once after attaching.
+  void attach(std::shared_ptr<StreamSignal> signal);
   /// Asks the scheduler to drop the sequence (idempotent; the first call's reason is kept).
   void cancel(CancelReason why) {
     auto none = static_cast<std::uint8_t>(CancelReason::kNone);
@@ -111,6 +134,9 @@ class RequestStream {
   std::optional<Error> error_;
   SequenceStats stats_;
   std::function<void(const SequenceStats&, const std::optional<Error>&)> on_end_;
+  std::shared_ptr<StreamSignal> signal_;  ///< attach()'s, under mu_
+  /// Wakes take() and the attached signal (after an event, outside the lock).
+  void wake(const std::shared_ptr<StreamSignal>& signal);
   std::atomic<bool> cancelled_{false};
   std::atomic<std::uint8_t> reason_{static_cast<std::uint8_t>(CancelReason::kNone)};
   std::atomic<std::size_t> backlog_{0};  ///< pending_.size(), readable without the lock

@@ -146,10 +146,13 @@ std::string chat_logprobs(const ServerContext& ctx, const std::vector<TokenEvent
   return out;
 }
 
-json usage_json(const SequenceStats& st) {
-  return json{{"prompt_tokens", st.prompt_tokens},
-              {"completion_tokens", st.generated_tokens},
-              {"total_tokens", st.prompt_tokens + st.generated_tokens}};
+/// `usage` of an answer with these choices: the prompt counted once (OpenAI, vLLM), the completion
+/// tokens of every choice.
+json usage_json(const std::vector<SequenceStats>& choices) {
+  const int prompt = choices.empty() ? 0 : choices[0].prompt_tokens;
+  int completion = 0;
+  for (const SequenceStats& st : choices) completion += st.generated_tokens;
+  return json{{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
 }
 
 void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -192,8 +195,24 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   sreq.publish_prompt_scores = echo_logprobs && r->stream;
   const std::vector<std::int32_t> prompt_ids = echo_logprobs ? sreq.prompt : std::vector<std::int32_t>{};
   parsing.release();
-  std::shared_ptr<RequestStream> rs;
-  if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(req, res, *e, ctx.metrics);
+  // `n` choices: n sequences of the prompt, each in its own state slot and counted as a request
+  // (in-flight limit, /metrics). With a seed, choice i samples with seed + i: each choice is
+  // reproducible alone (n = 1 with seed + i gives choice i) and the choices differ from each other.
+  if (r->n > ctx.opts.max_concurrent_requests)
+    return send_error(req, res,
+                      ApiError::validation(fmt::format("`n` must be at most {} (--max-concurrent-requests: each choice is a "
+                                                       "sequence of its own), got {}",
+                                                       ctx.opts.max_concurrent_requests, r->n)),
+                      ctx.metrics);
+  std::vector<std::shared_ptr<RequestStream>> streams(static_cast<std::size_t>(r->n));
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    SequenceRequest choice_req = i + 1 < streams.size() ? sreq : std::move(sreq);
+    if (choice_req.opts.sampling.has_seed) choice_req.opts.sampling.seed += i;  // wraps, as uint64
+    if (auto e = submit(ctx, std::move(choice_req), streams[i])) {
+      for (std::size_t j = 0; j < i; ++j) streams[j]->cancel(CancelReason::kAnswerEnded);  // all or none
+      return send_error(req, res, *e, ctx.metrics);
+    }
+  }
   const std::uint64_t id = ctx.next_request_id++;
   const char* route = chat ? "/v1/chat/completions" : "/v1/completions";
   const std::string oid = fmt::format("{}-{}-{}", chat ? "chatcmpl" : "cmpl", ctx.instance, id);
@@ -205,8 +224,9 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   const std::string echo_prefix = (!chat && r->echo) ? r->prompt : std::string();
 
   if (r->stream) {
-    auto offset = std::make_shared<std::size_t>(utf8_char_count(echo_prefix));
-    auto first = std::make_shared<bool>(true);
+    // Per choice: its text_offset, and whether its first chunk (chat: the role's) is still to come.
+    auto offset = std::make_shared<std::vector<std::size_t>>(streams.size(), utf8_char_count(echo_prefix));
+    auto first = std::make_shared<std::vector<char>>(streams.size(), 1);
     const char* object = chat ? "chat.completion.chunk" : "text_completion";
     // One chunk: `choice` with `logprobs` (JSON text) added.
     auto chunk = [r, oid, created, model, object](const json& choice, const std::string& logprobs = "null") {
@@ -216,22 +236,22 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     };
     SseHandlers h;
     if (echo_logprobs) {  // the echo chunk with the prompt's logprobs, once its prefill is done
-      h.on_prompt = [&ctx, first, chunk, echo_prefix, prompt_ids](const RequestStream::PromptScores& ps) {
-        *first = false;
+      h.on_prompt = [&ctx, first, chunk, echo_prefix, prompt_ids](std::size_t choice, const RequestStream::PromptScores& ps) {
+        (*first)[choice] = 0;
         CompletionLogprobs lp;
         lp.add_prompt(ctx, prompt_ids, echo_prefix, ps.logprobs, ps.top);
-        return chunk(json{{"index", 0}, {"text", echo_prefix}, {"logprobs", nullptr}, {"finish_reason", nullptr}}, lp.take());
+        return chunk(json{{"index", choice}, {"text", echo_prefix}, {"logprobs", nullptr}, {"finish_reason", nullptr}}, lp.take());
       };
     }
-    h.on_tokens = [&ctx, r, object, chunk, chat, offset, first, echo_prefix, oid, created, model](
-                      const std::vector<TokenEvent>& toks, bool done, const SequenceStats& st) {
+    h.on_tokens = [&ctx, r, chunk, chat, offset, first, echo_prefix](std::size_t choice, const std::vector<TokenEvent>& toks,
+                                                                     bool done, const SequenceStats& st) {
       std::string out;
-      if (*first) {
-        *first = false;
+      if ((*first)[choice]) {
+        (*first)[choice] = 0;
         if (chat) {
-          out += chunk(json{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+          out += chunk(json{{"index", choice}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
         } else if (!echo_prefix.empty()) {
-          out += chunk(json{{"index", 0}, {"text", echo_prefix}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+          out += chunk(json{{"index", choice}, {"text", echo_prefix}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
         }
       }
       for (std::size_t i = 0; i < toks.size(); ++i) {
@@ -240,83 +260,103 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
         // A token that released no text yet (a held-back stop prefix, part of a UTF-8 character)
         // has nothing to say without logprobs: no empty chunk (OpenAI sends none).
         if (!last && t.text_delta.empty() && !r->logprobs) continue;
-        json choice{{"index", 0}};
+        json c{{"index", choice}};
         std::string logprobs = "null";
         const std::vector<TokenEvent> one{t};
         if (chat) {
-          choice["delta"] = json{{"content", t.text_delta}};
+          c["delta"] = json{{"content", t.text_delta}};
           if (r->logprobs) logprobs = chat_logprobs(ctx, one);
         } else {
-          choice["text"] = t.text_delta;
+          c["text"] = t.text_delta;
           if (r->logprobs) {
             CompletionLogprobs lp;
-            lp.add_tokens(ctx, one, *offset);  // advances *offset
+            lp.add_tokens(ctx, one, (*offset)[choice]);  // advances the offset
             logprobs = lp.take();
           }
         }
-        choice["logprobs"] = nullptr;  // its place: chunk() puts the text there
-        choice["finish_reason"] = last ? json(openai_finish(st.finish)) : json(nullptr);
-        out += chunk(choice, logprobs);
+        c["logprobs"] = nullptr;  // its place: chunk() puts the text there
+        c["finish_reason"] = last ? json(openai_finish(st.finish)) : json(nullptr);
+        out += chunk(c, logprobs);
       }
       if (done && toks.empty()) {  // max_tokens 0 with echo: no token, the end still says why
-        out += chunk(json{{"index", 0}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", openai_finish(st.finish)}});
-      }
-      if (done && r->include_usage) {
-        out += sse_data(dump_json(json{{"id", oid}, {"object", object}, {"created", created}, {"model", model},
-                                       {"choices", json::array()}, {"usage", usage_json(st)}}));
+        out += chunk(json{{"index", choice}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", openai_finish(st.finish)}});
       }
       return out;
     };
+    if (r->include_usage) {  // after every choice's last chunk
+      h.on_all_done = [object, oid, created, model](const std::vector<SequenceStats>& st) {
+        return sse_data(dump_json(json{{"id", oid}, {"object", object}, {"created", created}, {"model", model},
+                                       {"choices", json::array()}, {"usage", usage_json(st)}}));
+      };
+    }
     h.on_error = [](const ApiError& e) { return sse_data(e.openai_body()); };
     h.on_end = [] { return std::string("data: [DONE]\n\n"); };
     h.on_close = [id, route, client = req.remote_addr](const SequenceStats& st, const std::optional<Error>& err) {
       log_request(id, route, client, st, err);
     };
-    set_sse_response(req, res, rs, std::move(h));
+    set_sse_response(req, res, std::move(streams), std::move(h));
     return;
   }
 
-  const ClientConnection conn(BoundedHttpServer::current_socket());  // a client that leaves cancels the sequence, as a stream's does
-  Collected c = collect(*rs, [&conn] { return conn.closed(); });
-  log_request(id, route, req.remote_addr, c.stats, c.error);
-  if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(req, res, generation_error(c), ctx.metrics);
-  // The answer as text, its logprobs written entry by entry (a DOM of a long answer's logprobs
-  // took ~12 times the answer's size).
-  json choice{{"index", 0}};
-  std::string logprobs = "null";
-  if (chat) {
-    // `refusal` as OpenAI's ChatCompletionMessage (a required, nullable field): null, as vLLM.
-    choice["message"] = json{{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
-    if (r->logprobs) logprobs = chat_logprobs(ctx, c.tokens);
-  } else {
-    choice["text"] = echo_prefix + c.text;
-    if (r->logprobs) {
-      CompletionLogprobs lp;
-      if (echo_logprobs) lp.add_prompt(ctx, prompt_ids, echo_prefix, c.stats.prompt_logprobs, c.stats.prompt_top_logprobs);
-      std::size_t offset = utf8_char_count(echo_prefix);
-      lp.add_tokens(ctx, c.tokens, offset);
-      logprobs = lp.take();
-    }
+  const ClientConnection conn(BoundedHttpServer::current_socket());  // a client that leaves cancels the sequences, as a stream's does
+  std::vector<RequestStream*> raw;
+  for (auto& st : streams) raw.push_back(st.get());
+  std::vector<Collected> cs = collect_all(raw, [&conn] { return conn.closed(); });
+  streams.clear();
+  std::vector<SequenceStats> stats;
+  for (const Collected& c : cs) {
+    log_request(id, route, req.remote_addr, c.stats, c.error);
+    stats.push_back(c.stats);
   }
-  choice["logprobs"] = nullptr;  // its place: the text goes there
-  choice["finish_reason"] = openai_finish(c.stats.finish);
+  // The answer fails with the first choice that did (the others were cancelled for it), else with
+  // the first cancelled one (client gone, shutdown).
+  for (const bool want_error : {true, false})
+    for (const Collected& c : cs)
+      if (want_error ? bool(c.error) : c.stats.finish == FinishReason::kCancelled)
+        return send_error(req, res, generation_error(c), ctx.metrics);
   const json out{{"id", oid},
                  {"object", chat ? "chat.completion" : "text_completion"},
                  {"created", created},
                  {"model", model},
                  {"choices", nullptr},
-                 {"usage", usage_json(c.stats)}};
-  res.set_header("x-prompt-tokens", std::to_string(c.stats.prompt_tokens));
-  res.set_header("x-generated-tokens", std::to_string(c.stats.generated_tokens));
-  c = Collected();  // the tokens' copies, before the answer's text is made
-  // One string around the logprobs text (never copied into an intermediate).
+                 {"usage", usage_json(stats)}};
+  res.set_header("x-prompt-tokens", std::to_string(stats[0].prompt_tokens));
+  res.set_header("x-generated-tokens", std::to_string(out["usage"]["completion_tokens"].get<int>()));
+  // Each choice as text around its logprobs, which are written entry by entry (a DOM of a long
+  // answer's logprobs took ~12 times the answer's size) and never copied into an intermediate.
+  std::string choices = "[";
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    Collected& c = cs[i];
+    json choice{{"index", i}};
+    std::string logprobs = "null";
+    if (chat) {
+      // `refusal` as OpenAI's ChatCompletionMessage (a required, nullable field): null, as vLLM.
+      choice["message"] = json{{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      if (r->logprobs) logprobs = chat_logprobs(ctx, c.tokens);
+    } else {
+      choice["text"] = echo_prefix + c.text;
+      if (r->logprobs) {
+        CompletionLogprobs lp;
+        if (echo_logprobs) lp.add_prompt(ctx, prompt_ids, echo_prefix, c.stats.prompt_logprobs, c.stats.prompt_top_logprobs);
+        std::size_t offset = utf8_char_count(echo_prefix);
+        lp.add_tokens(ctx, c.tokens, offset);
+        logprobs = lp.take();
+      }
+    }
+    choice["logprobs"] = nullptr;  // its place: the text goes there
+    choice["finish_reason"] = openai_finish(c.stats.finish);
+    c = Collected();  // the tokens' copies, before the choice's text is made
+    const auto [choice_before, choice_after] = dump_around_member(choice, "logprobs");
+    if (i > 0) choices += ',';
+    choices.append(choice_before).append(logprobs).append(choice_after);
+  }
+  choices += ']';
   const auto [outer_before, outer_after] = dump_around_member(out, "choices");
-  const auto [choice_before, choice_after] = dump_around_member(choice, "logprobs");
   std::string answer;
-  answer.reserve(outer_before.size() + choice_before.size() + logprobs.size() + choice_after.size() + outer_after.size() + 2);
-  answer.append(outer_before).append(1, '[').append(choice_before).append(logprobs);
-  logprobs = std::string();
-  answer.append(choice_after).append(1, ']').append(outer_after);
+  answer.reserve(outer_before.size() + choices.size() + outer_after.size());
+  answer.append(outer_before).append(choices);
+  choices = std::string();
+  answer.append(outer_after);
   set_json_body(res, std::move(answer));
 }
 

@@ -92,7 +92,8 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
     auto state = std::make_shared<StreamState>();
     state->text = prefix;
     SseHandlers h;
-    h.on_tokens = [&ctx, r, state](const std::vector<TokenEvent>& toks, bool done, const SequenceStats& st) {
+    h.on_tokens = [&ctx, r, state](std::size_t /*choice: one*/, const std::vector<TokenEvent>& toks, bool done,
+                                   const SequenceStats& st) {
       std::string out;
       for (std::size_t i = 0; i < toks.size(); ++i) {
         const TokenEvent& t = toks[i];
@@ -120,7 +121,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
       log_request(id, route, client, st, err);
     };
     res.set_header("x-compute-type", "cpu");
-    set_sse_response(req, res, rs, std::move(h));
+    set_sse_response(req, res, {rs}, std::move(h));
     return;
   }
 

@@ -191,6 +191,19 @@ TEST(OpenAiRequest, SeedAsAnIntegralFloatDownToMinus2To63) {
       << e->message;
 }
 
+TEST(OpenAiRequest, NChoicesAreRead) {
+  OpenAiRequest one, three, chat3;
+  ASSERT_FALSE(completion(R"({"prompt":"a"})", one));
+  EXPECT_EQ(one.n, 1);
+  ASSERT_FALSE(completion(R"({"prompt":"a","n":3})", three));
+  EXPECT_EQ(three.n, 3);
+  ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"n":3.0})", chat3));
+  EXPECT_EQ(chat3.n, 3);
+  OpenAiRequest null_n;
+  ASSERT_FALSE(completion(R"({"prompt":"a","n":null})", null_n));
+  EXPECT_EQ(null_n.n, 1);
+}
+
 TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {
   OpenAiRequest r;
   ASSERT_FALSE(completion(R"({"model":"m","prompt":"Once"})", r));
@@ -276,7 +289,7 @@ TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {
 
 TEST(OpenAiRequest, BadInputs) {
   const BadCase cases[] = {
-      {R"({"prompt":"x","n":2})", 422, "n"},
+      {R"({"prompt":"x","n":0})", 422, "`n` must be"},
       {R"({"prompt":""})", 422, "prompt"},
       {R"({"prompt":["a","b"]})", 422, "prompt"},
       {R"({"prompt":{}})", 422, "prompt"},
@@ -352,7 +365,7 @@ TEST(OpenAiRequest, BadInputs) {
       {R"({"messages":[{"role":"system","content":"x"},{"role":"user","content":null}]})", 422, "messages[1].content` is required"},
       {R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function"}]}]})", 422,
        "messages[1]` carries `tool_calls` and no content: tool calling is not supported"},
-      {R"({"messages":[{"role":"user","content":"x"}],"n":3})", 422, "n"},
+      {R"({"messages":[{"role":"user","content":"x"}],"n":-1})", 422, "`n` must be"},
       {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", 422, "top_logprobs"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0,"echo":true})", 422, "max_tokens"},
       {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})", 422, "response_format"},

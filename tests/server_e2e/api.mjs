@@ -279,6 +279,56 @@ await check('text_offset: where each token starts in text, also while a stop str
   assert.deepEqual(offs, plain.logprobs.text_offset);
 });
 
+await check('OpenAI `n`: n choices, choice i the text of seed + i, the prompt counted once; streamed the same', async () => {
+  const body = { model: 'x', prompt: 'Once upon a time', max_tokens: 8, n: 3, seed: 7, logprobs: 1 };
+  const r = await postJson(base, '/v1/completions', body);
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.json.choices.map((c) => c.index), [0, 1, 2]);
+  let completion = 0;
+  for (let i = 0; i < 3; ++i) {
+    const one = await postJson(base, '/v1/completions', { ...body, n: 1, seed: 7 + i });
+    assert.equal(one.status, 200, one.text);
+    assert.equal(r.json.choices[i].text, one.json.choices[0].text, `choice ${i}`);
+    assert.deepEqual(r.json.choices[i].logprobs, one.json.choices[0].logprobs, `choice ${i}`);
+    assert.equal(r.json.choices[i].finish_reason, one.json.choices[0].finish_reason);
+    assert.equal(r.json.usage.prompt_tokens, one.json.usage.prompt_tokens);
+    completion += one.json.usage.completion_tokens;
+  }
+  assert.equal(r.json.usage.completion_tokens, completion);
+  assert.equal(r.json.usage.total_tokens, r.json.usage.prompt_tokens + completion);
+  assert.equal(r.headers.get('x-generated-tokens'), String(completion));
+  assert.equal(new Set(r.json.choices.map((c) => c.text)).size, 3, 'seeds 7, 8, 9 give three texts: ' + r.text);
+  const s = await postSse(base, '/v1/completions', { ...body, stream: true, stream_options: { include_usage: true } });
+  assert.equal(s.events.at(-1), '[DONE]');
+  assert.equal(s.events.filter((e) => e === '[DONE]').length, 1);
+  const chunks = s.events.slice(0, -1);
+  assert.deepEqual(chunks.at(-1).choices, []);
+  assert.deepEqual(chunks.at(-1).usage, r.json.usage);
+  for (let i = 0; i < 3; ++i) {
+    const mine = chunks.slice(0, -1).filter((c) => c.choices[0].index === i);
+    assert.equal(mine.map((c) => c.choices[0].text).join(''), r.json.choices[i].text, `streamed choice ${i}`);
+    assert.equal(mine.at(-1).choices[0].finish_reason, r.json.choices[i].finish_reason);
+    assert.deepEqual(mine.flatMap((c) => c.choices[0].logprobs.tokens), r.json.choices[i].logprobs.tokens);
+  }
+  // Chat: each choice's stream opens with its own role chunk.
+  const cb = { model: 'x', messages: [{ role: 'user', content: 'Tell me about the sea.' }], max_tokens: 6, n: 2, seed: 3 };
+  const cr = await postJson(base, '/v1/chat/completions', cb);
+  assert.equal(cr.status, 200, cr.text);
+  assert.deepEqual(cr.json.choices.map((c) => c.index), [0, 1]);
+  const cs = await postSse(base, '/v1/chat/completions', { ...cb, stream: true });
+  const cc = cs.events.slice(0, -1);
+  for (let i = 0; i < 2; ++i) {
+    const mine = cc.filter((c) => c.choices[0].index === i);
+    assert.equal(mine.filter((c) => c.choices[0].delta.role === 'assistant').length, 1);
+    assert.equal(mine[0].choices[0].delta.role, 'assistant');
+    assert.equal(mine.map((c) => c.choices[0].delta.content ?? '').join(''), cr.json.choices[i].message.content);
+  }
+  // Greedy: every choice is the same text (as vLLM).
+  const g = await postJson(base, '/v1/completions', { model: 'x', prompt: 'Once upon a time', max_tokens: 6, n: 2, temperature: 0 });
+  assert.equal(g.json.choices.length, 2);
+  assert.equal(g.json.choices[0].text, g.json.choices[1].text);
+});
+
 await check('POST /v1/chat/completions (stream and not)', async () => {
   const body = { model: 'x', messages: [{ role: 'user', content: 'Tell me about the sea.' }], max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 2 };
   const r = await postJson(base, '/v1/chat/completions', body);
@@ -364,11 +414,12 @@ const bad = [
   ['/generate', '{"inputs": "x", "parameters": {"max_new_tokens": 500000}}', 422],
   ['/generate_stream', '{"inputs": "x", "parameters": {"seed": -1}}', 422],
   ['/generate_stream', '{"inputs": "x", "parameters": {"decoder_input_details": true}}', 422],
-  ['/v1/completions', '{"prompt": "x", "n": 2}', 400],
+  ['/v1/completions', '{"prompt": "x", "n": 0}', 400, '`n` must be'],
+  ['/v1/completions', '{"prompt": "x", "n": 100000}', 400, '`n` must be at most'],
   ['/v1/completions', '{"prompt": ""}', 400],
   ['/v1/completions', '{"prompt": "x", "max_tokens": -3}', 400],
   ['/v1/chat/completions', '{"messages": []}', 400],
-  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "x"}], "n": 2}', 400],
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "x"}], "n": 1.5}', 400, '`n` must be'],
   ['/v1/chat/completions', '{"messages": "hello"}', 400],
   ['/v1/chat/completions', '{"messages": [{"role": "user"}]}', 400, 'messages[0].content` is required'],
   ['/v1/chat/completions', '{"messages": [{"role": "user", "content": null}]}', 400, 'messages[0].content` is required'],

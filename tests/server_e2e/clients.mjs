@@ -73,12 +73,21 @@ await check('openai: chat.completions.create (non-stream and stream)', async () 
   assert.equal(text, content);
 });
 
-await check('openai: errors surface as APIErrors with OpenAI\'s message, type, param and code (n=2 → 400 BadRequestError, a wrong key → 401)', async () => {
+await check('openai: n choices (non-stream and stream, told apart by index)', async () => {
+  const c = await client.completions.create({ model: 'mamba', prompt: PROMPT, max_tokens: 6, n: 2, seed: 11 });
+  assert.deepEqual(c.choices.map((x) => x.index), [0, 1]);
+  const texts = ['', ''];
+  const stream = await client.completions.create({ model: 'mamba', prompt: PROMPT, max_tokens: 6, n: 2, seed: 11, stream: true });
+  for await (const chunk of stream) for (const x of chunk.choices) texts[x.index] += x.text;
+  assert.deepEqual(texts, c.choices.map((x) => x.text));
+});
+
+await check('openai: errors surface as APIErrors with OpenAI\'s message, type, param and code (n=100000 → 400 BadRequestError, a wrong key → 401)', async () => {
   // The /v1 routes answer errors in OpenAI's shape, so the SDK reads the message as such (with TGI's
   // {error: "..."} it showed the JSON string, quotes included) and `type` / `code` are set.
-  const n2 = /`n` must be 1 \(several choices are not supported\), got 2/;
+  const n2 = /`n` must be at most \d+ \(--max-concurrent-requests: each choice is a sequence of its own\), got 100000/;
   for (const stream of [false, true]) {
-    await assert.rejects(client.completions.create({ model: 'mamba', prompt: PROMPT, n: 2, stream }), (e) => {
+    await assert.rejects(client.completions.create({ model: 'mamba', prompt: PROMPT, n: 100000, stream }), (e) => {
       // BadRequestError, as from OpenAI, vLLM and llama.cpp (code catching it missed the 422s).
       assert.ok(e instanceof OpenAI.BadRequestError, `${e.constructor.name}: ${e.message}`);
       assert.equal(e.status, 400);
