@@ -33,6 +33,11 @@ struct State {
   void reset();
   /// A deep copy (its own tensors, same position). Throws std::bad_alloc when out of memory.
   State clone() const;
+  /// Copies `from`'s tensor contents and position into this state's own tensors, allocating
+  /// nothing (the server's preallocated slots: a sequence that shares another's prompt takes its
+  /// state after it). Returns false, changing nothing, unless both hold the same number of tensors
+  /// with the same byte sizes (states of one model do).
+  bool copy_from(const State& from);
   /// Total bytes of all tensors.
   std::int64_t nbytes() const;
 };

@@ -22,6 +22,19 @@ State State::clone() const {
   return s;
 }
 
+bool State::copy_from(const State& from) {
+  if (conv_state.size() != from.conv_state.size() || ssm_state.size() != from.ssm_state.size()) return false;
+  for (const auto& [mine, theirs] : {std::pair{&conv_state, &from.conv_state}, std::pair{&ssm_state, &from.ssm_state}})
+    for (std::size_t i = 0; i < mine->size(); ++i)
+      if ((*mine)[i].nbytes() != (*theirs)[i].nbytes()) return false;
+  if (this == &from) return true;
+  for (const auto& [mine, theirs] : {std::pair{&conv_state, &from.conv_state}, std::pair{&ssm_state, &from.ssm_state}})
+    for (std::size_t i = 0; i < mine->size(); ++i)
+      if ((*mine)[i].nbytes() > 0) std::memcpy((*mine)[i].data<void>(), (*theirs)[i].data<void>(), (*mine)[i].nbytes());
+  position = from.position;
+  return true;
+}
+
 std::int64_t State::nbytes() const {
   std::int64_t n = 0;
   for (const auto* list : {&conv_state, &ssm_state})

@@ -142,15 +142,30 @@ std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::stri
 }
 
 std::optional<ApiError> submit(ServerContext& ctx, SequenceRequest req, std::shared_ptr<RequestStream>& out) {
+  std::vector<SequenceRequest> one;
+  one.push_back(std::move(req));
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  if (auto e = submit_all(ctx, std::move(one), streams)) return e;
+  out = std::move(streams[0]);
+  return std::nullopt;
+}
+
+std::optional<ApiError> submit_all(ServerContext& ctx, std::vector<SequenceRequest> reqs,
+                                   std::vector<std::shared_ptr<RequestStream>>& out) {
   if (ctx.draining.load()) return ApiError{503, "unavailable", "the server is shutting down"};
-  out = ctx.scheduler->submit(std::move(req));
-  if (!out) {
+  const std::size_t count = reqs.size();
+  out = ctx.scheduler->submit_all(std::move(reqs));
+  if (out.empty()) {
     if (ctx.draining.load()) return ApiError{503, "unavailable", "the server is shutting down"};
     const int n = ctx.opts.max_concurrent_requests;
-    return ApiError{429, "overloaded", fmt::format("Model is overloaded: {} request{} already in flight (--max-concurrent-requests)",
-                                                   n, n == 1 ? " is" : "s are")};
+    return ApiError{429, "overloaded",
+                    count == 1 ? fmt::format("Model is overloaded: {} request{} already in flight (--max-concurrent-requests)", n,
+                                             n == 1 ? " is" : "s are")
+                               : fmt::format("Model is overloaded: fewer than {} places are left of the {} that "
+                                             "--max-concurrent-requests allows (each of the request's n choices takes one)",
+                                             count, n)};
   }
-  ctx.metrics.requests_received++;
+  ctx.metrics.requests_received += static_cast<std::int64_t>(count);
   return std::nullopt;
 }
 

@@ -88,6 +88,7 @@ struct ServerContext {
   RequestLimits limits;
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> next_request_id{1};
+  std::atomic<std::uint64_t> next_prompt_group{1};  ///< SequenceRequest::prompt_group of a request with n > 1
   /// 8 random hex digits drawn at start: OpenAI ids are "cmpl-<instance>-<request id>", so they
   /// stay unique across restarts (clients and tracing tools key by them) and still name the log's
   /// req=N line.
@@ -142,6 +143,10 @@ std::optional<ApiError> prepare_prompt(const ServerContext& ctx, const std::stri
 
 /// Submits to the scheduler. Errors: 503 while draining, 429 when full.
 std::optional<ApiError> submit(ServerContext& ctx, SequenceRequest req, std::shared_ptr<RequestStream>& out);
+/// Submits every request or none (Scheduler::submit_all: the choices of one request); `out` gets
+/// one stream per request. Errors as submit()'s: 429 when fewer places are left than requests.
+std::optional<ApiError> submit_all(ServerContext& ctx, std::vector<SequenceRequest> reqs,
+                                   std::vector<std::shared_ptr<RequestStream>>& out);
 
 /// A finished generation, collected by a blocking (non-stream) handler.
 struct Collected {

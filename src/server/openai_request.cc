@@ -92,7 +92,7 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
     }
   }
   std::int64_t n = 1;
-  RETURN_IF_API_ERROR(get_int(b, "n", 1, 1 << 20, n));
+  RETURN_IF_API_ERROR(get_int(b, "n", 1, std::numeric_limits<int>::max(), n));
   out.n = static_cast<int>(n);  // the route checks it against --max-concurrent-requests
 
   GenerateOptions& o = out.opts;

@@ -204,15 +204,14 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
                                                        "sequence of its own), got {}",
                                                        ctx.opts.max_concurrent_requests, r->n)),
                       ctx.metrics);
-  std::vector<std::shared_ptr<RequestStream>> streams(static_cast<std::size_t>(r->n));
-  for (std::size_t i = 0; i < streams.size(); ++i) {
-    SequenceRequest choice_req = i + 1 < streams.size() ? sreq : std::move(sreq);
-    if (choice_req.opts.sampling.has_seed) choice_req.opts.sampling.seed += i;  // wraps, as uint64
-    if (auto e = submit(ctx, std::move(choice_req), streams[i])) {
-      for (std::size_t j = 0; j < i; ++j) streams[j]->cancel(CancelReason::kAnswerEnded);  // all or none
-      return send_error(req, res, *e, ctx.metrics);
-    }
+  if (r->n > 1) sreq.prompt_group = ctx.next_prompt_group++;  // the prompt prefilled once for all (scheduler.h)
+  std::vector<SequenceRequest> choice_reqs;
+  for (int i = 0; i < r->n; ++i) {
+    choice_reqs.push_back(i + 1 < r->n ? sreq : std::move(sreq));
+    if (choice_reqs.back().opts.sampling.has_seed) choice_reqs.back().opts.sampling.seed += static_cast<std::uint64_t>(i);  // wraps
   }
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  if (auto e = submit_all(ctx, std::move(choice_reqs), streams)) return send_error(req, res, *e, ctx.metrics);  // all or none
   const std::uint64_t id = ctx.next_request_id++;
   const char* route = chat ? "/v1/chat/completions" : "/v1/completions";
   const std::string oid = fmt::format("{}-{}-{}", chat ? "chatcmpl" : "cmpl", ctx.instance, id);

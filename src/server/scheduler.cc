@@ -71,20 +71,33 @@ Scheduler::~Scheduler() { stop(std::chrono::milliseconds(0)); }
 void Scheduler::start() { thread_ = std::thread([this] { run(); }); }
 
 std::shared_ptr<RequestStream> Scheduler::submit(SequenceRequest req) {
-  auto seq = std::make_unique<Sequence>();
-  seq->req = std::move(req);
-  seq->stream = std::make_shared<RequestStream>();
-  seq->t_submit = Clock::now();
-  auto stream = seq->stream;
+  std::vector<SequenceRequest> one;
+  one.push_back(std::move(req));
+  auto streams = submit_all(std::move(one));
+  return streams.empty() ? nullptr : std::move(streams[0]);
+}
+
+std::vector<std::shared_ptr<RequestStream>> Scheduler::submit_all(std::vector<SequenceRequest> reqs) {
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  const auto now = Clock::now();
+  for (SequenceRequest& r : reqs) {
+    auto seq = std::make_unique<Sequence>();
+    seq->req = std::move(r);
+    seq->stream = std::make_shared<RequestStream>();
+    seq->t_submit = now;
+    streams.push_back(seq->stream);
+    seqs.push_back(std::move(seq));
+  }
   {
     std::lock_guard lk(mu_);
-    if (stopping_ || in_flight_ >= opts_.max_in_flight) return nullptr;
-    ++in_flight_;
-    waiting_.push_back(std::move(seq));
+    if (stopping_ || in_flight_ + static_cast<int>(seqs.size()) > opts_.max_in_flight) return {};
+    in_flight_ += static_cast<int>(seqs.size());
+    for (auto& seq : seqs) waiting_.push_back(std::move(seq));
     metrics_.queue_size = static_cast<std::int64_t>(waiting_.size());
   }
   cv_.notify_all();
-  return stream;
+  return streams;
 }
 
 void Scheduler::stop(std::chrono::milliseconds grace) {
@@ -352,6 +365,7 @@ bool Scheduler::prefill_pieces() {
     const auto size = static_cast<std::int64_t>(s.req.prompt.size());
     const auto consumed = static_cast<std::int64_t>(s.consumed);
     if (s.done || consumed >= size) continue;
+    if (consumed == 0 && s.req.prompt_group != 0 && waits_for_group(idx)) continue;
     const bool want_all = s.req.opts.prompt_logprobs;
     const std::int64_t remaining = size - consumed;
     std::int64_t left = budget - used;
@@ -412,18 +426,53 @@ bool Scheduler::prefill_pieces() {
       }
       if (s.done) continue;
     }
+    const std::int64_t last_row = mode == LogitsMode::kAll ? n - 1 : 0;
+    if (last && s.req.prompt_group != 0)
+      share_prompt(s, std::span<const float>(prefill_logits_.data() + last_row * width, static_cast<std::size_t>(width)));
     if (last && s.req.publish_prompt_scores)  // handed over, not copied: the stream sends them, not its stats
       s.stream->publish_prompt({std::move(s.prompt_logprobs), std::move(s.prompt_top_logprobs)});
     if (last && s.gen->finished()) {  // max_tokens 0 (echo: the prompt scored, nothing generated)
       s.done = true;
     } else if (last) {
-      const std::int64_t r = mode == LogitsMode::kAll ? n - 1 : 0;
-      sample_and_emit(s, std::span<float>(prefill_logits_.data() + r * width, static_cast<std::size_t>(width)));
+      sample_and_emit(s, std::span<float>(prefill_logits_.data() + last_row * width, static_cast<std::size_t>(width)));
     }
   }
   if (first_served) prefill_cursor_ = *first_served + 1;
   reap_done();
   return first_served.has_value();
+}
+
+bool Scheduler::waits_for_group(std::size_t idx) const {
+  const Sequence& s = *running_[idx];
+  for (std::size_t j = 0; j < running_.size(); ++j) {
+    const Sequence& o = *running_[j];
+    if (j == idx || o.done || o.req.prompt_group != s.req.prompt_group || o.consumed >= o.req.prompt.size()) continue;
+    // o prefills the prompt, or will: it began, or it was admitted first (running_ keeps admission order).
+    if (o.consumed > 0 || j < idx) return true;
+  }
+  return false;
+}
+
+void Scheduler::share_prompt(Sequence& leader, std::span<const float> row) {
+  for (auto& f : running_) {
+    Sequence& s = *f;
+    if (&s == &leader || s.done || s.consumed != 0 || s.req.prompt_group != leader.req.prompt_group ||
+        s.req.prompt != leader.req.prompt || !pool_.state(s.slot).copy_from(pool_.state(leader.slot)))
+      continue;
+    s.consumed = leader.consumed;
+    s.t_prefill = Clock::now();
+    if (leader.req.opts.prompt_logprobs) {
+      s.prompt_logprobs = leader.prompt_logprobs;
+      s.prompt_top_logprobs = leader.prompt_top_logprobs;
+    }
+    if (s.req.publish_prompt_scores) s.stream->publish_prompt({std::move(s.prompt_logprobs), std::move(s.prompt_top_logprobs)});
+    if (s.gen->finished()) {  // max_tokens 0 (echo)
+      s.done = true;
+      continue;
+    }
+    shared_row_.assign(row.begin(), row.end());  // sampling may change its row in place
+    sample_and_emit(s, std::span<float>(shared_row_));
+  }
 }
 
 void Scheduler::finish_sequence(std::size_t idx, const std::optional<Error>& err) {

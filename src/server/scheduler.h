@@ -61,6 +61,13 @@ struct SequenceRequest {
   /// (RequestStream::publish_prompt), for a streamed echo; they then move there, and the final
   /// stats' prompt_logprobs / prompt_top_logprobs stay empty.
   bool publish_prompt_scores = false;
+  /// Nonzero: the choices of one request (OpenAI's `n`), which share this id, the prompt and every
+  /// option but the seed. The first of them admitted prefills the prompt; the others admitted
+  /// beside it wait, then take a copy of its state (State::copy_from) and of the prompt's last
+  /// logits row (and prompt logprobs) instead of prefilling it again. The results are bitwise those
+  /// of their own prefill (any split of a prompt gives the same state and logits). A choice admitted
+  /// after that prefill, or after its leader failed, prefills its own.
+  std::uint64_t prompt_group = 0;
 };
 
 class Scheduler {
@@ -74,6 +81,10 @@ class Scheduler {
   /// Queues a request. nullptr when max_in_flight requests are already in the server (→ 429)
   /// or the scheduler is draining.
   std::shared_ptr<RequestStream> submit(SequenceRequest req);
+  /// Queues every request or none (the choices of one OpenAI request): one stream per request, in
+  /// order; empty when fewer than reqs.size() places are left under max_in_flight, or the
+  /// scheduler is draining.
+  std::vector<std::shared_ptr<RequestStream>> submit_all(std::vector<SequenceRequest> reqs);
   /// Stops admitting, lets running and queued requests finish for up to `grace`, cancels the
   /// rest, joins the thread. Idempotent.
   void stop(std::chrono::milliseconds grace);
@@ -92,6 +103,13 @@ class Scheduler {
   bool decode_step();
   /// Returns whether it prefilled any prompt piece.
   bool prefill_pieces();
+  /// Whether running_[idx], a choice of a prompt group that has not begun its prompt, waits for
+  /// another choice of its group that prefills it (SequenceRequest::prompt_group).
+  bool waits_for_group(std::size_t idx) const;
+  /// After `leader`'s last prompt piece, before it samples from `row` (its prompt's last logits):
+  /// the waiting choices of its group take its state, prompt logprobs and a copy of `row`, and
+  /// sample their first token.
+  void share_prompt(Sequence& leader, std::span<const float> row);
   /// An iteration found nothing to do (every running sequence paused): waits up to kPausedPoll for
   /// a reason to go on (a consumer catching up is seen at the next iteration; a new request that
   /// can take a free slot or the end of the grace period wakes it at once).
@@ -129,6 +147,7 @@ class Scheduler {
   std::size_t decode_cursor_ = 0;
   std::size_t prefill_cursor_ = 0;  // prefill_pieces starts at this running_ index (round robin)
   std::vector<float> step_logits_, prefill_logits_, lsm_scratch_;
+  std::vector<float> shared_row_;  ///< share_prompt's copy of the logits row a choice samples from
 };
 
 }  // namespace mamba::server

@@ -85,6 +85,30 @@ TEST_F(GenerateStateTest, CachedPrefixGivesTheOneCallGeneration) {
   EXPECT_EQ(prefix.position, static_cast<std::int64_t>(prompt.size()) - 1);  // the clones left it alone
 }
 
+// copy_from into another state of the model (no allocation) continues as the original does; a
+// state of another shape is refused and left unchanged.
+TEST_F(GenerateStateTest, CopyFromContinuesAsTheOriginal) {
+  const auto prompt = enc("It was a dark and stormy night");
+  State a = model_->new_state();
+  auto first = generate(*model_, &*tok_, a, prompt, greedy(4));
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  State b = model_->new_state();
+  const void* b_data = b.ssm_state[0].data<void>();
+  ASSERT_TRUE(b.copy_from(a));
+  EXPECT_EQ(b.ssm_state[0].data<void>(), b_data);  // its own tensors, overwritten
+  EXPECT_EQ(b.position, a.position);
+  const std::vector<std::int32_t> next = {ids(*first).back()};
+  auto ra = generate(*model_, &*tok_, a, next, greedy(8));
+  auto rb = generate(*model_, &*tok_, b, next, greedy(8));
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_EQ(ids(*rb), ids(*ra));
+  for (std::size_t i = 0; i < ra->tokens.size(); ++i) EXPECT_EQ(rb->tokens[i].logprob, ra->tokens[i].logprob);  // bitwise
+  State other;  // no tensors
+  const std::int64_t pos = b.position;
+  EXPECT_FALSE(b.copy_from(other));
+  EXPECT_EQ(b.position, pos);
+}
+
 // Turn 2 (its prompt = turn 1's last token + new text) continues turn 1's state: the same tokens as
 // one generation over turn 1's prompt, its generated ids and turn 2's text.
 TEST_F(GenerateStateTest, SecondTurnContinuesTheFirst) {

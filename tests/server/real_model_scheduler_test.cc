@@ -94,5 +94,85 @@ TEST(RealModelScheduler, Mamba1OddConcurrentEqualsAlone) {
   check_fixture(shared + "/fixtures/mamba1-odd/model");
 }
 
+// The choices of one prompt (SequenceRequest::prompt_group, OpenAI's `n`): admitted together, the
+// prompt is prefilled once, in pieces while the others wait, and each choice's ids, logprobs and
+// prompt logprobs are bitwise those of its own request alone.
+void check_prompt_group(const std::string& dir) {
+  auto model = Model::load(dir);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  Model& m = **model;
+  std::mt19937 rng(3);
+  const auto vocab = static_cast<std::uint32_t>(m.config().vocab_size);
+  std::vector<std::int32_t> p1, p2;
+  for (int k = 0; k < 29; ++k) p1.push_back(static_cast<std::int32_t>(rng() % vocab));
+  for (int k = 0; k < 11; ++k) p2.push_back(static_cast<std::int32_t>(rng() % vocab));
+  std::vector<SequenceRequest> reqs;
+  for (int i = 0; i < 4; ++i) {  // group 1: sampled, seed 5 + i, with prompt logprobs and top-2
+    SequenceRequest r;
+    r.prompt = p1;
+    r.opts.max_new_tokens = 5;
+    r.opts.ignore_eos = true;
+    r.opts.top_logprobs = 2;
+    r.opts.prompt_logprobs = true;
+    r.prompt_top_logprobs = true;
+    r.opts.sampling.do_sample = true;
+    r.opts.sampling.temperature = 0.8f;
+    r.opts.sampling.seed = 5 + static_cast<std::uint64_t>(i);
+    r.opts.sampling.has_seed = true;
+    reqs.push_back(std::move(r));
+  }
+  for (int i = 0; i < 3; ++i) {  // group 2: greedy
+    SequenceRequest r;
+    r.prompt = p2;
+    r.opts.max_new_tokens = 4;
+    r.opts.ignore_eos = true;
+    reqs.push_back(std::move(r));
+  }
+  const std::vector<Outcome> alone = test::run_each_alone(m, nullptr, reqs);
+  for (std::size_t i = 0; i < reqs.size(); ++i) reqs[i].prompt_group = i < 4 ? 1 : 2;
+  for (const int budget : {7, 4096}) {
+    SCOPED_TRACE(::testing::Message() << "budget " << budget);
+    Metrics metrics;
+    SchedulerOptions so;
+    so.slots = 8;
+    so.max_batch_prefill_tokens = budget;
+    Scheduler sch(m, nullptr, {}, so, metrics);
+    sch.start();
+    std::vector<std::shared_ptr<RequestStream>> ss;
+    for (const auto& r : reqs) ss.push_back(sch.submit(r));
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      ASSERT_NE(ss[i], nullptr);
+      Outcome o = drain(*ss[i]);
+      EXPECT_EQ(o.ids, alone[i].ids) << "choice " << i;
+      EXPECT_EQ(o.logprobs, alone[i].logprobs) << "choice " << i;
+      EXPECT_EQ(o.top, alone[i].top) << "choice " << i;
+      EXPECT_EQ(o.prompt_logprobs, alone[i].prompt_logprobs) << "choice " << i;
+    }
+    sch.stop(1s);
+    EXPECT_EQ(metrics.prefill_tokens.load(), static_cast<std::int64_t>(p1.size() + p2.size())) << "each prompt once";
+  }
+  // One slot: the choices run one after another, each prefilling its own prompt.
+  Metrics metrics;
+  SchedulerOptions so;
+  so.slots = 1;
+  Scheduler sch(m, nullptr, {}, so, metrics);
+  sch.start();
+  std::vector<std::shared_ptr<RequestStream>> ss;
+  for (const auto& r : reqs) ss.push_back(sch.submit(r));
+  for (std::size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(drain(*ss[i]).ids, alone[i].ids) << "one slot, choice " << i;
+  sch.stop(1s);
+  EXPECT_EQ(metrics.prefill_tokens.load(), static_cast<std::int64_t>(4 * p1.size() + 3 * p2.size()));
+}
+
+TEST(RealModelScheduler, Mamba2OddPromptGroupPrefillsOnce) {
+  MAMBA_REQUIRE_SHARED(shared);
+  check_prompt_group(shared + "/fixtures/mamba2-odd/model");
+}
+
+TEST(RealModelScheduler, Mamba1OddPromptGroupPrefillsOnce) {
+  MAMBA_REQUIRE_SHARED(shared);
+  check_prompt_group(shared + "/fixtures/mamba1-odd/model");
+}
+
 }  // namespace
 }  // namespace mamba::server

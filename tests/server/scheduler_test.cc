@@ -327,6 +327,32 @@ TEST(Scheduler, AShortPromptIsNotHeldBehindALongOnesPrefill) {
   EXPECT_LE(short_at, 1u) << "the short prompt waited behind " << short_at << " pieces of the long one";
 }
 
+// The choices of one request are admitted all or none: a group that does not fit leaves no trace
+// (no place taken, nothing queued), so a single request that fits right after it is admitted.
+TEST(Scheduler, SubmitAllAdmitsEveryRequestOrNone) {
+  test::FakeModel model;
+  Metrics m;
+  SchedulerOptions so;
+  so.slots = 1;
+  so.max_in_flight = 3;
+  Scheduler sch(model, nullptr, {}, so, m);
+  sch.start();
+  SequenceRequest long_req{make_prompt(5, 2), {}};
+  long_req.opts.max_new_tokens = 1000000;
+  long_req.opts.ignore_eos = true;
+  auto two = sch.submit_all({long_req, long_req});
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_TRUE(sch.submit_all({long_req, long_req}).empty()) << "2 choices with 1 place left";
+  EXPECT_TRUE(sch.submit_all({long_req, long_req, long_req, long_req}).empty());
+  auto one = sch.submit(long_req);
+  ASSERT_NE(one, nullptr) << "the refused groups took no place";
+  EXPECT_EQ(sch.submit(long_req), nullptr);
+  EXPECT_EQ(m.queue_size.load() + m.running.load(), 3);
+  for (auto* s : {two[0].get(), two[1].get(), one.get()}) s->cancel(CancelReason::kClientGone);
+  for (auto* s : {two[0].get(), two[1].get(), one.get()}) EXPECT_EQ(drain(*s).finish, FinishReason::kCancelled);
+  sch.stop(1s);
+}
+
 TEST(Scheduler, InFlightLimitAndCancelFreesSlot) {
   test::FakeModel model;
   Metrics m;
