@@ -48,7 +48,7 @@ std::string Metrics::render() const {
   auto g = [&](const char* name, const char* help, const std::atomic<std::int64_t>& v) {
     emit(out, name, "gauge", help, static_cast<double>(v.load()));
   };
-  c("mamba_requests_received_total", "Generation requests admitted to the queue (not those refused: invalid, overloaded, draining).", requests_received);
+  c("mamba_requests_received_total", "Generation requests admitted to the queue, each of a request's n choices counting as one (not those refused: invalid, overloaded, draining).", requests_received);
   out += "# HELP mamba_requests_total Requests by outcome: ok, cancelled, failed (generation requests); "
          "rejected (refused by the server's request checks: validation, auth, size, on any route; not 404/405); "
          "overloaded (429).\n# TYPE mamba_requests_total counter\n";
