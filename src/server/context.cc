@@ -176,43 +176,29 @@ Collected collect(RequestStream& stream, const std::function<bool()>& client_gon
 
 std::vector<Collected> collect_all(std::span<RequestStream* const> streams, const std::function<bool()>& client_gone) {
   std::vector<Collected> c(streams.size());
-  std::vector<bool> ended(streams.size(), false);
-  std::size_t left = streams.size();
-  auto signal = std::make_shared<StreamSignal>();
-  for (RequestStream* s : streams) s->attach(signal);
-  auto cancel_all = [&](CancelReason why) {
-    for (std::size_t i = 0; i < streams.size(); ++i)
-      if (!ended[i]) streams[i]->cancel(why);
-  };
+  StreamReader reader({streams.begin(), streams.end()});
   constexpr auto kPoll = std::chrono::milliseconds(250);
   auto next_check = std::chrono::steady_clock::now() + kPoll;
   bool client_left = false;
-  while (left > 0) {
+  while (reader.open() > 0) {
     if (client_gone && !client_left && std::chrono::steady_clock::now() >= next_check) {
       if (client_gone()) {  // as a stream whose client left: the scheduler drops the sequences
         client_left = true;
-        cancel_all(CancelReason::kClientGone);
+        reader.cancel_open(CancelReason::kClientGone);
       }
       next_check = std::chrono::steady_clock::now() + kPoll;
     }
-    const std::uint64_t seen = signal->count();  // before polling: an event after it moves the count
-    bool any = false;
-    for (std::size_t i = 0; i < streams.size(); ++i) {
-      RequestStream::Update u;
-      if (ended[i] || !streams[i]->take(u, std::chrono::milliseconds(0))) continue;
-      any = true;
-      for (auto& t : u.tokens) {
-        c[i].text += t.text_delta;
-        c[i].tokens.push_back(std::move(t));
-      }
-      if (!u.done) continue;
-      c[i].error = u.error;
-      c[i].stats = streams[i]->stats();
-      ended[i] = true;
-      --left;
-      if (c[i].error || c[i].stats.finish == FinishReason::kCancelled) cancel_all(CancelReason::kAnswerEnded);
+    std::size_t i = 0;
+    RequestStream::Update u;
+    if (!reader.next(i, u, kPoll)) continue;
+    for (auto& t : u.tokens) {
+      c[i].text += t.text_delta;
+      c[i].tokens.push_back(std::move(t));
     }
-    if (!any && left > 0) signal->wait(seen, kPoll);
+    if (!u.done) continue;
+    c[i].error = u.error;
+    c[i].stats = streams[i]->stats();
+    if (c[i].error || c[i].stats.finish == FinishReason::kCancelled) reader.cancel_open(CancelReason::kAnswerEnded);
   }
   for (Collected& x : c) x.client_left = client_left;
   return c;
@@ -274,13 +260,10 @@ void set_sse_response(const httplib::Request& req, httplib::Response& res, std::
   // load can be seconds away). (h.on_close captures no stream: the stream holds it.)
   if (h.on_close)
     for (auto& s : streams) s->on_end(h.on_close);
-  auto signal = std::make_shared<StreamSignal>();
-  for (auto& s : streams) s->attach(signal);
   auto cancel_all = [streams](CancelReason why) {
     for (auto& s : streams) s->cancel(why);
   };
-  httplib::ContentProviderWithoutLength pump = [streams, signal, cancel_all, h](std::size_t /*offset*/,
-                                                                               httplib::DataSink& sink) -> bool {
+  httplib::ContentProviderWithoutLength pump = [streams, cancel_all, h](std::size_t /*offset*/, httplib::DataSink& sink) -> bool {
     // A failed write ends the answer: the client left (the write fails at once), or it stopped
     // reading (the write waited out the server's 30 s write timeout; any wait of a second or more
     // counts as that).
@@ -296,46 +279,38 @@ void set_sse_response(const httplib::Request& req, httplib::Response& res, std::
                                                                                   : CancelReason::kClientGone);
       return false;
     };
+    std::vector<RequestStream*> raw;
+    for (const auto& s : streams) raw.push_back(s.get());
+    StreamReader reader(std::move(raw));
     std::vector<SequenceStats> stats(streams.size());
-    std::vector<bool> ended(streams.size(), false);
-    std::size_t left = streams.size();
     for (;;) {
       // SSE comment as heartbeat after a second without a byte written: lets a vanished client be
       // noticed while the request is queued, and while tokens come but their text is held back (a
       // stop string may be starting: OpenAI's routes then write nothing, and a client that left
       // kept its sequence generating to max_tokens).
       if (std::chrono::steady_clock::now() - last_write > std::chrono::seconds(1) && !write(": ping\n\n")) return false;
-      const std::uint64_t seen = signal->count();  // before polling: an event after it moves the count
-      bool any = false;
-      for (std::size_t i = 0; i < streams.size(); ++i) {
-        RequestStream::Update u;
-        if (ended[i] || !streams[i]->take(u, std::chrono::milliseconds(0))) continue;
-        any = true;
-        if (u.prompt && h.on_prompt && !write(h.on_prompt(i, *u.prompt))) return false;
-        const bool ok_end = u.done && !u.error && streams[i]->stats().finish != FinishReason::kCancelled;
-        if ((!u.tokens.empty() || ok_end) && !write(h.on_tokens(i, u.tokens, ok_end, streams[i]->stats()))) return false;
-        if (!u.done) continue;
-        if (!ok_end) {  // the answer ends with this choice's error; the other choices are dropped
-          for (std::size_t j = 0; j < streams.size(); ++j)
-            if (j != i) streams[j]->cancel(CancelReason::kAnswerEnded);
-          Collected c;
-          c.error = u.error;
-          (void)write(h.on_error(generation_error(c)));
-          if (h.on_end) (void)write(h.on_end());
-          sink.done();
-          return true;
-        }
-        stats[i] = streams[i]->stats();
-        ended[i] = true;
-        --left;
+      std::size_t i = 0;
+      RequestStream::Update u;
+      if (!reader.next(i, u, std::chrono::milliseconds(250))) continue;
+      if (u.prompt && h.on_prompt && !write(h.on_prompt(i, *u.prompt))) return false;
+      const bool ok_end = u.done && !u.error && streams[i]->stats().finish != FinishReason::kCancelled;
+      if ((!u.tokens.empty() || ok_end) && !write(h.on_tokens(i, u.tokens, ok_end, streams[i]->stats()))) return false;
+      if (u.done && !ok_end) {  // the answer ends with this choice's error; the other choices are dropped
+        reader.cancel_open(CancelReason::kAnswerEnded);
+        Collected c;
+        c.error = u.error;
+        (void)write(h.on_error(generation_error(c)));
+        if (h.on_end) (void)write(h.on_end());
+        sink.done();
+        return true;
       }
-      if (left == 0) {
+      if (u.done) stats[i] = streams[i]->stats();
+      if (reader.open() == 0) {
         if (h.on_all_done && !write(h.on_all_done(stats))) return false;
         if (h.on_end) (void)write(h.on_end());
         sink.done();
         return true;
       }
-      if (!any) signal->wait(seen, std::chrono::milliseconds(250));
     }
   };
   auto release = [cancel_all](bool /*success*/) {

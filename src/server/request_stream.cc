@@ -121,4 +121,36 @@ void RequestStream::fail(Error err, SequenceStats stats) {
   run_on_end(std::move(fn));
 }
 
+StreamReader::StreamReader(std::vector<RequestStream*> streams)
+    : streams_(std::move(streams)), ended_(streams_.size(), false), open_(streams_.size()) {
+  for (RequestStream* s : streams_) s->attach(signal_);
+}
+
+bool StreamReader::poll(std::size_t& which, RequestStream::Update& out) {
+  for (std::size_t k = 0; k < streams_.size(); ++k) {
+    const std::size_t i = (cursor_ + k) % streams_.size();
+    if (ended_[i] || !streams_[i]->take(out, std::chrono::milliseconds(0))) continue;
+    cursor_ = i + 1;
+    if (out.done) {
+      ended_[i] = true;
+      --open_;
+    }
+    which = i;
+    return true;
+  }
+  return false;
+}
+
+bool StreamReader::next(std::size_t& which, RequestStream::Update& out, std::chrono::milliseconds timeout) {
+  if (open_ == 0) return false;
+  const std::uint64_t seen = signal_->count();  // before polling: an event after it moves the count
+  if (poll(which, out)) return true;
+  return signal_->wait(seen, timeout) && poll(which, out);
+}
+
+void StreamReader::cancel_open(CancelReason why) {
+  for (std::size_t i = 0; i < streams_.size(); ++i)
+    if (!ended_[i]) streams_[i]->cancel(why);
+}
+
 }  // namespace mamba::server

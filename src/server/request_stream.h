@@ -142,4 +142,27 @@ class RequestStream {
   std::atomic<std::size_t> backlog_{0};  ///< pending_.size(), readable without the lock
 };
 
+/// Reads several streams from one consumer thread (the choices of one request): next() gives the
+/// next update of any stream not yet ended, taking them in turn, and waits on their shared
+/// StreamSignal when none has one. Non-owning: the streams must outlive the reader.
+class StreamReader {
+ public:
+  explicit StreamReader(std::vector<RequestStream*> streams);
+  /// The next update of an open stream, its index in `which`; waits up to `timeout` for one and
+  /// returns false when none came. An update with done = true closes its stream (not read again).
+  bool next(std::size_t& which, RequestStream::Update& out, std::chrono::milliseconds timeout);
+  /// Streams not yet ended.
+  std::size_t open() const { return open_; }
+  /// cancel(why) on every open stream.
+  void cancel_open(CancelReason why);
+
+ private:
+  bool poll(std::size_t& which, RequestStream::Update& out);
+  std::vector<RequestStream*> streams_;
+  std::vector<bool> ended_;
+  std::size_t open_;
+  std::size_t cursor_ = 0;  ///< where the next poll starts (round robin)
+  std::shared_ptr<StreamSignal> signal_ = std::make_shared<StreamSignal>();
+};
+
 }  // namespace mamba::server

@@ -44,6 +44,29 @@ std::vector<SequenceRequest> make_requests(std::int64_t vocab) {
   return reqs;
 }
 
+/// Runs `reqs` through a scheduler with `so` (all submitted at once) and expects each request's ids,
+/// logprobs, top logprobs and prompt logprobs to be bitwise `alone[i]`'s. Returns the scheduler's
+/// prefill budget (as raised to a granule).
+std::int64_t expect_as_alone(Model& m, const std::vector<SequenceRequest>& reqs, const std::vector<Outcome>& alone,
+                             const SchedulerOptions& so, Metrics& metrics) {
+  Scheduler sch(m, nullptr, {}, so, metrics);
+  sch.start();
+  std::vector<std::shared_ptr<RequestStream>> ss;
+  for (const auto& r : reqs) ss.push_back(sch.submit(r));
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_NE(ss[i], nullptr);
+    if (ss[i] == nullptr) continue;
+    Outcome o = drain(*ss[i]);
+    EXPECT_EQ(o.ids, alone[i].ids) << "request " << i;
+    EXPECT_EQ(o.logprobs, alone[i].logprobs) << "request " << i;
+    EXPECT_EQ(o.top, alone[i].top) << "request " << i;
+    EXPECT_EQ(o.prompt_logprobs, alone[i].prompt_logprobs) << "request " << i;
+  }
+  const std::int64_t budget = sch.prefill_budget();
+  sch.stop(1s);
+  return budget;
+}
+
 void check_fixture(const std::string& dir) {
   auto model = Model::load(dir);
   ASSERT_TRUE(model.ok()) << model.error().message;
@@ -60,22 +83,9 @@ void check_fixture(const std::string& dir) {
     so.max_in_flight = 64;
     so.max_batch_size = batch;
     so.max_batch_prefill_tokens = budget;
-    Scheduler sch(m, nullptr, {}, so, metrics);
+    const std::int64_t tokens_per_iteration = expect_as_alone(m, reqs, alone, so, metrics);
     // A budget below one prompt granule (Mamba-2's chunk_size) is raised to it.
-    EXPECT_EQ(sch.prefill_budget(), std::max(budget, sch.granularity()));
-    sch.start();
-    std::vector<std::shared_ptr<RequestStream>> ss;
-    for (const auto& r : reqs) ss.push_back(sch.submit(r));
-    for (std::size_t i = 0; i < reqs.size(); ++i) {
-      ASSERT_NE(ss[i], nullptr);
-      Outcome o = drain(*ss[i]);
-      EXPECT_EQ(o.ids, alone[i].ids) << "request " << i;
-      EXPECT_EQ(o.logprobs, alone[i].logprobs) << "request " << i;
-      EXPECT_EQ(o.top, alone[i].top) << "request " << i;
-      EXPECT_EQ(o.prompt_logprobs, alone[i].prompt_logprobs) << "request " << i;
-    }
-    const std::int64_t tokens_per_iteration = sch.prefill_budget();
-    sch.stop(1s);
+    EXPECT_EQ(tokens_per_iteration, std::max<std::int64_t>(budget, m.config().prompt_granule()));
     // Sequences decode together unless prompts trickle in one token per iteration (a budget of 1
     // with Mamba-1's granule of 1 token: each finishes before the next prompt is in).
     if (batch > 1 && tokens_per_iteration > 1) {
@@ -136,31 +146,15 @@ void check_prompt_group(const std::string& dir) {
     SchedulerOptions so;
     so.slots = 8;
     so.max_batch_prefill_tokens = budget;
-    Scheduler sch(m, nullptr, {}, so, metrics);
-    sch.start();
-    std::vector<std::shared_ptr<RequestStream>> ss;
-    for (const auto& r : reqs) ss.push_back(sch.submit(r));
-    for (std::size_t i = 0; i < reqs.size(); ++i) {
-      ASSERT_NE(ss[i], nullptr);
-      Outcome o = drain(*ss[i]);
-      EXPECT_EQ(o.ids, alone[i].ids) << "choice " << i;
-      EXPECT_EQ(o.logprobs, alone[i].logprobs) << "choice " << i;
-      EXPECT_EQ(o.top, alone[i].top) << "choice " << i;
-      EXPECT_EQ(o.prompt_logprobs, alone[i].prompt_logprobs) << "choice " << i;
-    }
-    sch.stop(1s);
+    expect_as_alone(m, reqs, alone, so, metrics);
     EXPECT_EQ(metrics.prefill_tokens.load(), static_cast<std::int64_t>(p1.size() + p2.size())) << "each prompt once";
   }
   // One slot: the choices run one after another, each prefilling its own prompt.
+  SCOPED_TRACE("one slot");
   Metrics metrics;
   SchedulerOptions so;
   so.slots = 1;
-  Scheduler sch(m, nullptr, {}, so, metrics);
-  sch.start();
-  std::vector<std::shared_ptr<RequestStream>> ss;
-  for (const auto& r : reqs) ss.push_back(sch.submit(r));
-  for (std::size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(drain(*ss[i]).ids, alone[i].ids) << "one slot, choice " << i;
-  sch.stop(1s);
+  expect_as_alone(m, reqs, alone, so, metrics);
   EXPECT_EQ(metrics.prefill_tokens.load(), static_cast<std::int64_t>(4 * p1.size() + 3 * p2.size()));
 }
 

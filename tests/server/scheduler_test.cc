@@ -327,6 +327,14 @@ TEST(Scheduler, AShortPromptIsNotHeldBehindALongOnesPrefill) {
   EXPECT_LE(short_at, 1u) << "the short prompt waited behind " << short_at << " pieces of the long one";
 }
 
+/// A request that runs until cancelled (a 5-token prompt, a million new tokens, EOS ignored).
+SequenceRequest endless_request() {
+  SequenceRequest r{make_prompt(5, 2), {}};
+  r.opts.max_new_tokens = 1000000;
+  r.opts.ignore_eos = true;
+  return r;
+}
+
 // The choices of one request are admitted all or none: a group that does not fit leaves no trace
 // (no place taken, nothing queued), so a single request that fits right after it is admitted.
 TEST(Scheduler, SubmitAllAdmitsEveryRequestOrNone) {
@@ -337,9 +345,7 @@ TEST(Scheduler, SubmitAllAdmitsEveryRequestOrNone) {
   so.max_in_flight = 3;
   Scheduler sch(model, nullptr, {}, so, m);
   sch.start();
-  SequenceRequest long_req{make_prompt(5, 2), {}};
-  long_req.opts.max_new_tokens = 1000000;
-  long_req.opts.ignore_eos = true;
+  const SequenceRequest long_req = endless_request();
   auto two = sch.submit_all({long_req, long_req});
   ASSERT_EQ(two.size(), 2u);
   EXPECT_TRUE(sch.submit_all({long_req, long_req}).empty()) << "2 choices with 1 place left";
@@ -361,9 +367,7 @@ TEST(Scheduler, InFlightLimitAndCancelFreesSlot) {
   so.max_in_flight = 2;
   Scheduler sch(model, nullptr, {}, so, m);
   sch.start();
-  SequenceRequest long_req{make_prompt(5, 2), {}};
-  long_req.opts.max_new_tokens = 1000000;
-  long_req.opts.ignore_eos = true;
+  const SequenceRequest long_req = endless_request();
   auto a = sch.submit(long_req);
   auto b = sch.submit(long_req);
   ASSERT_NE(a, nullptr);
