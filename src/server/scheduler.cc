@@ -460,7 +460,9 @@ void Scheduler::share_prompt(Sequence& leader, std::span<const float> row) {
         s.req.prompt != leader.req.prompt || !pool_.state(s.slot).copy_from(pool_.state(leader.slot)))
       continue;
     s.consumed = leader.consumed;
-    s.t_prefill = Clock::now();
+    // Its log line shows the prefill it shares (queue_ms up to the leader's start, its prefill_ms).
+    s.t_prefill = leader.t_prefill;
+    s.prefill_ms = leader.prefill_ms;
     if (leader.req.opts.prompt_logprobs) {
       s.prompt_logprobs = leader.prompt_logprobs;
       s.prompt_top_logprobs = leader.prompt_top_logprobs;
