@@ -148,6 +148,7 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
   ctx.eos_ids = std::move(eos_ids);
   ctx.limits.max_input_tokens = opts.max_input_tokens;
   ctx.limits.max_total_tokens = opts.max_total_tokens;
+  ctx.limits.max_choices = opts.max_concurrent_requests;
   ctx.created_unix = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   server::SchedulerOptions so;
   so.slots = slots;

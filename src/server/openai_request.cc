@@ -91,9 +91,19 @@ std::optional<ApiError> parse_common(const json& b, const RequestLimits& limits,
       return e;
     }
   }
+  // `n` choices: an integral value above the server's limit, however large (1e12, past 2^31 or
+  // 2^64), is refused naming that limit (it was refused with int's range "between 1 and
+  // 2147483647", which no server takes); a fraction, 0, a negative or a string as get_int says.
+  if (const auto it = b.find("n"); it != b.end() && it->is_number()) {
+    const double d = it->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && d > limits.max_choices)
+      return ApiError::validation(fmt::format("`n` must be at most {} (--max-concurrent-requests: each choice is a "
+                                              "sequence of its own), got {}",
+                                              limits.max_choices, it->dump()));
+  }
   std::int64_t n = 1;
-  RETURN_IF_API_ERROR(get_int(b, "n", 1, std::numeric_limits<int>::max(), n));
-  out.n = static_cast<int>(n);  // the route checks it against --max-concurrent-requests
+  RETURN_IF_API_ERROR(get_int(b, "n", 1, std::numeric_limits<int>::max(), n));  // above max_choices: refused above
+  out.n = static_cast<int>(n);
 
   GenerateOptions& o = out.opts;
   SamplingParams& s = o.sampling;

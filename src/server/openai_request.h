@@ -32,7 +32,7 @@ struct OpenAiRequest {
   std::string prompt;                    ///< text prompt (chat: formatted messages)
   std::vector<std::int32_t> prompt_ids;  ///< completions only: prompt given as token ids
   bool stream = false;
-  int n = 1;                             ///< choices (≥ 1; at most --max-concurrent-requests, the route's check)
+  int n = 1;                             ///< choices, 1 to RequestLimits::max_choices (--max-concurrent-requests)
   bool include_usage = false;            ///< stream_options.include_usage
   GenerateOptions opts;
   bool logprobs = false;                 ///< completions: logprobs ≥ 0 given; chat: logprobs = true
@@ -43,7 +43,7 @@ struct OpenAiRequest {
   const char* max_tokens_field = "`max_tokens`";  ///< the field that set it, for errors (chat: `max_completion_tokens` when given)
 };
 
-/// Errors: 422 naming the field (n < 1, temperature ∉ [0, 2], top_p ∉ (0, 1], ...).
+/// Errors: 422 naming the field (n < 1 or above limits.max_choices, temperature ∉ [0, 2], top_p ∉ (0, 1], ...).
 std::optional<ApiError> parse_completion_request(const nlohmann::json& body, const RequestLimits& limits,
                                                  OpenAiRequest& out);
 std::optional<ApiError> parse_chat_request(const nlohmann::json& body, const RequestLimits& limits,

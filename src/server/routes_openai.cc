@@ -198,12 +198,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   // `n` choices: n sequences of the prompt, each in its own state slot and counted as a request
   // (in-flight limit, /metrics). With a seed, choice i samples with seed + i: each choice is
   // reproducible alone (n = 1 with seed + i gives choice i) and the choices differ from each other.
-  if (r->n > ctx.opts.max_concurrent_requests)
-    return send_error(req, res,
-                      ApiError::validation(fmt::format("`n` must be at most {} (--max-concurrent-requests: each choice is a "
-                                                       "sequence of its own), got {}",
-                                                       ctx.opts.max_concurrent_requests, r->n)),
-                      ctx.metrics);
+  // (n ≤ --max-concurrent-requests: the parser's check, ctx.limits.max_choices.)
   if (r->n > 1) sreq.prompt_group = ctx.next_prompt_group++;  // the prompt prefilled once for all (scheduler.h)
   std::vector<SequenceRequest> choice_reqs;
   for (int i = 0; i < r->n; ++i) {

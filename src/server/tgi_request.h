@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -21,6 +22,10 @@ struct RequestLimits {
   int max_stop_sequences = 4;
   int max_top_n_tokens = 5;
   int default_max_new_tokens = 100;  ///< TGI's default
+  /// The most OpenAI `n` choices one request may ask for: --max-concurrent-requests (each choice is
+  /// a sequence of its own, counted in flight). The OpenAI parsers refuse any integral `n` above it
+  /// naming the flag, however large (1e12, 2^31 and beyond included).
+  int max_choices = std::numeric_limits<int>::max();
 };
 
 struct TgiRequest {

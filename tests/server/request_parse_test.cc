@@ -204,6 +204,42 @@ TEST(OpenAiRequest, NChoicesAreRead) {
   EXPECT_EQ(null_n.n, 1);
 }
 
+// Any integral `n` above the server's limit (--max-concurrent-requests) names that limit, however
+// large: 1e12 and values past int's range were refused with int's range ("between 1 and
+// 2147483647") instead. A fraction, 0, a negative or a string keep their own messages.
+TEST(OpenAiRequest, NAboveTheLimitNamesTheServersLimit) {
+  RequestLimits limits;
+  limits.max_choices = 4;
+  auto parse = [&](const std::string& body, bool is_chat) {
+    json j = json::parse(body);
+    OpenAiRequest r;
+    return is_chat ? parse_chat_request(j, limits, r) : parse_completion_request(j, limits, r);
+  };
+  const std::string prompt = R"("prompt":"a")", messages = R"("messages":[{"role":"user","content":"x"}])";
+  for (const bool is_chat : {false, true}) {
+    const std::string head = "{" + (is_chat ? messages : prompt) + ",\"n\":";
+    EXPECT_FALSE(parse(head + "4}", is_chat));
+    for (const std::string& n : std::vector<std::string>{"5", "2147483647", "2147483648", "1e12", "18446744073709551615", "18446744073709551616",
+                                "1e300", "5.0"}) {
+      const auto e = parse(head + n + "}", is_chat);
+      ASSERT_TRUE(e) << n;
+      EXPECT_EQ(e->status, 422);
+      EXPECT_EQ(e->message.find("`n` must be at most 4 (--max-concurrent-requests: each choice is a sequence of its own), got "), 0u)
+          << n << ": " << e->message;
+    }
+    for (const auto& [n, want] : std::vector<std::pair<std::string, std::string>>{
+             {"0", "`n` must be between 1 and 2147483647, got 0"},
+             {"-3", "`n` must be between 1 and 2147483647, got -3"},
+             {"-1e12", "`n` must be between 1 and 2147483647, got -1000000000000"},
+             {"1.5", "`n` must be an integer, got 1.5"},
+             {"\"3\"", "`n` must be an integer, got string"}}) {
+      const auto e = parse(head + n + "}", is_chat);
+      ASSERT_TRUE(e) << n;
+      EXPECT_EQ(e->message, want) << n;
+    }
+  }
+}
+
 TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {
   OpenAiRequest r;
   ASSERT_FALSE(completion(R"({"model":"m","prompt":"Once"})", r));

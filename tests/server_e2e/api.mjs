@@ -416,6 +416,12 @@ const bad = [
   ['/generate_stream', '{"inputs": "x", "parameters": {"decoder_input_details": true}}', 422],
   ['/v1/completions', '{"prompt": "x", "n": 0}', 400, '`n` must be'],
   ['/v1/completions', '{"prompt": "x", "n": 100000}', 400, '`n` must be at most'],
+  // Any integral n above the limit names it, however large (1e12, past int's range: was "between 1 and 2147483647").
+  ['/v1/completions', '{"prompt": "x", "n": 1e12}', 400, '`n` must be at most 16 (--max-concurrent-requests: each choice is a sequence of its own), got 1000000000000'],
+  ['/v1/chat/completions', '{"messages": [{"role": "user", "content": "x"}], "n": 2147483648}', 400, '`n` must be at most 16 (--max-concurrent-requests'],
+  ['/v1/completions', '{"prompt": "x", "n": 123456789012345678901234567890}', 400, '`n` must be at most 16 (--max-concurrent-requests'],
+  ['/v1/completions', '{"prompt": "x", "n": -5}', 400, '`n` must be between 1 and 2147483647, got -5'],
+  ['/v1/completions', '{"prompt": "x", "n": "2"}', 400, '`n` must be an integer, got string'],
   ['/v1/completions', '{"prompt": ""}', 400],
   ['/v1/completions', '{"prompt": "x", "max_tokens": -3}', 400],
   ['/v1/chat/completions', '{"messages": []}', 400],
