@@ -223,18 +223,45 @@ void log_refusal(const httplib::Request& req, int status, const std::string& typ
   };
   // A head cpp-httplib could not parse leaves remote_addr empty: the socket still names the client.
   const std::string client = req.remote_addr.empty() ? BoundedHttpServer::current_peer_address() : req.remote_addr;
-  spdlog::info("refused {} {} client={} status={} error_type={} error={:?}", word(shown_text(req.method, 16)),
-               word(shown_text(req.path, 200)), word(client), status, type, message);
+  const std::string rid = client_request_id(req);  // visible ASCII, no spaces: one word
+  spdlog::info("refused {} {} client={}{} status={} error_type={} error={:?}", word(shown_text(req.method, 16)),
+               word(shown_text(req.path, 200)), word(client), rid.empty() ? "" : " x_request_id=" + rid, status, type, message);
 }
 
-void log_request(std::uint64_t id, const char* route, const std::string& client, const SequenceStats& st,
-                 const std::optional<Error>& err) {
-  spdlog::info("req={} route={} client={} prompt_tokens={} generated_tokens={} queue_ms={:.1f} prefill_ms={:.1f} decode_ms={:.1f} total_ms={:.1f} finish={}{}",
-               id, route, client.empty() ? "-" : client, st.prompt_tokens, st.generated_tokens, st.queue_ms, st.prefill_ms, st.decode_ms, st.total_ms,
+void log_request(std::uint64_t id, const char* route, const std::string& client, const std::string& client_request_id,
+                 const SequenceStats& st, const std::optional<Error>& err) {
+  // The client's id is visible ASCII without spaces (is_echoable_request_id): one word of the line.
+  spdlog::info("req={} route={} client={}{} prompt_tokens={} generated_tokens={} queue_ms={:.1f} prefill_ms={:.1f} decode_ms={:.1f} total_ms={:.1f} finish={}{}",
+               id, route, client.empty() ? "-" : client,
+               is_echoable_request_id(client_request_id) ? " x_request_id=" + client_request_id : std::string(),
+               st.prompt_tokens, st.generated_tokens, st.queue_ms, st.prefill_ms, st.decode_ms, st.total_ms,
                err ? "error" : finish_reason_name(st.finish),
                err                                          ? fmt::format(" error={:?}", err->message)  // escaped, as log_refusal's
                : st.cancelled_by != CancelReason::kNone ? fmt::format(" cancelled_by={}", cancel_reason_name(st.cancelled_by))
                                                           : std::string());
+}
+
+bool is_echoable_request_id(std::string_view id) {
+  return !id.empty() && id.size() <= kMaxRequestIdBytes &&
+         std::all_of(id.begin(), id.end(), [](char c) { return c > ' ' && c < 0x7f; });
+}
+
+std::string client_request_id(const httplib::Request& req) {
+  if (req.get_header_value_count("x-request-id") != 1) return "";
+  std::string id = req.get_header_value("x-request-id");
+  return is_echoable_request_id(id) ? id : std::string();
+}
+
+bool is_generation_path(std::string_view path) {
+  return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/generate" || path == "/generate_stream" ||
+         path == "/";
+}
+
+void set_request_id_header(const httplib::Request& req, httplib::Response& res, const std::string& own) {
+  if (res.has_header("x-request-id")) return;
+  const std::string client = client_request_id(req);
+  const std::string& id = client.empty() ? own : client;
+  if (!id.empty()) res.set_header("x-request-id", id);
 }
 
 std::string token_text(const ServerContext& ctx, std::int32_t id) {

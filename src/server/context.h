@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -105,9 +106,10 @@ struct ServerContext {
 /// cancellation (generation_error) neither: the scheduler counted it, log_request logged it.
 void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& err, Metrics& metrics);
 
-/// The log line of a refused request: `refused METHOD PATH client=ADDR status=N error_type=T
-/// error="..."` (the method and path as they are when plain visible ASCII, else escaped and quoted
-/// as the message always is, so a client's CR/LF cannot forge a line; "-" for one not read).
+/// The log line of a refused request: `refused METHOD PATH client=ADDR [x_request_id=ID] status=N
+/// error_type=T error="..."` (the method and path as they are when plain visible ASCII, else
+/// escaped and quoted as the message always is, so a client's CR/LF cannot forge a line; "-" for
+/// one not read; the client's `x-request-id` only when client_request_id takes it).
 void log_refusal(const httplib::Request& req, int status, const std::string& type, const std::string& message);
 
 /// Sets `body` (a finished JSON document, taken) as the answer. A large answer (details or logprobs
@@ -170,9 +172,35 @@ std::vector<Collected> collect_all(std::span<RequestStream* const> streams, cons
 /// left (it may still read: a half-closed socket); 503 when cancelled by shutdown.
 ApiError generation_error(const Collected& c);
 
-/// Logs one line: request id, route, prompt/generated tokens, queue/prefill/decode ms, finish.
-void log_request(std::uint64_t id, const char* route, const std::string& client, const SequenceStats& st,
-                 const std::optional<Error>& err);
+/// Logs one line: request id, route, client address, the client's `x-request-id`
+/// (`client_request_id`, as client_request_id() returns it: when non-empty, ` x_request_id=ID`
+/// after the address), prompt/generated tokens, queue/prefill/decode ms, finish.
+void log_request(std::uint64_t id, const char* route, const std::string& client, const std::string& client_request_id,
+                 const SequenceStats& st, const std::optional<Error>& err);
+
+/// Longest `x-request-id` a client may send for it to be echoed (bytes).
+inline constexpr std::size_t kMaxRequestIdBytes = 128;
+
+/// Whether a client's `x-request-id` value is echoed back and logged as sent: 1 to
+/// kMaxRequestIdBytes bytes, each visible ASCII (0x21–0x7E). A space, a control byte (a CR/LF
+/// would break the answer's head or a log line), DEL, a non-ASCII byte or a longer value is not
+/// (vLLM echoes any value; this server puts it in a header and a log line unescaped).
+bool is_echoable_request_id(std::string_view id);
+
+/// The request's `x-request-id` when it has exactly one and is_echoable_request_id; "" otherwise
+/// (none, several, or a value refused: the server's own id is used then).
+std::string client_request_id(const httplib::Request& req);
+
+/// Whether `path` is a generation route's (POST /v1/completions, /v1/chat/completions, /generate,
+/// /generate_stream, /): those answers carry `x-request-id`.
+bool is_generation_path(std::string_view path);
+
+/// Sets the answer's `x-request-id` (OpenAI's header: the OpenAI SDKs' `_request_id` /
+/// `requestID`; vLLM's with --enable-request-id-headers) unless it has one: the client's own
+/// (client_request_id) when it sent a valid one, else `own`, the server's id of the request (on
+/// the OpenAI routes the body's `id`); none while `own` is empty (an answer refused before the
+/// request got an id).
+void set_request_id_header(const httplib::Request& req, httplib::Response& res, const std::string& own = "");
 
 /// One id's text (Tokenizer::token_text, for details / logprobs); "" when the tokenizer refuses it.
 std::string token_text(const ServerContext& ctx, std::int32_t id);

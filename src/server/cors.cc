@@ -17,10 +17,10 @@ namespace mamba::server {
 namespace {
 
 /// The response headers a page's script may read besides the CORS-safelisted ones: TGI's timing
-/// and token-count headers and the OpenAI routes' token counts.
+/// and token-count headers, the OpenAI routes' token counts and the generation routes' request id.
 constexpr const char* kExposedHeaders =
     "x-compute-type, x-compute-time, x-compute-characters, x-total-time, x-validation-time, x-queue-time, "
-    "x-inference-time, x-time-per-token, x-prompt-tokens, x-generated-tokens";
+    "x-inference-time, x-time-per-token, x-prompt-tokens, x-generated-tokens, x-request-id";
 
 /// How long a browser may cache a preflight's answer (seconds; browsers cap it: Chromium at 7200).
 constexpr int kPreflightMaxAgeSeconds = 600;

@@ -51,7 +51,7 @@ class CorsPolicy {
 
   /// Adds the CORS headers of a normal (non-preflight) answer: Access-Control-Allow-Origin and
   /// Access-Control-Expose-Headers (the x-* timing and token-count headers TGI and the OpenAI routes
-  /// send) for an allowed Origin, and "Vary: Origin" whenever the answer depends on it.
+  /// send, and the generation routes' x-request-id) for an allowed Origin, and "Vary: Origin" whenever the answer depends on it.
   void add_headers(const httplib::Request& req, httplib::Response& res) const;
 
   /// Answers a preflight request (OPTIONS with Origin and Access-Control-Request-Method), whatever

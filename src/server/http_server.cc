@@ -493,6 +493,9 @@ Status Server::start() {
   http.set_post_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     res.headers.erase("Accept-Ranges");
     ctx.cors.add_headers(req, res);
+    // A generation route's answer without an id of ours (refused before the request got one: 401,
+    // 413, a validation error, 429) still echoes the client's valid x-request-id.
+    if (server::is_generation_path(req.path)) server::set_request_id_header(req, res);
     // cpp-httplib compresses a text or JSON answer (not an event stream) for a client that accepts
     // gzip / br: a cache must key it by Accept-Encoding too (RFC 9110 §12.5.5).
     if (const std::string type = res.get_header_value("Content-Type");

@@ -210,6 +210,10 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   const std::uint64_t id = ctx.next_request_id++;
   const char* route = chat ? "/v1/chat/completions" : "/v1/completions";
   const std::string oid = fmt::format("{}-{}-{}", chat ? "chatcmpl" : "cmpl", ctx.instance, id);
+  // On the answer's head (a stream's too), and on its error if the generation fails: the client's
+  // valid x-request-id, else the body's id (the client's never goes into the body).
+  set_request_id_header(req, res, oid);
+  const std::string client_rid = client_request_id(req);
   const std::int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
                                    std::chrono::system_clock::now().time_since_epoch()).count();
   // The served model's id whatever the request named (one model per server; TGI takes any name and
@@ -285,8 +289,8 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     }
     h.on_error = [](const ApiError& e) { return sse_data(e.openai_body()); };
     h.on_end = [] { return std::string("data: [DONE]\n\n"); };
-    h.on_close = [id, route, client = req.remote_addr](const SequenceStats& st, const std::optional<Error>& err) {
-      log_request(id, route, client, st, err);
+    h.on_close = [id, route, client = req.remote_addr, client_rid](const SequenceStats& st, const std::optional<Error>& err) {
+      log_request(id, route, client, client_rid, st, err);
     };
     set_sse_response(req, res, std::move(streams), std::move(h));
     return;
@@ -299,7 +303,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   streams.clear();
   std::vector<SequenceStats> stats;
   for (const Collected& c : cs) {
-    log_request(id, route, req.remote_addr, c.stats, c.error);
+    log_request(id, route, req.remote_addr, client_rid, c.stats, c.error);
     stats.push_back(c.stats);
   }
   // The answer fails with the first choice that did (the others were cancelled for it), else with

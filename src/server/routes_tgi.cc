@@ -82,6 +82,10 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
   if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(req, res, *e, ctx.metrics);
   const std::uint64_t id = ctx.next_request_id++;
   const char* route = mode == TgiMode::kGenerate ? "/generate" : (mode == TgiMode::kStream ? "/generate_stream" : "/");
+  // x-request-id: the client's valid one, else "req-<instance>-<id>" (the log's req=<id>; TGI's
+  // answers have no id of their own), on the answer's head (a stream's too) and its errors.
+  set_request_id_header(req, res, fmt::format("req-{}-{}", ctx.instance, id));
+  const std::string client_rid = client_request_id(req);
   const std::string prefix = r->return_full_text ? r->inputs : std::string();
 
   if (stream) {
@@ -117,8 +121,8 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
       return out;
     };
     h.on_error = [](const ApiError& e) { return sse_data(e.tgi_body()); };
-    h.on_close = [id, route, client = req.remote_addr](const SequenceStats& st, const std::optional<Error>& err) {
-      log_request(id, route, client, st, err);
+    h.on_close = [id, route, client = req.remote_addr, client_rid](const SequenceStats& st, const std::optional<Error>& err) {
+      log_request(id, route, client, client_rid, st, err);
     };
     res.set_header("x-compute-type", "cpu");
     set_sse_response(req, res, {rs}, std::move(h));
@@ -127,7 +131,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
 
   const ClientConnection conn(BoundedHttpServer::current_socket());  // a client that leaves cancels the sequence, as a stream's does
   Collected c = collect(*rs, [&conn] { return conn.closed(); });
-  log_request(id, route, req.remote_addr, c.stats, c.error);
+  log_request(id, route, req.remote_addr, client_rid, c.stats, c.error);
   if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(req, res, generation_error(c), ctx.metrics);
   // The answer as text, its per-token arrays written entry by entry (a DOM of a long answer's
   // details took ~11 times the answer's size).

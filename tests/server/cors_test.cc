@@ -116,6 +116,7 @@ TEST(Cors, NormalAnswersCarryAllowOriginForAllowedOriginsOnly) {
   p.add_headers(request("POST", "/generate", {{"Origin", "http://a.example"}}), ok);
   EXPECT_EQ(ok.get_header_value("Access-Control-Allow-Origin"), "http://a.example");
   EXPECT_NE(ok.get_header_value("Access-Control-Expose-Headers").find("x-generated-tokens"), std::string::npos);
+  EXPECT_NE(ok.get_header_value("Access-Control-Expose-Headers").find("x-request-id"), std::string::npos);
   EXPECT_EQ(ok.get_header_value("Vary"), "Origin");
   httplib::Response other;
   p.add_headers(request("POST", "/generate", {{"Origin", "http://evil.example"}}), other);

@@ -14,6 +14,7 @@
 
 #include "mamba/server.h"
 #include "core/bounded_json.h"
+#include "server/context.h"
 #include "server/json_fields.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
@@ -238,6 +239,46 @@ TEST(OpenAiRequest, NAboveTheLimitNamesTheServersLimit) {
       EXPECT_EQ(e->message, want) << n;
     }
   }
+}
+
+// A client's x-request-id is echoed in a header and written into a log line as sent: only 1 to 128
+// bytes of visible ASCII are; anything else (a CR/LF that would end the header or forge a log line,
+// a space that would split the log's key=value word, a non-ASCII byte) is ignored for the server's id.
+TEST(RequestId, OnlyShortVisibleAsciiIsEchoed) {
+  for (const std::string& ok : std::vector<std::string>{"a", "req-123", "0f8fad5b-d9cb-469f-a165-70867728950e", "a/b:c=d;e,f\"g'h~!",
+                                                        std::string(128, 'x')})
+    EXPECT_TRUE(is_echoable_request_id(ok)) << ok;
+  for (const std::string& bad : std::vector<std::string>{std::string(), std::string(129, 'x'), std::string(200, 'x'), std::string("a b"), std::string(" a"),
+                                std::string("a\r\nx-forged: 1"), std::string("a\nb"), std::string("a\tb"), std::string("a\x7f"),
+                                std::string("caf\xc3\xa9"), std::string("a\0b", 3)})
+    EXPECT_FALSE(is_echoable_request_id(bad)) << bad;
+}
+
+TEST(RequestId, TheClientsOneOnlyWhenValidAndSingle) {
+  auto with = [](std::vector<std::string> values) {
+    httplib::Request req;
+    for (auto& v : values) req.headers.emplace("X-Request-Id", v);  // header names are case-insensitive
+    return req;
+  };
+  EXPECT_EQ(client_request_id(with({})), "");
+  EXPECT_EQ(client_request_id(with({"trace-1"})), "trace-1");
+  EXPECT_EQ(client_request_id(with({std::string(129, 'x')})), "");
+  EXPECT_EQ(client_request_id(with({"a", "b"})), "");  // several: none is the request's
+  httplib::Response mine, ours, none, kept;
+  set_request_id_header(with({"trace-1"}), mine, "cmpl-1");
+  EXPECT_EQ(mine.get_header_value("x-request-id"), "trace-1");
+  set_request_id_header(with({"a b"}), ours, "cmpl-1");
+  EXPECT_EQ(ours.get_header_value("x-request-id"), "cmpl-1");
+  set_request_id_header(with({}), none);
+  EXPECT_FALSE(none.has_header("x-request-id"));
+  set_request_id_header(with({}), kept, "cmpl-2");
+  set_request_id_header(with({"trace-1"}), kept);  // an answer that has one keeps it (set once)
+  EXPECT_EQ(kept.get_header_value_count("x-request-id"), 1u);
+  EXPECT_EQ(kept.get_header_value("x-request-id"), "cmpl-2");
+  EXPECT_TRUE(is_generation_path("/v1/chat/completions"));
+  EXPECT_TRUE(is_generation_path("/"));
+  EXPECT_FALSE(is_generation_path("/health"));
+  EXPECT_FALSE(is_generation_path("/tokenize"));
 }
 
 TEST(OpenAiRequest, CompletionDefaultsSampleAtTemperatureOne) {

@@ -329,6 +329,67 @@ await check('OpenAI `n`: n choices, choice i the text of seed + i, the prompt co
   assert.equal(g.json.choices[0].text, g.json.choices[1].text);
 });
 
+await check('x-request-id: the client\'s own echoed when valid (streams and errors too, logged), else the body\'s id (OpenAI) or req-<instance>-<n> (TGI)', async () => {
+  const chat = { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 };
+  const tgi = { inputs: PROMPT, parameters: { max_new_tokens: 2 } };
+  // None sent: the server's id, the OpenAI body's `id` itself.
+  const c = await postJson(base, '/v1/completions', { prompt: PROMPT, max_tokens: 2 });
+  assert.equal(c.status, 200, c.text);
+  assert.match(c.json.id, /^cmpl-[0-9a-f]{8}-\d+$/);
+  assert.equal(c.headers.get('x-request-id'), c.json.id);
+  const ch = await postJson(base, '/v1/chat/completions', chat);
+  assert.equal(ch.headers.get('x-request-id'), ch.json.id);
+  const g = await postJson(base, '/generate', tgi);
+  const instance = c.json.id.split('-')[1];
+  assert.match(g.headers.get('x-request-id'), new RegExp(`^req-${instance}-\\d+$`));
+  const req = g.headers.get('x-request-id').split('-')[2];
+  assert.match(srv.log(), new RegExp(`req=${req} route=/generate client=`));  // the log's request id
+  // A stream's head has it too: the chunks' id.
+  const plain = await fetch(base + '/v1/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: PROMPT, max_tokens: 2, stream: true }) });
+  const first = JSON.parse((await plain.text()).split('\n\n')[0].slice(5));
+  assert.equal(plain.headers.get('x-request-id'), first.id);
+
+  // A valid one sent: echoed unchanged (the body's id stays the server's), in the log line.
+  const mine = 'Trace-42/abc:DEF_7.x~' + 'z'.repeat(100);  // 122 visible ASCII bytes
+  const e = await postJson(base, '/v1/completions', { prompt: PROMPT, max_tokens: 2 }, { 'x-request-id': mine });
+  assert.equal(e.status, 200, e.text);
+  assert.equal(e.headers.get('x-request-id'), mine);
+  assert.match(e.json.id, /^cmpl-[0-9a-f]{8}-\d+$/);
+  const req2 = e.json.id.split('-')[2];
+  assert.ok(srv.log().split('\n').some((l) => l.includes(`req=${req2} route=/v1/completions client=127.0.0.1 x_request_id=${mine} prompt_tokens=`)), srv.log().slice(-2000));
+  assert.equal((await postJson(base, '/generate', tgi, { 'x-request-id': mine })).headers.get('x-request-id'), mine);
+  for (const [route, body] of [['/v1/chat/completions', { ...chat, stream: true }], ['/v1/completions', { prompt: PROMPT, max_tokens: 2, stream: true }],
+    ['/generate_stream', tgi], ['/', { ...tgi, stream: true }]]) {
+    const r = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': mine }, body: JSON.stringify(body) });
+    assert.equal(r.status, 200, route);
+    assert.match(r.headers.get('content-type'), /^text\/event-stream/, route);
+    assert.equal(r.headers.get('x-request-id'), mine, route);
+    const text = await r.text();
+    if (route.startsWith('/v1')) assert.doesNotMatch(text, new RegExp(mine), route);  // chunk ids stay the server's
+  }
+  // Errors of these routes: a refused request echoes a valid one (it has no id of the server's yet).
+  const bad = await postJson(base, '/v1/completions', { prompt: 'x', n: 0 }, { 'x-request-id': mine });
+  assert.equal(bad.status, 400, bad.text);
+  assert.equal(bad.headers.get('x-request-id'), mine);
+  assert.ok(srv.log().includes(`refused POST /v1/completions client=127.0.0.1 x_request_id=${mine} status=400`), srv.log().slice(-2000));
+  assert.equal((await postJson(base, '/generate', { inputs: '' }, { 'x-request-id': mine })).headers.get('x-request-id'), mine);
+  assert.equal((await postJson(base, '/v1/completions', { prompt: 'x', n: 0 })).headers.get('x-request-id'), null);
+
+  // An invalid one (too long, a space, a tab, a non-ASCII byte; fetch sends no other control byte, the
+  // unit test RequestId covers them): ignored, the server's id sent and nothing logged.
+  for (const bogus of ['x'.repeat(200), 'x'.repeat(129), 'a b', 'caf\u00e9', 'a\tb']) {
+    const r = await postJson(base, '/v1/chat/completions', chat, { 'x-request-id': bogus });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.headers.get('x-request-id'), r.json.id, JSON.stringify(bogus));
+    const s = await fetch(base + '/generate_stream', { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': bogus }, body: JSON.stringify(tgi) });
+    assert.match(s.headers.get('x-request-id'), new RegExp(`^req-${instance}-\\d+$`), JSON.stringify(bogus));
+    await s.text();
+  }
+  assert.doesNotMatch(srv.log(), /x_request_id=(x{129}|a |caf|a\t)/);
+  // Other routes carry none.
+  assert.equal((await fetch(base + '/health', { headers: { 'x-request-id': mine } })).headers.get('x-request-id'), null);
+});
+
 await check('POST /v1/chat/completions (stream and not)', async () => {
   const body = { model: 'x', messages: [{ role: 'user', content: 'Tell me about the sea.' }], max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 2 };
   const r = await postJson(base, '/v1/chat/completions', body);

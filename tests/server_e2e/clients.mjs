@@ -73,6 +73,23 @@ await check('openai: chat.completions.create (non-stream and stream)', async () 
   assert.equal(text, content);
 });
 
+await check('openai: _request_id / requestID read x-request-id (the body\'s id, or the one the client sent)', async () => {
+  const c = await client.completions.create({ model: 'mamba', prompt: PROMPT, max_tokens: 2 });
+  assert.match(c._request_id, /^cmpl-/);
+  assert.equal(c._request_id, c.id);  // null before the header
+  const mine = await client.chat.completions.create({ model: 'mamba', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 },
+                                                    { headers: { 'x-request-id': 'my-trace-0001' } });
+  assert.equal(mine._request_id, 'my-trace-0001');
+  assert.match(mine.id, /^chatcmpl-/);  // the body's id stays the server's
+  const { data: stream, request_id } = await client.completions.create({ model: 'mamba', prompt: PROMPT, max_tokens: 2, stream: true }).withResponse();
+  for await (const chunk of stream) assert.equal(chunk.id, request_id);
+  await assert.rejects(client.completions.create({ model: 'mamba', prompt: PROMPT, n: 100000 }, { headers: { 'x-request-id': 'my-trace-0002' } }), (e) => {
+    assert.equal(e.status, 400);
+    assert.equal(e.requestID, 'my-trace-0002');
+    return true;
+  });
+});
+
 await check('openai: n choices (non-stream and stream, told apart by index)', async () => {
   const c = await client.completions.create({ model: 'mamba', prompt: PROMPT, max_tokens: 6, n: 2, seed: 11 });
   assert.deepEqual(c.choices.map((x) => x.index), [0, 1]);
@@ -166,6 +183,8 @@ await check('--cors-allow-origin: a preflight needs no key; allowed pages read a
   assert.equal(ok.json.generated_text, ref.generated_text);
   assert.equal(ok.headers.get('access-control-allow-origin'), 'http://other.example');
   assert.match(ok.headers.get('access-control-expose-headers'), /x-generated-tokens/);
+  assert.match(ok.headers.get('access-control-expose-headers'), /(^|, )x-request-id(,|$)/);  // a page reads the request's id
+  assert.match(ok.headers.get('x-request-id'), /^req-/);
   assert.equal(ok.headers.get('vary'), 'Origin, Accept-Encoding');  // JSON may go out compressed
   const stream = await fetch(base + '/generate_stream', {
     method: 'POST',
