@@ -1,0 +1,118 @@
+// Values of the chat-template engine (src/tokenizer/chat_template.h): what Jinja2 expressions
+// evaluate to, with the Python semantics Jinja2 gives them (truthiness, ==, <, str(), repr(),
+// HF's tojson), and the UTF-8 helpers that make string lengths and slices count code points as
+// Python does.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace mamba::tok::jinja {
+
+struct Value;
+struct Stmt;
+using List = std::vector<Value>;
+
+/// A Python dict with string keys, in insertion order (as Python's dicts iterate).
+struct Dict {
+  std::vector<std::pair<std::string, Value>> items;
+  /// The value of `key`, or nullptr.
+  const Value* find(std::string_view key) const;
+  /// Sets `key` (replacing its value in place, or appending it).
+  void set(std::string key, Value v);
+};
+
+/// jinja2's namespace(): the one mutable object (`{% set ns.attr = v %}`).
+struct Namespace {
+  Dict attrs;
+};
+
+/// Something callable: a macro (its `{% macro %}` statement) or a global function by name.
+struct Callable {
+  std::string name;
+  const Stmt* macro = nullptr;  ///< null: a built-in global (raise_exception, range, ...)
+};
+
+/// A Jinja2 value. Strings, lists and dicts are immutable and shared (cheap copies), as the
+/// ImmutableSandboxedEnvironment HF renders with allows no mutation; a namespace is shared and mutable.
+struct Value {
+  enum class Kind : std::uint8_t { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kCallable };
+  Kind kind = Kind::kUndefined;
+  bool is_tuple = false;  ///< a list that Python would print as a tuple
+  bool b = false;
+  std::int64_t i = 0;
+  double f = 0;
+  std::shared_ptr<const std::string> s;  ///< kString; kUndefined: jinja2's error message for using it, may be null
+  std::shared_ptr<const List> list;
+  std::shared_ptr<const Dict> dict;
+  std::shared_ptr<Namespace> ns;
+  std::shared_ptr<const Callable> fn;
+
+  static Value undefined(std::string message = {});  ///< e.g. "'x' is undefined"
+  static Value none();
+  static Value boolean(bool v);
+  static Value integer(std::int64_t v);
+  static Value number(double v);
+  static Value string(std::string v);
+  static Value make_list(List v, bool tuple = false);
+  static Value make_dict(Dict v);
+
+  bool is_undefined() const { return kind == Kind::kUndefined; }
+  bool is_string() const { return kind == Kind::kString; }
+  /// int or bool (Python's bool is an int).
+  bool is_integral() const { return kind == Kind::kInt || kind == Kind::kBool; }
+  bool is_number() const { return is_integral() || kind == Kind::kFloat; }
+  const std::string& str() const { return *s; }  ///< precondition: kString
+  std::int64_t as_int() const { return kind == Kind::kBool ? (b ? 1 : 0) : i; }
+  double as_double() const { return kind == Kind::kFloat ? f : static_cast<double>(as_int()); }
+};
+
+/// Thrown inside the engine for a run-time error; ChatTemplate::render turns it into an Error.
+/// `raised`: the message is a raise_exception() text, passed on unchanged.
+struct EvalError {
+  std::string message;
+  bool raised = false;
+};
+[[noreturn]] void fail(std::string message);
+
+/// Converts JSON (the render context) to a Value: objects become dicts (in nlohmann's key order).
+Value from_json(const nlohmann::json& j);
+
+/// Python's type name of a value ('str', 'int', 'dict', ...), for error messages.
+const char* type_name(const Value& v);
+/// Python truthiness (Undefined is false).
+bool truthy(const Value& v);
+/// Python ==.
+bool equals(const Value& a, const Value& b);
+/// Python <, <=, >, >= ("<", "<=", ">", ">="); throws EvalError for unorderable types.
+bool compare(const Value& a, const Value& b, std::string_view op);
+/// Python str() (jinja2 prints values with it; Undefined prints as "").
+std::string to_str(const Value& v);
+/// Python repr().
+std::string repr(const Value& v);
+/// Python repr() of a float: shortest round-trip digits, "1.0", "1e-05", "1e+16", "inf", "nan".
+std::string float_repr(double d);
+/// HF's tojson: json.dumps(v, ensure_ascii, indent, separators, sort_keys); indent < 0: None.
+/// Throws EvalError for what json.dumps cannot serialise (Undefined, namespaces, macros).
+std::string to_json_text(const Value& v, int indent, std::string_view item_sep, std::string_view key_sep,
+                         bool ensure_ascii, bool sort_keys);
+
+/// The code points of `s` as byte slices (an invalid byte is a slice of its own).
+std::vector<std::string_view> utf8_chars(std::string_view s);
+/// Number of code points (Python len of a str).
+std::size_t utf8_count(std::string_view s);
+/// Python str.isspace() for one code point slice.
+bool py_isspace(std::string_view ch);
+/// Python str.upper()/lower() per code point (simple case mapping).
+std::string py_upper(std::string_view s);
+std::string py_lower(std::string_view s);
+
+}  // namespace mamba::tok::jinja
