@@ -757,7 +757,8 @@ Value apply_filter(std::string_view name, const Value& v, const Args& args, Budg
   if (name == "wordcount") {
     std::int64_t n = 0;
     bool in_word = false;
-    for (auto ch : utf8_chars(text_of(v))) {
+    const std::string text = text_of(v);  // outlives the views utf8_chars returns
+    for (auto ch : utf8_chars(text)) {
       unsigned char c = static_cast<unsigned char>(ch[0]);
       bool w = c >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
       if (w && !in_word) ++n;
