@@ -1,6 +1,7 @@
 // libFuzzer target: the server's request bodies (bytes → JSON object → TGI /generate, OpenAI
 // /v1/completions and /v1/chat/completions requests: prompt forms, sampling fields, stop strings,
-// logit_bias, messages; vLLM's /tokenize and /detokenize bodies). Any body gives a request or a 4xx error with a message, never a crash; an
+// logit_bias, messages — in the fixed chat format and through a chat template, with the body's
+// chat_template_kwargs as its variables; vLLM's /tokenize and /detokenize bodies). Any body gives a request or a 4xx error with a message, never a crash; an
 // accepted request's sampling parameters pass SamplingParams::validate and its numbers are in range.
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/chat_format.h"
 #include "server/json_fields.h"
 #include "server/openai_request.h"
 #include "server/tgi_request.h"
@@ -35,6 +37,22 @@ void check_accepted(const mamba::GenerateOptions& o, const mamba::server::Reques
   if (o.stop.size() > static_cast<std::size_t>(limits.max_stop_sequences)) std::abort();
 }
 
+/// A ChatML-style template that also reads a kwargs variable (`system_prefix`) and loop state.
+const mamba::server::ChatFormat& template_format() {
+  static const mamba::server::ChatFormat f = [] {
+    auto r = mamba::server::ChatFormat::from_template(
+        "{% if system_prefix is defined %}{{ system_prefix ~ '\\n' }}{% endif %}"
+        "{% for m in messages %}{% if loop.first and m.role != 'system' %}{{ bos_token }}{% endif %}"
+        "{% if m.role == 'tool' %}{{ raise_exception('tool messages are not supported') }}{% endif %}"
+        "{{ '<|im_start|>' + m.role + '\\n' + m.content | trim + '<|im_end|>\\n' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+        "fuzz", "<s>", "</s>");
+    if (!r.ok()) std::abort();
+    return std::move(r).value();
+  }();
+  return f;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -51,9 +69,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else {
     check_accepted(tgi.opts, limits, limits.max_total_tokens);
   }
-  for (bool chat : {false, true}) {
+  for (int route : {0, 1, 2}) {  // completions, chat (fixed format), chat (template)
+    const bool chat = route > 0;
     mamba::server::OpenAiRequest r;
-    auto e = chat ? mamba::server::parse_chat_request(j, limits, r) : mamba::server::parse_completion_request(j, limits, r);
+    auto e = chat ? mamba::server::parse_chat_request(j, limits, r, route == 2 ? &template_format() : nullptr)
+                  : mamba::server::parse_completion_request(j, limits, r);
     if (e) {
       check_error(*e);
     } else {
@@ -65,6 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // vLLM's /tokenize and /detokenize bodies.
   mamba::server::VllmTokenizeRequest tok;
   if (auto e = mamba::server::parse_vllm_tokenize_request(j, tok)) check_error(*e);
+  if (auto e = mamba::server::parse_vllm_tokenize_request(j, tok, &template_format())) check_error(*e);
   std::vector<std::int32_t> ids;
   if (auto e = mamba::server::parse_vllm_detokenize_request(j, ids)) {
     check_error(*e);

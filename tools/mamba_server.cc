@@ -26,8 +26,10 @@
 #include "io/generation_config.h"
 #include "ops/cpu/cpu_target.h"
 #include "ops/ops.h"
+#include "server/chat_format.h"
 #include "server/listen_address.h"
 #include "server/slot_pool.h"
+#include "common/chat_template_flag.h"
 #include "common/env_options.h"
 #include "common/option_rules.h"
 #include "common/out_of_memory.h"
@@ -76,7 +78,7 @@ int main(int argc, char** argv) {
   // A repeated option takes its last value (llama.cpp, TGI's launcher), so a wrapper script's
   // defaults can be overridden by appending; list options (--stop) say TakeAll themselves.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::string model_ref, tokenizer_ref, state_memory = "2GiB";
+  std::string model_ref, tokenizer_ref, state_memory = "2GiB", chat_template_flag;
   int threads = 0;
   std::string precision = "auto";
   double grace = o.drain_grace_seconds;
@@ -86,6 +88,10 @@ int main(int argc, char** argv) {
                  "tokenizer.json to use instead of the model directory's (a file, a directory, or a cached HF repo id such as "
                  "EleutherAI/gpt-neox-20b)")
       ->check(mamba::cli::non_empty("a tokenizer.json file, a directory holding one, or an HF repo id ORG/NAME"));
+  app.add_option("--chat-template", chat_template_flag,
+                 "the chat template /v1/chat/completions renders messages with: a file of Jinja2 text, or the template itself "
+                 "(default: the tokenizer's tokenizer_config.json chat_template, else the fixed \"User: …\" format)")
+      ->check(mamba::cli::non_empty("a Jinja2 template file, or the template text"));
   app.add_option("--host", o.host, "address to listen on")
       ->check(mamba::cli::non_empty("an address such as 127.0.0.1, 0.0.0.0 or ::"))
       // An IPv6 address in a URL's brackets ("[::1]", as the listening line prints it) is the address.
@@ -352,14 +358,46 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", eos.error().message.c_str());
     return 2;
   }
-  // Chat prompts have one fixed format (docs/SERVER.md §Chat prompt format); an instruct model's own
-  // template, which vLLM, TGI and llama.cpp apply, is named so that nobody takes its absence for it.
+  // The chat template (docs/SERVER.md §Chat prompt format): --chat-template, else the tokenizer's
+  // tokenizer_config.json's, else the fixed format. One the flag names must work (exit 2); the
+  // tokenizer's own that this server cannot render is warned about and the fixed format used.
   const std::string tokenizer_files = std::filesystem::path(tokenizer_file).parent_path().string();
-  if (auto tc = mamba::io::read_json_object_file(tokenizer_files, "tokenizer_config.json");
-      tc.ok() && tc->has_value() && (**tc).contains("chat_template") && !(**tc)["chat_template"].is_null())
-    spdlog::warn("{}/tokenizer_config.json has a chat_template, which this server does not apply: /v1/chat/completions "
-                 "writes each message as \"User: …\\n\\n\" etc. and ends with \"Assistant:\" (docs/SERVER.md §Chat prompt format)",
-                 tokenizer_files);
+  auto tc = mamba::io::read_tokenizer_chat_template(tokenizer_files);
+  if (!tc.ok()) {
+    std::fprintf(stderr, "error: %s\n", tc.error().message.c_str());
+    return 2;
+  }
+  if (tc->has_value()) {
+    o.chat_bos_token = (**tc).bos_token;
+    o.chat_eos_token = (**tc).eos_token;
+  }
+  if (!chat_template_flag.empty()) {
+    auto t = mamba::tools::read_chat_template_flag(chat_template_flag);
+    if (!t.ok()) {
+      std::fprintf(stderr, "error: %s\n", t.error().message.c_str());
+      return 2;
+    }
+    o.chat_template = std::move(t->source);
+    o.chat_template_origin = std::move(t->origin);
+  } else if (tc->has_value() && !(**tc).source.empty()) {
+    o.chat_template = (**tc).source;
+    o.chat_template_origin = (**tc).path;
+  }
+  if (!o.chat_template.empty()) {
+    auto f = mamba::server::ChatFormat::from_template(o.chat_template, o.chat_template_origin, o.chat_bos_token, o.chat_eos_token);
+    if (!f.ok() && !chat_template_flag.empty()) {
+      std::fprintf(stderr, "error: %s\n", f.error().message.c_str());  // (the message names the flag)
+      return 2;
+    }
+    if (!f.ok()) {
+      spdlog::warn("{} (this server renders a subset of Jinja2; docs/SERVER.md §Chat prompt format): /v1/chat/completions uses the "
+                   "fixed \"User: …\\n\\nAssistant:\" format instead; give a template it can render with --chat-template",
+                   f.error().message);
+      o.chat_template.clear();
+    } else {
+      spdlog::info("chat template: {} ({} bytes)", o.chat_template_origin, o.chat_template.size());
+    }
+  }
   auto server = mamba::Server::create(std::move(model).value(), std::make_unique<mamba::Tokenizer>(std::move(tok).value()),
                                       std::move(eos).value(), o);
   if (!server.ok()) {

@@ -39,6 +39,14 @@ struct ServerOptions {
   /// Origins whose web pages may call the API from a browser (CORS; `--cors-allow-origin`):
   /// "scheme://host[:port]" as browsers send them, "*" for any; empty (default) = no CORS headers.
   std::vector<std::string> cors_allow_origins;
+  /// The chat template /v1/chat/completions renders `messages` with: an HF `chat_template` (Jinja2
+  /// source; mamba-server takes it from --chat-template or the tokenizer's tokenizer_config.json).
+  /// Empty (default): the fixed "User: …" format (docs/SERVER.md §Chat prompt format).
+  std::string chat_template;
+  /// Where chat_template came from ("<dir>/tokenizer_config.json", a file name): named in its errors.
+  std::string chat_template_origin = "chat_template";
+  /// The strings the template sees as bos_token / eos_token (tokenizer_config.json's; "" if none).
+  std::string chat_bos_token, chat_eos_token;
 };
 
 /// Most HTTP worker threads (`--http-threads`, or max_concurrent_requests + 32 when 0): each is
@@ -67,7 +75,8 @@ class Server {
   /// Takes ownership of `model` and `tokenizer` (required: text endpoints need it).
   /// `eos_ids`: EOS tokens (from generation_config.json / config.json).
   /// Errors: kInvalidArgument for inconsistent options (validate_server_options, or a state
-  /// budget below one state).
+  /// budget below one state); a chat_template that does not parse or render (kFormat,
+  /// kUnsupported, kInvalidArgument naming chat_template_origin and the template's line).
   static Result<std::unique_ptr<Server>> create(std::unique_ptr<Model> model,
                                                 std::unique_ptr<Tokenizer> tokenizer,
                                                 std::vector<std::int32_t> eos_ids,

@@ -71,23 +71,63 @@ std::string generation_sampling_note(const std::string& model_dir) {
   return fmt::format("{} sets do_sample: true{}", path, fields.empty() ? "" : " (" + fields + ")");
 }
 
-Result<std::optional<std::string>> read_tokenizer_eos_token(const std::string& model_dir) {
-  MAMBA_ASSIGN_OR_RETURN(auto cfg, read_json_object_file(model_dir, "tokenizer_config.json"));
-  if (!cfg) return std::optional<std::string>();
-  const auto it = cfg->find("eos_token");
-  if (it == cfg->end() || it->is_null()) return std::optional<std::string>();
-  const std::string path = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
+namespace {
+
+/// A special token's text in tokenizer_config.json (`key`: a string, or an AddedToken object whose
+/// "content" is one); nullopt when missing or null. Errors: kFormat naming `path` and the field.
+Result<std::optional<std::string>> special_token_text(const nlohmann::json& cfg, const char* key, const std::string& path) {
+  const auto it = cfg.find(key);
+  if (it == cfg.end() || it->is_null()) return std::optional<std::string>();
   const nlohmann::json* content = &*it;
-  const char* field = "eos_token";
+  std::string field = key;
   if (it->is_object()) {
     const auto c = it->find("content");
-    if (c == it->end()) return make_error(ErrorCode::kFormat, fmt::format("{}: eos_token: an object without \"content\"", path));
+    if (c == it->end()) return make_error(ErrorCode::kFormat, fmt::format("{}: {}: an object without \"content\"", path, key));
     content = &*c;
-    field = "eos_token.content";
+    field += ".content";
   }
   if (!content->is_string())
     return make_error(ErrorCode::kFormat, fmt::format("{}: {}: expected a string, got {}", path, field, content->dump()));
   return std::optional<std::string>(content->get<std::string>());
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> read_tokenizer_eos_token(const std::string& model_dir) {
+  MAMBA_ASSIGN_OR_RETURN(auto cfg, read_json_object_file(model_dir, "tokenizer_config.json"));
+  if (!cfg) return std::optional<std::string>();
+  return special_token_text(*cfg, "eos_token", (std::filesystem::path(model_dir) / "tokenizer_config.json").string());
+}
+
+Result<std::optional<TokenizerChatTemplate>> read_tokenizer_chat_template(const std::string& model_dir) {
+  MAMBA_ASSIGN_OR_RETURN(auto cfg, read_json_object_file(model_dir, "tokenizer_config.json"));
+  if (!cfg) return std::optional<TokenizerChatTemplate>();
+  TokenizerChatTemplate t;
+  t.path = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
+  MAMBA_ASSIGN_OR_RETURN(auto bos, special_token_text(*cfg, "bos_token", t.path));
+  MAMBA_ASSIGN_OR_RETURN(auto eos, special_token_text(*cfg, "eos_token", t.path));
+  t.bos_token = bos.value_or("");
+  t.eos_token = eos.value_or("");
+  const auto it = cfg->find("chat_template");
+  if (it == cfg->end() || it->is_null()) {
+    // no template
+  } else if (it->is_string()) {
+    t.source = it->get<std::string>();
+  } else if (it->is_array()) {  // [{"name": "default", "template": "..."}, {"name": "tool_use", ...}]
+    const nlohmann::json* found = nullptr;
+    for (const nlohmann::json& e : *it) {
+      if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("template") || !e["template"].is_string())
+        return make_error(ErrorCode::kFormat,
+                          fmt::format("{}: chat_template: a list's entries must be {{\"name\": string, \"template\": string}}, got {}",
+                                      t.path, e.dump().substr(0, 120)));
+      if (e["name"] == "default") found = &e["template"];
+    }
+    if (found != nullptr) t.source = found->get<std::string>();
+  } else {
+    return make_error(ErrorCode::kFormat,
+                      fmt::format("{}: chat_template: expected a string or a list of named templates, got {}", t.path, it->type_name()));
+  }
+  return std::optional<TokenizerChatTemplate>(std::move(t));
 }
 
 }  // namespace mamba::io

@@ -38,4 +38,17 @@ std::string generation_sampling_note(const std::string& model_dir);
 /// the value has another type or an object lacks "content".
 Result<std::optional<std::string>> read_tokenizer_eos_token(const std::string& model_dir);
 
+/// A tokenizer's chat template (HF tokenizer_config.json) and the special tokens it refers to.
+struct TokenizerChatTemplate {
+  std::string source;                ///< the Jinja2 text of `chat_template`; "" when the file has none
+  std::string bos_token, eos_token;  ///< the file's `bos_token` / `eos_token` ("" when absent or null)
+  std::string path;                  ///< the file, for messages
+};
+/// tokenizer_config.json's `chat_template` in `model_dir`: a string, or HF's list of {"name",
+/// "template"} (the entry named "default", as transformers picks it). nullopt when the file, the key
+/// or a "default" entry is absent (or null). bos_token and eos_token are read as
+/// read_tokenizer_eos_token reads eos_token. Errors: as read_json_object_file; kFormat naming the
+/// file and the field when a value has another type.
+Result<std::optional<TokenizerChatTemplate>> read_tokenizer_chat_template(const std::string& model_dir);
+
 }  // namespace mamba::io

@@ -26,6 +26,7 @@
 #include "mamba/server.h"
 #include "mamba/tokenizer.h"
 #include "server/api_error.h"
+#include "server/chat_format.h"
 #include "server/cors.h"
 #include "server/metrics.h"
 #include "server/request_stream.h"
@@ -87,6 +88,8 @@ struct ServerContext {
   Metrics metrics;
   std::unique_ptr<Scheduler> scheduler;
   RequestLimits limits;
+  /// How chat `messages` become the prompt (opts.chat_template, or the fixed format).
+  ChatFormat chat_format;
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> next_request_id{1};
   std::atomic<std::uint64_t> next_prompt_group{1};  ///< SequenceRequest::prompt_group of a request with n > 1

@@ -139,9 +139,18 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("--state-memory {} bytes is below one sequence state ({} bytes)", opts.state_memory_bytes, state_bytes));
   }
+  // The chat template, parsed and tried once before the state slots are allocated.
+  server::ChatFormat chat_format;
+  if (!opts.chat_template.empty()) {
+    auto f = server::ChatFormat::from_template(opts.chat_template, opts.chat_template_origin, opts.chat_bos_token,
+                                               opts.chat_eos_token);
+    if (!f.ok()) return f.error();
+    chat_format = std::move(f).value();
+  }
   auto impl = std::make_unique<Impl>();
   ServerContext& ctx = impl->ctx;
   ctx.opts = opts;
+  ctx.chat_format = std::move(chat_format);
   ctx.cors = server::CorsPolicy(opts.cors_allow_origins);
   ctx.model = std::move(model);
   ctx.tok = std::move(tokenizer);

@@ -246,6 +246,17 @@ std::optional<ApiError> parse_chat_messages(const json& b, std::vector<ChatMessa
   return std::nullopt;
 }
 
+/// A chat body's prompt text: its `messages` through `format`, with `add_generation_prompt`
+/// (default true) and `chat_template_kwargs` (vLLM's fields).
+std::optional<ApiError> read_chat_prompt(const json& b, const ChatFormat& format, std::string& out) {
+  std::vector<ChatMessage> msgs;
+  RETURN_IF_API_ERROR(parse_chat_messages(b, msgs));
+  bool generation_prompt = true;
+  RETURN_IF_API_ERROR(get_bool(b, "add_generation_prompt", generation_prompt));
+  const auto kw = b.find("chat_template_kwargs");
+  return format.render(msgs, generation_prompt, kw == b.end() ? nullptr : &*kw, out);
+}
+
 std::optional<ApiError> finish(OpenAiRequest& out) {
   Status st = out.opts.sampling.validate();
   if (!st.ok()) return ApiError::validation(st.message());
@@ -315,7 +326,8 @@ std::vector<std::string> unread_openai_fields(const json& b, bool chat) {
       "top_k", "top_p", "truncate_prompt_tokens", "typical_p",
       "user", "store", "metadata", "service_tier", "parallel_tool_calls"};
   static const std::set<std::string, std::less<>> kCompletion = {"best_of", "echo", "logprobs", "prompt", "suffix"};
-  static const std::set<std::string, std::less<>> kChat = {"logprobs", "max_completion_tokens", "messages", "top_logprobs"};
+  static const std::set<std::string, std::less<>> kChat = {"add_generation_prompt", "chat_template_kwargs", "logprobs",
+                                                           "max_completion_tokens", "messages", "top_logprobs"};
   const auto& own = chat ? kChat : kCompletion;
   std::vector<std::string> out;
   for (const auto& [key, value] : b.items())
@@ -323,11 +335,13 @@ std::vector<std::string> unread_openai_fields(const json& b, bool chat) {
   return out;
 }
 
-std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& limits, OpenAiRequest& out) {
+std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& limits, OpenAiRequest& out,
+                                           const ChatFormat* format) {
   out.chat = true;
-  std::vector<ChatMessage> msgs;
-  RETURN_IF_API_ERROR(parse_chat_messages(b, msgs));
-  out.prompt = format_chat_prompt(msgs);
+  static const ChatFormat kFixed;
+  const ChatFormat& f = format != nullptr ? *format : kFixed;
+  RETURN_IF_API_ERROR(read_chat_prompt(b, f, out.prompt));
+  out.add_special_tokens = f.default_add_special_tokens();  // (parse_common reads a given one)
   const int default_max = 256;
   RETURN_IF_API_ERROR(parse_common(b, limits, default_max, out));
   std::int64_t mct = 0;
@@ -343,11 +357,13 @@ std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& l
   RETURN_IF_API_ERROR(get_int(b, "top_logprobs", 0, 20, top));
   if (top > 0 && !out.logprobs) return ApiError::validation("`top_logprobs` requires `logprobs` = true");
   out.top_logprobs = static_cast<int>(top);
-  out.opts.stop.push_back("\nUser:");
+  for (std::string& stop : f.stop_strings()) out.opts.stop.push_back(std::move(stop));
   return finish(out);
 }
 
-std::optional<ApiError> parse_vllm_tokenize_request(const json& b, VllmTokenizeRequest& out) {
+std::optional<ApiError> parse_vllm_tokenize_request(const json& b, VllmTokenizeRequest& out, const ChatFormat* format) {
+  static const ChatFormat kFixed;
+  const ChatFormat& f = format != nullptr ? *format : kFixed;
   bool present = false;
   std::string model;
   RETURN_IF_API_ERROR(get_string(b, "model", model, present));
@@ -355,18 +371,14 @@ std::optional<ApiError> parse_vllm_tokenize_request(const json& b, VllmTokenizeR
   if (out.chat) {
     if (b.contains("prompt") && !b["prompt"].is_null())
       return ApiError::validation("give `prompt` or `messages`, not both");
-    std::vector<ChatMessage> msgs;
-    RETURN_IF_API_ERROR(parse_chat_messages(b, msgs));
-    bool generation_prompt = true;
-    RETURN_IF_API_ERROR(get_bool(b, "add_generation_prompt", generation_prompt));
-    out.text = format_chat_prompt(msgs, generation_prompt);
+    RETURN_IF_API_ERROR(read_chat_prompt(b, f, out.text));
   } else {
     RETURN_IF_API_ERROR(get_string(b, "prompt", out.text, present));
     if (!present) return ApiError::validation("`prompt` (a string) or `messages` is required");
   }
-  // Default true for `messages` too (vLLM's is false there, its chat templates writing their own
-  // BOS): the ids /v1/chat/completions runs, whose prompt format adds none.
-  out.add_special_tokens = true;
+  // For `messages`, the chat route's default (the ids /v1/chat/completions runs): false with a
+  // chat template (vLLM's: templates write their own BOS), true for the fixed format (none written).
+  out.add_special_tokens = out.chat ? f.default_add_special_tokens() : true;
   RETURN_IF_API_ERROR(get_bool(b, "add_special_tokens", out.add_special_tokens));
   RETURN_IF_API_ERROR(get_bool(b, "return_token_strs", out.return_token_strs));
   return std::nullopt;
@@ -388,20 +400,6 @@ std::optional<ApiError> parse_vllm_detokenize_request(const json& b, std::vector
     tokens.push_back(id);
   }
   return std::nullopt;
-}
-
-std::string format_chat_prompt(const std::vector<ChatMessage>& messages, bool generation_prompt) {
-  std::string p;
-  for (const auto& m : messages) {
-    std::string role = m.role == "developer" ? "System" : m.role;
-    if (!role.empty() && role[0] >= 'a' && role[0] <= 'z') role[0] = static_cast<char>(role[0] - 'a' + 'A');
-    p += role;
-    p += ": ";
-    p += m.content;
-    p += "\n\n";
-  }
-  if (generation_prompt) p += "Assistant:";
-  return p;
 }
 
 }  // namespace mamba::server

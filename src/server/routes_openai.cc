@@ -160,7 +160,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
   nlohmann::json body;
   if (auto e = parse_body_object(req.body, body)) return send_error(req, res, *e, ctx.metrics);
   auto r = std::make_shared<OpenAiRequest>();
-  if (auto e = chat ? parse_chat_request(body, ctx.limits, *r) : parse_completion_request(body, ctx.limits, *r)) {
+  if (auto e = chat ? parse_chat_request(body, ctx.limits, *r, &ctx.chat_format) : parse_completion_request(body, ctx.limits, *r)) {
     return send_error(req, res, *e, ctx.metrics);
   }
   // Fields the server does not read are ignored, as vLLM ignores them, and logged, as vLLM logs them

@@ -76,7 +76,7 @@ void tokenize_tgi(ServerContext& ctx, const nlohmann::json& body, const httplib:
 /// vLLM's shape: the ids /v1/completions (or, for `messages`, /v1/chat/completions) would run.
 void tokenize_vllm(ServerContext& ctx, const nlohmann::json& body, const httplib::Request& req, httplib::Response& res) {
   VllmTokenizeRequest r;
-  if (auto e = parse_vllm_tokenize_request(body, r)) return send_error(req, res, *e, ctx.metrics);
+  if (auto e = parse_vllm_tokenize_request(body, r, &ctx.chat_format)) return send_error(req, res, *e, ctx.metrics);
   auto ids = ctx.tok->encode(r.text, r.add_special_tokens);
   if (!ids.ok()) return send_error(req, res, ApiError::validation(ids.error().message), ctx.metrics);
   const char* field = r.chat ? "`messages`" : "`prompt`";

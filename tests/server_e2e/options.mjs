@@ -236,19 +236,72 @@ await check('numbers are plain decimal: 0x50, "" and abc are errors naming the f
   await expectStartupError(['--threads', '+1', '--max-batch-size', '+1', '--port', '99999'], /error: --port: Value 99999 not in range/);
   await expectStartupError(['--threads', '-01'], /error: --threads: expected an integer from 0 \(all hardware threads\) to 1024, got -1/);
 });
-await check('a chat_template in tokenizer_config.json is named at start as not applied (the fixed chat format is)', async () => {
-  const { writeFileSync, rmSync } = await import('node:fs');
+await check('chat templates: tokenizer_config.json\'s is rendered (bos/eos, raise_exception → 400, kwargs); --chat-template overrides; one this server cannot render falls back, named', async () => {
   const dir = linkedModelDir('mamba-chattpl-', ['config.json', 'model.safetensors', 'tokenizer.json']);
+  // ChatML with the tokenizer's own bos_token first, eos_token after the system turn, and the
+  // alternation check of Llama-2-style templates as raise_exception.
+  const chatml =
+    "{{ bos_token }}{% for m in messages %}{% if m.role == 'tool' %}{{ raise_exception('Only user, assistant and system roles are supported!') }}{% endif %}" +
+    "{{ '<|im_start|>' + m.role + '\\n' + m.content | trim + '<|im_end|>' + '\\n' }}{% if m.role == 'system' %}{{ eos_token }}{% endif %}{% endfor %}" +
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}{% if note is defined %}({{ note }}){% endif %}";
+  const ids = async (srv, body) => {
+    const r = await postJson(srv.base, '/tokenize', body);
+    assert.equal(r.status, 200, r.text);
+    return r.json.tokens;
+  };
   try {
-    writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: '{% for m in messages %}{{ m.content }}{% endfor %}' }));
-    const srv = await startServer(['-m', dir]);
+    fs.writeFileSync(path.join(dir, 'tokenizer_config.json'),
+                     JSON.stringify({ chat_template: chatml, bos_token: { content: '<s>', lstrip: false }, eos_token: '</s>' }));
+    let srv = await startServer(['-m', dir]);
     try {
-      assert.match(srv.log(), /tokenizer_config\.json has a chat_template, which this server does not apply/, srv.log());
+      assert.match(srv.log(), /chat template: .*tokenizer_config\.json \(\d+ bytes\)/, srv.log());
+      const messages = [{ role: 'system', content: ' Be brief. ' }, { role: 'user', content: 'Hi' }];
+      const text = '<s><|im_start|>system\nBe brief.<|im_end|>\n</s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n';
+      const expected = await ids(srv, { prompt: text, add_special_tokens: false });
+      assert.deepEqual(await ids(srv, { messages }), expected);
+      assert.deepEqual(await ids(srv, { messages, add_generation_prompt: false }),
+                       await ids(srv, { prompt: text.slice(0, -'<|im_start|>assistant\n'.length), add_special_tokens: false }));
+      assert.deepEqual(await ids(srv, { messages, chat_template_kwargs: { note: 'x' } }),
+                       await ids(srv, { prompt: text + '(x)', add_special_tokens: false }));
+      // The chat route runs those ids (its usage counts them) and adds no "\nUser:" stop.
+      const r = await postJson(srv.base, '/v1/chat/completions', { messages, max_tokens: 3, temperature: 0 });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.usage.prompt_tokens, expected.length);
+      // The template's raise_exception is the client's 400, with its message.
+      const bad = await postJson(srv.base, '/v1/chat/completions', { messages: [{ role: 'tool', content: 'x' }], max_tokens: 3 });
+      assert.equal(bad.status, 400, bad.text);
+      assert.equal(bad.json.error.message, 'chat template: Only user, assistant and system roles are supported!');
+      const badkw = await postJson(srv.base, '/v1/chat/completions', { messages, chat_template_kwargs: 5 });
+      assert.equal(badkw.status, 400, badkw.text);
+      assert.match(badkw.json.error.message, /`chat_template_kwargs` must be an object/);
+    } finally {
+      await srv.stop();
+    }
+    // --chat-template (a file) wins over the tokenizer's.
+    const file = path.join(dir, 'simple.jinja');
+    fs.writeFileSync(file, "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}");
+    srv = await startServer(['-m', dir, '--chat-template', file]);
+    try {
+      assert.match(srv.log(), new RegExp(`chat template: --chat-template ${file}`), srv.log());
+      assert.deepEqual(await ids(srv, { messages: [{ role: 'user', content: 'hi' }] }),
+                       await ids(srv, { prompt: '[user] hi\n', add_special_tokens: false }));
+    } finally {
+      await srv.stop();
+    }
+    await expectStartupError(['-m', dir, '--chat-template', '{% for %}'], /error: --chat-template: .*line 1/);
+    await expectStartupError(['-m', dir, '--chat-template', 'no/such.jinja'], /error: --chat-template 'no\/such\.jinja': no such file, and not a template/);
+    // A template this server cannot render: warned about, the fixed format used.
+    fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: "{% extends 'base.html' %}" }));
+    srv = await startServer(['-m', dir]);
+    try {
+      assert.match(srv.log(), /tokenizer_config\.json: chat_template.*fixed "User: …\\n\\nAssistant:" format instead/, srv.log());
+      assert.deepEqual(await ids(srv, { messages: [{ role: 'user', content: 'hi' }] }),
+                       await ids(srv, { prompt: 'User: hi\n\nAssistant:' }));
     } finally {
       await srv.stop();
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 await check('a model directory without tokenizer.json → exit 2 saying where one comes from; --tokenizer supplies one', async () => {

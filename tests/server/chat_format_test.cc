@@ -1,0 +1,126 @@
+// ChatFormat: chat `messages` → prompt through a chat template (HF apply_chat_template's context:
+// messages, add_generation_prompt, bos_token, eos_token, chat_template_kwargs) or the fixed format,
+// and the chat request parsers' use of it (stops, add_special_tokens, add_generation_prompt).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/chat_format.h"
+#include "server/openai_request.h"
+
+namespace mamba::server {
+namespace {
+
+using nlohmann::json;
+
+/// ChatML, with the tokenizer's bos_token first and a kwargs variable; tool turns refused as a
+/// Llama-2-style template refuses a broken alternation.
+constexpr const char* kChatMl =
+    "{{ bos_token }}{% for m in messages %}"
+    "{% if m.role == 'tool' %}{{ raise_exception('Only user, assistant and system roles are supported!') }}{% endif %}"
+    "{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+    "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}";
+
+ChatFormat chatml() {
+  auto f = ChatFormat::from_template(kChatMl, "test/tokenizer_config.json", "<s>", "</s>");
+  if (!f.ok()) ADD_FAILURE() << f.error().message;
+  return std::move(f).value();
+}
+
+TEST(ChatFormat, TemplateRendersMessagesAsApplyChatTemplate) {
+  const ChatFormat f = chatml();
+  EXPECT_TRUE(f.has_template());
+  EXPECT_EQ(f.origin(), "test/tokenizer_config.json");
+  std::string out;
+  // "developer" (OpenAI's newer name for system) reaches the template as "system".
+  ASSERT_FALSE(f.render({{"developer", "Be brief."}, {"user", "Hi"}}, true, nullptr, out));
+  EXPECT_EQ(out, "<s><|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  ASSERT_FALSE(f.render({{"user", "Hi"}, {"assistant", "Hello."}}, false, nullptr, out));
+  EXPECT_EQ(out, "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n");
+  EXPECT_TRUE(f.stop_strings().empty());
+  EXPECT_FALSE(f.default_add_special_tokens());
+}
+
+TEST(ChatFormat, KwargsAreTheTemplatesVariables) {
+  const ChatFormat f = chatml();
+  std::string out;
+  const json kw = {{"enable_thinking", false}, {"bos_token", ""}};  // a request's kwargs win over the server's values
+  ASSERT_FALSE(f.render({{"user", "Hi"}}, true, &kw, out));
+  EXPECT_EQ(out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think></think>");
+  const json not_object = json::array({1});
+  auto e = f.render({{"user", "Hi"}}, true, &not_object, out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "`chat_template_kwargs` must be an object, got array");
+  const json messages = {{"messages", json::array()}};
+  e = f.render({{"user", "Hi"}}, true, &messages, out);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("cannot set `messages`"), std::string::npos) << e->message;
+}
+
+TEST(ChatFormat, RaiseExceptionIsTheClientsErrorWithTheTemplatesMessage) {
+  const ChatFormat f = chatml();
+  std::string out;
+  auto e = f.render({{"user", "Hi"}, {"tool", "42"}}, true, nullptr, out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 422);  // a 400 under /v1
+  EXPECT_EQ(e->message, "chat template: Only user, assistant and system roles are supported!");
+}
+
+TEST(ChatFormat, TemplatesThatDoNotParseOrRenderAreRefusedNamingTheirOrigin) {
+  auto bad = ChatFormat::from_template("{% for m in messages %}", "dir/tokenizer_config.json", "", "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("dir/tokenizer_config.json"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("line 1"), std::string::npos) << bad.error().message;
+  // Parses, but refuses one user message (the start-up probe): refused at start, not per request.
+  auto refuses = ChatFormat::from_template("{{ raise_exception('a system message is required') }}", "x.jinja", "", "");
+  ASSERT_FALSE(refuses.ok());
+  EXPECT_EQ(refuses.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(refuses.error().message.find("a system message is required"), std::string::npos) << refuses.error().message;
+}
+
+TEST(ChatFormat, FixedFormatWithoutATemplate) {
+  const ChatFormat f;
+  EXPECT_FALSE(f.has_template());
+  std::string out;
+  ASSERT_FALSE(f.render({{"developer", "d"}, {"user", "u"}}, true, nullptr, out));
+  EXPECT_EQ(out, "System: d\n\nUser: u\n\nAssistant:");
+  ASSERT_FALSE(f.render({{"user", "u"}}, false, nullptr, out));
+  EXPECT_EQ(out, "User: u\n\n");
+  EXPECT_EQ(f.stop_strings(), std::vector<std::string>{"\nUser:"});
+  EXPECT_TRUE(f.default_add_special_tokens());
+}
+
+TEST(ChatFormat, ChatRequestsThroughATemplate) {
+  const ChatFormat f = chatml();
+  OpenAiRequest r;
+  ASSERT_FALSE(parse_chat_request(json::parse(R"({"messages":[{"role":"user","content":"Hi"}],"stop":["END"]})"), RequestLimits{}, r, &f));
+  EXPECT_EQ(r.prompt, "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(r.opts.stop, std::vector<std::string>{"END"});  // no "\nUser:"
+  EXPECT_FALSE(r.add_special_tokens);                        // vLLM's chat default: the template writes the BOS
+  OpenAiRequest given;
+  ASSERT_FALSE(parse_chat_request(json::parse(R"({"messages":[{"role":"user","content":"Hi"}],"add_special_tokens":true,
+                                                  "add_generation_prompt":false,"chat_template_kwargs":{"enable_thinking":false}})"),
+                                  RequestLimits{}, given, &f));
+  EXPECT_TRUE(given.add_special_tokens);
+  EXPECT_EQ(given.prompt, "<s><|im_start|>user\nHi<|im_end|>\n<think></think>");
+  EXPECT_TRUE(unread_openai_fields(json::parse(R"({"add_generation_prompt":true,"chat_template_kwargs":{}})"), true).empty());
+  OpenAiRequest refused;
+  auto e = parse_chat_request(json::parse(R"({"messages":[{"role":"tool","content":"x"}]})"), RequestLimits{}, refused, &f);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "chat template: Only user, assistant and system roles are supported!");
+  VllmTokenizeRequest t;
+  ASSERT_FALSE(parse_vllm_tokenize_request(json::parse(R"({"messages":[{"role":"user","content":"Hi"}]})"), t, &f));
+  EXPECT_EQ(t.text, "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_FALSE(t.add_special_tokens);
+  VllmTokenizeRequest fixed;
+  ASSERT_FALSE(parse_vllm_tokenize_request(json::parse(R"({"messages":[{"role":"user","content":"Hi"}]})"), fixed));
+  EXPECT_EQ(fixed.text, "User: Hi\n\nAssistant:");
+  EXPECT_TRUE(fixed.add_special_tokens);
+}
+
+}  // namespace
+}  // namespace mamba::server
