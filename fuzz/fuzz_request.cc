@@ -46,7 +46,7 @@ const mamba::server::ChatFormat& template_format() {
         "{% if m.role == 'tool' %}{{ raise_exception('tool messages are not supported') }}{% endif %}"
         "{{ '<|im_start|>' + m.role + '\\n' + m.content | trim + '<|im_end|>\\n' }}{% endfor %}"
         "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
-        "fuzz", "<s>", "</s>");
+        "fuzz", {{"bos_token", "<s>"}, {"eos_token", "</s>"}});
     if (!r.ok()) std::abort();
     return std::move(r).value();
   }();

@@ -367,10 +367,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", tc.error().message.c_str());
     return 2;
   }
-  if (tc->has_value()) {
-    o.chat_bos_token = (**tc).bos_token;
-    o.chat_eos_token = (**tc).eos_token;
-  }
+  if (tc->has_value()) o.chat_special_tokens = (**tc).special_tokens;
   if (!chat_template_flag.empty()) {
     auto t = mamba::tools::read_chat_template_flag(chat_template_flag);
     if (!t.ok()) {
@@ -384,7 +381,7 @@ int main(int argc, char** argv) {
     o.chat_template_origin = (**tc).path;
   }
   if (!o.chat_template.empty()) {
-    auto f = mamba::server::ChatFormat::from_template(o.chat_template, o.chat_template_origin, o.chat_bos_token, o.chat_eos_token);
+    auto f = mamba::server::ChatFormat::from_template(o.chat_template, o.chat_template_origin, o.chat_special_tokens);
     if (!f.ok() && !chat_template_flag.empty()) {
       std::fprintf(stderr, "error: %s\n", f.error().message.c_str());  // (the message names the flag)
       return 2;
@@ -398,6 +395,16 @@ int main(int argc, char** argv) {
       spdlog::info("chat template: {} ({} bytes)", o.chat_template_origin, o.chat_template.size());
     }
   }
+  // With a chat template, the tokenizer's eos_token also ends generation, as in vLLM: templates
+  // close each turn with it (ChatML's <|im_end|>), which generation_config.json / config.json may
+  // not name (they often keep the base model's <|endoftext|>).
+  if (!o.chat_template.empty())
+    if (const auto it = o.chat_special_tokens.find("eos_token"); it != o.chat_special_tokens.end())
+      if (const auto id = tok.value().token_to_id(it->second);
+          id && *id < model.value()->logits_width() && std::find(eos->begin(), eos->end(), *id) == eos->end()) {
+        eos->push_back(*id);
+        spdlog::info("the tokenizer's eos_token {:?} (id {}) also ends generation (chat template)", it->second, *id);
+      }
   auto server = mamba::Server::create(std::move(model).value(), std::make_unique<mamba::Tokenizer>(std::move(tok).value()),
                                       std::move(eos).value(), o);
   if (!server.ok()) {

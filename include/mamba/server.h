@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,10 +44,12 @@ struct ServerOptions {
   /// source; mamba-server takes it from --chat-template or the tokenizer's tokenizer_config.json).
   /// Empty (default): the fixed "User: …" format (docs/SERVER.md §Chat prompt format).
   std::string chat_template;
-  /// Where chat_template came from ("<dir>/tokenizer_config.json", a file name): named in its errors.
+  /// Where chat_template came from ("<dir>/tokenizer_config.json", "--chat-template FILE"): named
+  /// in its errors.
   std::string chat_template_origin = "chat_template";
-  /// The strings the template sees as bos_token / eos_token (tokenizer_config.json's; "" if none).
-  std::string chat_bos_token, chat_eos_token;
+  /// The special tokens the template sees as variables (tokenizer_config.json's bos_token,
+  /// eos_token, pad_token, …: name → text), as apply_chat_template passes them.
+  std::map<std::string, std::string> chat_special_tokens;
 };
 
 /// Most HTTP worker threads (`--http-threads`, or max_concurrent_requests + 32 when 0): each is

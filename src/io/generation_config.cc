@@ -104,10 +104,10 @@ Result<std::optional<TokenizerChatTemplate>> read_tokenizer_chat_template(const 
   if (!cfg) return std::optional<TokenizerChatTemplate>();
   TokenizerChatTemplate t;
   t.path = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
-  MAMBA_ASSIGN_OR_RETURN(auto bos, special_token_text(*cfg, "bos_token", t.path));
-  MAMBA_ASSIGN_OR_RETURN(auto eos, special_token_text(*cfg, "eos_token", t.path));
-  t.bos_token = bos.value_or("");
-  t.eos_token = eos.value_or("");
+  for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+    MAMBA_ASSIGN_OR_RETURN(auto text, special_token_text(*cfg, key, t.path));
+    if (text) t.special_tokens[key] = *text;
+  }
   const auto it = cfg->find("chat_template");
   if (it == cfg->end() || it->is_null()) {
     // no template

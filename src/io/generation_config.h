@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,12 +42,15 @@ Result<std::optional<std::string>> read_tokenizer_eos_token(const std::string& m
 /// A tokenizer's chat template (HF tokenizer_config.json) and the special tokens it refers to.
 struct TokenizerChatTemplate {
   std::string source;                ///< the Jinja2 text of `chat_template`; "" when the file has none
-  std::string bos_token, eos_token;  ///< the file's `bos_token` / `eos_token` ("" when absent or null)
+  /// The special tokens the file sets (HF's SPECIAL_TOKENS_ATTRIBUTES: bos_token, eos_token,
+  /// unk_token, sep_token, pad_token, cls_token, mask_token; absent or null ones left out), name →
+  /// text: apply_chat_template passes them to the template as variables.
+  std::map<std::string, std::string> special_tokens;
   std::string path;                  ///< the file, for messages
 };
 /// tokenizer_config.json's `chat_template` in `model_dir`: a string, or HF's list of {"name",
-/// "template"} (the entry named "default", as transformers picks it). nullopt when the file, the key
-/// or a "default" entry is absent (or null). bos_token and eos_token are read as
+/// "template"} (the entry named "default", as transformers picks it); source "" when the key or a
+/// "default" entry is absent (or null); nullopt when the file is. Each special token is read as
 /// read_tokenizer_eos_token reads eos_token. Errors: as read_json_object_file; kFormat naming the
 /// file and the field when a value has another type.
 Result<std::optional<TokenizerChatTemplate>> read_tokenizer_chat_template(const std::string& model_dir);

@@ -4,6 +4,7 @@
 // model without one, the fixed format (docs/SERVER.md §Chat prompt format).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,29 +37,42 @@ class ChatFormat {
   ChatFormat& operator=(ChatFormat&&) noexcept;
 
   /// A chat template's format. `source`: Jinja2 text (HF chat_template); `origin`: where it came
-  /// from, for messages ("<dir>/tokenizer_config.json", "--chat-template FILE"); bos_token /
-  /// eos_token: the strings the template sees under those names (tokenizer_config.json's; "" when
-  /// it has none). The template is parsed, then rendered once with one user message "Hello" and
-  /// the generation prompt, so that a construct it cannot render is found at start, not on every
-  /// request. Errors: kFormat / kUnsupported / kInvalidArgument naming `origin` and the template's
-  /// line (tok::ChatTemplate::parse / render).
-  static Result<ChatFormat> from_template(const std::string& source, const std::string& origin, std::string bos_token,
-                                          std::string eos_token);
+  /// from, for messages ("<dir>/tokenizer_config.json", "--chat-template FILE"); special_tokens:
+  /// the variables bos_token, eos_token, pad_token, … (tokenizer_config.json's, name → text; one
+  /// it lacks stays undefined, as in transformers). The template is parsed, then rendered once with
+  /// one user message "Hello" and the generation prompt, so that a construct it cannot render (an
+  /// unknown filter, say) is found at start, not on every request; the template's own
+  /// raise_exception there (one that requires a system message) is no fault of it. Errors:
+  /// kFormat / kUnsupported / kInvalidArgument "<origin>: chat template: line L…" (the engine's
+  /// tok::ChatTemplate::parse / render).
+  static Result<ChatFormat> from_template(const std::string& source, const std::string& origin,
+                                          std::map<std::string, std::string> special_tokens);
 
   /// Whether a chat template renders the prompts (else the fixed format).
   bool has_template() const { return tmpl_ != nullptr; }
   /// Where the template came from (from_template's `origin`); "" for the fixed format.
   const std::string& origin() const { return origin_; }
 
+  /// How a request asks for its prompt (vLLM's chat fields).
+  struct Request {
+    bool add_generation_prompt = true;  ///< end with the assistant's turn opened
+    /// End the prompt inside the final message (an assistant's), which the model then continues:
+    /// the text rendered without the generation prompt, cut after the final message's content
+    /// (as transformers' continue_final_message).
+    bool continue_final_message = false;
+    const nlohmann::json* kwargs = nullptr;  ///< `chat_template_kwargs`, or nullptr
+  };
+
   /// The prompt text of `messages`. With a template: rendered with the context {messages: [{role,
   /// content}] ("developer" given as "system", the role templates know), add_generation_prompt,
-  /// bos_token, eos_token} plus `kwargs` (a request's `chat_template_kwargs`: an object whose keys
-  /// are added to the context; `messages` among them is refused), as vLLM does; the fixed format
-  /// otherwise. Errors: a 400 validation error — the template's own raise_exception message
-  /// ("chat template: <message>"), a run-time error of the template on this request, or a bad
-  /// `chat_template_kwargs`.
-  std::optional<ApiError> render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                                 const nlohmann::json* kwargs, std::string& out) const;
+  /// tools: none, documents: none, the special tokens} plus the request's kwargs (an object whose
+  /// keys are added to the context, replacing those; `messages` among them is refused), as
+  /// transformers' apply_chat_template and vLLM do; the fixed format otherwise. Errors: a 400
+  /// validation error — the template's own raise_exception message ("chat template: <message>"),
+  /// a run-time error of the template on this request ("chat template: line L: …"), a bad
+  /// `chat_template_kwargs`, or continue_final_message with generation prompt, or whose final
+  /// message is not an assistant's or not found in the rendered text.
+  std::optional<ApiError> render(const std::vector<ChatMessage>& messages, const Request& request, std::string& out) const;
 
   /// Stop strings the format adds to a chat request: "\nUser:" for the fixed format (the model
   /// would otherwise go on writing the user's next turn); none with a template (the model's EOS,
@@ -71,7 +85,8 @@ class ChatFormat {
 
  private:
   std::unique_ptr<tok::ChatTemplate> tmpl_;
-  std::string origin_, bos_token_, eos_token_;
+  std::string origin_;
+  std::map<std::string, std::string> special_tokens_;
 };
 
 /// The fixed format's prompt: each message as "<Role>: <content>\n\n" with Role System (also for

@@ -142,8 +142,7 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
   // The chat template, parsed and tried once before the state slots are allocated.
   server::ChatFormat chat_format;
   if (!opts.chat_template.empty()) {
-    auto f = server::ChatFormat::from_template(opts.chat_template, opts.chat_template_origin, opts.chat_bos_token,
-                                               opts.chat_eos_token);
+    auto f = server::ChatFormat::from_template(opts.chat_template, opts.chat_template_origin, opts.chat_special_tokens);
     if (!f.ok()) return f.error();
     chat_format = std::move(f).value();
   }

@@ -247,14 +247,16 @@ std::optional<ApiError> parse_chat_messages(const json& b, std::vector<ChatMessa
 }
 
 /// A chat body's prompt text: its `messages` through `format`, with `add_generation_prompt`
-/// (default true) and `chat_template_kwargs` (vLLM's fields).
+/// (default true), `continue_final_message` (default false) and `chat_template_kwargs` (vLLM's fields).
 std::optional<ApiError> read_chat_prompt(const json& b, const ChatFormat& format, std::string& out) {
   std::vector<ChatMessage> msgs;
   RETURN_IF_API_ERROR(parse_chat_messages(b, msgs));
-  bool generation_prompt = true;
-  RETURN_IF_API_ERROR(get_bool(b, "add_generation_prompt", generation_prompt));
+  ChatFormat::Request r;
+  RETURN_IF_API_ERROR(get_bool(b, "add_generation_prompt", r.add_generation_prompt));
+  RETURN_IF_API_ERROR(get_bool(b, "continue_final_message", r.continue_final_message));
   const auto kw = b.find("chat_template_kwargs");
-  return format.render(msgs, generation_prompt, kw == b.end() ? nullptr : &*kw, out);
+  r.kwargs = kw == b.end() ? nullptr : &*kw;
+  return format.render(msgs, r, out);
 }
 
 std::optional<ApiError> finish(OpenAiRequest& out) {
@@ -326,8 +328,8 @@ std::vector<std::string> unread_openai_fields(const json& b, bool chat) {
       "top_k", "top_p", "truncate_prompt_tokens", "typical_p",
       "user", "store", "metadata", "service_tier", "parallel_tool_calls"};
   static const std::set<std::string, std::less<>> kCompletion = {"best_of", "echo", "logprobs", "prompt", "suffix"};
-  static const std::set<std::string, std::less<>> kChat = {"add_generation_prompt", "chat_template_kwargs", "logprobs",
-                                                           "max_completion_tokens", "messages", "top_logprobs"};
+  static const std::set<std::string, std::less<>> kChat = {"add_generation_prompt", "chat_template_kwargs", "continue_final_message",
+                                                           "logprobs", "max_completion_tokens", "messages", "top_logprobs"};
   const auto& own = chat ? kChat : kCompletion;
   std::vector<std::string> out;
   for (const auto& [key, value] : b.items())

@@ -42,8 +42,9 @@ struct OpenAiRequest {
 std::optional<ApiError> parse_completion_request(const nlohmann::json& body, const RequestLimits& limits,
                                                  OpenAiRequest& out);
 /// `messages` become out.prompt through `format` (nullptr: the fixed format; ChatFormat::render),
-/// with the request's `add_generation_prompt` (default true) and `chat_template_kwargs` (an object,
-/// a template's extra variables; vLLM's fields), and format->stop_strings() join its stops.
+/// with the request's `add_generation_prompt` (default true), `continue_final_message` (default
+/// false) and `chat_template_kwargs` (an object, a template's extra variables; vLLM's fields), and
+/// format->stop_strings() join its stops.
 std::optional<ApiError> parse_chat_request(const nlohmann::json& body, const RequestLimits& limits,
                                            OpenAiRequest& out, const ChatFormat* format = nullptr);
 /// The top-level fields of an OpenAI request body that the server does not read (typos such as
@@ -62,8 +63,8 @@ struct VllmTokenizeRequest {
   bool return_token_strs = false;  ///< also answer each id's vocabulary entry (`token_strs`)
 };
 /// `prompt` (a string) or `messages` (as /v1/chat/completions reads and formats them through
-/// `format`, nullptr = the fixed format; `add_generation_prompt`, default true, and
-/// `chat_template_kwargs`), `add_special_tokens`, `return_token_strs`; `model` may be any string,
+/// `format`, nullptr = the fixed format; `add_generation_prompt`, default true,
+/// `continue_final_message` and `chat_template_kwargs`), `add_special_tokens`, `return_token_strs`; `model` may be any string,
 /// as on the generation routes. Errors: 422 naming the field, or the chat template's error.
 std::optional<ApiError> parse_vllm_tokenize_request(const nlohmann::json& body, VllmTokenizeRequest& out,
                                                     const ChatFormat* format = nullptr);

@@ -2,6 +2,7 @@
 // named templates) and the bos_token / eos_token strings a template refers to.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "io/generation_config.h"
@@ -16,13 +17,13 @@ TEST(TokenizerChatTemplate, StringTemplateAndSpecialTokens) {
   TempDir d;
   d.write("tokenizer_config.json",
           R"({"chat_template": "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}",
-              "bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>"})");
+              "bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>", "pad_token": null})");
   auto t = read_tokenizer_chat_template(d.path());
   ASSERT_TRUE(t.ok()) << t.error().message;
   ASSERT_TRUE(t->has_value());
   EXPECT_EQ((**t).source, "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}");
-  EXPECT_EQ((**t).bos_token, "<s>");
-  EXPECT_EQ((**t).eos_token, "</s>");
+  const std::map<std::string, std::string> special = {{"bos_token", "<s>"}, {"eos_token", "</s>"}};
+  EXPECT_EQ((**t).special_tokens, special);
   EXPECT_EQ((**t).path, d.path() + "/tokenizer_config.json");
 }
 
@@ -33,7 +34,7 @@ TEST(TokenizerChatTemplate, NamedTemplatesTakeDefault) {
   auto t = read_tokenizer_chat_template(d.path());
   ASSERT_TRUE(t.ok()) << t.error().message;
   EXPECT_EQ((**t).source, "D");
-  EXPECT_EQ((**t).eos_token, "");
+  EXPECT_TRUE((**t).special_tokens.empty());  // a null eos_token is none
   d.write("tokenizer_config.json", R"({"chat_template": [{"name": "tool_use", "template": "T"}]})");
   t = read_tokenizer_chat_template(d.path());
   ASSERT_TRUE(t.ok()) << t.error().message;
@@ -50,7 +51,7 @@ TEST(TokenizerChatTemplate, AbsentFileOrKey) {
   ASSERT_TRUE(t.ok());
   ASSERT_TRUE(t->has_value());
   EXPECT_EQ((**t).source, "");
-  EXPECT_EQ((**t).eos_token, "<|endoftext|>");
+  EXPECT_EQ((**t).special_tokens.at("eos_token"), "<|endoftext|>");
 }
 
 TEST(TokenizerChatTemplate, WrongTypesNameTheFileAndField) {

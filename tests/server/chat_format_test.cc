@@ -26,7 +26,7 @@ constexpr const char* kChatMl =
     "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}";
 
 ChatFormat chatml() {
-  auto f = ChatFormat::from_template(kChatMl, "test/tokenizer_config.json", "<s>", "</s>");
+  auto f = ChatFormat::from_template(kChatMl, "test/tokenizer_config.json", {{"bos_token", "<s>"}, {"eos_token", "</s>"}});
   if (!f.ok()) ADD_FAILURE() << f.error().message;
   return std::move(f).value();
 }
@@ -37,9 +37,9 @@ TEST(ChatFormat, TemplateRendersMessagesAsApplyChatTemplate) {
   EXPECT_EQ(f.origin(), "test/tokenizer_config.json");
   std::string out;
   // "developer" (OpenAI's newer name for system) reaches the template as "system".
-  ASSERT_FALSE(f.render({{"developer", "Be brief."}, {"user", "Hi"}}, true, nullptr, out));
+  ASSERT_FALSE(f.render({{"developer", "Be brief."}, {"user", "Hi"}}, {}, out));
   EXPECT_EQ(out, "<s><|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-  ASSERT_FALSE(f.render({{"user", "Hi"}, {"assistant", "Hello."}}, false, nullptr, out));
+  ASSERT_FALSE(f.render({{"user", "Hi"}, {"assistant", "Hello."}}, {.add_generation_prompt = false}, out));
   EXPECT_EQ(out, "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n");
   EXPECT_TRUE(f.stop_strings().empty());
   EXPECT_FALSE(f.default_add_special_tokens());
@@ -49,14 +49,14 @@ TEST(ChatFormat, KwargsAreTheTemplatesVariables) {
   const ChatFormat f = chatml();
   std::string out;
   const json kw = {{"enable_thinking", false}, {"bos_token", ""}};  // a request's kwargs win over the server's values
-  ASSERT_FALSE(f.render({{"user", "Hi"}}, true, &kw, out));
+  ASSERT_FALSE(f.render({{"user", "Hi"}}, {.kwargs = &kw}, out));
   EXPECT_EQ(out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think></think>");
   const json not_object = json::array({1});
-  auto e = f.render({{"user", "Hi"}}, true, &not_object, out);
+  auto e = f.render({{"user", "Hi"}}, {.kwargs = &not_object}, out);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->message, "`chat_template_kwargs` must be an object, got array");
   const json messages = {{"messages", json::array()}};
-  e = f.render({{"user", "Hi"}}, true, &messages, out);
+  e = f.render({{"user", "Hi"}}, {.kwargs = &messages}, out);
   ASSERT_TRUE(e);
   EXPECT_NE(e->message.find("cannot set `messages`"), std::string::npos) << e->message;
 }
@@ -64,31 +64,83 @@ TEST(ChatFormat, KwargsAreTheTemplatesVariables) {
 TEST(ChatFormat, RaiseExceptionIsTheClientsErrorWithTheTemplatesMessage) {
   const ChatFormat f = chatml();
   std::string out;
-  auto e = f.render({{"user", "Hi"}, {"tool", "42"}}, true, nullptr, out);
+  auto e = f.render({{"user", "Hi"}, {"tool", "42"}}, {}, out);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->status, 422);  // a 400 under /v1
   EXPECT_EQ(e->message, "chat template: Only user, assistant and system roles are supported!");
 }
 
 TEST(ChatFormat, TemplatesThatDoNotParseOrRenderAreRefusedNamingTheirOrigin) {
-  auto bad = ChatFormat::from_template("{% for m in messages %}", "dir/tokenizer_config.json", "", "");
+  auto bad = ChatFormat::from_template("{% for m in messages %}", "dir/tokenizer_config.json", {});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("dir/tokenizer_config.json"), std::string::npos) << bad.error().message;
-  EXPECT_NE(bad.error().message.find("line 1"), std::string::npos) << bad.error().message;
-  // Parses, but refuses one user message (the start-up probe): refused at start, not per request.
-  auto refuses = ChatFormat::from_template("{{ raise_exception('a system message is required') }}", "x.jinja", "", "");
-  ASSERT_FALSE(refuses.ok());
-  EXPECT_EQ(refuses.error().code, ErrorCode::kUnsupported);
-  EXPECT_NE(refuses.error().message.find("a system message is required"), std::string::npos) << refuses.error().message;
+  EXPECT_EQ(bad.error().message.rfind("dir/tokenizer_config.json: chat template: line 1", 0), 0u) << bad.error().message;
+  // Parses, but its filter is unknown: found by the start-up render, not on every request.
+  auto unknown = ChatFormat::from_template("{{ messages[0].content | nosuchfilter }}", "x.jinja", {});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, ErrorCode::kUnsupported);
+  EXPECT_EQ(unknown.error().message.rfind("x.jinja: chat template: line 1: ", 0), 0u) << unknown.error().message;
+  EXPECT_NE(unknown.error().message.find("nosuchfilter"), std::string::npos) << unknown.error().message;
+  EXPECT_NE(unknown.error().message.find("(rendering one user message)"), std::string::npos) << unknown.error().message;
+  // A template that requires a system message refuses the start-up render by its own
+  // raise_exception: accepted, and its requests get its message.
+  auto strict = ChatFormat::from_template(
+      "{% if messages[0].role != 'system' %}{{ raise_exception('a system message is required') }}{% endif %}"
+      "{% for m in messages %}{{ m.content }}{% endfor %}", "y.jinja", {});
+  ASSERT_TRUE(strict.ok()) << strict.error().message;
+  std::string out;
+  auto e = strict->render({{"user", "Hi"}}, {}, out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "chat template: a system message is required");
+  ASSERT_FALSE(strict->render({{"system", "S"}, {"user", "Hi"}}, {}, out));
+  EXPECT_EQ(out, "SHi");
+}
+
+TEST(ChatFormat, VariablesAsApplyChatTemplatePassesThem) {
+  // tools and documents are none (not undefined), the tokenizer's special tokens are set, others undefined.
+  auto f = ChatFormat::from_template("{{ tools is none }} {{ documents is none }} {{ pad_token }} {{ unk_token is defined }}"
+                                     "{% if tools is not none %}{{ tools | tojson }}{% endif %}",
+                                     "z.jinja", {{"pad_token", "<pad>"}});
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  std::string out;
+  ASSERT_FALSE(f->render({{"user", "Hi"}}, {}, out));
+  EXPECT_EQ(out, "True True <pad> False");
+  const json kw = {{"tools", json::array({{{"type", "function"}}})}};
+  ASSERT_FALSE(f->render({{"user", "Hi"}}, {.kwargs = &kw}, out));
+  EXPECT_EQ(out, "False True <pad> False[{\"type\": \"function\"}]");
+  // A run-time error on a request is the engine's message, prefixed once.
+  auto div = ChatFormat::from_template("{% if messages | length > 1 %}{{ 1 // 0 }}{% endif %}", "d.jinja", {});
+  ASSERT_TRUE(div.ok()) << div.error().message;
+  auto e = div->render({{"user", "a"}, {"user", "b"}}, {}, out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message.rfind("chat template: line 1: ", 0), 0u) << e->message;
+}
+
+TEST(ChatFormat, ContinueFinalMessageEndsInsideTheAssistantsTurn) {
+  const ChatFormat f = chatml();
+  std::string out;
+  ASSERT_FALSE(f.render({{"user", "Hi"}, {"assistant", "Once upon "}}, {.add_generation_prompt = false, .continue_final_message = true}, out));
+  EXPECT_EQ(out, "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nOnce upon");
+  const ChatFormat fixed;
+  ASSERT_FALSE(fixed.render({{"user", "Hi"}, {"assistant", "Once"}}, {.add_generation_prompt = false, .continue_final_message = true}, out));
+  EXPECT_EQ(out, "User: Hi\n\nAssistant: Once");
+  auto e = f.render({{"user", "Hi"}, {"assistant", "x"}}, {.continue_final_message = true}, out);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("cannot both be true"), std::string::npos) << e->message;
+  e = f.render({{"user", "Hi"}}, {.add_generation_prompt = false, .continue_final_message = true}, out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "`continue_final_message` needs the final message to be an assistant's");
+  e = f.render({{"user", "Hi"}, {"assistant", "  "}}, {.add_generation_prompt = false, .continue_final_message = true}, out);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("not in the rendered prompt"), std::string::npos) << e->message;
 }
 
 TEST(ChatFormat, FixedFormatWithoutATemplate) {
   const ChatFormat f;
   EXPECT_FALSE(f.has_template());
   std::string out;
-  ASSERT_FALSE(f.render({{"developer", "d"}, {"user", "u"}}, true, nullptr, out));
+  ASSERT_FALSE(f.render({{"developer", "d"}, {"user", "u"}}, {}, out));
   EXPECT_EQ(out, "System: d\n\nUser: u\n\nAssistant:");
-  ASSERT_FALSE(f.render({{"user", "u"}}, false, nullptr, out));
+  ASSERT_FALSE(f.render({{"user", "u"}}, {.add_generation_prompt = false}, out));
   EXPECT_EQ(out, "User: u\n\n");
   EXPECT_EQ(f.stop_strings(), std::vector<std::string>{"\nUser:"});
   EXPECT_TRUE(f.default_add_special_tokens());
@@ -107,7 +159,7 @@ TEST(ChatFormat, ChatRequestsThroughATemplate) {
                                   RequestLimits{}, given, &f));
   EXPECT_TRUE(given.add_special_tokens);
   EXPECT_EQ(given.prompt, "<s><|im_start|>user\nHi<|im_end|>\n<think></think>");
-  EXPECT_TRUE(unread_openai_fields(json::parse(R"({"add_generation_prompt":true,"chat_template_kwargs":{}})"), true).empty());
+  EXPECT_TRUE(unread_openai_fields(json::parse(R"({"add_generation_prompt":true,"chat_template_kwargs":{},"continue_final_message":false})"), true).empty());
   OpenAiRequest refused;
   auto e = parse_chat_request(json::parse(R"({"messages":[{"role":"tool","content":"x"}]})"), RequestLimits{}, refused, &f);
   ASSERT_TRUE(e);

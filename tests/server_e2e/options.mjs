@@ -244,6 +244,7 @@ await check('chat templates: tokenizer_config.json\'s is rendered (bos/eos, rais
     "{{ bos_token }}{% for m in messages %}{% if m.role == 'tool' %}{{ raise_exception('Only user, assistant and system roles are supported!') }}{% endif %}" +
     "{{ '<|im_start|>' + m.role + '\\n' + m.content | trim + '<|im_end|>' + '\\n' }}{% if m.role == 'system' %}{{ eos_token }}{% endif %}{% endfor %}" +
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}{% if note is defined %}({{ note }}){% endif %}";
+  let eosEntry = null;
   const ids = async (srv, body) => {
     const r = await postJson(srv.base, '/tokenize', body);
     assert.equal(r.status, 200, r.text);
@@ -274,27 +275,47 @@ await check('chat templates: tokenizer_config.json\'s is rendered (bos/eos, rais
       const badkw = await postJson(srv.base, '/v1/chat/completions', { messages, chat_template_kwargs: 5 });
       assert.equal(badkw.status, 400, badkw.text);
       assert.match(badkw.json.error.message, /`chat_template_kwargs` must be an object/);
+      // continue_final_message: the prompt ends inside the assistant's turn.
+      assert.deepEqual(await ids(srv, { messages: [...messages, { role: 'assistant', content: 'Once upon ' }], add_generation_prompt: false,
+                                        continue_final_message: true }),
+                       await ids(srv, { prompt: text.replace(/<\|im_start\|>assistant\n$/, '<|im_start|>assistant\nOnce upon'),
+                                        add_special_tokens: false }));
+      // A vocabulary entry for the next server's eos_token.
+      const t = await postJson(srv.base, '/tokenize', { prompt: 'the', add_special_tokens: false, return_token_strs: true });
+      assert.equal(t.status, 200, t.text);
+      eosEntry = { id: t.json.tokens[0], text: t.json.token_strs[0] };
     } finally {
       await srv.stop();
     }
-    // --chat-template (a file) wins over the tokenizer's.
+    // --chat-template (a file) wins over the tokenizer's; the tokenizer's eos_token (here an
+    // ordinary entry, whose id generation_config.json does not name) ends generation, as in vLLM.
+    fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: chatml, eos_token: eosEntry.text }));
     const file = path.join(dir, 'simple.jinja');
     fs.writeFileSync(file, "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}");
     srv = await startServer(['-m', dir, '--chat-template', file]);
     try {
       assert.match(srv.log(), new RegExp(`chat template: --chat-template ${file}`), srv.log());
+      assert.match(srv.log(), new RegExp(`eos_token .* \\(id ${eosEntry.id}\\) also ends generation`), srv.log());
       assert.deepEqual(await ids(srv, { messages: [{ role: 'user', content: 'hi' }] }),
                        await ids(srv, { prompt: '[user] hi\n', add_special_tokens: false }));
+      const r = await postJson(srv.base, '/v1/chat/completions',
+                               { messages: [{ role: 'user', content: 'hi' }], max_tokens: 5, temperature: 0, logit_bias: { [eosEntry.id]: 100 } });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.choices[0].finish_reason, 'stop', r.text);
+      assert.equal(r.json.usage.completion_tokens, 1, r.text);
     } finally {
       await srv.stop();
     }
     await expectStartupError(['-m', dir, '--chat-template', '{% for %}'], /error: --chat-template: .*line 1/);
     await expectStartupError(['-m', dir, '--chat-template', 'no/such.jinja'], /error: --chat-template 'no\/such\.jinja': no such file, and not a template/);
+    await expectStartupError(['-m', dir, '--chat-template', dir], /error: --chat-template .*: not a regular file/);
+    await expectStartupError(['-m', dir, '--chat-template', '{{ x | nosuchfilter }}'],
+                             /error: --chat-template: chat template: line 1: .*nosuchfilter.* \(rendering one user message\)/);
     // A template this server cannot render: warned about, the fixed format used.
     fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: "{% extends 'base.html' %}" }));
     srv = await startServer(['-m', dir]);
     try {
-      assert.match(srv.log(), /tokenizer_config\.json: chat_template.*fixed "User: …\\n\\nAssistant:" format instead/, srv.log());
+      assert.match(srv.log(), /tokenizer_config\.json: chat template: line 1: the 'extends' tag is not supported.*fixed "User: …\\n\\nAssistant:" format instead/, srv.log());
       assert.deepEqual(await ids(srv, { messages: [{ role: 'user', content: 'hi' }] }),
                        await ids(srv, { prompt: 'User: hi\n\nAssistant:' }));
     } finally {

@@ -24,6 +24,9 @@ Result<ChatTemplateFlag> read_chat_template_flag(const std::string& value) {
   }
   if (value.find("{{") != std::string::npos || value.find("{%") != std::string::npos)
     return ChatTemplateFlag{value, "--chat-template"};
+  if (std::filesystem::exists(value, ec))
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--chat-template {}: not a regular file (a file of Jinja2 text, or the template text itself)", value));
   return make_error(ErrorCode::kInvalidArgument,
                     fmt::format("--chat-template '{}': no such file, and not a template (no \"{{{{\" or \"{{%\" in it)", value));
 }
