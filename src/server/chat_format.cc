@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "tokenizer/chat_template.h"
+#include "tokenizer/unicode.h"
 
 namespace mamba::server {
 
@@ -28,9 +29,11 @@ std::string_view strip(std::string_view s) {
 }
 
 /// Whether a render error is the engine's own ("chat template: line L: …": a type error, an unknown
-/// filter, a limit), not a message of the template's raise_exception.
+/// filter, a limit) or invalid UTF-8 in what it rendered, not a message of the template's
+/// raise_exception.
 bool is_engine_error(const std::string& message) {
-  return message.rfind(fmt::format("{}: line ", kEngineName), 0) == 0;
+  return message.rfind(fmt::format("{}: line ", kEngineName), 0) == 0 ||
+         message.rfind(fmt::format("{}: the rendered prompt is not valid UTF-8", kEngineName), 0) == 0;
 }
 
 }  // namespace
@@ -89,6 +92,11 @@ std::optional<ApiError> ChatFormat::render(const std::vector<ChatMessage>& messa
       return ApiError::validation(is_engine_error(m) ? m : fmt::format("{}: {}", kEngineName, m));
     }
     out = std::move(r).value();
+    // The template's own text can hold invalid UTF-8 (a file's bytes), which the tokenizer refuses:
+    // said as the template's fault, not the request's.
+    if (const std::size_t bad = tok::utf8_valid_prefix(out); bad != out.size())
+      return ApiError::validation(fmt::format("{}: the rendered prompt is not valid UTF-8 (byte 0x{:02X} at offset {})", kEngineName,
+                                              static_cast<unsigned char>(out[bad]), bad));
   }
   if (request.continue_final_message) {
     // transformers: the rendered text up to the end of the final message's (stripped) content.

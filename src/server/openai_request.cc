@@ -203,6 +203,12 @@ std::optional<ApiError> parse_chat_messages(const json& b, std::vector<ChatMessa
   for (std::size_t i = 0; i < mit->size(); ++i) {
     const json& m = (*mit)[i];
     if (!m.is_object()) return ApiError::validation(fmt::format("`messages[{}]` must be an object", i));
+    // A turn's tool calls would be lost from the prompt (the server renders content only): refused,
+    // as `tools` is, rather than dropped (an empty list is no call).
+    if (const auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null() && !(tc->is_array() && tc->empty()) &&
+                                              m.contains("content") && !m["content"].is_null())
+      return ApiError::validation(fmt::format("`messages[{}].tool_calls`: tool calling is not supported by this server (give the "
+                                              "assistant's turn as text content only)", i));
     ChatMessage cm;
     bool present = false;
     RETURN_IF_API_ERROR(get_string(m, "role", cm.role, present));
@@ -249,6 +255,14 @@ std::optional<ApiError> parse_chat_messages(const json& b, std::vector<ChatMessa
 /// A chat body's prompt text: its `messages` through `format`, with `add_generation_prompt`
 /// (default true), `continue_final_message` (default false) and `chat_template_kwargs` (vLLM's fields).
 std::optional<ApiError> read_chat_prompt(const json& b, const ChatFormat& format, std::string& out) {
+  // What the prompt would lack, refused by name (vLLM reads these): on /tokenize too, whose ids
+  // must be the chat route's.
+  RETURN_IF_API_ERROR(reject_if_set(b, "tools", "tool calling is not implemented"));
+  RETURN_IF_API_ERROR(reject_if_set(b, "functions", "tool calling is not implemented"));
+  RETURN_IF_API_ERROR(reject_if_set(b, "documents", "documents (retrieval-augmented chat templates) are not supported"));
+  RETURN_IF_API_ERROR(reject_if_set(b, "chat_template",
+                                    "a request's own chat template is not accepted: the server renders the model's "
+                                    "(or its --chat-template)"));
   std::vector<ChatMessage> msgs;
   RETURN_IF_API_ERROR(parse_chat_messages(b, msgs));
   ChatFormat::Request r;

@@ -45,6 +45,7 @@ class Renderer {
   }
 
   std::string run(const Body& body) {
+    const jinja::RenderScope scope(budget_);  // walks over values charge budget_; namespaces freed at the end
     std::string out;
     out_ = &out;
     exec_body(body);
@@ -465,7 +466,7 @@ class Renderer {
         return Value::string(l.str() + r.str());
       }
       if (l.kind == Value::Kind::kList && r.kind == Value::Kind::kList && l.is_tuple == r.is_tuple) {
-        budget_.check_size((l.list->size() + r.list->size()) * 16);
+        budget_.check_size((l.list->size() + r.list->size()) * sizeof(Value));  // the elements' own bytes
         List out = *l.list;
         out.insert(out.end(), r.list->begin(), r.list->end());
         return Value::make_list(std::move(out), l.is_tuple);
@@ -483,7 +484,7 @@ class Renderer {
       }
       if (seq.kind == Value::Kind::kList) {
         std::size_t per = std::max<std::size_t>(seq.list->size(), 1);
-        if (n > 0 && static_cast<std::uint64_t>(n) > budget_.max_bytes / 16 / per) fail("a string or list grew past the output limit (max_output_bytes)");
+        if (n > 0 && static_cast<std::uint64_t>(n) > budget_.max_bytes / sizeof(Value) / per) fail("a string or list grew past the output limit (max_output_bytes)");
         budget_.charge(n * static_cast<std::int64_t>(seq.list->size()));
         List out;
         for (std::int64_t k = 0; k < n; ++k) out.insert(out.end(), seq.list->begin(), seq.list->end());

@@ -971,8 +971,14 @@ Value call_global(std::string_view name, const Args& args, Budget& budget) {
     localtime_r(&now, &tm);
     const std::string& fmt_str = args.pos[0].str();
     if (fmt_str.empty()) return Value::string("");
-    std::string buf(fmt_str.size() * 8 + 64, '\0');
-    std::size_t n = std::strftime(buf.data(), buf.size(), fmt_str.c_str(), &tm);
+    // strftime returns 0 both for a buffer too small and for an empty result: grow it a few times.
+    std::string buf;
+    std::size_t n = 0;
+    for (std::size_t size = fmt_str.size() * 8 + 64; size <= budget.max_bytes && size <= (std::size_t{1} << 26); size *= 4) {
+      buf.assign(size, '\0');
+      n = std::strftime(buf.data(), buf.size(), fmt_str.c_str(), &tm);
+      if (n != 0) break;
+    }
     buf.resize(n);
     return Value::string(std::move(buf));
   }
@@ -1013,6 +1019,7 @@ Value call_global(std::string_view name, const Args& args, Budget& budget) {
     Value v;
     v.kind = Value::Kind::kNamespace;
     v.ns = std::make_shared<Namespace>(Namespace{std::move(d)});
+    if (RenderScope* scope = RenderScope::current()) scope->adopt(v.ns);  // its attributes cleared after the render
     return v;
   }
   fail(fmt::format("'{}' is not callable", name));

@@ -21,20 +21,6 @@ struct Args {
   std::vector<std::pair<std::string, Value>> kw;
 };
 
-/// What a built-in may spend: steps (one per element it visits) and the size of strings and lists
-/// it builds. Exceeding either throws EvalError.
-struct Budget {
-  std::int64_t steps_left = 0;
-  std::size_t max_bytes = 0;
-  void charge(std::int64_t n) {
-    steps_left -= n;
-    if (steps_left < 0) fail("the template exceeded its step limit (max_steps)");
-  }
-  void check_size(std::size_t bytes) const {
-    if (bytes > max_bytes) fail("a string or list grew past the output limit (max_output_bytes)");
-  }
-};
-
 /// jinja2's getattr(obj, name): a dict's key, a namespace's attribute; else Undefined. Throws for
 /// an attribute of Undefined ("'x' is undefined"), as jinja2's default Undefined does.
 Value get_attr(const Value& obj, std::string_view name);

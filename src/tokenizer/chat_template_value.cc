@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/unicode.h"
@@ -140,7 +141,38 @@ bool truthy(const Value& v) {
   return false;
 }
 
+namespace {
+
+thread_local RenderScope* g_scope = nullptr;
+thread_local int g_walk_depth = 0;
+
+/// One level of a walk over a nested value: charges the render's budget a step and bounds the
+/// depth (kMaxValueDepth).
+class WalkGuard {
+ public:
+  WalkGuard() {
+    if (g_scope != nullptr) g_scope->budget().charge(1);
+    if (g_walk_depth >= kMaxValueDepth) fail(fmt::format("a value nested more than {} levels deep", kMaxValueDepth));
+    ++g_walk_depth;
+  }
+  ~WalkGuard() { --g_walk_depth; }
+  WalkGuard(const WalkGuard&) = delete;
+  WalkGuard& operator=(const WalkGuard&) = delete;
+};
+
+}  // namespace
+
+RenderScope::RenderScope(Budget& budget) : budget_(budget), outer_(g_scope) { g_scope = this; }
+
+RenderScope::~RenderScope() {
+  for (const auto& ns : namespaces_) ns->attrs.items.clear();  // breaks cycles through namespaces
+  g_scope = outer_;
+}
+
+RenderScope* RenderScope::current() { return g_scope; }
+
 bool equals(const Value& a, const Value& b) {
+  const WalkGuard guard;
   if (a.is_number() && b.is_number()) {
     if (a.is_integral() && b.is_integral()) return a.as_int() == b.as_int();
     return a.as_double() == b.as_double();
@@ -197,6 +229,7 @@ int three_way(const Value& a, const Value& b, std::string_view op) {
 }  // namespace
 
 bool compare(const Value& a, const Value& b, std::string_view op) {
+  const WalkGuard guard;
   if (a.kind == Value::Kind::kFloat || b.kind == Value::Kind::kFloat) {
     if (a.is_number() && b.is_number()) {
       double x = a.as_double(), y = b.as_double();
@@ -279,6 +312,7 @@ std::string str_repr(const std::string& s) {
 }  // namespace
 
 std::string repr(const Value& v) {
+  const WalkGuard guard;
   switch (v.kind) {
     case Value::Kind::kString: return str_repr(*v.s);
     case Value::Kind::kList: {
@@ -306,6 +340,7 @@ std::string repr(const Value& v) {
 }
 
 std::string to_str(const Value& v) {
+  const WalkGuard guard;
   switch (v.kind) {
     case Value::Kind::kUndefined: return "";
     case Value::Kind::kNone: return "None";
@@ -380,7 +415,7 @@ void json_string(std::string& out, std::string_view s, bool ensure_ascii) {
 
 void json_dump(std::string& out, const Value& v, int indent, int level, std::string_view item_sep,
                std::string_view key_sep, bool ensure_ascii, bool sort_keys) {
-  if (level > 512) fail("tojson: nesting too deep");
+  const WalkGuard guard;
   auto newline = [&](int lvl) {
     if (indent < 0) return;
     out += '\n';

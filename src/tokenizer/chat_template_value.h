@@ -83,6 +83,48 @@ struct EvalError {
 };
 [[noreturn]] void fail(std::string message);
 
+/// What a render may spend: steps (one per expression node, loop iteration, and value a built-in or
+/// a walk over a nested value visits) and the size of strings and lists it builds. Exceeding
+/// either throws EvalError.
+struct Budget {
+  std::int64_t steps_left = 0;
+  std::size_t max_bytes = 0;
+  void charge(std::int64_t n) {
+    steps_left -= n;
+    if (steps_left < 0) fail("the template exceeded its step limit (max_steps)");
+  }
+  void check_size(std::size_t bytes) const {
+    if (bytes > max_bytes) fail("a string or list grew past the output limit (max_output_bytes)");
+  }
+};
+
+/// Deepest nesting of a value that equals, compare, str, repr and tojson walk (a list in a list …,
+/// or a namespace holding itself): deeper is an EvalError, not a stack overflow.
+inline constexpr int kMaxValueDepth = 512;
+
+/// The render running on this thread (ChatTemplate::render opens one around its work): the walks
+/// over nested values (equals, compare, to_str, repr, to_json_text) charge its budget one step per
+/// value visited — a list shared with itself 40 times over has 2^40 leaves —, and namespace()
+/// registers each namespace it makes, whose attributes the scope clears when it closes (a
+/// namespace can hold itself: shared_ptr cycles that would outlive the render).
+class RenderScope {
+ public:
+  explicit RenderScope(Budget& budget);
+  ~RenderScope();
+  RenderScope(const RenderScope&) = delete;
+  RenderScope& operator=(const RenderScope&) = delete;
+  /// The scope open on this thread, or nullptr (values used outside a render: tests).
+  static RenderScope* current();
+  Budget& budget() { return budget_; }
+  /// Keeps `ns` to be cleared when the scope closes.
+  void adopt(const std::shared_ptr<Namespace>& ns) { namespaces_.push_back(ns); }
+
+ private:
+  Budget& budget_;
+  std::vector<std::shared_ptr<Namespace>> namespaces_;
+  RenderScope* outer_;
+};
+
 /// Converts JSON (the render context) to a Value: objects become dicts (in nlohmann's key order).
 Value from_json(const nlohmann::json& j);
 

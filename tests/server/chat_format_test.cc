@@ -174,5 +174,40 @@ TEST(ChatFormat, ChatRequestsThroughATemplate) {
   EXPECT_TRUE(fixed.add_special_tokens);
 }
 
+TEST(ChatFormat, WhatThePromptWouldLackIsRefusedByName) {
+  const ChatFormat f = chatml();
+  const char* const bodies[][2] = {
+      {R"({"messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f"}}]})", "`tools`"},
+      {R"({"messages":[{"role":"user","content":"Hi"}],"documents":[{"text":"d"}]})", "`documents`"},
+      {R"({"messages":[{"role":"user","content":"Hi"}],"chat_template":"{{ 1 }}"})", "`chat_template`"},
+      {R"({"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"x","tool_calls":[{"id":"1","type":"function"}]}]})",
+       "`messages[1].tool_calls`"},
+  };
+  for (const auto& [body, field] : bodies) {
+    OpenAiRequest r;
+    auto e = parse_chat_request(json::parse(body), RequestLimits{}, r, &f);
+    ASSERT_TRUE(e) << body;
+    EXPECT_NE(e->message.find(field), std::string::npos) << e->message;
+    VllmTokenizeRequest t;  // /tokenize answers what the chat route would run: refused the same way
+    auto te = parse_vllm_tokenize_request(json::parse(body), t, &f);
+    ASSERT_TRUE(te) << body;
+    EXPECT_EQ(te->message, e->message);
+  }
+  OpenAiRequest empty_tools;  // an empty list offers nothing (LangChain sends one)
+  EXPECT_FALSE(parse_chat_request(json::parse(R"({"messages":[{"role":"user","content":"Hi"}],"tools":[]})"), RequestLimits{}, empty_tools, &f));
+}
+
+TEST(ChatFormat, InvalidUtf8FromTheTemplateIsItsFault) {
+  auto bad = ChatFormat::from_template("{{ '\xff' }}", "b.jinja", {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "b.jinja: chat template: the rendered prompt is not valid UTF-8 (byte 0xFF at offset 0) (rendering one user message)");
+  auto later = ChatFormat::from_template("{% if messages | length > 1 %}\xfe{% endif %}ok", "c.jinja", {});
+  ASSERT_TRUE(later.ok()) << later.error().message;
+  std::string out;
+  auto e = later->render({{"user", "a"}, {"user", "b"}}, {}, out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "chat template: the rendered prompt is not valid UTF-8 (byte 0xFE at offset 0)");
+}
+
 }  // namespace
 }  // namespace mamba::server

@@ -309,6 +309,8 @@ await check('chat templates: tokenizer_config.json\'s is rendered (bos/eos, rais
     await expectStartupError(['-m', dir, '--chat-template', '{% for %}'], /error: --chat-template: .*line 1/);
     await expectStartupError(['-m', dir, '--chat-template', 'no/such.jinja'], /error: --chat-template 'no\/such\.jinja': no such file, and not a template/);
     await expectStartupError(['-m', dir, '--chat-template', dir], /error: --chat-template .*: not a regular file/);
+    fs.writeFileSync(path.join(dir, 'empty.jinja'), '');
+    await expectStartupError(['-m', dir, '--chat-template', path.join(dir, 'empty.jinja')], /error: --chat-template .*empty\.jinja: the file is empty/);
     await expectStartupError(['-m', dir, '--chat-template', '{{ x | nosuchfilter }}'],
                              /error: --chat-template: chat template: line 1: .*nosuchfilter.* \(rendering one user message\)/);
     // A template this server cannot render: warned about, the fixed format used.

@@ -20,6 +20,8 @@ Result<ChatTemplateFlag> read_chat_template_flag(const std::string& value) {
     std::ostringstream text;
     text << in.rdbuf();
     if (!in && !in.eof()) return make_error(ErrorCode::kIo, fmt::format("--chat-template {}: cannot be read", value));
+    if (text.str().empty())
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("--chat-template {}: the file is empty (no template)", value));
     return ChatTemplateFlag{text.str(), "--chat-template " + value};
   }
   if (value.find("{{") != std::string::npos || value.find("{%") != std::string::npos)
