@@ -583,7 +583,12 @@ Result<ChatTemplate> ChatTemplate::parse(std::string_view source, std::string_vi
 Result<std::string> ChatTemplate::render(const nlohmann::json& context, const ChatTemplateLimits& limits) const {
   if (!context.is_object() && !context.is_null())
     return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: the context must be a JSON object", impl_->name));
-  Value ctx = jinja::from_json(context.is_null() ? nlohmann::json::object() : context);
+  Value ctx;
+  try {
+    ctx = jinja::from_json(context.is_null() ? nlohmann::json::object() : context);
+  } catch (const jinja::EvalError& e) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: the context: {}", impl_->name, e.message));
+  }
   Renderer r(limits, ctx);
   try {
     return r.run(impl_->body);

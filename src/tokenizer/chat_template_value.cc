@@ -62,23 +62,50 @@ Value Value::string(std::string x) {
   v.s = std::make_shared<const std::string>(std::move(x));
   return v;
 }
+namespace {
+
+/// 1 + the deepest of `depths`, refused past kMaxValueDepth (a template nesting a list in itself
+/// in a loop: its walks and its destructors would recurse that deep).
+template <class Range, class DepthOf>
+std::uint16_t container_depth(const Range& items, DepthOf depth_of) {
+  int d = 0;
+  for (const auto& e : items) d = std::max<int>(d, depth_of(e));
+  if (d + 1 > kMaxValueDepth) fail(fmt::format("a value nested more than {} levels deep", kMaxValueDepth));
+  return static_cast<std::uint16_t>(d + 1);
+}
+
+}  // namespace
+
 Value Value::make_list(List x, bool tuple) {
   Value v;
   v.kind = Kind::kList;
   v.is_tuple = tuple;
+  v.depth = container_depth(x, [](const Value& e) { return e.depth; });
   v.list = std::make_shared<const List>(std::move(x));
   return v;
 }
 Value Value::make_dict(Dict x) {
   Value v;
   v.kind = Kind::kDict;
+  v.depth = container_depth(x.items, [](const auto& kv) { return kv.second.depth; });
   v.dict = std::make_shared<const Dict>(std::move(x));
   return v;
 }
 
 void fail(std::string message) { throw EvalError{std::move(message), false}; }
 
-Value from_json(const nlohmann::json& j) {
+namespace {
+
+Value from_json_at(const nlohmann::json& j, int level);
+
+}  // namespace
+
+Value from_json(const nlohmann::json& j) { return from_json_at(j, 0); }
+
+namespace {
+
+Value from_json_at(const nlohmann::json& j, int level) {
+  if (level >= kMaxValueDepth) fail(fmt::format("a value nested more than {} levels deep", kMaxValueDepth));
   using T = nlohmann::json::value_t;
   switch (j.type()) {
     case T::null:
@@ -95,19 +122,21 @@ Value from_json(const nlohmann::json& j) {
     case T::array: {
       List l;
       l.reserve(j.size());
-      for (const auto& e : j) l.push_back(from_json(e));
+      for (const auto& e : j) l.push_back(from_json_at(e, level + 1));
       return Value::make_list(std::move(l));
     }
     case T::object: {
       Dict d;
       d.items.reserve(j.size());
-      for (auto it = j.begin(); it != j.end(); ++it) d.items.emplace_back(it.key(), from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) d.items.emplace_back(it.key(), from_json_at(it.value(), level + 1));
       return Value::make_dict(std::move(d));
     }
     case T::binary: return Value::none();
   }
   return Value::none();
 }
+
+}  // namespace
 
 const char* type_name(const Value& v) {
   switch (v.kind) {

@@ -47,6 +47,10 @@ struct Value {
   enum class Kind : std::uint8_t { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kCallable };
   Kind kind = Kind::kUndefined;
   bool is_tuple = false;  ///< a list that Python would print as a tuple
+  /// Lists and dicts: 1 + the deepest element's depth (0 for the rest; a namespace counts 0, its
+  /// attributes being cleared apart: RenderScope). make_list / make_dict refuse more than
+  /// kMaxValueDepth, so that no walk over a value, and no destructor chain, recurses deeper.
+  std::uint16_t depth = 0;
   bool b = false;
   std::int64_t i = 0;
   double f = 0;
@@ -126,6 +130,7 @@ class RenderScope {
 };
 
 /// Converts JSON (the render context) to a Value: objects become dicts (in nlohmann's key order).
+/// Throws EvalError for JSON nested deeper than kMaxValueDepth.
 Value from_json(const nlohmann::json& j);
 
 /// Python's type name of a value ('str', 'int', 'dict', ...), for error messages.
