@@ -559,4 +559,116 @@ bool py_isspace(std::string_view ch) {
 std::string py_upper(std::string_view s) { return map_case(s, utf8proc_toupper); }
 std::string py_lower(std::string_view s) { return map_case(s, utf8proc_tolower); }
 
+namespace {
+
+/// Using an Undefined: jinja2's error for it (its message, e.g. "'x' is undefined").
+[[noreturn]] void undefined_error(const Value& v) { fail(v.s ? *v.s : std::string("undefined value")); }
+
+}  // namespace
+
+// ---- lookup --------------------------------------------------------------------------------------
+
+Value get_attr(const Value& obj, std::string_view name) {
+  switch (obj.kind) {
+    case Value::Kind::kUndefined: undefined_error(obj);
+    case Value::Kind::kDict:
+      if (const Value* v = obj.dict->find(name)) return *v;
+      return Value::undefined(fmt::format("'dict object' has no attribute '{}'", name));
+    case Value::Kind::kNamespace:
+      if (const Value* v = obj.ns->attrs.find(name)) return *v;
+      return Value::undefined(fmt::format("'Namespace object' has no attribute '{}'", name));
+    default: return Value::undefined(fmt::format("'{}' object has no attribute '{}'", type_name(obj), name));
+  }
+}
+
+Value get_item(const Value& obj, const Value& key) {
+  switch (obj.kind) {
+    case Value::Kind::kUndefined: undefined_error(obj);
+    case Value::Kind::kDict:
+      if (key.is_string()) {
+        if (const Value* v = obj.dict->find(key.str())) return *v;
+      }
+      return Value::undefined(fmt::format("'dict object' has no attribute {}", repr(key)));
+    case Value::Kind::kNamespace:
+      if (key.is_string()) return get_attr(obj, key.str());
+      return Value::undefined();
+    case Value::Kind::kList:
+    case Value::Kind::kString: {
+      if (!key.is_integral()) {
+        return Value::undefined(fmt::format("'{}' object has no attribute {}", type_name(obj), repr(key)));
+      }
+      std::int64_t i = key.as_int();
+      if (obj.kind == Value::Kind::kList) {
+        auto n = static_cast<std::int64_t>(obj.list->size());
+        if (i < 0) i += n;
+        if (i < 0 || i >= n) return Value::undefined(fmt::format("{} object has no element {}", type_name(obj), key.as_int()));
+        return (*obj.list)[static_cast<std::size_t>(i)];
+      }
+      auto cs = utf8_chars(*obj.s);
+      auto n = static_cast<std::int64_t>(cs.size());
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return Value::undefined("string index out of range");
+      return Value::string(std::string(cs[static_cast<std::size_t>(i)]));
+    }
+    default: return Value::undefined(fmt::format("'{}' object has no attribute {}", type_name(obj), repr(key)));
+  }
+}
+
+Value slice(const Value& obj, const Value* start, const Value* stop, const Value* step, Budget& budget) {
+  if (obj.is_undefined()) undefined_error(obj);
+  auto part = [](const Value* v, const char* what) -> std::optional<std::int64_t> {
+    if (!v || v->kind == Value::Kind::kNone) return std::nullopt;
+    if (!v->is_integral()) fail(fmt::format("slice {} must be an integer or None", what));
+    return v->as_int();
+  };
+  auto b = part(start, "start"), e = part(stop, "stop"), s = part(step, "step");
+  std::int64_t st = s.value_or(1);
+  if (st == 0) fail("slice step cannot be zero");
+  std::vector<std::string_view> chars;
+  std::int64_t n;
+  if (obj.kind == Value::Kind::kList) {
+    n = static_cast<std::int64_t>(obj.list->size());
+  } else if (obj.is_string()) {
+    chars = utf8_chars(*obj.s);
+    n = static_cast<std::int64_t>(chars.size());
+  } else {
+    fail(fmt::format("'{}' object is not subscriptable", type_name(obj)));
+  }
+  auto clamp = [&](std::optional<std::int64_t> x, std::int64_t dflt) {
+    if (!x) return dflt;
+    std::int64_t v = *x;
+    if (v < 0) v = std::max<std::int64_t>(v + n, st < 0 ? -1 : 0);
+    else v = std::min(v, st < 0 ? n - 1 : n);
+    return v;
+  };
+  std::int64_t lo = clamp(b, st < 0 ? n - 1 : 0), hi = clamp(e, st < 0 ? -1 : n);
+  List items;
+  std::string text;
+  for (std::int64_t k = lo; st > 0 ? k < hi : k > hi; k += st) {
+    budget.charge(1);
+    if (obj.kind == Value::Kind::kList) items.push_back((*obj.list)[static_cast<std::size_t>(k)]);
+    else text += chars[static_cast<std::size_t>(k)];
+  }
+  if (obj.kind == Value::Kind::kList) return Value::make_list(std::move(items), obj.is_tuple);
+  return Value::string(std::move(text));
+}
+
+List iterate(const Value& v, Budget& budget) {
+  switch (v.kind) {
+    case Value::Kind::kUndefined: return {};
+    case Value::Kind::kList: return *v.list;
+    case Value::Kind::kDict: {
+      List out;
+      for (const auto& [k, x] : v.dict->items) out.push_back(Value::string(k));
+      return out;
+    }
+    case Value::Kind::kString: {
+      List out;
+      for (auto ch : utf8_chars(*v.s)) out.push_back(Value::string(std::string(ch)));
+      return out;
+    }
+    default: fail(fmt::format("'{}' object is not iterable", type_name(v)));
+  }
+}
+
 }  // namespace mamba::tok::jinja

@@ -1,7 +1,7 @@
 // Values of the chat-template engine (src/tokenizer/chat_template.h): what Jinja2 expressions
 // evaluate to, with the Python semantics Jinja2 gives them (truthiness, ==, <, str(), repr(),
-// HF's tojson), and the UTF-8 helpers that make string lengths and slices count code points as
-// Python does.
+// HF's tojson, jinja2's attribute / item lookup, slicing, iteration), and the UTF-8 helpers that
+// make string lengths and slices count code points as Python does.
 #pragma once
 
 #include <cstddef>
@@ -128,6 +128,18 @@ class RenderScope {
   std::vector<std::shared_ptr<Namespace>> namespaces_;
   RenderScope* outer_;
 };
+
+/// jinja2's getattr(obj, name): a dict's key, a namespace's attribute; else Undefined. Throws for
+/// an attribute of Undefined ("'x' is undefined"), as jinja2's default Undefined does.
+Value get_attr(const Value& obj, std::string_view name);
+/// jinja2's getitem(obj, key): a dict's key, a list's / string's index (negative from the end);
+/// else Undefined. Throws for an item of Undefined.
+Value get_item(const Value& obj, const Value& key);
+/// Python slicing obj[start:stop:step] of a list or string (by code points); null parts = omitted.
+Value slice(const Value& obj, const Value* start, const Value* stop, const Value* step, Budget& budget);
+/// The items `for x in v` visits: a list's items, a dict's keys, a string's characters, none for
+/// Undefined; throws for others ("'int' object is not iterable").
+List iterate(const Value& v, Budget& budget);
 
 /// Converts JSON (the render context) to a Value: objects become dicts (in nlohmann's key order).
 /// Throws EvalError for JSON nested deeper than kMaxValueDepth.
