@@ -252,13 +252,17 @@ std::optional<ApiError> parse_chat_messages(const json& b, std::vector<ChatMessa
   return std::nullopt;
 }
 
+/// `format`, or the fixed format (ChatFormat's default) where the caller gives none.
+const ChatFormat& format_or_fixed(const ChatFormat* format) {
+  static const ChatFormat fixed;
+  return format != nullptr ? *format : fixed;
+}
+
 /// A chat body's prompt text: its `messages` through `format`, with `add_generation_prompt`
 /// (default true), `continue_final_message` (default false) and `chat_template_kwargs` (vLLM's fields).
 std::optional<ApiError> read_chat_prompt(const json& b, const ChatFormat& format, std::string& out) {
-  // What the prompt would lack, refused by name (vLLM reads these): on /tokenize too, whose ids
-  // must be the chat route's.
-  RETURN_IF_API_ERROR(reject_if_set(b, "tools", "tool calling is not implemented"));
-  RETURN_IF_API_ERROR(reject_if_set(b, "functions", "tool calling is not implemented"));
+  // What the prompt would lack, refused by name (vLLM reads these; `tools` and `functions` are
+  // parse_common's on the chat route, parse_vllm_tokenize_request's on /tokenize).
   RETURN_IF_API_ERROR(reject_if_set(b, "documents", "documents (retrieval-augmented chat templates) are not supported"));
   RETURN_IF_API_ERROR(reject_if_set(b, "chat_template",
                                     "a request's own chat template is not accepted: the server renders the model's "
@@ -354,8 +358,7 @@ std::vector<std::string> unread_openai_fields(const json& b, bool chat) {
 std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& limits, OpenAiRequest& out,
                                            const ChatFormat* format) {
   out.chat = true;
-  static const ChatFormat kFixed;
-  const ChatFormat& f = format != nullptr ? *format : kFixed;
+  const ChatFormat& f = format_or_fixed(format);
   RETURN_IF_API_ERROR(read_chat_prompt(b, f, out.prompt));
   out.add_special_tokens = f.default_add_special_tokens();  // (parse_common reads a given one)
   const int default_max = 256;
@@ -378,8 +381,7 @@ std::optional<ApiError> parse_chat_request(const json& b, const RequestLimits& l
 }
 
 std::optional<ApiError> parse_vllm_tokenize_request(const json& b, VllmTokenizeRequest& out, const ChatFormat* format) {
-  static const ChatFormat kFixed;
-  const ChatFormat& f = format != nullptr ? *format : kFixed;
+  const ChatFormat& f = format_or_fixed(format);
   bool present = false;
   std::string model;
   RETURN_IF_API_ERROR(get_string(b, "model", model, present));
@@ -387,6 +389,9 @@ std::optional<ApiError> parse_vllm_tokenize_request(const json& b, VllmTokenizeR
   if (out.chat) {
     if (b.contains("prompt") && !b["prompt"].is_null())
       return ApiError::validation("give `prompt` or `messages`, not both");
+    // The chat route's refusals of tools (parse_common), whose ids /tokenize answers.
+    RETURN_IF_API_ERROR(reject_if_set(b, "tools", "tool calling is not implemented"));
+    RETURN_IF_API_ERROR(reject_if_set(b, "functions", "tool calling is not implemented"));
     RETURN_IF_API_ERROR(read_chat_prompt(b, f, out.text));
   } else {
     RETURN_IF_API_ERROR(get_string(b, "prompt", out.text, present));

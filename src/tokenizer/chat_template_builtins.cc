@@ -10,6 +10,7 @@
 #include <ctime>
 #include <optional>
 
+#include "core/utf8.h"
 #include "tokenizer/chat_template_parser.h"
 
 namespace mamba::tok::jinja {
@@ -182,7 +183,7 @@ List py_split(const std::string& s, const Value* sep, std::int64_t maxsplit) {
 }
 
 std::int64_t py_count(const std::string& s, const std::string& sub) {
-  if (sub.empty()) return static_cast<std::int64_t>(utf8_count(s)) + 1;
+  if (sub.empty()) return static_cast<std::int64_t>(utf8_char_count(s)) + 1;
   std::int64_t n = 0;
   for (std::size_t pos = s.find(sub); pos != std::string::npos; pos = s.find(sub, pos + sub.size())) ++n;
   return n;
@@ -191,7 +192,7 @@ std::int64_t py_count(const std::string& s, const std::string& sub) {
 std::int64_t py_find(const std::string& s, const std::string& sub, bool reverse) {
   std::size_t hit = reverse ? s.rfind(sub) : s.find(sub);
   if (hit == std::string::npos) return -1;
-  return static_cast<std::int64_t>(utf8_count(std::string_view(s).substr(0, hit)));
+  return static_cast<std::int64_t>(utf8_char_count(std::string_view(s).substr(0, hit)));
 }
 
 bool prefix_match(const std::string& s, const Value& arg, bool suffix) {
@@ -210,7 +211,7 @@ bool prefix_match(const std::string& s, const Value& arg, bool suffix) {
 
 std::size_t length_of(const Value& v) {
   switch (v.kind) {
-    case Value::Kind::kString: return utf8_count(*v.s);
+    case Value::Kind::kString: return utf8_char_count(*v.s);
     case Value::Kind::kList: return v.list->size();
     case Value::Kind::kDict: return v.dict->items.size();
     case Value::Kind::kUndefined: return 0;

@@ -521,12 +521,6 @@ std::vector<std::string_view> utf8_chars(std::string_view s) {
   return out;
 }
 
-std::size_t utf8_count(std::string_view s) {
-  std::size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-
 namespace {
 char32_t decode_char(std::string_view ch) {
   if (ch.size() == 1) return static_cast<unsigned char>(ch[0]);

@@ -166,8 +166,6 @@ std::string to_json_text(const Value& v, int indent, std::string_view item_sep, 
 
 /// The code points of `s` as byte slices (an invalid byte is a slice of its own).
 std::vector<std::string_view> utf8_chars(std::string_view s);
-/// Number of code points (Python len of a str).
-std::size_t utf8_count(std::string_view s);
 /// Python str.isspace() for one code point slice.
 bool py_isspace(std::string_view ch);
 /// Python str.upper()/lower() per code point (simple case mapping).
