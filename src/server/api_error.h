@@ -11,7 +11,7 @@
 namespace mamba::server {
 
 struct ApiError {
-  int status = 422;                    ///< 400 malformed, 401 auth, 403 origin not allowed (CORS preflight), 411 body without Content-Length, 413 too large, 414 request line too long, 431 request head too long, 415 multipart or Content-Encoded body, 416 bad Range, 422 validation, 429 overloaded, 501 Transfer-Encoding, 503 draining
+  int status = 422;                    ///< 400 malformed, 401 auth, 403 origin not allowed (CORS preflight), 411 body without Content-Length or chunked framing, 413 too large, 414 request line too long, 431 request head too long, 415 multipart or Content-Encoded body, 416 bad Range, 422 validation, 429 overloaded, 501 Transfer-Encoding, 503 draining
   std::string type = "validation";     ///< error_type: validation | malformed_request | authentication | forbidden | length_required | payload_too_large | uri_too_long | unsupported_media_type | range_not_satisfiable | overloaded | not_implemented | unavailable | generation | cancelled | not_found | method_not_allowed | internal
   std::string message;
   /// OpenAI's `code` when it differs from `type` (e.g. "context_length_exceeded", which OpenAI's

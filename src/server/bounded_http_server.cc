@@ -28,6 +28,7 @@ thread_local bool t_close_after_answer = false;
 enum class ConnectionChoice { kDefault, kKeep, kClose };  // set_keep_alive(), else cpp-httplib's reading
 thread_local ConnectionChoice t_connection = ConnectionChoice::kDefault;
 thread_local int t_socket = -1;
+thread_local httplib::Stream* t_stream = nullptr;  // the connection's stream while a request is processed
 
 /// poll() for `events` on `fd` for at most `ms` milliseconds; true when they (or a hang-up or an
 /// error, which the next recv / send reports) came.
@@ -76,6 +77,7 @@ void clear_thread_state() {
   t_close_after_answer = false;
   t_connection = ConnectionChoice::kDefault;
   t_socket = -1;
+  t_stream = nullptr;
 }
 
 long to_ms(time_t sec, time_t usec) { return static_cast<long>(sec) * 1000 + static_cast<long>(usec) / 1000; }
@@ -308,6 +310,11 @@ void BoundedHttpServer::set_keep_alive(bool keep) { t_connection = keep ? Connec
 
 int BoundedHttpServer::current_socket() { return t_socket; }
 
+long BoundedHttpServer::read_body(char* out, std::size_t size) {
+  if (t_stream == nullptr) return -1;
+  return static_cast<long>(t_stream->read(out, size));
+}
+
 std::string BoundedHttpServer::current_peer_address() {
   std::string ip;
   int port = 0;
@@ -445,6 +452,7 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
 void BoundedHttpServer::serve(std::unique_ptr<Connection> c) {
   HeadBoundedStream& strm = c->strm;
   t_socket = c->fd();
+  t_stream = &strm;
   for (; c->left > 0; --c->left) {
     if (!c->started) {
       // the next request's first byte, within the keep-alive timeout (empty lines do not extend it)

@@ -79,6 +79,15 @@ class BoundedHttpServer : public httplib::Server {
   /// for a request refused before cpp-httplib filled Request::remote_addr (a head it could not parse).
   static std::string current_peer_address();
 
+  /// Reads at most `size` bytes of the body of the request the calling thread processes (a hook's
+  /// or handler's) into `out` (not owned, `size` bytes long), from the connection's buffer or, once
+  /// it is empty, from the socket within the read timeout: never more than `size`, so bytes past the
+  /// body (a pipelined request) stay for the next request when the caller asks for no more than the
+  /// body holds. Returns the bytes read (≥ 1), 0 or -1 when the client closed the connection, the
+  /// read timed out or failed, or the thread processes no request. For a body cpp-httplib does not
+  /// read itself (a chunked one, ChunkedBodyDecoder).
+  static long read_body(char* out, std::size_t size);
+
   /// Called from a handler or hook (on the thread processing the request): once this request's
   /// answer is written, the connection ends, the lingering way (the client's further bytes — a body
   /// refused unread, the rest of a head not parsed — are read and discarded for at most 2 s, so

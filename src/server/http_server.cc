@@ -13,10 +13,12 @@
 #include <fstream>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -26,6 +28,7 @@
 
 #include "mamba/server.h"
 #include "server/bounded_http_server.h"
+#include "server/chunked_body.h"
 #include "server/context.h"
 #include "server/cors.h"
 #include "server/json_fields.h"
@@ -283,6 +286,52 @@ std::string no_route_message(const ServerContext& ctx, const httplib::Request& r
                      cors_preflight_hint(ctx, req));
 }
 
+/// The request's transfer codings (every Transfer-Encoding header, joined by ", " as RFC 9110 §5.3
+/// reads several), in lower case, without the spaces around them.
+std::string transfer_coding(const httplib::Request& req) {
+  std::string all;
+  for (std::size_t i = 0, n = req.get_header_value_count("Transfer-Encoding"); i < n; ++i) {
+    if (i > 0) all += ", ";
+    all += req.get_header_value("Transfer-Encoding", i);
+  }
+  std::transform(all.begin(), all.end(), all.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  const std::size_t b = all.find_first_not_of(" \t");
+  const std::size_t e = all.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : all.substr(b, e - b + 1);
+}
+
+/// Reads the chunked body of `req` (a POST pre_route accepted with "Transfer-Encoding: chunked")
+/// from its connection through ChunkedBodyDecoder, at most `max_body_bytes` of data, into req.body;
+/// the request then reads as one sent with "Content-Length: 0" and no Transfer-Encoding, so that
+/// cpp-httplib reads nothing more (the hooks are handed the request as const, but it is
+/// cpp-httplib's own non-const object, alive for the whole exchange: see ignore_ranges). The error
+/// when the body is over the limit (413), malformed (400), or ends before its last chunk (400:
+/// the client closed the connection, or sent nothing for the read timeout); nullopt when read.
+std::optional<ApiError> read_chunked_body(const httplib::Request& req, std::size_t max_body_bytes) {
+  server::ChunkedBodyDecoder decoder(max_body_bytes);
+  std::string body;
+  std::vector<char> buf(16384);
+  while (decoder.state() == server::ChunkedBodyDecoder::State::kMore) {
+    const long n = server::BoundedHttpServer::read_body(buf.data(), std::min(buf.size(), decoder.next_read_size()));
+    if (n <= 0)
+      return ApiError::malformed(fmt::format("the chunked request body ended before its last chunk (a 0-size chunk and an empty "
+                                             "line) after {} bytes of data: the client closed the connection or sent nothing for "
+                                             "10 s", decoder.body_bytes()));
+    decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)), body);
+  }
+  switch (decoder.state()) {
+    case server::ChunkedBodyDecoder::State::kTooLarge: return ApiError{413, "payload_too_large", decoder.error()};
+    case server::ChunkedBodyDecoder::State::kMalformed:
+      return ApiError::malformed(fmt::format("malformed chunked request body: {}", decoder.error()));
+    default: break;
+  }
+  auto& r = const_cast<httplib::Request&>(req);
+  r.body = std::move(body);
+  r.headers.erase("Transfer-Encoding");
+  r.headers.emplace("Content-Length", "0");
+  return std::nullopt;
+}
+
 /// What runs before every route (before the body is read): the API key, 405 for a known path asked
 /// with another method, the body's framing (Content-Length not a number, several that disagree, or
 /// beside Transfer-Encoding; a Transfer-Encoding, a POST without Content-Length, a GET / HEAD with a
@@ -340,22 +389,25 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
                     "application/json");
     return true;
   }
-  // Bodies must come with their length: cpp-httplib 0.11 reads a chunked body, or a POST body
-  // without Content-Length, to its end whatever the body limit (a memory exhaustion any client
-  // could cause). Such a request's answer ends the connection (set_pre_routing_handler).
+  // A body's framing: Content-Length, or "Transfer-Encoding: chunked" (read by read_chunked_body
+  // once every check here has passed: cpp-httplib 0.11 would read it without bound). Any other
+  // transfer coding is a 501 (RFC 9112 §6.1); such a request's answer ends the connection
+  // (set_pre_routing_handler), its body unread.
   if (req.has_header("Transfer-Encoding")) {
-    std::string te = req.get_header_value("Transfer-Encoding");
-    std::transform(te.begin(), te.end(), te.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    const bool chunked = te.find("chunked") != std::string::npos;
-    server::send_error(req, res,
-                       chunked ? ApiError{411, "length_required",
-                                          fmt::format("chunked request bodies are not accepted: send the body with a "
-                                                      "Content-Length header (at most {} bytes)", ctx.opts.max_body_bytes)}
-                               : ApiError{501, "not_implemented",
-                                          fmt::format("Transfer-Encoding '{}' is not supported (send the body as is, with "
-                                                      "a Content-Length header)", req.get_header_value("Transfer-Encoding"))},
-                       ctx.metrics);
-    return true;
+    const std::string te = transfer_coding(req);
+    std::optional<ApiError> refused;
+    if (te != "chunked")
+      refused = ApiError{501, "not_implemented",
+                 fmt::format("Transfer-Encoding '{}' is not supported (send the body as is, with a Content-Length header, "
+                             "or chunked alone)", shown(te))};
+    else if (req.version == "HTTP/1.0")  // RFC 9112 §6.1: faulty framing; 1.0 has no chunks
+      refused = ApiError::malformed("Transfer-Encoding in an HTTP/1.0 request (HTTP/1.0 has no chunked bodies)");
+    else if (req.method != "POST")
+      refused = ApiError::malformed(fmt::format("a {} request has no body (Transfer-Encoding: chunked)", req.method));
+    if (refused) {
+      server::send_error(req, res, *refused, ctx.metrics);
+      return true;
+    }
   }
   // cpp-httplib reads no body for GET / HEAD: one sent anyway would be read as the next request.
   if ((req.method == "GET" || req.method == "HEAD") && !req.get_header_value("Content-Length").empty() &&
@@ -367,10 +419,11 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
                        ctx.metrics);
     return true;
   }
-  if (req.method == "POST" && !req.has_header("Content-Length")) {
+  if (req.method == "POST" && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
     server::send_error(req, res,
                        ApiError{411, "length_required",
-                                "a POST needs its JSON body with a Content-Length header (the body's size in bytes); none was given"},
+                                "a POST needs its JSON body with a Content-Length header (the body's size in bytes), or sent "
+                                "chunked (Transfer-Encoding: chunked); neither was given"},
                        ctx.metrics);
     return true;
   }
@@ -485,8 +538,15 @@ Status Server::start() {
   });
   http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     ignore_ranges(req);
-    if (!pre_route(ctx, req, res)) return httplib::Server::HandlerResponse::Unhandled;
-    if (may_have_unread_body(req)) close_after_answer(res);  // refused before its body was read
+    if (!pre_route(ctx, req, res)) {
+      if (!req.has_header("Transfer-Encoding")) return httplib::Server::HandlerResponse::Unhandled;
+      // chunked, accepted by pre_route: read here (not in the 100-continue handler, before the
+      // client sends it)
+      const std::optional<ApiError> refused = read_chunked_body(req, ctx.opts.max_body_bytes);
+      if (!refused) return httplib::Server::HandlerResponse::Unhandled;
+      server::send_error(req, res, *refused, ctx.metrics);
+    }
+    if (may_have_unread_body(req)) close_after_answer(res);  // refused before its body was (wholly) read
     return httplib::Server::HandlerResponse::Handled;
   });
   // cpp-httplib 0.11 offers "Keep-Alive: timeout=2, max=100" on every answer unless the request
