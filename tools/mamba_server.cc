@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -89,9 +90,9 @@ int main(int argc, char** argv) {
                  "EleutherAI/gpt-neox-20b)")
       ->check(mamba::cli::non_empty("a tokenizer.json file, a directory holding one, or an HF repo id ORG/NAME"));
   app.add_option("--chat-template", chat_template_flag,
-                 "the chat template /v1/chat/completions renders messages with: a file of Jinja2 text, or the template itself "
-                 "(default: the tokenizer's tokenizer_config.json chat_template, else the fixed \"User: …\" format)")
-      ->check(mamba::cli::non_empty("a Jinja2 template file, or the template text"));
+                 "the chat template /v1/chat/completions renders messages with: a file of Jinja2 text, the template itself, "
+                 "or the name of one of the tokenizer_config.json's named templates (default: the tokenizer's tokenizer_config.json chat_template, else the fixed \"User: …\" format)")
+      ->check(mamba::cli::non_empty("a Jinja2 template file, the template text, or a template's name"));
   app.add_option("--host", o.host, "address to listen on")
       ->check(mamba::cli::non_empty("an address such as 127.0.0.1, 0.0.0.0 or ::"))
       // An IPv6 address in a URL's brackets ("[::1]", as the listening line prints it) is the address.
@@ -367,18 +368,36 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", tc.error().message.c_str());
     return 2;
   }
-  if (tc->has_value()) o.chat_special_tokens = (**tc).special_tokens;
+  const mamba::io::TokenizerChatTemplate* tokenizer_template = tc->has_value() ? &**tc : nullptr;
+  if (tokenizer_template != nullptr) o.chat_special_tokens = tokenizer_template->special_tokens;
   if (!chat_template_flag.empty()) {
-    auto t = mamba::tools::read_chat_template_flag(chat_template_flag);
-    if (!t.ok()) {
-      std::fprintf(stderr, "error: %s\n", t.error().message.c_str());
-      return 2;
+    // a name of the tokenizer's list of templates (transformers' apply_chat_template(chat_template=NAME)),
+    // unless a file has that name
+    const std::string* named = nullptr;
+    if (tokenizer_template != nullptr && !std::filesystem::exists(chat_template_flag))
+      if (const auto it = tokenizer_template->named_templates.find(chat_template_flag); it != tokenizer_template->named_templates.end())
+        named = &it->second;
+    if (named != nullptr) {
+      o.chat_template = *named;
+      o.chat_template_origin = fmt::format("--chat-template {} ({}'s template of that name)", chat_template_flag, tokenizer_template->path);
+    } else {
+      auto t = mamba::tools::read_chat_template_flag(chat_template_flag);
+      if (!t.ok()) {
+        std::fprintf(stderr, "error: %s\n", t.error().message.c_str());
+        return 2;
+      }
+      o.chat_template = std::move(t->source);
+      o.chat_template_origin = std::move(t->origin);
     }
-    o.chat_template = std::move(t->source);
-    o.chat_template_origin = std::move(t->origin);
-  } else if (tc->has_value() && !(**tc).source.empty()) {
-    o.chat_template = (**tc).source;
-    o.chat_template_origin = (**tc).path;
+  } else if (tokenizer_template != nullptr && !tokenizer_template->source.empty()) {
+    o.chat_template = tokenizer_template->source;
+    o.chat_template_origin = tokenizer_template->path;
+  } else if (tokenizer_template != nullptr && !tokenizer_template->named_templates.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [name, text] : tokenizer_template->named_templates) names.push_back(name);
+    spdlog::warn("{}: chat_template lists templates named {} but none \"default\" (transformers asks for a name then): "
+                 "/v1/chat/completions uses the fixed \"User: …\\n\\nAssistant:\" format; pick one with --chat-template NAME",
+                 tokenizer_template->path, fmt::join(names, ", "));
   }
   if (!o.chat_template.empty()) {
     auto f = mamba::server::ChatFormat::from_template(o.chat_template, o.chat_template_origin, o.chat_special_tokens);
@@ -395,16 +414,6 @@ int main(int argc, char** argv) {
       spdlog::info("chat template: {} ({} bytes)", o.chat_template_origin, o.chat_template.size());
     }
   }
-  // With a chat template, the tokenizer's eos_token also ends generation, as in vLLM: templates
-  // close each turn with it (ChatML's <|im_end|>), which generation_config.json / config.json may
-  // not name (they often keep the base model's <|endoftext|>).
-  if (!o.chat_template.empty())
-    if (const auto it = o.chat_special_tokens.find("eos_token"); it != o.chat_special_tokens.end())
-      if (const auto id = tok.value().token_to_id(it->second);
-          id && *id < model.value()->logits_width() && std::find(eos->begin(), eos->end(), *id) == eos->end()) {
-        eos->push_back(*id);
-        spdlog::info("the tokenizer's eos_token {:?} (id {}) also ends generation (chat template)", it->second, *id);
-      }
   auto server = mamba::Server::create(std::move(model).value(), std::make_unique<mamba::Tokenizer>(std::move(tok).value()),
                                       std::move(eos).value(), o);
   if (!server.ok()) {

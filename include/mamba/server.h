@@ -76,7 +76,8 @@ Result<std::int64_t> parse_byte_size(std::string_view text);
 class Server {
  public:
   /// Takes ownership of `model` and `tokenizer` (required: text endpoints need it).
-  /// `eos_ids`: EOS tokens (from generation_config.json / config.json).
+  /// `eos_ids`: EOS tokens (from generation_config.json / config.json); with a chat_template, the
+  /// token chat_special_tokens names "eos_token" (when the tokenizer has it) ends generation too.
   /// Errors: kInvalidArgument for inconsistent options (validate_server_options, or a state
   /// budget below one state); a chat_template that does not parse or render (kFormat,
   /// kUnsupported, kInvalidArgument naming chat_template_origin and the template's line).

@@ -114,15 +114,14 @@ Result<std::optional<TokenizerChatTemplate>> read_tokenizer_chat_template(const 
   } else if (it->is_string()) {
     t.source = it->get<std::string>();
   } else if (it->is_array()) {  // [{"name": "default", "template": "..."}, {"name": "tool_use", ...}]
-    const nlohmann::json* found = nullptr;
     for (const nlohmann::json& e : *it) {
       if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("template") || !e["template"].is_string())
         return make_error(ErrorCode::kFormat,
                           fmt::format("{}: chat_template: a list's entries must be {{\"name\": string, \"template\": string}}, got {}",
                                       t.path, e.dump().substr(0, 120)));
-      if (e["name"] == "default") found = &e["template"];
+      t.named_templates[e["name"].get<std::string>()] = e["template"].get<std::string>();
     }
-    if (found != nullptr) t.source = found->get<std::string>();
+    if (const auto d = t.named_templates.find("default"); d != t.named_templates.end()) t.source = d->second;
   } else {
     return make_error(ErrorCode::kFormat,
                       fmt::format("{}: chat_template: expected a string or a list of named templates, got {}", t.path, it->type_name()));

@@ -47,10 +47,13 @@ struct TokenizerChatTemplate {
   /// text: apply_chat_template passes them to the template as variables.
   std::map<std::string, std::string> special_tokens;
   std::string path;                  ///< the file, for messages
+  /// HF's list form: every entry, name → Jinja2 text (source is the "default" one's, "" when none
+  /// is named so); empty when `chat_template` is a string or absent.
+  std::map<std::string, std::string> named_templates;
 };
 /// tokenizer_config.json's `chat_template` in `model_dir`: a string, or HF's list of {"name",
-/// "template"} (the entry named "default", as transformers picks it); source "" when the key or a
-/// "default" entry is absent (or null); nullopt when the file is. Each special token is read as
+/// "template"} (the entry named "default", as transformers picks it; all of them in
+/// named_templates); source "" when the key or a "default" entry is absent (or null); nullopt when the file is. Each special token is read as
 /// read_tokenizer_eos_token reads eos_token. Errors: as read_json_object_file; kFormat naming the
 /// file and the field when a value has another type.
 Result<std::optional<TokenizerChatTemplate>> read_tokenizer_chat_template(const std::string& model_dir);

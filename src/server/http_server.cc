@@ -148,6 +148,15 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
     auto f = server::ChatFormat::from_template(opts.chat_template, opts.chat_template_origin, opts.chat_special_tokens);
     if (!f.ok()) return f.error();
     chat_format = std::move(f).value();
+    // The tokenizer's eos_token also ends generation, as in vLLM: templates close each turn with it
+    // (ChatML's <|im_end|>), which generation_config.json / config.json may not name (they often
+    // keep the base model's <|endoftext|>).
+    if (const auto it = opts.chat_special_tokens.find("eos_token"); it != opts.chat_special_tokens.end())
+      if (const auto id = tokenizer->token_to_id(it->second);
+          id && *id < model->logits_width() && std::find(eos_ids.begin(), eos_ids.end(), *id) == eos_ids.end()) {
+        eos_ids.push_back(*id);
+        spdlog::info("the tokenizer's eos_token {:?} (id {}) also ends generation (chat template)", it->second, *id);
+      }
   }
   auto impl = std::make_unique<Impl>();
   ServerContext& ctx = impl->ctx;

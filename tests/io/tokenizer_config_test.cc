@@ -34,11 +34,17 @@ TEST(TokenizerChatTemplate, NamedTemplatesTakeDefault) {
   auto t = read_tokenizer_chat_template(d.path());
   ASSERT_TRUE(t.ok()) << t.error().message;
   EXPECT_EQ((**t).source, "D");
+  EXPECT_EQ((**t).named_templates, (std::map<std::string, std::string>{{"default", "D"}, {"tool_use", "T"}}));
   EXPECT_TRUE((**t).special_tokens.empty());  // a null eos_token is none
   d.write("tokenizer_config.json", R"({"chat_template": [{"name": "tool_use", "template": "T"}]})");
   t = read_tokenizer_chat_template(d.path());
   ASSERT_TRUE(t.ok()) << t.error().message;
   EXPECT_EQ((**t).source, "");  // no default: none (as transformers without a template name)
+  EXPECT_EQ((**t).named_templates, (std::map<std::string, std::string>{{"tool_use", "T"}}));  // mamba-server names them
+  d.write("tokenizer_config.json", R"({"chat_template": "S"})");
+  t = read_tokenizer_chat_template(d.path());
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_TRUE((**t).named_templates.empty());
 }
 
 TEST(TokenizerChatTemplate, AbsentFileOrKey) {

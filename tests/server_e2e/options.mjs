@@ -323,6 +323,26 @@ await check('chat templates: tokenizer_config.json\'s is rendered (bos/eos, rais
     } finally {
       await srv.stop();
     }
+    // HF's list of named templates without a "default": warned about (transformers asks for a
+    // name), the fixed format used; --chat-template NAME picks one, as apply_chat_template(chat_template=NAME).
+    fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({
+      chat_template: [{ name: 'tool_use', template: '{% for m in messages %}<{{ m.content }}>{% endfor %}' },
+                      { name: 'rag', template: '{% for m in messages %}({{ m.content }}){% endfor %}' }] }));
+    srv = await startServer(['-m', dir]);
+    try {
+      assert.match(srv.log(), /tokenizer_config\.json: chat_template lists templates named rag, tool_use but none "default".*--chat-template NAME/, srv.log());
+      assert.deepEqual(await ids(srv, { messages: [{ role: 'user', content: 'hi' }] }), await ids(srv, { prompt: 'User: hi\n\nAssistant:' }));
+    } finally {
+      await srv.stop();
+    }
+    srv = await startServer(['-m', dir, '--chat-template', 'rag']);
+    try {
+      assert.match(srv.log(), /chat template: --chat-template rag \(.*tokenizer_config\.json's template of that name\)/, srv.log());
+      assert.deepEqual(await ids(srv, { messages: [{ role: 'user', content: 'hi' }] }), await ids(srv, { prompt: '(hi)', add_special_tokens: false }));
+    } finally {
+      await srv.stop();
+    }
+    await expectStartupError(['-m', dir, '--chat-template', 'nosuchname'], /error: --chat-template 'nosuchname': no such file, and not a template/);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
