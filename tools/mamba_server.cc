@@ -106,6 +106,9 @@ int main(int argc, char** argv) {
   app.add_option("--port", o.port, "port (0 = any free port, printed at start)")->check(CLI::Range(0, 65535))->capture_default_str();
   app.add_option("--max-concurrent-requests", o.max_concurrent_requests,
                  "requests in the server (running + queued); more get 429")->check(mamba::cli::positive_int())->capture_default_str();
+  app.add_option("--max-best-of", o.max_best_of,
+                 "most sequences a TGI request's best_of may sample (each counts as a request; at most --max-concurrent-requests)")
+      ->check(mamba::cli::positive_int())->capture_default_str();
   app.add_option("--max-batch-size", o.max_batch_size, "sequences per decode step (0 = number of state slots)")->check(mamba::cli::non_negative_int())->capture_default_str();
   app.add_option("--max-batch-prefill-tokens", o.max_batch_prefill_tokens,
                  "prompt tokens prefilled per scheduler iteration (long prompts go in pieces)")->check(mamba::cli::positive_int())->capture_default_str();

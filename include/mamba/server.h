@@ -27,6 +27,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";           ///< address to bind: IPv4 or IPv6 literal ("::1", "::" = all IPv6 and, where the OS maps them, IPv4), "0.0.0.0" = all IPv4, or a host name resolved at start
   int port = 8080;                           ///< 0 = pick a free port (see Server::port())
   int max_concurrent_requests = 128;         ///< running + queued; beyond → 429 overloaded
+  int max_best_of = 2;                       ///< TGI's `best_of` at most this (and max_concurrent_requests); TGI's default
   int max_batch_size = 0;                    ///< sequences per decode step; 0 = number of slots
   int max_batch_prefill_tokens = 512;        ///< prompt tokens prefilled per scheduler iteration
   int max_input_tokens = 65536;              ///< prompt tokens per request (after truncate)
@@ -59,6 +60,7 @@ inline constexpr int kMaxHttpThreads = 4096;
 inline constexpr double kMaxDrainGraceSeconds = 86400.0;
 
 /// Checks the options that need no model: port in [0, 65535], max_concurrent_requests ≥ 1,
+/// max_best_of ≥ 1,
 /// max_batch_prefill_tokens ≥ 1, 1 ≤ max_input_tokens < max_total_tokens, HTTP threads (as
 /// resolved) in [1, kMaxHttpThreads], drain_grace_seconds finite in [0, kMaxDrainGraceSeconds],
 /// every cors_allow_origins entry an origin or "*".

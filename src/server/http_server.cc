@@ -97,6 +97,8 @@ Status validate_server_options(const ServerOptions& opts) {
   if (opts.port < 0 || opts.port > 65535) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--port must be 0 (any free port) to 65535, got {}", opts.port));
   }
+  if (opts.max_best_of < 1)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--max-best-of must be >= 1, got {}", opts.max_best_of));
   if (opts.max_concurrent_requests < 1) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--max-concurrent-requests must be >= 1, got {}", opts.max_concurrent_requests));
   }
@@ -169,6 +171,8 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
   ctx.limits.max_input_tokens = opts.max_input_tokens;
   ctx.limits.max_total_tokens = opts.max_total_tokens;
   ctx.limits.max_choices = opts.max_concurrent_requests;
+  ctx.limits.max_best_of = std::min(opts.max_best_of, opts.max_concurrent_requests);
+  ctx.limits.max_best_of_flag = opts.max_best_of <= opts.max_concurrent_requests ? "--max-best-of" : "--max-concurrent-requests";
   ctx.created_unix = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   server::SchedulerOptions so;
   so.slots = slots;

@@ -83,8 +83,7 @@ std::pair<std::string, std::string> dump_around_member(const nlohmann::ordered_j
   return {all.substr(0, at), all.substr(at + kMark.size())};
 }
 
-std::string dump_with_members(const nlohmann::ordered_json& obj,
-                              std::initializer_list<std::pair<std::string_view, std::string_view>> raw) {
+std::string dump_with_members(const nlohmann::ordered_json& obj, std::span<const std::pair<std::string_view, std::string_view>> raw) {
   std::string out = "{";
   auto member = [&out](std::string_view key, std::string_view value_text) {
     if (out.size() > 1) out += ',';

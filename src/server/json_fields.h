@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,8 +70,11 @@ class JsonArrayWriter {
 /// JSON text (one JSON value's text each; a member not in `obj` comes last): splices text from
 /// JsonArrayWriter into an answer, the members in `obj`'s order (a placeholder value keeps a
 /// member's place).
-std::string dump_with_members(const nlohmann::ordered_json& obj,
-                              std::initializer_list<std::pair<std::string_view, std::string_view>> raw);
+std::string dump_with_members(const nlohmann::ordered_json& obj, std::span<const std::pair<std::string_view, std::string_view>> raw);
+inline std::string dump_with_members(const nlohmann::ordered_json& obj,
+                                     std::initializer_list<std::pair<std::string_view, std::string_view>> raw) {
+  return dump_with_members(obj, std::span(raw.begin(), raw.size()));
+}
 /// `obj` (a JSON object) as the two texts around member `key`'s value: the first ends with
 /// `"key":`, the second holds the members after it and the closing brace (the member comes last
 /// when `obj` has no such key). before + value text + after = dump_with_member(obj, key, value

@@ -58,6 +58,47 @@ void set_timing_headers(httplib::Response& res, const SequenceStats& st, std::si
   res.set_header("x-generated-tokens", std::to_string(st.generated_tokens));
 }
 
+/// The JSON text of one sequence's details, TGI's Details {finish_reason, generated_tokens, seed,
+/// prefill, tokens, best_of_sequences (when `best_of_sequences` is not empty: that JSON array's
+/// text), top_tokens (with top_n_tokens)}; with `generated_text` (not null) its BestOfSequence
+/// instead: that text first, no best_of_sequences. The per-token arrays are written entry by entry
+/// (a DOM of a long answer's details took ~11 times the answer's size).
+std::string details_json(const ServerContext& ctx, const TgiRequest& r, const std::vector<std::int32_t>& prompt_ids, const Collected& c,
+                         const std::string* generated_text, std::string best_of_sequences = {}) {
+  JsonArrayWriter prefill, tokens, top;
+  if (r.decoder_input_details) {
+    for (std::size_t i = 0; i < prompt_ids.size(); ++i) {
+      const std::int32_t pid = prompt_ids[i];
+      json lp = i == 0 || i - 1 >= c.stats.prompt_logprobs.size() ? json(nullptr) : logprob_json(c.stats.prompt_logprobs[i - 1]);
+      prefill.push_raw(dump_json(json{{"id", pid}, {"text", token_text(ctx, pid)}, {"logprob", lp}}));
+    }
+  }
+  for (const auto& t : c.tokens) {
+    tokens.push_raw(dump_json(token_json(t, t.token_text)));
+    if (r.opts.top_logprobs > 0) top.push_raw(dump_json(top_tokens_json(ctx, t)));
+  }
+  nlohmann::ordered_json d;
+  if (generated_text != nullptr) d["generated_text"] = *generated_text;
+  d["finish_reason"] = finish_reason_name(c.stats.finish);
+  d["generated_tokens"] = c.stats.generated_tokens;
+  d["seed"] = seed_json(r, c.stats);
+  d["prefill"] = nullptr;  // places, for the arrays' text
+  d["tokens"] = nullptr;
+  const std::string prefill_text = prefill.take(), tokens_text = tokens.take(), top_text = top.take();
+  std::vector<std::pair<std::string_view, std::string_view>> raw{{"prefill", prefill_text}, {"tokens", tokens_text}};
+  if (!best_of_sequences.empty()) raw.emplace_back("best_of_sequences", best_of_sequences);
+  if (r.opts.top_logprobs > 0) raw.emplace_back("top_tokens", top_text);
+  return dump_with_members(d, raw);
+}
+
+/// The sum of the generated tokens' logprobs (TGI's measure for best_of); a token without a
+/// finite one makes it −inf.
+double sequence_logprob(const Collected& c) {
+  double sum = 0.0;
+  for (const auto& t : c.tokens) sum += std::isfinite(t.logprob) ? t.logprob : -std::numeric_limits<double>::infinity();
+  return sum;
+}
+
 void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, TgiMode mode) {
   BodyBudget::Lease parsing = ctx.body_budget.acquire(req.body.size());  // until the prompt's ids are made
   nlohmann::json body;
@@ -68,6 +109,8 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
   const bool stream = mode == TgiMode::kStream || (mode == TgiMode::kCompat && r->stream);
   if (stream && r->decoder_input_details)  // as TGI: the prompt's details have no place in a stream
     return send_error(req, res, ApiError::validation("`decoder_input_details` == true is not supported when streaming tokens"), ctx.metrics);
+  if (stream && r->best_of > 1)  // as TGI: one answer is picked after all end
+    return send_error(req, res, ApiError::validation("`best_of` != 1 is not supported when streaming tokens"), ctx.metrics);
   r->opts.skip_special_tokens = true;
   SequenceRequest sreq;
   if (auto e = prepare_prompt(ctx, r->inputs, r->add_special_tokens, {}, r->truncate, r->opts.max_new_tokens, r->max_new_tokens_given, kTgiFields,
@@ -78,8 +121,19 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
   sreq.opts = r->opts;
   r->opts.stop = {};  // one copy of the stop strings (up to 8 MiB) goes with the request
   parsing.release();
-  std::shared_ptr<RequestStream> rs;
-  if (auto e = submit(ctx, std::move(sreq), rs)) return send_error(req, res, *e, ctx.metrics);
+  // best_of: that many sequences of the prompt (prefilled once: the scheduler's prompt group), each
+  // in its own state slot, counted as a request and sampling with its own random seed (a seed is
+  // refused with best_of).
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  if (r->best_of > 1) {
+    sreq.prompt_group = ctx.next_prompt_group++;
+    std::vector<SequenceRequest> reqs(static_cast<std::size_t>(r->best_of - 1), sreq);
+    reqs.push_back(std::move(sreq));
+    if (auto e = submit_all(ctx, std::move(reqs), streams)) return send_error(req, res, *e, ctx.metrics);  // all or none
+  } else {
+    streams.emplace_back();
+    if (auto e = submit(ctx, std::move(sreq), streams[0])) return send_error(req, res, *e, ctx.metrics);
+  }
   const std::uint64_t id = ctx.next_request_id++;
   const char* route = mode == TgiMode::kGenerate ? "/generate" : (mode == TgiMode::kStream ? "/generate_stream" : "/");
   // x-request-id: the client's valid one, else "req-<instance>-<id>" (the log's req=<id>; TGI's
@@ -125,46 +179,43 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
       log_request(id, route, client, client_rid, st, err);
     };
     res.set_header("x-compute-type", "cpu");
-    set_sse_response(req, res, {rs}, std::move(h));
+    set_sse_response(req, res, std::move(streams), std::move(h));
     return;
   }
 
-  const ClientConnection conn(BoundedHttpServer::current_socket());  // a client that leaves cancels the sequence, as a stream's does
-  Collected c = collect(*rs, [&conn] { return conn.closed(); });
-  log_request(id, route, req.remote_addr, client_rid, c.stats, c.error);
-  if (c.error || c.stats.finish == FinishReason::kCancelled) return send_error(req, res, generation_error(c), ctx.metrics);
-  // The answer as text, its per-token arrays written entry by entry (a DOM of a long answer's
-  // details took ~11 times the answer's size).
+  const ClientConnection conn(BoundedHttpServer::current_socket());  // a client that leaves cancels the sequences, as a stream's does
+  std::vector<RequestStream*> raw;
+  for (auto& st : streams) raw.push_back(st.get());
+  std::vector<Collected> cs = collect_all(raw, [&conn] { return conn.closed(); });
+  streams.clear();
+  for (const Collected& c : cs) log_request(id, route, req.remote_addr, client_rid, c.stats, c.error);
+  // The answer fails with the first sequence that did (the others were cancelled for it), else
+  // with the first cancelled one (client gone, shutdown).
+  for (const bool want_error : {true, false})
+    for (const Collected& c : cs)
+      if (want_error ? bool(c.error) : c.stats.finish == FinishReason::kCancelled)
+        return send_error(req, res, generation_error(c), ctx.metrics);
+  // best_of: the sequence whose tokens' logprobs sum highest (the first of equals), as TGI's
+  // generate_best_of; the others go to details.best_of_sequences.
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < cs.size(); ++i)
+    if (sequence_logprob(cs[i]) > sequence_logprob(cs[best])) best = i;
+  Collected& c = cs[best];
   const nlohmann::ordered_json out{{"generated_text", prefix + c.text}};  // "details" only when asked, as TGI
   std::string details;
   if (r->details) {
-    JsonArrayWriter prefill, tokens, top;
-    if (r->decoder_input_details) {
-      for (std::size_t i = 0; i < prompt_ids->size(); ++i) {
-        const std::int32_t pid = (*prompt_ids)[i];
-        json lp = i == 0 || i - 1 >= c.stats.prompt_logprobs.size() ? json(nullptr)
-                                                                     : logprob_json(c.stats.prompt_logprobs[i - 1]);
-        prefill.push_raw(dump_json(json{{"id", pid}, {"text", token_text(ctx, pid)}, {"logprob", lp}}));
+    JsonArrayWriter others;
+    for (std::size_t i = 0; i < cs.size(); ++i)
+      if (i != best) {
+        const std::string text = prefix + cs[i].text;
+        others.push_raw(details_json(ctx, *r, *prompt_ids, cs[i], &text));
       }
-    }
-    for (const auto& t : c.tokens) {
-      tokens.push_raw(dump_json(token_json(t, t.token_text)));
-      if (r->opts.top_logprobs > 0) top.push_raw(dump_json(top_tokens_json(ctx, t)));
-    }
-    // TGI's member order (its Details struct).
-    const nlohmann::ordered_json d{{"finish_reason", finish_reason_name(c.stats.finish)},
-                                   {"generated_tokens", c.stats.generated_tokens},
-                                   {"seed", seed_json(*r, c.stats)},
-                                   {"prefill", nullptr},
-                                   {"tokens", nullptr}};
-    const std::string top_text = r->opts.top_logprobs > 0 ? top.take() : std::string();
-    details = r->opts.top_logprobs > 0 ? dump_with_members(d, {{"prefill", prefill.take()}, {"tokens", tokens.take()}, {"top_tokens", top_text}})
-                                       : dump_with_members(d, {{"prefill", prefill.take()}, {"tokens", tokens.take()}});
+    details = details_json(ctx, *r, *prompt_ids, c, nullptr, cs.size() > 1 ? others.take() : std::string());
   }
   // TGI's x-compute-characters counts characters (Rust's chars()), not bytes: the body is valid UTF-8.
   const std::size_t chars = utf8_char_count(r->inputs);
   set_timing_headers(res, c.stats, chars);
-  c = Collected();  // the tokens' copies, before the answer's text is made
+  cs.clear();  // the tokens' copies, before the answer's text is made
   std::string answer = r->details ? dump_with_member(out, "details", details) : dump_json(out);
   details = std::string();
   if (mode == TgiMode::kCompat) answer = fmt::format("[{}]", answer);
@@ -208,7 +259,7 @@ void register_tgi_routes(httplib::Server& svr, ServerContext& ctx) {
               {"model_pipeline_tag", "text-generation"},
               {"architecture", arch_name(cfg.arch)},
               {"max_concurrent_requests", ctx.opts.max_concurrent_requests},
-              {"max_best_of", 1},
+              {"max_best_of", ctx.limits.max_best_of},
               {"max_stop_sequences", ctx.limits.max_stop_sequences},
               {"max_input_tokens", ctx.limits.max_input_tokens},
               {"max_input_length", ctx.limits.max_input_tokens},

@@ -1,5 +1,8 @@
 #include "server/tgi_request.h"
 
+#include <cmath>
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "server/json_fields.h"
@@ -86,9 +89,20 @@ std::optional<ApiError> parse_tgi_request(const json& body, const RequestLimits&
   RETURN_IF_API_ERROR(get_int(p, "top_n_tokens", 0, limits.max_top_n_tokens, top_n));
   o.top_logprobs = static_cast<int>(top_n);
   o.prompt_logprobs = out.decoder_input_details;
+  // best_of, as TGI's validation: at most the server's limit, only with sampling (do_sample, or a
+  // temperature / top_k / top_p / typical_p given: SamplingParams::sampling()), never with a seed
+  // (the sequences would be one).
+  if (const auto it = p.find("best_of"); it != p.end() && it->is_number()) {
+    const double d = it->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && d > limits.max_best_of)
+      return ApiError::validation(fmt::format("`best_of` must be > 0 and <= {} ({}), given: {}", limits.max_best_of,
+                                              limits.max_best_of_flag, it->dump()));
+  }
   std::int64_t best_of = 1;
-  RETURN_IF_API_ERROR(get_int(p, "best_of", 1, 1 << 20, best_of));
-  if (best_of != 1) return ApiError::validation(fmt::format("`best_of` must be 1 (best_of > 1 is not supported), got {}", best_of));
+  RETURN_IF_API_ERROR(get_int(p, "best_of", 1, std::numeric_limits<int>::max(), best_of));  // above the limit: refused above
+  out.best_of = static_cast<int>(best_of);
+  if (out.best_of > 1 && !s.sampling()) return ApiError::validation("you must use sampling when `best_of` is > 1 (do_sample, or a temperature, top_k, top_p or typical_p)");
+  if (out.best_of > 1 && s.has_seed) return ApiError::validation("`seed` must not be set when `best_of` > 1");
   RETURN_IF_API_ERROR(reject_if_set(p, "watermark", "watermarking is not implemented"));
   RETURN_IF_API_ERROR(reject_if_set(p, "grammar", "grammar-constrained decoding is not implemented"));
   RETURN_IF_API_ERROR(reject_if_set(p, "adapter_id", "adapters are not implemented"));

@@ -205,6 +205,42 @@ TEST(OpenAiRequest, NChoicesAreRead) {
   EXPECT_EQ(null_n.n, 1);
 }
 
+// TGI's best_of: up to the server's limit (named), only with sampling and without a seed, as
+// TGI's validation (its messages).
+TEST(TgiRequest, BestOfNeedsSamplingNoSeedAndTheLimit) {
+  RequestLimits limits;
+  limits.max_best_of = 4;
+  auto parse = [&](const std::string& params, TgiRequest& r) {
+    return parse_tgi_request(json::parse(R"({"inputs":"x","parameters":)" + params + "}"), limits, r);
+  };
+  TgiRequest r;
+  ASSERT_FALSE(parse(R"({"best_of":3,"do_sample":true})", r));
+  EXPECT_EQ(r.best_of, 3);
+  TgiRequest warm;
+  ASSERT_FALSE(parse(R"({"best_of":4,"temperature":0.7})", warm));  // a temperature samples
+  EXPECT_EQ(warm.best_of, 4);
+  TgiRequest plain;
+  ASSERT_FALSE(parse(R"({"best_of":null})", plain));
+  EXPECT_EQ(plain.best_of, 1);
+  const struct {
+    std::string params, message;
+  } refused[] = {
+      {R"({"best_of":2})", "you must use sampling when `best_of` is > 1"},
+      {R"({"best_of":2,"do_sample":true,"seed":5})", "`seed` must not be set when `best_of` > 1"},
+      {R"({"best_of":5,"do_sample":true})", "`best_of` must be > 0 and <= 4 (--max-best-of), given: 5"},
+      {R"({"best_of":1e12,"do_sample":true})", "`best_of` must be > 0 and <= 4 (--max-best-of), given: 1000000000000.0"},
+      {R"({"best_of":0,"do_sample":true})", "`best_of`"},
+      {R"({"best_of":2.5,"do_sample":true})", "`best_of`"},
+  };
+  for (const auto& c : refused) {
+    TgiRequest x;
+    const auto e = parse(c.params, x);
+    ASSERT_TRUE(e) << c.params;
+    EXPECT_EQ(e->status, 422);
+    EXPECT_NE(e->message.find(c.message), std::string::npos) << c.params << " → " << e->message;
+  }
+}
+
 // Any integral `n` above the server's limit (--max-concurrent-requests) names that limit, however
 // large: 1e12 and values past int's range were refused with int's range ("between 1 and
 // 2147483647") instead. A fraction, 0, a negative or a string keep their own messages.

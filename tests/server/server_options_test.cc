@@ -22,6 +22,7 @@ TEST(ServerOptions, OutOfRangeNamesTheFlag) {
   const Case cases[] = {
       {[](ServerOptions& o) { o.port = 99999; }, "--port"},
       {[](ServerOptions& o) { o.max_concurrent_requests = 0; }, "--max-concurrent-requests"},
+      {[](ServerOptions& o) { o.max_best_of = 0; }, "--max-best-of must be >= 1, got 0"},
       {[](ServerOptions& o) { o.http_threads = 1000000; }, "--http-threads must be 0 (max-concurrent-requests + 32) to 4096, got 1000000"},
       {[](ServerOptions& o) { o.http_threads = -1; }, "--http-threads"},
       {[](ServerOptions& o) { o.max_concurrent_requests = 100000; }, "needs 100032 HTTP threads"},

@@ -23,7 +23,7 @@ await check('GET /info', async () => {
   const j = await (await fetch(base + '/info')).json();
   assert.equal(j.model_id, 'mamba2-books-7m-bpe8k');
   assert.equal(j.max_stop_sequences, 4);
-  assert.equal(j.max_best_of, 1);
+  assert.equal(j.max_best_of, 2);  // --max-best-of's default, TGI's
   assert.ok(j.state_slots >= 1);
   assert.equal(j.model_pipeline_tag, 'text-generation');
   // The default precision (auto) computes this bf16 checkpoint in the bf16 tier on a CPU with
@@ -170,6 +170,44 @@ await check('POST /generate with details, prefill and top tokens', async () => {
   const compat = await postJson(base, '/', { inputs: PROMPT, parameters: { max_new_tokens: 12, details: true } });
   assert.deepEqual(Object.keys(compat.json[0].details), ['finish_reason', 'generated_tokens', 'seed', 'prefill', 'tokens']);
   assert.deepEqual(compat.json[0].details.tokens, d.tokens);
+});
+
+await check('TGI best_of: the sequence whose logprobs sum highest, the others in details.best_of_sequences; refused as TGI refuses it', async () => {
+  const params = { max_new_tokens: 8, do_sample: true, temperature: 1.5, details: true, decoder_input_details: true, return_full_text: true };
+  const sum = (tokens) => tokens.reduce((a, t) => a + t.logprob, 0);
+  let differed = false;
+  for (let round = 0; round < 4 && !differed; ++round) {
+    const r = await postJson(base, '/generate', { inputs: PROMPT, parameters: { ...params, best_of: 2 } });
+    assert.equal(r.status, 200, r.text);
+    const d = r.json.details;
+    assert.deepEqual(Object.keys(d), ['finish_reason', 'generated_tokens', 'seed', 'prefill', 'tokens', 'best_of_sequences']);
+    assert.equal(d.best_of_sequences.length, 1);
+    const other = d.best_of_sequences[0];
+    assert.deepEqual(Object.keys(other), ['generated_text', 'finish_reason', 'generated_tokens', 'seed', 'prefill', 'tokens']);
+    assert.ok(sum(d.tokens) >= sum(other.tokens), `${sum(d.tokens)} < ${sum(other.tokens)}`);
+    assert.ok(r.json.generated_text.startsWith(PROMPT) && other.generated_text.startsWith(PROMPT));  // return_full_text, both
+    assert.deepEqual(other.prefill, d.prefill);  // the prompt prefilled once for both
+    assert.equal(Number(r.headers.get('x-generated-tokens')), d.generated_tokens);
+    assert.notEqual(d.seed, other.seed);  // each its own random seed
+    differed = r.json.generated_text !== other.generated_text;
+  }
+  assert.ok(differed, 'two sampled sequences at temperature 1.5 were the same 4 times');
+  // Without details, the answer is the text alone; the compat route / takes best_of too.
+  const plain = await postJson(base, '/generate', { inputs: PROMPT, parameters: { max_new_tokens: 4, do_sample: true, best_of: 2 } });
+  assert.deepEqual(Object.keys(plain.json), ['generated_text']);
+  const compat = await postJson(base, '/', { inputs: PROMPT, parameters: { max_new_tokens: 4, do_sample: true, best_of: 2, details: true } });
+  assert.equal(compat.status, 200, compat.text);
+  assert.equal(compat.json[0].details.best_of_sequences.length, 1);
+  for (const [route, parameters, message] of [
+    ['/generate', { best_of: 2 }, 'you must use sampling when `best_of` is > 1 (do_sample, or a temperature, top_k, top_p or typical_p)'],
+    ['/generate', { best_of: 2, do_sample: true, seed: 1 }, '`seed` must not be set when `best_of` > 1'],
+    ['/generate', { best_of: 3, do_sample: true }, '`best_of` must be > 0 and <= 2 (--max-best-of), given: 3'],
+    ['/generate_stream', { best_of: 2, do_sample: true }, '`best_of` != 1 is not supported when streaming tokens'],
+  ]) {
+    const e = await postJson(base, route, { inputs: PROMPT, parameters });
+    assert.equal(e.status, 422, `${JSON.stringify(parameters)}: ${e.text}`);
+    assert.equal(e.json.error, message);
+  }
 });
 
 await check('POST /generate_stream: concatenated tokens == generated_text == /generate', async () => {
@@ -471,7 +509,8 @@ const bad = [
   ['/generate', '{"inputs": "x", "parameters": {"temperature": "hot"}}', 422],
   ['/generate', '{"inputs": "x", "parameters": {"top_p": 1.5}}', 422],
   ['/generate', '{"inputs": "x", "parameters": {"stop": ["a","b","c","d","e"]}}', 422],
-  ['/generate', '{"inputs": "x", "parameters": {"best_of": 2}}', 422],
+  ['/generate', '{"inputs": "x", "parameters": {"best_of": 2}}', 422],  // greedy
+  ['/generate', '{"inputs": "x", "parameters": {"best_of": 2, "do_sample": true, "n": 2}}', 422],
   ['/generate', '{"inputs": "x", "parameters": {"max_new_tokens": 500000}}', 422],
   ['/generate_stream', '{"inputs": "x", "parameters": {"seed": -1}}', 422],
   ['/generate_stream', '{"inputs": "x", "parameters": {"decoder_input_details": true}}', 422],
