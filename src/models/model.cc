@@ -8,6 +8,7 @@
 #include <limits>
 #include <mutex>
 #include <new>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -159,6 +160,8 @@ Status Model::prefill(std::span<const std::int32_t> tokens, State& state, Logits
 }
 
 Status Model::step(std::span<const std::int32_t> tokens, std::span<State* const> states, std::span<float> logits) {
+  if (states.size() != tokens.size())  // first: a buffer sized for the states would be named otherwise
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("step: {} tokens but {} states", tokens.size(), states.size()));
   if (!holds_rows(logits.size(), tokens.size(), logits_width()))
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("step: logits buffer of {} floats, expected at least {} ({} row{} × logits_width {})", logits.size(),
@@ -362,14 +365,25 @@ Status MambaModel::check_state(const State& s, std::int64_t L, const char* call)
   const auto n = static_cast<std::size_t>(c.n_layer);
   const Shape conv{c.conv_channels(), c.d_conv - 1};
   const Shape ssm = c.arch == Arch::kMamba2 ? Shape{c.n_heads, c.head_dim, c.d_state} : Shape{c.d_inner, c.d_state};
-  bool ok = s.conv_state.size() == n && s.ssm_state.size() == n;
-  for (std::size_t l = 0; ok && l < n; ++l)
-    ok = s.conv_state[l].shape() == conv && s.ssm_state[l].shape() == ssm &&
-         s.conv_state[l].dtype() == DType::kF32 && s.ssm_state[l].dtype() == DType::kF32 &&
-         s.conv_state[l].data<float>() != nullptr && s.ssm_state[l].data<float>() != nullptr;
-  if (!ok)
+  // What differs, first found: the layer count, then per layer each tensor's shape, dtype, storage.
+  std::string why;
+  if (s.conv_state.size() != n || s.ssm_state.size() != n) {
+    why = s.conv_state.empty() && s.ssm_state.empty()
+              ? fmt::format("it holds no layers (a default-constructed or moved-from State); this model has {}", n)
+              : fmt::format("it holds {} conv_state and {} ssm_state layers, this model {}", s.conv_state.size(), s.ssm_state.size(), n);
+  }
+  for (std::size_t l = 0; why.empty() && l < n; ++l) {
+    for (const auto& [name, t, want] : {std::tuple<const char*, const Tensor*, const Shape*>{"conv_state", &s.conv_state[l], &conv},
+                                        std::tuple<const char*, const Tensor*, const Shape*>{"ssm_state", &s.ssm_state[l], &ssm}}) {
+      if (t->shape() != *want) why = fmt::format("{}[{}] has shape {}, this model's {}", name, l, t->shape().str(), want->str());
+      else if (t->dtype() != DType::kF32) why = fmt::format("{}[{}] is {}, not f32", name, l, dtype_name(t->dtype()));
+      else if (t->data<float>() == nullptr) why = fmt::format("{}[{}] has no storage", name, l);
+      if (!why.empty()) break;
+    }
+  }
+  if (!why.empty())
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("{}: state does not match this model (use Model::new_state() of the same model)", call));
+                      fmt::format("{}: state does not match this model: {} (use Model::new_state() of the same model)", call, why));
   if (s.position < 0 || s.position > std::numeric_limits<std::int64_t>::max() - L)
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{}: state.position is {}: expected tokens consumed so far, from 0 to 2^63 − 1 − {} (the input's length)",
@@ -469,7 +483,7 @@ Status MambaModel::forward_layers(std::span<const std::int32_t> tokens, std::spa
   ops::linear(x, d, n_out, weights_.lm_head, TensorView(), logits, V);
   if (const std::int64_t i = ops::find_non_finite(logits, n_out * V); i >= 0)
     return make_error(ErrorCode::kNumerical,
-                      fmt::format("non-finite logit {} at row {}, id {} (weights or activations overflowed)",
+                      fmt::format("non-finite logit {} at row {}, id {} (weights, activations or the state overflowed or hold a NaN)",
                                   logits[i], first_row + logits_row0 + i / V, i % V));
   return {};
 }

@@ -15,7 +15,7 @@ expect_error("error: --prompt-ids: empty item after item 1" run -m ${model} --pr
 expect_error("error: --prompt-ids: token id 99999 \\(item 2\\) is outside the vocabulary \\[0, 8192\\) \\(the model's\\)" run -m ${model} --prompt-ids 1,99999)
 expect_error("error: .*at most one of" run -m ${model} -p hi --prompt-ids 1)
 expect_error("error: .*no such file" run -m ${model} -f ${WORK}/does-not-exist.txt)
-expect_error("error: --prompt-ids: empty item before item 1 \\(the list starts with a comma\\)" run -m ${model} --prompt-ids ,)
+expect_error("error: --prompt-ids: empty item before item 1 \\(the list starts with a comma\\)\nRun with --help for more information\\.\n$" run -m ${model} --prompt-ids ,)
 expect_error("error: --prompt-ids: no token ids \\(the prompt would be empty\\)" run -m ${model} --prompt-ids "[ ]")
 # …found before the model load (a model path that does not exist is not reached).
 expect_error("error: --prompt-ids: no token ids" run -m ${WORK}/no-such-model --prompt-ids "[ ]")

@@ -131,13 +131,25 @@ TEST(ModelApi, RejectsBadArguments) {
   const Shape s0 = reshaped.ssm_state[0].shape();
   reshaped.ssm_state[0] = Tensor(DType::kF32, Shape{s0.numel()});
   const Status shape_err = model.prefill(one, reshaped, LogitsMode::kLast, logits.data());
-  EXPECT_NE(shape_err.message().find("prefill: state does not match this model"), std::string::npos) << shape_err.message();
+  EXPECT_NE(shape_err.message().find(fmt::format("prefill: state does not match this model: ssm_state[0] has shape [{}], this model's {}",
+                                                s0.numel(), s0.str())),
+            std::string::npos)
+      << shape_err.message();
+  State moved = model.new_state();
+  State taken = std::move(moved);
+  const Status moved_err = model.prefill(one, moved, LogitsMode::kLast, logits.data());  // NOLINT(bugprone-use-after-move): the point
+  EXPECT_NE(moved_err.message().find("state does not match this model: it holds no layers (a default-constructed or moved-from State)"),
+            std::string::npos)
+      << moved_err.message();
 
   State* twice[] = {&st, &st};
   const std::vector<std::int32_t> two = {1, 2};
   EXPECT_FALSE(model.step(two, twice, logits.data()).ok()) << "same state twice in one batch";
   State* one_state[] = {&st};
   EXPECT_FALSE(model.step(two, one_state, logits.data()).ok()) << "tokens/states count mismatch";
+  // named before the logits buffer (sized here for the one state): the count is the mistake
+  const Status count_err = model.step(two, one_state, std::span<float>(logits.data(), static_cast<std::size_t>(model.logits_width())));
+  EXPECT_EQ(count_err.message(), "step: 2 tokens but 1 states");
 }
 
 // The sized-buffer overloads refuse a logits span too small for what the mode writes (before

@@ -132,7 +132,7 @@ void run(const RunArgs& a, CLI::App& cmd) {
   std::vector<std::int32_t> prompt;
   if (cmd.count("--prompt-ids")) {
     auto ids = parse_ids(a.prompt_ids, "--prompt-ids");
-    if (!ids.ok()) fail(ids.error().message);
+    if (!ids.ok()) fail_flag(ids.error().message);  // a flag's value (a file's ids, --ids-file, are not)
     prompt = std::move(*ids);
     if (prompt.empty()) fail_flag("--prompt-ids: no token ids (the prompt would be empty)");  // before the load
   }
