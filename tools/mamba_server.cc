@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   // A repeated option takes its last value (llama.cpp, TGI's launcher), so a wrapper script's
   // defaults can be overridden by appending; list options (--stop) say TakeAll themselves.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::string model_ref, tokenizer_ref, state_memory = "2GiB", chat_template_flag;
+  std::string model_ref, tokenizer_ref, state_memory = "2GiB", prefix_cache_memory = "512MiB", chat_template_flag;
   int threads = 0;
   std::string precision = "auto";
   double grace = o.drain_grace_seconds;
@@ -116,6 +116,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-total-tokens", o.max_total_tokens, "prompt + max_new_tokens limit")
       ->check(mamba::cli::decimal_int_in(2, std::numeric_limits<int>::max(), " (one prompt token and one generated)", "INT >= 2"))->capture_default_str();
   app.add_option("--state-memory", state_memory, "memory for preallocated sequence states (e.g. 2GiB, 512MiB)")->capture_default_str();
+  app.add_option("--prefix-cache-memory", prefix_cache_memory,
+                 "memory for the states of prompt prefixes kept for later prompts that begin with them (0 = none)")
+      ->capture_default_str();
   app.add_option("--threads", threads, "compute threads (0 = all hardware threads, at most 1024)")
       ->check(mamba::cli::thread_count())  // at parse time, worded as mamba-cli's
       ->capture_default_str();
@@ -221,6 +224,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.state_memory_bytes = mem.value();
+  auto cache_mem = mamba::parse_byte_size(prefix_cache_memory);
+  if (!cache_mem.ok()) {
+    std::fprintf(stderr, "error: --prefix-cache-memory: %s\n%s", cache_mem.error().message.c_str(), hint.c_str());
+    return 2;
+  }
+  o.prefix_cache_bytes = cache_mem.value();
 
   // What names the model in /info and /v1/models: -m as given, else $MAMBA_MODEL as set (a repo id
   // stays a repo id, not its snapshot directory), else the embedded model's directory.

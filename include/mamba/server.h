@@ -33,6 +33,9 @@ struct ServerOptions {
   int max_input_tokens = 65536;              ///< prompt tokens per request (after truncate)
   int max_total_tokens = 131072;             ///< prompt + max_new_tokens per request
   std::int64_t state_memory_bytes = std::int64_t{2} << 30;  ///< budget for preallocated States
+  /// Budget for the States of prompt prefixes kept for later prompts that begin with the same
+  /// tokens (allocated as they are kept, least recently used evicted); 0 = none kept.
+  std::int64_t prefix_cache_bytes = std::int64_t{512} << 20;
   int http_threads = 0;                      ///< HTTP worker threads; 0 = max_concurrent_requests + 32
   std::string api_key;                       ///< non-empty: require `Authorization: Bearer KEY` or `x-api-key: KEY` (all routes but /health)
   std::string model_id = "mamba";           ///< name reported by /info and /v1/models

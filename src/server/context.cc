@@ -231,14 +231,15 @@ void log_refusal(const httplib::Request& req, int status, const std::string& typ
 void log_request(std::uint64_t id, const char* route, const std::string& client, const std::string& client_request_id,
                  const SequenceStats& st, const std::optional<Error>& err) {
   // The client's id is visible ASCII without spaces (is_echoable_request_id): one word of the line.
-  spdlog::info("req={} route={} client={}{} prompt_tokens={} generated_tokens={} queue_ms={:.1f} prefill_ms={:.1f} decode_ms={:.1f} total_ms={:.1f} finish={}{}",
+  spdlog::info("req={} route={} client={}{} prompt_tokens={} generated_tokens={} queue_ms={:.1f} prefill_ms={:.1f} decode_ms={:.1f} total_ms={:.1f} finish={}{}{}",
                id, route, client.empty() ? "-" : client,
                is_echoable_request_id(client_request_id) ? " x_request_id=" + client_request_id : std::string(),
                st.prompt_tokens, st.generated_tokens, st.queue_ms, st.prefill_ms, st.decode_ms, st.total_ms,
                err ? "error" : finish_reason_name(st.finish),
                err                                          ? fmt::format(" error={:?}", err->message)  // escaped, as log_refusal's
                : st.cancelled_by != CancelReason::kNone ? fmt::format(" cancelled_by={}", cancel_reason_name(st.cancelled_by))
-                                                          : std::string());
+                                                          : std::string(),
+               st.cached_tokens > 0 ? fmt::format(" cached_tokens={}", st.cached_tokens) : std::string());
 }
 
 bool is_echoable_request_id(std::string_view id) {

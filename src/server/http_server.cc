@@ -97,6 +97,8 @@ Status validate_server_options(const ServerOptions& opts) {
   if (opts.port < 0 || opts.port > 65535) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--port must be 0 (any free port) to 65535, got {}", opts.port));
   }
+  if (opts.prefix_cache_bytes < 0)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--prefix-cache-memory must be >= 0, got {}", opts.prefix_cache_bytes));
   if (opts.max_best_of < 1)
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--max-best-of must be >= 1, got {}", opts.max_best_of));
   if (opts.max_concurrent_requests < 1) {
@@ -179,6 +181,7 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
   so.max_in_flight = opts.max_concurrent_requests;
   so.max_batch_size = opts.max_batch_size;
   so.max_batch_prefill_tokens = opts.max_batch_prefill_tokens;
+  so.prefix_cache_bytes = opts.prefix_cache_bytes;
   // Every slot's state is allocated and zeroed now (seconds for thousands of slots on a VM): said
   // before it, and an allocation that does not fit is named with the flags that size it.
   const double pool_mib = static_cast<double>(state_bytes) * slots / (1 << 20);
@@ -195,6 +198,9 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
                slots, static_cast<double>(state_bytes) / (1 << 20), static_cast<double>(opts.state_memory_bytes) / (1 << 20),
                opts.max_concurrent_requests, opts.max_batch_size > 0 ? std::min(opts.max_batch_size, slots) : slots,
                ctx.scheduler->prefill_budget(), ctx.scheduler->granularity());
+  if (opts.prefix_cache_bytes >= state_bytes && state_bytes > 0)
+    spdlog::info("prefix cache: up to {} prompt-prefix states ({:.0f} MiB, --prefix-cache-memory), kept as prompts are prefilled",
+                 opts.prefix_cache_bytes / state_bytes, static_cast<double>(opts.prefix_cache_bytes) / (1 << 20));
   if (const std::string why = tokenizer_vocab_mismatch(*ctx.tok, *ctx.model); !why.empty()) spdlog::warn("{}", why);  // such prompts get a 422
   if (opts.max_batch_prefill_tokens < ctx.scheduler->granularity())
     spdlog::warn("--max-batch-prefill-tokens {} is below the model's chunk_size {} (prompt pieces stay aligned to it): "

@@ -67,6 +67,10 @@ std::string Metrics::render() const {
        steps > 0 ? static_cast<double>(decode_batch_sum.load()) / static_cast<double>(steps) : 0.0);
   c("mamba_prefill_calls_total", "Model::prefill calls (prompt pieces).", prefill_calls);
   c("mamba_prefill_tokens_total", "Prompt tokens prefilled.", prefill_tokens);
+  c("mamba_prefix_cache_hits_total", "Prompts that began from a cached prefix state (--prefix-cache-memory).", prefix_cache_hits);
+  c("mamba_prefix_cache_hit_tokens_total", "Prompt tokens taken from cached prefix states instead of prefilled.", prefix_cache_tokens);
+  g("mamba_prefix_cache_entries", "Prompt-prefix states kept.", prefix_cache_entries);
+  g("mamba_prefix_cache_bytes", "Bytes of the prompt-prefix states kept.", prefix_cache_bytes);
   emit(out, "mamba_decode_seconds_total", "counter", "Time inside batched decode steps.",
        static_cast<double>(decode_ns.load()) * 1e-9);
   emit(out, "mamba_prefill_seconds_total", "counter", "Time inside prefill.",

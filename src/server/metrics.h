@@ -51,6 +51,10 @@ struct Metrics {
   std::atomic<std::int64_t> decode_batch_sum{0};     ///< Σ batch size over decode steps
   std::atomic<std::int64_t> prefill_calls{0};
   std::atomic<std::int64_t> prefill_tokens{0};
+  std::atomic<std::int64_t> prefix_cache_hits{0};    ///< prompts that began from a cached prefix State
+  std::atomic<std::int64_t> prefix_cache_tokens{0};  ///< prompt tokens those hits did not prefill
+  std::atomic<std::int64_t> prefix_cache_entries{0};
+  std::atomic<std::int64_t> prefix_cache_bytes{0};
   std::atomic<std::int64_t> decode_ns{0};            ///< time inside Model::step
   std::atomic<std::int64_t> prefill_ns{0};           ///< time inside Model::prefill
   // gauges

@@ -37,6 +37,7 @@ struct SequenceStats {
   double decode_ms = 0;   ///< first token → last token
   double total_ms = 0;    ///< submit → end
   int prompt_tokens = 0;
+  int cached_tokens = 0;  ///< of prompt_tokens, those whose State came from the prefix cache (not prefilled)
   int generated_tokens = 0;
   std::uint64_t seed = 0;
   FinishReason finish = FinishReason::kNone;

@@ -147,12 +147,19 @@ std::string chat_logprobs(const ServerContext& ctx, const std::vector<TokenEvent
 }
 
 /// `usage` of an answer with these choices: the prompt counted once (OpenAI, vLLM), the completion
-/// tokens of every choice.
+/// tokens of every choice; `prompt_tokens_details.cached_tokens` (OpenAI's, vLLM's): the prompt's
+/// tokens taken from the prefix cache (the choice that prefilled it; the others copied its state).
 json usage_json(const std::vector<SequenceStats>& choices) {
   const int prompt = choices.empty() ? 0 : choices[0].prompt_tokens;
-  int completion = 0;
-  for (const SequenceStats& st : choices) completion += st.generated_tokens;
-  return json{{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+  int completion = 0, cached = 0;
+  for (const SequenceStats& st : choices) {
+    completion += st.generated_tokens;
+    cached = std::max(cached, st.cached_tokens);
+  }
+  return json{{"prompt_tokens", prompt},
+              {"completion_tokens", completion},
+              {"total_tokens", prompt + completion},
+              {"prompt_tokens_details", json{{"cached_tokens", cached}}}};
 }
 
 void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat) {

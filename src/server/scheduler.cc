@@ -33,7 +33,9 @@ struct Scheduler::Sequence {
   std::shared_ptr<RequestStream> stream;
   std::optional<SequenceGenerator> gen;
   int slot = -1;
-  std::size_t consumed = 0;         // prompt tokens prefilled so far
+  std::size_t consumed = 0;         // prompt tokens prefilled so far (or restored from the prefix cache)
+  std::size_t cached = 0;           // of those, restored from the prefix cache
+  bool cache_looked = false;        // the prefix cache was asked (once, before its first piece)
   bool has_pending = false;         // a sampled token not yet fed to the model
   std::int32_t pending = 0;
   bool done = false;                // finished; removed at the end of the phase
@@ -55,7 +57,8 @@ Scheduler::Scheduler(Model& model, const Tokenizer* tok, std::vector<std::int32_
       eos_ids_(std::move(eos_ids)),
       opts_(opts),
       metrics_(metrics),
-      pool_(model, std::max(1, opts.slots)) {
+      pool_(model, std::max(1, opts.slots)),
+      prefix_cache_(model, opts.prefix_cache_bytes) {
   if (opts_.max_batch_size <= 0 || opts_.max_batch_size > pool_.size()) opts_.max_batch_size = pool_.size();
   granule_ = static_cast<int>(model_.config().prompt_granule());
   // A prompt piece is at least one granule (pieces end at chunk boundaries): a smaller budget is
@@ -363,10 +366,21 @@ bool Scheduler::prefill_pieces() {
     const std::size_t idx = (prefill_cursor_ + k) % count;
     Sequence& s = *running_[idx];
     const auto size = static_cast<std::int64_t>(s.req.prompt.size());
-    const auto consumed = static_cast<std::int64_t>(s.consumed);
-    if (s.done || consumed >= size) continue;
-    if (consumed == 0 && s.req.prompt_group != 0 && waits_for_group(idx)) continue;
+    if (s.done || static_cast<std::int64_t>(s.consumed) >= size) continue;
+    if (s.consumed == 0 && s.req.prompt_group != 0 && waits_for_group(idx)) continue;
     const bool want_all = s.req.opts.prompt_logprobs;
+    if (!s.cache_looked) {  // its prompt's longest cached prefix, unless every position's logprobs are wanted
+      s.cache_looked = true;
+      if (prefix_cache_.enabled() && !want_all && s.consumed == 0) {
+        s.cached = prefix_cache_.restore(s.req.prompt, pool_.state(s.slot));
+        s.consumed = s.cached;
+        if (s.cached > 0) {
+          metrics_.prefix_cache_hits++;
+          metrics_.prefix_cache_tokens += static_cast<std::int64_t>(s.cached);
+        }
+      }
+    }
+    const auto consumed = static_cast<std::int64_t>(s.consumed);  // (the cached prefix counted)
     const std::int64_t remaining = size - consumed;
     std::int64_t left = budget - used;
     if (want_all) {
@@ -383,6 +397,10 @@ bool Scheduler::prefill_pieces() {
         n = std::min(remaining, g);  // a budget below one granule still makes progress
       }
     }
+    // The prefix cache keeps the State after the prompt's last whole granule short of its end
+    // (at least one token is left to prefill for its logits): a piece ends there.
+    const std::int64_t save_at = prefix_cache_.enabled() ? (size - 1) / g * g : 0;
+    if (save_at > consumed && consumed + n > save_at) n = save_at - consumed;
     const bool last = consumed + n == size;
     const LogitsMode mode = want_all ? LogitsMode::kAll : (last ? LogitsMode::kLast : LogitsMode::kNone);
     const std::int64_t rows = mode == LogitsMode::kAll ? n : 1;
@@ -405,6 +423,11 @@ bool Scheduler::prefill_pieces() {
       s.done = true;
       s.error = st.error();
       continue;
+    }
+    if (save_at > 0 && static_cast<std::int64_t>(s.consumed) == save_at) {
+      prefix_cache_.insert(std::span<const std::int32_t>(s.req.prompt.data(), static_cast<std::size_t>(save_at)), pool_.state(s.slot));
+      metrics_.prefix_cache_entries = static_cast<std::int64_t>(prefix_cache_.size());
+      metrics_.prefix_cache_bytes = prefix_cache_.bytes();
     }
     if (want_all) {
       lsm_scratch_.resize(static_cast<std::size_t>(vocab_limit_));
@@ -486,6 +509,7 @@ void Scheduler::finish_sequence(std::size_t idx, const std::optional<Error>& err
   st.prefill_ms = s->prefill_ms;
   st.total_ms = ms_between(s->t_submit, now);
   st.prompt_tokens = static_cast<int>(s->req.prompt.size());
+  st.cached_tokens = static_cast<int>(s->cached);
   st.generated_tokens = static_cast<int>(s->gen->generated_ids().size());
   st.decode_ms = st.generated_tokens > 0 ? ms_between(s->t_first, now) : 0.0;
   st.seed = s->gen->seed();

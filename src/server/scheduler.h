@@ -6,7 +6,8 @@
 //   2. one batched decode step (Model::step) over up to max_batch_size sequences that have a
 //      sampled-but-unfed token (round robin when more are running), then samples each row;
 //      Sequences whose client stopped reading are paused (SchedulerOptions::max_stream_backlog).
-//   3. prefills waiting prompts within max_batch_prefill_tokens. A prompt that does not fit is
+//   3. prefills waiting prompts within max_batch_prefill_tokens (from the longest prefix the
+//      PrefixCache holds, when it holds one: the State of an earlier prompt's first tokens). A prompt that does not fit is
 //      prefilled in pieces across iterations; every piece but the last is a multiple of the
 //      model's chunk granularity (Mamba-2: chunk_size), so chunk boundaries stay at absolute
 //      positions and the result is bitwise the unsplit prefill (model.h). A prompt piece is never
@@ -28,6 +29,7 @@
 #include "mamba/model.h"
 #include "mamba/tokenizer.h"
 #include "server/metrics.h"
+#include "server/prefix_cache.h"
 #include "server/request_stream.h"
 #include "server/slot_pool.h"
 
@@ -48,6 +50,9 @@ struct SchedulerOptions {
   /// its backlog (the events wait in memory, as before pausing existed). So a client that reads a
   /// few bytes now and then cannot hold a slot for hours (a 100 000-token stream read at 0.5 KB/s).
   std::chrono::milliseconds max_stream_pause{30'000};
+  /// Bytes of prompt-prefix States kept for later prompts that begin with the same tokens
+  /// (PrefixCache); 0: none kept.
+  std::int64_t prefix_cache_bytes = 0;
 };
 
 /// A validated generation request (ids already tokenized and truncated).
@@ -131,6 +136,7 @@ class Scheduler {
   SchedulerOptions opts_;
   Metrics& metrics_;
   SlotPool pool_;
+  PrefixCache prefix_cache_;
   int granule_ = 1;
   std::int64_t vocab_limit_ = 0;
 

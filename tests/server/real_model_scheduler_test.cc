@@ -168,5 +168,91 @@ TEST(RealModelScheduler, Mamba1OddPromptGroupPrefillsOnce) {
   check_prompt_group(shared + "/fixtures/mamba1-odd/model");
 }
 
+// The prefix cache (SchedulerOptions::prefix_cache_bytes): prompts that extend earlier ones start
+// from the cached State of their longest kept prefix, and every answer is bitwise the uncached one
+// (the state is kept only at whole granules, where a resumed prefill equals the unsplit one).
+void check_prefix_cache(const std::string& dir) {
+  auto model = Model::load(dir);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  Model& m = **model;
+  std::mt19937 rng(9);
+  const auto vocab = static_cast<std::uint32_t>(m.config().vocab_size);
+  auto random_ids = [&](int n) {
+    std::vector<std::int32_t> v;
+    for (int k = 0; k < n; ++k) v.push_back(static_cast<std::int32_t>(rng() % vocab));
+    return v;
+  };
+  const std::vector<std::int32_t> base = random_ids(41), ext = random_ids(20), other = random_ids(33);
+  auto join = [](std::vector<std::int32_t> a, std::span<const std::int32_t> b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  std::vector<SequenceRequest> reqs;
+  for (const auto& prompt : {base, join(base, std::span(ext).first(7)), join(base, ext), other, join(base, std::span(ext).first(7)),
+                             std::vector<std::int32_t>(base.begin(), base.begin() + 30)}) {
+    SequenceRequest r;
+    r.prompt = prompt;
+    r.opts.max_new_tokens = 4;
+    r.opts.ignore_eos = true;
+    r.opts.top_logprobs = 2;
+    reqs.push_back(std::move(r));
+  }
+  reqs[2].opts.sampling.do_sample = true;  // a sampled one too
+  reqs[2].opts.sampling.seed = 3;
+  reqs[2].opts.sampling.has_seed = true;
+  SequenceRequest scored = reqs[1];  // every prompt position's logprobs: prefilled whole, not from the cache
+  scored.opts.prompt_logprobs = true;
+  reqs.push_back(scored);
+  const std::vector<Outcome> alone = test::run_each_alone(m, nullptr, reqs);  // no cache there
+
+  for (const std::int64_t budget_states : {std::int64_t{64}, std::int64_t{1}}) {
+    SCOPED_TRACE(::testing::Message() << "cache of " << budget_states << " state(s)");
+    Metrics metrics;
+    SchedulerOptions so;
+    so.slots = 2;
+    so.max_batch_prefill_tokens = 16;  // pieces: the save point cuts one
+    so.prefix_cache_bytes = budget_states * m.config().state_bytes();
+    Scheduler sch(m, nullptr, {}, so, metrics);
+    sch.start();
+    std::vector<int> cached;
+    for (std::size_t i = 0; i < reqs.size(); ++i) {  // one after another: each sees the cache the earlier ones left
+      auto st = sch.submit(reqs[i]);
+      ASSERT_NE(st, nullptr);
+      Outcome o = drain(*st);
+      EXPECT_EQ(o.ids, alone[i].ids) << "request " << i;
+      EXPECT_EQ(o.logprobs, alone[i].logprobs) << "request " << i;
+      EXPECT_EQ(o.top, alone[i].top) << "request " << i;
+      EXPECT_EQ(o.prompt_logprobs, alone[i].prompt_logprobs) << "request " << i;
+      cached.push_back(o.cached_tokens);
+    }
+    sch.stop(1s);
+    // Kept: each prompt's state at its last whole granule short of its end.
+    const std::int64_t g = m.config().prompt_granule();
+    auto save_point = [&](std::size_t i) { return static_cast<int>((static_cast<std::int64_t>(reqs[i].prompt.size()) - 1) / g * g); };
+    EXPECT_EQ(cached[0], 0);
+    EXPECT_EQ(cached[1], save_point(0)) << "base + 7 begins with base's kept prefix";
+    EXPECT_EQ(cached[2], budget_states > 1 ? std::max(save_point(0), save_point(1)) : save_point(1)) << "base + 20: the longest kept";
+    EXPECT_EQ(cached[3], 0) << "another prompt";
+    if (budget_states > 1) EXPECT_EQ(cached[4], save_point(1) < 48 ? save_point(1) : save_point(0)) << "base + 7 again";
+    else EXPECT_EQ(cached[4], 0) << "evicted by `other`'s state";
+    EXPECT_EQ(cached[6], 0) << "prompt logprobs: prefilled whole";
+    int hits = 0, tokens = 0;
+    for (const int c : cached) hits += c > 0, tokens += c;
+    EXPECT_EQ(metrics.prefix_cache_hits.load(), hits);
+    EXPECT_EQ(metrics.prefix_cache_tokens.load(), tokens);
+    EXPECT_LE(metrics.prefix_cache_entries.load(), budget_states);
+  }
+}
+
+TEST(RealModelScheduler, Mamba2OddPrefixCacheAnswersAsUncached) {
+  MAMBA_REQUIRE_SHARED(shared);
+  check_prefix_cache(shared + "/fixtures/mamba2-odd/model");
+}
+
+TEST(RealModelScheduler, Mamba1OddPrefixCacheAnswersAsUncached) {
+  MAMBA_REQUIRE_SHARED(shared);
+  check_prefix_cache(shared + "/fixtures/mamba1-odd/model");
+}
+
 }  // namespace
 }  // namespace mamba::server

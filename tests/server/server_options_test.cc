@@ -23,6 +23,7 @@ TEST(ServerOptions, OutOfRangeNamesTheFlag) {
       {[](ServerOptions& o) { o.port = 99999; }, "--port"},
       {[](ServerOptions& o) { o.max_concurrent_requests = 0; }, "--max-concurrent-requests"},
       {[](ServerOptions& o) { o.max_best_of = 0; }, "--max-best-of must be >= 1, got 0"},
+      {[](ServerOptions& o) { o.prefix_cache_bytes = -1; }, "--prefix-cache-memory must be >= 0, got -1"},
       {[](ServerOptions& o) { o.http_threads = 1000000; }, "--http-threads must be 0 (max-concurrent-requests + 32) to 4096, got 1000000"},
       {[](ServerOptions& o) { o.http_threads = -1; }, "--http-threads"},
       {[](ServerOptions& o) { o.max_concurrent_requests = 100000; }, "needs 100032 HTTP threads"},

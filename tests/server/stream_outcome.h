@@ -25,6 +25,7 @@ struct Outcome {
   std::string text;                                                ///< the text deltas joined
   std::vector<float> prompt_logprobs;
   FinishReason finish = FinishReason::kNone;
+  int cached_tokens = 0;  ///< SequenceStats::cached_tokens
 };
 
 /// Takes the stream's updates until it is done (a test failure if it reports an error, or if it
@@ -46,6 +47,7 @@ inline Outcome drain(server::RequestStream& s, int max_waits = 10000) {
       EXPECT_FALSE(u.error) << u.error->message;
       o.finish = s.stats().finish;
       o.prompt_logprobs = s.stats().prompt_logprobs;
+      o.cached_tokens = s.stats().cached_tokens;
       return o;
     }
   }

@@ -210,6 +210,34 @@ await check('TGI best_of: the sequence whose logprobs sum highest, the others in
   }
 });
 
+await check('prefix cache: a prompt that begins with an earlier one starts from its kept state; the answer is bitwise the uncached one', async () => {
+  const metric = async (name) => Number((await (await fetch(base + '/metrics')).text()).match(new RegExp(`^${name} (\\S+)$`, 'm'))[1]);
+  const hits0 = await metric('mamba_prefix_cache_hits_total');
+  const long = Array(16).fill(PROMPT).join('. ') + ' and';  // > 64 tokens: one whole SSD chunk (chunk_size 64) is kept
+  const body = { prompt: long, max_tokens: 6, temperature: 0, logprobs: 2 };
+  const first = await postJson(base, '/v1/completions', body);
+  assert.equal(first.status, 200, first.text);
+  assert.equal(first.json.usage.prompt_tokens_details.cached_tokens, 0);
+  const again = await postJson(base, '/v1/completions', body);
+  assert.equal(again.status, 200, again.text);
+  const kept = Math.floor((again.json.usage.prompt_tokens - 1) / 64) * 64;
+  assert.ok(kept >= 64, `${again.json.usage.prompt_tokens} prompt tokens`);
+  assert.equal(again.json.usage.prompt_tokens_details.cached_tokens, kept);
+  assert.equal(again.json.choices[0].text, first.json.choices[0].text);
+  assert.deepEqual(again.json.choices[0].logprobs, first.json.choices[0].logprobs);  // bitwise: the same floats
+  // A longer prompt that begins with it (the next turn) on the TGI route: its details are those of
+  // a server that prefilled everything (the same request after the cache is bypassed by
+  // decoder_input_details, which needs every prompt position's logits).
+  const next = { inputs: long + ' the wind', parameters: { max_new_tokens: 5, details: true } };
+  const cached = await postJson(base, '/generate', next);
+  const whole = await postJson(base, '/generate', { ...next, parameters: { ...next.parameters, decoder_input_details: true } });
+  assert.equal(cached.status, 200, cached.text);
+  assert.deepEqual(cached.json.details.tokens, whole.json.details.tokens);
+  assert.equal(await metric('mamba_prefix_cache_hits_total'), hits0 + 2);
+  assert.ok(await metric('mamba_prefix_cache_entries') >= 1);
+  assert.ok(/req=\d+ route=\/v1\/completions .* cached_tokens=\d+/.test(srv.log()), srv.log().slice(-800));
+});
+
 await check('POST /generate_stream: concatenated tokens == generated_text == /generate', async () => {
   const s = await postSse(base, '/generate_stream', { inputs: PROMPT, parameters: { max_new_tokens: 12, details: true } });
   assert.equal(s.status, 200);
