@@ -25,6 +25,7 @@ thread_local HeadFault t_head_fault = HeadFault::kNone;
 thread_local const char* t_fault_what = "";  // kMalformedLine: what is wrong with the line
 thread_local std::size_t t_fault_line = 0;    // kMalformedLine: 1 = the first header line
 thread_local bool t_close_after_answer = false;
+thread_local bool t_body_may_follow = false;  // close_after_answer(true): the refused body may still be coming
 enum class ConnectionChoice { kDefault, kKeep, kClose };  // set_keep_alive(), else cpp-httplib's reading
 thread_local ConnectionChoice t_connection = ConnectionChoice::kDefault;
 thread_local int t_socket = -1;
@@ -62,8 +63,14 @@ bool socket_endpoint(int fd, bool peer, std::string& ip, int& port) {
 }
 
 /// How long and how much of a client's further bytes are read and dropped when its connection
-/// ends with bytes unread (close_lingering).
+/// ends with bytes unread (close_lingering): until the client is silent for kLingerIdleMs, for at
+/// most kLingerMs in all — or, after an answer that refused a body the client may still be
+/// uploading (close_after_answer(true)), kLingerBodyMs, as nginx's lingering_time: Python's
+/// http.client / requests read the answer only once they have sent the whole body, and with 2 s
+/// in all they met a reset instead of their 413.
+constexpr int kLingerIdleMs = 2000;
 constexpr int kLingerMs = 2000;
+constexpr int kLingerBodyMs = 30000;
 constexpr std::size_t kLingerBytes = std::size_t{1} << 30;
 
 /// The stream's read-ahead buffer (cpp-httplib's SocketStream reads ahead 4 KiB too).
@@ -75,6 +82,7 @@ void clear_thread_state() {
   t_fault_what = "";
   t_fault_line = 0;
   t_close_after_answer = false;
+  t_body_may_follow = false;
   t_connection = ConnectionChoice::kDefault;
   t_socket = -1;
   t_stream = nullptr;
@@ -104,6 +112,7 @@ class HeadBoundedStream final : public httplib::Stream {
     t_fault_what = "";
     t_fault_line = 0;
     t_close_after_answer = false;
+    t_body_may_follow = false;
     t_connection = ConnectionChoice::kDefault;
   }
 
@@ -279,14 +288,14 @@ class HeadBoundedStream final : public httplib::Stream {
 
 }  // namespace
 
-void close_lingering(int fd, int max_ms, std::size_t max_bytes) {
+void close_lingering(int fd, int idle_ms, int max_ms, std::size_t max_bytes) {
   ::shutdown(fd, SHUT_WR);
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms);
   char buf[16384];
   for (std::size_t drained = 0; drained < max_bytes;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
     pollfd p{fd, POLLIN, 0};
-    if (left <= 0 || poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    if (left <= 0 || poll(&p, 1, static_cast<int>(std::min<long long>(left, idle_ms))) <= 0) break;
     const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n <= 0) break;  // the client closed (or an error)
     drained += static_cast<std::size_t>(n);
@@ -304,7 +313,10 @@ std::string BoundedHttpServer::head_fault_detail() {
   return (t_fault_line == 0 ? std::string("the request line") : "header line " + std::to_string(t_fault_line)) + " " + t_fault_what;
 }
 
-void BoundedHttpServer::close_after_answer() { t_close_after_answer = true; }
+void BoundedHttpServer::close_after_answer(bool body_may_follow) {
+  t_close_after_answer = true;
+  t_body_may_follow = t_body_may_follow || body_may_follow;
+}
 
 void BoundedHttpServer::set_keep_alive(bool keep) { t_connection = keep ? ConnectionChoice::kKeep : ConnectionChoice::kClose; }
 
@@ -361,12 +373,15 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
 
   /// Ends the connection the lingering way while parked (close_lingering's loop, without a
   /// thread): the answer was written, the client's further bytes are read and dropped until it
-  /// closes, `max_bytes` came or `max_ms` passed.
-  void linger(int max_ms, std::size_t max_bytes) {
+  /// closes, `max_bytes` came, it sent nothing for `idle_ms`, or `max_ms` passed.
+  void linger(int idle_ms, int max_ms, std::size_t max_bytes) {
     ::shutdown(fd_, SHUT_WR);
     lingering_ = true;
     linger_left_ = max_bytes;
-    deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms);
+    linger_idle_ = std::chrono::milliseconds(idle_ms);
+    const auto now = std::chrono::steady_clock::now();
+    linger_end_ = now + std::chrono::milliseconds(max_ms);
+    deadline_ = std::min(now + linger_idle_, linger_end_);
   }
 
   Next on_readable() override {
@@ -378,6 +393,7 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Next::kWait;
         if (n <= 0 || static_cast<std::size_t>(n) >= linger_left_) return Next::kClose;  // the client closed, or enough
         linger_left_ -= static_cast<std::size_t>(n);
+        deadline_ = std::min(std::chrono::steady_clock::now() + linger_idle_, linger_end_);  // bytes came: idle anew
       }
       return Next::kWait;
     }
@@ -408,6 +424,8 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   std::size_t scanned_ = 0;  // how many of them it has looked at
   bool lingering_ = false;   // linger() was called: the connection is ending
   std::size_t linger_left_ = 0;
+  std::chrono::milliseconds linger_idle_{0};
+  std::chrono::steady_clock::time_point linger_end_{};
 };
 
 BoundedHttpServer::~BoundedHttpServer() = default;
@@ -486,10 +504,10 @@ void BoundedHttpServer::serve(std::unique_ptr<Connection> c) {
       // to the reset that closing with unread bytes sends.
       if (refused || strm.input_pending()) {
         if (parking_) {  // the client's bytes are awaited without a thread
-          c->linger(kLingerMs, kLingerBytes);
+          c->linger(kLingerIdleMs, t_body_may_follow ? kLingerBodyMs : kLingerMs, kLingerBytes);
           break;
         }
-        close_lingering(c->fd(), kLingerMs, kLingerBytes);
+        close_lingering(c->fd(), kLingerIdleMs, t_body_may_follow ? kLingerBodyMs : kLingerMs, kLingerBytes);
       }
       break;
     }

@@ -14,7 +14,7 @@
 // ':' ("Transfer-Encoding : chunked" was dropped, the body then framed by Content-Length: a
 // request-smuggling gap behind a proxy that reads it), no ':', a folded line, a bare LF ending —
 // end the head the same way, answered 400 naming the line. Either way the connection ends after that answer (the lingering way: the client's
-// further bytes are read and discarded for at most 2 s), so the rest of the head is never read as a
+// further bytes are read and discarded for 2 s, or until it is silent for 2 s, 30 s at most, after a refused body), so the rest of the head is never read as a
 // next request; handlers end it the same way after answers that leave bytes unread
 // (close_after_answer()). The stream is kept across a connection's requests, so pipelined requests
 // are all answered (cpp-httplib 0.11 dropped the bytes its per-request stream had read ahead),
@@ -40,9 +40,10 @@ namespace mamba::server {
 
 /// Ends the connection on `fd` after an answer already written to it, the lingering way (RFC 7230
 /// §6.6): shutdown(SHUT_WR) so the client sees the answer end, then read and discard what it still
-/// sends (a refused body or head) until it closes, for at most `max_ms` / `max_bytes`, then
-/// shutdown(SHUT_RD). The descriptor stays open (its owner closes it).
-void close_lingering(int fd, int max_ms, std::size_t max_bytes);
+/// sends (a refused body or head) until it closes, sends nothing for `idle_ms`, or `max_ms` /
+/// `max_bytes` are reached (nginx's lingering_timeout / lingering_time), then shutdown(SHUT_RD).
+/// The descriptor stays open (its owner closes it).
+void close_lingering(int fd, int idle_ms, int max_ms, std::size_t max_bytes);
 
 class BoundedHttpServer : public httplib::Server {
  public:
@@ -90,10 +91,12 @@ class BoundedHttpServer : public httplib::Server {
 
   /// Called from a handler or hook (on the thread processing the request): once this request's
   /// answer is written, the connection ends, the lingering way (the client's further bytes — a body
-  /// refused unread, the rest of a head not parsed — are read and discarded for at most 2 s, so
-  /// they are never read as a next request and the client reads the answer rather than a reset).
-  /// The answer should say "Connection: close". cpp-httplib 0.11 would keep the connection.
-  static void close_after_answer();
+  /// refused unread, the rest of a head not parsed — are read and discarded until it is silent for
+  /// 2 s, at most 2 s in all, or 30 s when `body_may_follow`: a body it may still be uploading, so
+  /// that a client that reads only once it has sent everything gets the answer rather than a
+  /// reset; never read as a next request). The answer should say "Connection: close".
+  /// cpp-httplib 0.11 would keep the connection.
+  static void close_after_answer(bool body_may_follow = false);
 
   ~BoundedHttpServer() override;
 

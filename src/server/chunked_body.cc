@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
 
 namespace mamba::server {
 
@@ -20,6 +21,14 @@ int hex_value(char c) {
 bool is_ctl(char c) {
   const auto u = static_cast<unsigned char>(c);
   return (u < 0x20 && c != '\t') || u == 0x7f;
+}
+
+/// A token character of a field name (RFC 9110 §5.6.2).
+bool is_tchar(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (u >= '0' && u <= '9') return true;
+  if ((u | 0x20) >= 'a' && (u | 0x20) <= 'z') return true;
+  return c != '\0' && std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 /// A byte as a message shows it: printable ASCII as is, else its hex code.
@@ -98,9 +107,12 @@ void ChunkedBodyDecoder::step(char c) {
                                                      chunk_index_, shown_byte(c)));
         part_ = Part::kExtension;
         ext_begun_ = c == ';';
+        if (ext_begun_) ++extension_bytes_;
         return;
       }
       // an extension, or the whitespace before its ';' (BWS)
+      if (ext_begun_ && ++extension_bytes_ > kMaxExtensions)
+        return fail(State::kMalformed, fmt::format("the chunked body's chunk extensions are longer than {} bytes in all", kMaxExtensions));
       if (is_ctl(c))
         return fail(State::kMalformed, fmt::format("chunk {}'s size line holds control character 0x{:02x}", chunk_index_,
                                                    static_cast<unsigned char>(c)));
@@ -114,7 +126,11 @@ void ChunkedBodyDecoder::step(char c) {
     }
     case Part::kSizeLf:
       if (c != '\n') return fail(State::kMalformed, fmt::format("chunk {}'s size line has a CR not followed by LF", chunk_index_));
+      if (++line_bytes_ > kMaxSizeLine)  // (the CR was counted; the LF too)
+        return fail(State::kMalformed, fmt::format("chunk {}'s size line is longer than {} bytes", chunk_index_, kMaxSizeLine));
       line_bytes_ = 0;
+      trailer_line_ = 1;
+      trailer_colon_ = false;
       if (chunk_size_ == 0) {
         part_ = Part::kTrailerLine;  // the last chunk
       } else {
@@ -124,8 +140,9 @@ void ChunkedBodyDecoder::step(char c) {
       return;
     case Part::kDataCr:
       if (c != '\r')
-        return fail(State::kMalformed, fmt::format("chunk {} is longer than its size line says ({} bytes): no CRLF after its data, "
-                                                   "but {}", chunk_index_, chunk_size_, shown_byte(c)));
+        return fail(State::kMalformed, fmt::format("chunk {}'s data is not followed by CRLF after the {} bytes its size line "
+                                                   "declares ({} there): the data is longer or shorter than declared",
+                                                   chunk_index_, chunk_size_, shown_byte(c)));
       part_ = Part::kDataLf;
       return;
     case Part::kDataLf:
@@ -138,6 +155,8 @@ void ChunkedBodyDecoder::step(char c) {
       return;
     case Part::kTrailerLine:
       if (c == '\r') {
+        if (line_bytes_ > 0 && !trailer_colon_)
+          return fail(State::kMalformed, fmt::format("trailer line {} of the chunked body has no ':' (a field line is NAME: VALUE)", trailer_line_));
         part_ = Part::kTrailerLf;
         return;
       }
@@ -148,6 +167,16 @@ void ChunkedBodyDecoder::step(char c) {
       if (is_ctl(c))
         return fail(State::kMalformed, fmt::format("a trailer line of the chunked body holds control character 0x{:02x}",
                                                    static_cast<unsigned char>(c)));
+      if (!trailer_colon_) {  // the field name: a token, then ':' (as HeadChecker reads a header line)
+        if (c == ':') {
+          if (line_bytes_ == 0)
+            return fail(State::kMalformed, fmt::format("trailer line {} of the chunked body has no field name before its ':'", trailer_line_));
+          trailer_colon_ = true;
+        } else if (!is_tchar(c)) {
+          return fail(State::kMalformed, fmt::format("trailer line {} of the chunked body has {} in its field name{}", trailer_line_,
+                                                     shown_byte(c), line_bytes_ == 0 ? " (a folded line)" : ""));
+        }
+      }
       ++line_bytes_;
       if (++trailer_bytes_ > kMaxTrailer)
         return fail(State::kMalformed, fmt::format("the chunked body's trailer section is longer than {} bytes", kMaxTrailer));
@@ -160,6 +189,8 @@ void ChunkedBodyDecoder::step(char c) {
       }
       trailer_bytes_ += 2;
       line_bytes_ = 0;
+      ++trailer_line_;
+      trailer_colon_ = false;
       part_ = Part::kTrailerLine;
       return;
     case Part::kData: return;  // fed in bulk by feed()

@@ -13,9 +13,10 @@
 //   last-chunk   = 1*"0" [ chunk-ext ] CRLF
 //   chunk-size   = 1*HEXDIG
 //   chunk-ext    = anything up to the line's CRLF but CTLs (HTAB allowed): extensions are ignored,
-//                  as RFC 9112 §7.1.1 lets a recipient do
-//   trailer-section = *( field-line CRLF ): read, bounded, and dropped (§7.1.2: a server may
-//                  discard trailer fields; none of this API's requests has one)
+//                  as RFC 9112 §7.1.1 lets a recipient do (kMaxExtensions bytes of them in all)
+//   trailer-section = *( field-line CRLF ), field-line = token ":" value as in the head (no
+//                  whitespace before the ':', no folded lines): read, bounded, and dropped
+//                  (§7.1.2: a server may discard trailer fields; none of this API's requests has one)
 // Every line ends CRLF: a bare LF or a CR not followed by LF is a fault (as in the head: a proxy
 // that framed the body otherwise would let a second request hide in it).
 #pragma once
@@ -33,6 +34,9 @@ class ChunkedBodyDecoder {
   static constexpr std::size_t kMaxSizeLine = 4096;
   /// Bytes of the whole trailer section (its field lines and their CRLFs, not the final CRLF).
   static constexpr std::size_t kMaxTrailer = 8192;
+  /// Bytes of all the chunk extensions of a body (no client sends any: 1-byte chunks each with a
+  /// 4 KiB extension put 34 GB on the wire for an 8 MiB body).
+  static constexpr std::size_t kMaxExtensions = 65536;
 
   /// `max_body_bytes`: bytes of decoded body (the chunks' data) accepted; a chunk whose size would
   /// take the body past it is refused as soon as its size line ends, before its data is read.
@@ -62,6 +66,9 @@ class ChunkedBodyDecoder {
   const std::string& error() const { return error_; }
   /// Data bytes decoded so far (the body's size once kDone).
   std::uint64_t body_bytes() const { return body_bytes_; }
+  /// Whether the last chunk (size 0) has been read: what is still to come is the trailer section
+  /// and its final CRLF (for a message about a body that ended early).
+  bool in_trailer() const { return part_ == Part::kTrailerLine || part_ == Part::kTrailerLf; }
 
  private:
   enum class Part {
@@ -90,6 +97,9 @@ class ChunkedBodyDecoder {
   std::size_t line_bytes_ = 0;      // bytes of the current size line / trailer line so far
   std::size_t digits_ = 0;          // hex digits of the current size line
   std::size_t trailer_bytes_ = 0;   // bytes of the trailer section so far
+  std::size_t extension_bytes_ = 0; // bytes of chunk extensions so far (from each ';' on)
+  std::size_t trailer_line_ = 0;    // 1 = the first trailer line, for messages
+  bool trailer_colon_ = false;      // the current trailer line's ':' was seen
   bool ext_begun_ = false;          // kExtension: its ';' was seen (before it only SP / HTAB)
 };
 

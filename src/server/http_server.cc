@@ -29,6 +29,7 @@
 #include "mamba/server.h"
 #include "server/bounded_http_server.h"
 #include "server/chunked_body.h"
+#include "server/client_connection.h"
 #include "server/context.h"
 #include "server/cors.h"
 #include "server/json_fields.h"
@@ -251,9 +252,9 @@ bool may_have_unread_body(const httplib::Request& req) {
 /// Makes the answer in `res` one that ends the connection after it is written (the lingering way:
 /// BoundedHttpServer::close_after_answer): cpp-httplib 0.11 would read an unread body, or the rest
 /// of a head it could not parse, as further requests on the same connection.
-void close_after_answer(httplib::Response& res) {
+void close_after_answer(httplib::Response& res, bool body_may_follow = false) {
   res.set_header("Connection", "close");
-  server::BoundedHttpServer::close_after_answer();
+  server::BoundedHttpServer::close_after_answer(body_may_follow);
 }
 
 /// Drops the byte ranges cpp-httplib parsed from a `Range` header, so that every answer is whole:
@@ -332,10 +333,15 @@ std::optional<ApiError> read_chunked_body(const httplib::Request& req, std::size
   std::vector<char> buf(16384);
   while (decoder.state() == server::ChunkedBodyDecoder::State::kMore) {
     const long n = server::BoundedHttpServer::read_body(buf.data(), std::min(buf.size(), decoder.next_read_size()));
-    if (n <= 0)
-      return ApiError::malformed(fmt::format("the chunked request body ended before its last chunk (a 0-size chunk and an empty "
-                                             "line) after {} bytes of data: the client closed the connection or sent nothing for "
-                                             "10 s", decoder.body_bytes()));
+    if (n <= 0) {
+      const bool closed = server::ClientConnection(server::BoundedHttpServer::current_socket()).closed();
+      return ApiError::malformed(fmt::format("the chunked request body ended {} after {} bytes of data: {}",
+                                             decoder.in_trailer() ? "in its trailer section (after its last chunk, before the empty "
+                                                                    "line that ends it)"
+                                                                  : "before its last chunk (a 0-size chunk and an empty line)",
+                                             decoder.body_bytes(),
+                                             closed ? "the client closed the connection" : "the client sent nothing for 10 s"));
+    }
     decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)), body);
   }
   switch (decoder.state()) {
@@ -421,8 +427,10 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
                              "or chunked alone)", shown(te))};
     else if (req.version == "HTTP/1.0")  // RFC 9112 §6.1: faulty framing; 1.0 has no chunks
       refused = ApiError::malformed("Transfer-Encoding in an HTTP/1.0 request (HTTP/1.0 has no chunked bodies)");
-    else if (req.method != "POST")
+    else if (req.method == "GET" || req.method == "HEAD")
       refused = ApiError::malformed(fmt::format("a {} request has no body (Transfer-Encoding: chunked)", req.method));
+    else if (req.method != "POST")
+      refused = ApiError::malformed(fmt::format("this server reads request bodies of POSTs only (a chunked {} body was sent)", shown(req.method)));
     if (refused) {
       server::send_error(req, res, *refused, ctx.metrics);
       return true;
@@ -438,6 +446,12 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
                        ctx.metrics);
     return true;
   }
+  // A request of another method without Content-Length or Transfer-Encoding has no body (RFC 9112
+  // §6.3), but cpp-httplib 0.11 reads a PUT's or PATCH's until the connection ends, without bound
+  // (200 MB sent to an unknown path grew the server by 217 MB before its 404): it reads as one
+  // with "Content-Length: 0" (the hooks' request is cpp-httplib's own: see ignore_ranges).
+  if (req.method != "POST" && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+    const_cast<httplib::Request&>(req).headers.emplace("Content-Length", "0");
   if (req.method == "POST" && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
     server::send_error(req, res,
                        ApiError{411, "length_required",
@@ -552,7 +566,7 @@ Status Server::start() {
       refused = true;
     }
     if (!refused) return 100;
-    close_after_answer(res);  // the client may send the body anyway: it must not become a request
+    close_after_answer(res, true);  // the client may send the body anyway: it must not become a request
     return res.status;
   });
   http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
@@ -565,7 +579,7 @@ Status Server::start() {
       if (!refused) return httplib::Server::HandlerResponse::Unhandled;
       server::send_error(req, res, *refused, ctx.metrics);
     }
-    if (may_have_unread_body(req)) close_after_answer(res);  // refused before its body was (wholly) read
+    if (may_have_unread_body(req)) close_after_answer(res, true);  // refused before its body was (wholly) read
     return httplib::Server::HandlerResponse::Handled;
   });
   // cpp-httplib 0.11 offers "Keep-Alive: timeout=2, max=100" on every answer unless the request
@@ -607,9 +621,13 @@ Status Server::start() {
       // cpp-httplib 0.11 caps application/x-www-form-urlencoded bodies (curl -d's default type) at
       // 8 KiB before routing: a JSON body within our own limit is served as any other.
       const httplib::Server::Handler* h = ctx.routes.post_handler(req.path);
-      if (res.status == 413 && req.method == "POST" && h != nullptr && !req.body.empty() &&
-          req.body.size() <= ctx.opts.max_body_bytes &&
+      if (res.status == 413 && req.method == "POST" && !req.body.empty() && req.body.size() <= ctx.opts.max_body_bytes &&
           req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
+        if (h == nullptr) {  // an unknown path: its 404, as for any other body
+          res.status = 404;
+          res.set_content(ApiError{404, "not_found", no_route_message(ctx, req)}.body_for(req.path), "application/json");
+          return;
+        }
         res.status = 200;
         if (!pre_route(ctx, req, res)) (*h)(req, res);
         return;
@@ -677,7 +695,7 @@ Status Server::start() {
       server::send_error(req, res, e, ctx.metrics);
       // The body's missing bytes may still come (a client silent for the read timeout): they must
       // not be read as the next request (cpp-httplib 0.11 keeps the connection otherwise).
-      if (body_unread) close_after_answer(res);
+      if (body_unread) close_after_answer(res, true);
       return;
     }
     res.set_content(e.body_for(req.path), "application/json");

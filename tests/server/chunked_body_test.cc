@@ -111,12 +111,20 @@ TEST(ChunkedBody, MalformedFramingIsNamed) {
       {"-5\r\n", "chunk 1's size line begins with '-', not a hexadecimal digit"},
       {"5\nhello\r\n0\r\n\r\n", "a bare LF (without CR) ends the size line of chunk 1: lines of a chunked body end CRLF"},
       {"5\rhello", "chunk 1's size line has a CR not followed by LF"},
-      {"5\r\nhelloX\r\n", "chunk 1 is longer than its size line says (5 bytes): no CRLF after its data, but 'X'"},
+      {"5\r\nhelloX\r\n", "chunk 1's data is not followed by CRLF after the 5 bytes its size line declares ('X' there): the data is longer or shorter than declared"},
+      // shorter than declared: the next chunk's bytes are read as its data
+      {"a\r\nabc\r\n0\r\n\r\nXY", "chunk 1's data is not followed by CRLF after the 10 bytes its size line declares ('X' there): the data is longer or shorter than declared"},
       {"5\r\nhello\rX", "chunk 1's data is followed by a CR without LF"},
       {"5\r\nhello\r\n2;a\x01\r\n", "chunk 2's size line holds control character 0x01"},
       {"0\r\nX: 1\n\r\n", "a bare LF (without CR) ends a trailer line of the chunked body: lines of a chunked body end CRLF"},
       {"0\r\nX: \x7f\r\n\r\n", "a trailer line of the chunked body holds control character 0x7f"},
       {"0\r\n\rX", "a trailer line of the chunked body has a CR not followed by LF"},
+      // trailer lines are field lines, as the head's (HeadChecker)
+      {"0\r\ngarbage\r\n\r\n", "trailer line 1 of the chunked body has no ':' (a field line is NAME: VALUE)"},
+      {"0\r\nGET /x HTTP/1.1\r\n\r\n", "trailer line 1 of the chunked body has ' ' in its field name"},
+      {"0\r\nA: b\r\n c\r\n\r\n", "trailer line 2 of the chunked body has ' ' in its field name (a folded line)"},
+      {"0\r\nX-A : b\r\n\r\n", "trailer line 1 of the chunked body has ' ' in its field name"},
+      {"0\r\n: b\r\n\r\n", "trailer line 1 of the chunked body has no field name before its ':'"},
   };
   for (const Case& c : cases) {
     const Decoded d = decode(c.in);
@@ -126,6 +134,16 @@ TEST(ChunkedBody, MalformedFramingIsNamed) {
 }
 
 TEST(ChunkedBody, LinesAndTrailersAreBounded) {
+  // A size line of exactly 4096 bytes with its CRLF is taken; one byte more is not.
+  const std::string ext4096 = "1;" + std::string(ChunkedBodyDecoder::kMaxSizeLine - 4, 'e');
+  EXPECT_EQ(decode(ext4096 + "\r\nx\r\n0\r\n\r\n").state, State::kDone);
+  EXPECT_EQ(decode(ext4096 + "e\r\nx\r\n0\r\n\r\n").error, "chunk 1's size line is longer than 4096 bytes");
+  // Extensions in all: 64 KiB.
+  std::string many;
+  for (int i = 0; i < 20; ++i) many += "1;" + std::string(4000, 'e') + "\r\nx\r\n";
+  const Decoded ext = decode(many + "0\r\n\r\n");
+  EXPECT_EQ(ext.state, State::kMalformed);
+  EXPECT_EQ(ext.error, "the chunked body's chunk extensions are longer than 65536 bytes in all");
   Decoded d = decode("5;" + std::string(ChunkedBodyDecoder::kMaxSizeLine, 'e') + "\r\n");
   EXPECT_EQ(d.state, State::kMalformed);
   EXPECT_EQ(d.error, "chunk 1's size line is longer than 4096 bytes");

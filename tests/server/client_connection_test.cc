@@ -32,7 +32,7 @@ TEST(ClientConnection, CloseLingeringEndsTheConnectionWithoutAReset) {
   ASSERT_EQ(write(lo.server, "answer", 6), 6);
   const std::string unread(100000, 'x');
   std::thread sender([&] { (void)!write(lo.client, unread.data(), unread.size()); shutdown(lo.client, SHUT_WR); });
-  close_lingering(lo.server, 2000, std::size_t{1} << 30);
+  close_lingering(lo.server, 2000, 30000, std::size_t{1} << 30);
   sender.join();
   char buf[16];
   EXPECT_EQ(read(lo.client, buf, sizeof buf), 6);

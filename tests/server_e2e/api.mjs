@@ -671,6 +671,9 @@ await check('a JSON body over 8 KiB sent as form-urlencoded (curl -d) is served,
   assert.equal(status, 200);
   assert.equal(events.length, 3);
   assert.equal(events[2].generated_text, want.json.generated_text);
+  // to an unknown path: its 404 (it was a 413 naming the body limit)
+  const nope = await postJson(base, '/nope', body, form);
+  assert.equal(nope.status, 404, nope.text);
 });
 
 /// Sends `text` as it is over a new connection; resolves with what the server sent once it closed
@@ -904,7 +907,7 @@ await check('a chunked body over the limit, malformed, or where none belongs is 
     ['POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"inp\r\n800000\r\n', 413, 'payload_too_large',
      /the chunked request body exceeds 8388608 bytes \(chunk 2 declares more than the 8388603 bytes left\)/],
     ['POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"inputs":1}\r\n0\r\n\r\n', 400, 'malformed_request',
-     /malformed chunked request body: chunk 1 is longer than its size line says \(5 bytes\)/],
+     /malformed chunked request body: chunk 1's data is not followed by CRLF after the 5 bytes its size line declares/],
     ['POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n', 400, 'malformed_request',
      /a bare LF \(without CR\) ends the size line of chunk 1/],
     ['POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n', 501, 'not_implemented', /Transfer-Encoding 'gzip, chunked' is not supported/],
@@ -912,6 +915,11 @@ await check('a chunked body over the limit, malformed, or where none belongs is 
     ['POST /generate HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'malformed_request', /HTTP\/1\.0 has no chunked bodies/],
     ['GET /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'malformed_request', /a GET request has no body \(Transfer-Encoding: chunked\)/],
     ['POST /generate HTTP/1.1\r\nHost: x\r\n\r\n', 411, 'length_required', /needs its JSON body with a Content-Length header .* or sent chunked/],
+    ['PUT /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 405, 'method_not_allowed', /method PUT not allowed/],
+    ['PUT /nope HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'malformed_request',
+     /this server reads request bodies of POSTs only \(a chunked PUT body was sent\)/],
+    ['POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-Check: 1\r\nGET /health HTTP/1.1\r\n\r\n', 400,
+     'malformed_request', /trailer line 2 of the chunked body has ' ' in its field name/],
   ];
   for (const [text, status, type, message] of cases) {
     const t0 = Date.now();
@@ -936,6 +944,52 @@ await check('a chunked body over the limit, malformed, or where none belongs is 
   const get = await rawRequest(`GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: ${hidden.length}\r\n\r\n${hidden}`);
   assert.match(get, /^HTTP\/1\.1 400/, get);
   assert.ok(get.includes('a GET request has no body'), get);
+});
+
+await check('a PUT / PATCH without Content-Length has no body: answered at once, its bytes never read as a body', async () => {
+  // cpp-httplib read such a body until the connection ended, without bound.
+  for (const method of ['PUT', 'PATCH']) {
+    const { connect } = await import('node:net');
+    const url = new URL(base);
+    const t0 = Date.now();
+    const reply = await new Promise((resolve, reject) => {
+      const sock = connect(Number(url.port), url.hostname, () => sock.write(`${method} /nope HTTP/1.1\r\nHost: x\r\n\r\n` + 'a'.repeat(100000)));
+      let data = '';
+      sock.on('data', (d) => { data += d; if (data.includes('}')) { sock.destroy(); resolve(data); } });
+      sock.on('error', reject);
+      setTimeout(() => { sock.destroy(); resolve(data + '[no answer after 5 s]'); }, 5000);
+    });
+    assert.match(reply, /^HTTP\/1\.1 404/, reply.slice(0, 300));
+    assert.ok(Date.now() - t0 < 3000, `${method}: ${Date.now() - t0} ms`);
+  }
+});
+
+await check('a slow chunked upload over the limit gets its 413 (the server reads on while the client still sends, as nginx)', async () => {
+  // Python's http.client / requests read the answer only once they have sent everything: the
+  // server's lingering close must outlast the upload (it ended after 2 s: a reset, no 413).
+  const { connect } = await import('node:net');
+  const url = new URL(base);
+  const reply = await new Promise((resolve, reject) => {
+    const sock = connect(Number(url.port), url.hostname);
+    let data = '';
+    let sent = 0;
+    sock.on('connect', async () => {
+      sock.write('POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n');
+      const chunk = (1 << 20).toString(16) + '\r\n' + 'a'.repeat(1 << 20) + '\r\n';
+      for (let i = 0; i < 12 && !sock.destroyed; ++i) {  // 12 MiB, 1 MiB every 0.4 s: ~4.8 s
+        sock.write(chunk);
+        sent += 1;
+        await new Promise((r) => setTimeout(r, 400));
+      }
+      if (!sock.destroyed) sock.end('0\r\n\r\n');
+    });
+    sock.on('data', (d) => { data += d; });
+    sock.on('error', (e) => resolve(data + `[${e.code} after ${sent} MiB]`));
+    sock.on('close', () => resolve(data));
+    setTimeout(() => { sock.destroy(); reject(new Error('no end after 20 s')); }, 20000);
+  });
+  assert.match(reply, /^HTTP\/1\.1 413/, reply.slice(0, 300));
+  assert.ok(!reply.includes('[E'), reply.slice(-200));
 });
 
 await check('a body that ends before its Content-Length: 400 after the read timeout, and the connection ends (its late bytes are no request)', async () => {
