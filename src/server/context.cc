@@ -162,7 +162,7 @@ std::optional<ApiError> submit_all(ServerContext& ctx, std::vector<SequenceReque
                     count == 1 ? fmt::format("Model is overloaded: {} request{} already in flight (--max-concurrent-requests)", n,
                                              n == 1 ? " is" : "s are")
                                : fmt::format("Model is overloaded: fewer than {} places are left of the {} that "
-                                             "--max-concurrent-requests allows (each of the request's n choices takes one)",
+                                             "--max-concurrent-requests allows (each of the request's sequences — OpenAI's n choices, TGI's best_of — takes one)",
                                              count, n)};
   }
   ctx.metrics.requests_received += static_cast<std::int64_t>(count);

@@ -2,6 +2,7 @@
 // tokenize and stream; only the scheduler thread touches the model.
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -199,9 +200,23 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
                slots, static_cast<double>(state_bytes) / (1 << 20), static_cast<double>(opts.state_memory_bytes) / (1 << 20),
                opts.max_concurrent_requests, opts.max_batch_size > 0 ? std::min(opts.max_batch_size, slots) : slots,
                ctx.scheduler->prefill_budget(), ctx.scheduler->granularity());
-  if (opts.prefix_cache_bytes >= state_bytes && state_bytes > 0)
+  if (opts.prefix_cache_bytes >= state_bytes && state_bytes > 0) {
     spdlog::info("prefix cache: up to {} prompt-prefix states ({:.0f} MiB, --prefix-cache-memory), kept as prompts are prefilled",
                  opts.prefix_cache_bytes / state_bytes, static_cast<double>(opts.prefix_cache_bytes) / (1 << 20));
+    // allocated as prompts come, so a budget past the machine's memory would end in the OOM killer
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    if (const double ram = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+        ram > 0 && static_cast<double>(opts.prefix_cache_bytes) + pool_mib * (1 << 20) > ram)
+      spdlog::warn("--prefix-cache-memory {:.0f} MiB and the state slots' {:.0f} MiB exceed this machine's {:.0f} MiB of memory: the "
+                   "cache grows as prompts come, until the system runs out; give a smaller --prefix-cache-memory",
+                   static_cast<double>(opts.prefix_cache_bytes) / (1 << 20), pool_mib, ram / (1 << 20));
+  } else if (opts.prefix_cache_bytes > 0) {
+    spdlog::warn("prefix cache off: --prefix-cache-memory {} bytes is below one sequence state ({} bytes); give at least that, or 0",
+                 opts.prefix_cache_bytes, state_bytes);
+  }
+  if (opts.max_best_of > opts.max_concurrent_requests)
+    spdlog::warn("--max-best-of {} is more than --max-concurrent-requests {}: best_of is held to {} (each sequence counts as a request)",
+                 opts.max_best_of, opts.max_concurrent_requests, opts.max_concurrent_requests);
   if (const std::string why = tokenizer_vocab_mismatch(*ctx.tok, *ctx.model); !why.empty()) spdlog::warn("{}", why);  // such prompts get a 422
   if (opts.max_batch_prefill_tokens < ctx.scheduler->granularity())
     spdlog::warn("--max-batch-prefill-tokens {} is below the model's chunk_size {} (prompt pieces stay aligned to it): "
@@ -805,14 +820,14 @@ bool Server::wait_for(std::chrono::milliseconds timeout) {
 
 Result<std::int64_t> parse_byte_size(std::string_view text) {
   std::string s(text);
-  std::size_t pos = 0;
-  double value = 0;
-  try {
-    value = std::stod(s, &pos);
-  } catch (...) {
+  // A plain decimal number (digits, at most one '.'): strtod alone also took "0x10", "1e9" and
+  // "inf" (a --prefix-cache-memory of 0x10 turned the cache off unsaid).
+  const std::size_t pos = s.find_first_not_of("0123456789.");
+  const std::string number = s.substr(0, pos);
+  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1)
     return make_error(ErrorCode::kInvalidArgument, fmt::format("invalid byte size '{}': expected e.g. 2GiB, 512MiB, 1000000", s));
-  }
-  std::string unit = s.substr(pos);
+  const double value = std::strtod(number.c_str(), nullptr);
+  std::string unit = pos == std::string::npos ? std::string() : s.substr(pos);
   unit.erase(0, unit.find_first_not_of(' '));
   // Units in any case (512mib, 1gb, 2G), as the other flags' names are: K/M/G/T and KiB… are
   // powers of 1024, KB… powers of 1000.

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <new>
+#include <optional>
 
 namespace mamba::server {
 
 PrefixCache::PrefixCache(const Model& model, std::int64_t budget_bytes) : model_(model) {
   state_bytes_ = model.config().state_bytes();
-  if (state_bytes_ > 0 && budget_bytes > 0) capacity_ = static_cast<std::size_t>(budget_bytes / state_bytes_);
+  budget_ = std::max<std::int64_t>(0, budget_bytes);
 }
 
 std::size_t PrefixCache::restore(std::span<const std::int32_t> prompt, State& into) {
@@ -23,33 +24,40 @@ std::size_t PrefixCache::restore(std::span<const std::int32_t> prompt, State& in
   return entries_.front().ids.size();
 }
 
+std::size_t PrefixCache::shared_prefix(std::span<const std::int32_t> prompt) const {
+  if (prompt.empty()) return 0;
+  std::size_t most = 0;
+  for (const Entry& e : entries_) {
+    const std::size_t n = std::min(e.ids.size(), prompt.size() - 1);
+    const auto mismatch = std::mismatch(e.ids.begin(), e.ids.begin() + static_cast<std::ptrdiff_t>(n), prompt.begin());
+    most = std::max(most, static_cast<std::size_t>(mismatch.first - e.ids.begin()));
+  }
+  return most;
+}
+
 bool PrefixCache::insert(std::span<const std::int32_t> ids, const State& state) {
-  if (capacity_ == 0 || ids.empty()) return false;
+  if (!enabled() || ids.empty() || entry_bytes(ids.size()) > budget_) return false;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (it->ids.size() == ids.size() && std::equal(ids.begin(), ids.end(), it->ids.begin())) {
-      entries_.splice(entries_.begin(), entries_, it);
+      entries_.splice(entries_.begin(), entries_, it);  // the same prefix: the same State
       return true;
     }
   }
-  bool reused = false;  // the least recently used entry's State taken for this one (no allocation)
+  // Least recently used first out until the new entry fits; the last one's State is taken for
+  // the new entry (no allocation).
+  std::optional<State> spare;
+  while (!entries_.empty() && bytes_ + entry_bytes(ids.size()) > budget_) {
+    bytes_ -= entry_bytes(entries_.back().ids.size());
+    spare = std::move(entries_.back().state);
+    entries_.pop_back();
+  }
   try {
-    if (entries_.size() >= capacity_) {
-      entries_.splice(entries_.begin(), entries_, std::prev(entries_.end()));
-      reused = true;
-      Entry& e = entries_.front();
-      e.ids.assign(ids.begin(), ids.end());
-      if (!e.state.copy_from(state)) {
-        entries_.pop_front();
-        return false;
-      }
-      return true;
-    }
-    Entry e{std::vector<std::int32_t>(ids.begin(), ids.end()), model_.new_state()};
+    Entry e{std::vector<std::int32_t>(ids.begin(), ids.end()), spare ? std::move(*spare) : model_.new_state()};
     if (!e.state.copy_from(state)) return false;
     entries_.push_front(std::move(e));
+    bytes_ += entry_bytes(ids.size());
     return true;
   } catch (const std::bad_alloc&) {
-    if (reused) entries_.pop_front();  // its ids may be half assigned: the entry goes
     return false;
   }
 }

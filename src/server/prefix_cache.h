@@ -8,9 +8,15 @@
 // that are multiples of the model's prompt granularity (Mamba-2: chunk_size): a prefill resumed
 // from there is bitwise the unsplit prefill (model.h), so a cached answer equals an uncached one.
 //
-// Bounded by a byte budget (entries × State::nbytes()), least recently used evicted first; States
-// are allocated when first needed (an idle server holds none). Not thread-safe: owned by the
-// scheduler thread.
+// Which prefixes are kept is the scheduler's choice: a prompt's last whole granule short of its
+// end (a repeated prompt, the next turn of a chat) and the point where it parts from the kept
+// prefix it shares most with (shared_prefix(): a system prompt or few-shot preamble common to
+// prompts that differ after it is kept from the second such prompt on, as a radix tree's branch).
+//
+// Bounded by a byte budget — each entry's State::nbytes() plus its ids (4 bytes a token: a 60000-
+// token prefix of a small Mamba-1 model is as large as its state) — least recently used evicted
+// first; States are allocated when first needed (an idle server holds none). Not thread-safe:
+// owned by the scheduler thread.
 #pragma once
 
 #include <cstddef>
@@ -26,18 +32,16 @@ namespace mamba::server {
 
 class PrefixCache {
  public:
-  /// At most `budget_bytes` / `model.new_state().nbytes()` entries (0: the cache is off). `model`
-  /// (not owned) makes the entries' States and must outlive the cache.
+  /// Entries of at most `budget_bytes` in all (0, or less than one State: the cache is off).
+  /// `model` (not owned) makes the entries' States and must outlive the cache.
   PrefixCache(const Model& model, std::int64_t budget_bytes);
 
   /// Whether any entry may be kept (budget ≥ one State).
-  bool enabled() const { return capacity_ > 0; }
-  /// Most entries kept at once.
-  std::size_t capacity() const { return capacity_; }
+  bool enabled() const { return budget_ >= state_bytes_ && state_bytes_ > 0; }
   /// Entries kept now.
   std::size_t size() const { return entries_.size(); }
-  /// Bytes of the entries' States now.
-  std::int64_t bytes() const { return static_cast<std::int64_t>(entries_.size()) * state_bytes_; }
+  /// Bytes of the entries now: their States and their ids (≤ the budget).
+  std::int64_t bytes() const { return bytes_; }
 
   /// The longest entry whose ids are a proper prefix of `prompt` (shorter than it: the rest, ≥ 1
   /// token, is prefilled for the prompt's logits), its State copied into `into` (a State of the
@@ -45,8 +49,13 @@ class PrefixCache {
   /// unchanged). A hit makes the entry the most recently used.
   std::size_t restore(std::span<const std::int32_t> prompt, State& into);
 
+  /// The most leading tokens `prompt` shares with any entry's ids (at most prompt.size() − 1): where
+  /// a new entry would let the next prompt that shares them start from the cache.
+  std::size_t shared_prefix(std::span<const std::int32_t> prompt) const;
+
   /// Keeps a copy of `state`, the State after exactly the tokens `ids` (non-empty), evicting the
-  /// least recently used entry when full. An entry with the same ids is refreshed instead (its
+  /// least recently used entries until it fits the budget (one larger than the budget alone is
+  /// not kept). An entry with the same ids is refreshed instead (its
   /// State is the same: a prefill is deterministic). Returns false when the cache is off, or
   /// allocating a State failed (std::bad_alloc: nothing kept, the cache stays as it was).
   bool insert(std::span<const std::int32_t> ids, const State& state);
@@ -56,9 +65,13 @@ class PrefixCache {
     std::vector<std::int32_t> ids;
     State state;
   };
+  /// Bytes an entry of `n` ids counts.
+  std::int64_t entry_bytes(std::size_t n) const { return state_bytes_ + static_cast<std::int64_t>(n * sizeof(std::int32_t)); }
+
   const Model& model_;
   std::int64_t state_bytes_ = 0;
-  std::size_t capacity_ = 0;
+  std::int64_t budget_ = 0;
+  std::int64_t bytes_ = 0;
   std::list<Entry> entries_;  ///< most recently used first
 };
 

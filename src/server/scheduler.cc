@@ -36,6 +36,7 @@ struct Scheduler::Sequence {
   std::size_t consumed = 0;         // prompt tokens prefilled so far (or restored from the prefix cache)
   std::size_t cached = 0;           // of those, restored from the prefix cache
   bool cache_looked = false;        // the prefix cache was asked (once, before its first piece)
+  std::size_t branch_at = 0;        // a prefix to keep where the prompt parts from a kept one (0: none)
   bool has_pending = false;         // a sampled token not yet fed to the model
   std::int32_t pending = 0;
   bool done = false;                // finished; removed at the end of the phase
@@ -371,13 +372,18 @@ bool Scheduler::prefill_pieces() {
     const bool want_all = s.req.opts.prompt_logprobs;
     if (!s.cache_looked) {  // its prompt's longest cached prefix, unless every position's logprobs are wanted
       s.cache_looked = true;
-      if (prefix_cache_.enabled() && !want_all && s.consumed == 0) {
-        s.cached = prefix_cache_.restore(s.req.prompt, pool_.state(s.slot));
-        s.consumed = s.cached;
-        if (s.cached > 0) {
-          metrics_.prefix_cache_hits++;
-          metrics_.prefix_cache_tokens += static_cast<std::int64_t>(s.cached);
+      if (prefix_cache_.enabled() && s.consumed == 0) {
+        if (!want_all) {
+          s.cached = prefix_cache_.restore(s.req.prompt, pool_.state(s.slot));
+          s.consumed = s.cached;
+          if (s.cached > 0) {
+            metrics_.prefix_cache_hits++;
+            metrics_.prefix_cache_tokens += static_cast<std::int64_t>(s.cached);
+          }
         }
+        // The tokens it shares with a kept prefix that is not its own (a system prompt before
+        // another user's text): kept too, at their last whole granule, for the next such prompt.
+        s.branch_at = prefix_cache_.shared_prefix(s.req.prompt) / static_cast<std::size_t>(g) * static_cast<std::size_t>(g);
       }
     }
     const auto consumed = static_cast<std::int64_t>(s.consumed);  // (the cached prefix counted)
@@ -398,9 +404,12 @@ bool Scheduler::prefill_pieces() {
       }
     }
     // The prefix cache keeps the State after the prompt's last whole granule short of its end
-    // (at least one token is left to prefill for its logits): a piece ends there.
+    // (at least one token is left to prefill for its logits), and where it parts from a kept
+    // prefix: a piece ends at each (both whole granules, so pieces stay aligned).
     const std::int64_t save_at = prefix_cache_.enabled() ? (size - 1) / g * g : 0;
-    if (save_at > consumed && consumed + n > save_at) n = save_at - consumed;
+    const auto branch_at = static_cast<std::int64_t>(s.branch_at);
+    for (const std::int64_t at : {branch_at, save_at})
+      if (at > consumed && consumed + n > at) n = at - consumed;
     const bool last = consumed + n == size;
     const LogitsMode mode = want_all ? LogitsMode::kAll : (last ? LogitsMode::kLast : LogitsMode::kNone);
     const std::int64_t rows = mode == LogitsMode::kAll ? n : 1;
@@ -424,8 +433,8 @@ bool Scheduler::prefill_pieces() {
       s.error = st.error();
       continue;
     }
-    if (save_at > 0 && static_cast<std::int64_t>(s.consumed) == save_at) {
-      prefix_cache_.insert(std::span<const std::int32_t>(s.req.prompt.data(), static_cast<std::size_t>(save_at)), pool_.state(s.slot));
+    if (const auto at = static_cast<std::int64_t>(s.consumed); at > 0 && (at == save_at || at == branch_at)) {
+      prefix_cache_.insert(std::span<const std::int32_t>(s.req.prompt.data(), static_cast<std::size_t>(at)), pool_.state(s.slot));
       metrics_.prefix_cache_entries = static_cast<std::int64_t>(prefix_cache_.size());
       metrics_.prefix_cache_bytes = prefix_cache_.bytes();
     }
@@ -483,6 +492,7 @@ void Scheduler::share_prompt(Sequence& leader, std::span<const float> row) {
         s.req.prompt != leader.req.prompt || !pool_.state(s.slot).copy_from(pool_.state(leader.slot)))
       continue;
     s.consumed = leader.consumed;
+    s.cached = leader.cached;  // its prompt came from the same cached prefix
     // Its log line shows the prefill it shares (queue_ms up to the leader's start, its prefill_ms).
     s.t_prefill = leader.t_prefill;
     s.prefill_ms = leader.prefill_ms;

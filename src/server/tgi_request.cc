@@ -94,14 +94,14 @@ std::optional<ApiError> parse_tgi_request(const json& body, const RequestLimits&
   // (the sequences would be one).
   if (const auto it = p.find("best_of"); it != p.end() && it->is_number()) {
     const double d = it->get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && d > limits.max_best_of)
+    if (std::isfinite(d) && d == std::floor(d) && (d > limits.max_best_of || d < 1))
       return ApiError::validation(fmt::format("`best_of` must be > 0 and <= {} ({}), given: {}", limits.max_best_of,
-                                              limits.max_best_of_flag, it->dump()));
+                                              limits.max_best_of_flag, d >= -9e15 && d <= 9e15 ? fmt::format("{}", static_cast<std::int64_t>(d)) : it->dump()));
   }
   std::int64_t best_of = 1;
   RETURN_IF_API_ERROR(get_int(p, "best_of", 1, std::numeric_limits<int>::max(), best_of));  // above the limit: refused above
   out.best_of = static_cast<int>(best_of);
-  if (out.best_of > 1 && !s.sampling()) return ApiError::validation("you must use sampling when `best_of` is > 1 (do_sample, or a temperature, top_k, top_p or typical_p)");
+  if (out.best_of > 1 && !s.sampling()) return ApiError::validation("you must use sampling when `best_of` is > 1 (do_sample, or a temperature other than 1, top_k, top_p or typical_p)");
   if (out.best_of > 1 && s.has_seed) return ApiError::validation("`seed` must not be set when `best_of` > 1");
   RETURN_IF_API_ERROR(reject_if_set(p, "watermark", "watermarking is not implemented"));
   RETURN_IF_API_ERROR(reject_if_set(p, "grammar", "grammar-constrained decoding is not implemented"));

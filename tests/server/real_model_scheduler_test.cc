@@ -203,6 +203,14 @@ void check_prefix_cache(const std::string& dir) {
   SequenceRequest scored = reqs[1];  // every prompt position's logprobs: prefilled whole, not from the cache
   scored.opts.prompt_logprobs = true;
   reqs.push_back(scored);
+  // A shared "system prompt" before different user texts: kept from the second such prompt on
+  // (where it parts from the first one's kept prefix), so the third starts from it.
+  const std::vector<std::int32_t> system = random_ids(37);
+  for (int u = 0; u < 3; ++u) {
+    SequenceRequest r = reqs[0];
+    r.prompt = join(system, random_ids(10));
+    reqs.push_back(std::move(r));
+  }
   const std::vector<Outcome> alone = test::run_each_alone(m, nullptr, reqs);  // no cache there
 
   for (const std::int64_t budget_states : {std::int64_t{64}, std::int64_t{1}}) {
@@ -211,7 +219,7 @@ void check_prefix_cache(const std::string& dir) {
     SchedulerOptions so;
     so.slots = 2;
     so.max_batch_prefill_tokens = 16;  // pieces: the save point cuts one
-    so.prefix_cache_bytes = budget_states * m.config().state_bytes();
+    so.prefix_cache_bytes = budget_states * (m.config().state_bytes() + 1024);  // an entry counts its ids too
     Scheduler sch(m, nullptr, {}, so, metrics);
     sch.start();
     std::vector<int> cached;
@@ -236,11 +244,15 @@ void check_prefix_cache(const std::string& dir) {
     if (budget_states > 1) EXPECT_EQ(cached[4], save_point(1) < 48 ? save_point(1) : save_point(0)) << "base + 7 again";
     else EXPECT_EQ(cached[4], 0) << "evicted by `other`'s state";
     EXPECT_EQ(cached[6], 0) << "prompt logprobs: prefilled whole";
+    EXPECT_EQ(cached[7], 0);
+    EXPECT_EQ(cached[8], 0) << "the first prompt to share the system prompt: kept where they part";
+    if (budget_states > 1) EXPECT_EQ(cached[9], static_cast<int>(std::int64_t{37} / g * g)) << "the system prompt, kept";
     int hits = 0, tokens = 0;
     for (const int c : cached) hits += c > 0, tokens += c;
     EXPECT_EQ(metrics.prefix_cache_hits.load(), hits);
     EXPECT_EQ(metrics.prefix_cache_tokens.load(), tokens);
     EXPECT_LE(metrics.prefix_cache_entries.load(), budget_states);
+    EXPECT_LE(metrics.prefix_cache_bytes.load(), so.prefix_cache_bytes) << "states and ids within the budget";
   }
 }
 

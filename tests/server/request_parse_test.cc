@@ -228,8 +228,9 @@ TEST(TgiRequest, BestOfNeedsSamplingNoSeedAndTheLimit) {
       {R"({"best_of":2})", "you must use sampling when `best_of` is > 1"},
       {R"({"best_of":2,"do_sample":true,"seed":5})", "`seed` must not be set when `best_of` > 1"},
       {R"({"best_of":5,"do_sample":true})", "`best_of` must be > 0 and <= 4 (--max-best-of), given: 5"},
-      {R"({"best_of":1e12,"do_sample":true})", "`best_of` must be > 0 and <= 4 (--max-best-of), given: 1000000000000.0"},
-      {R"({"best_of":0,"do_sample":true})", "`best_of`"},
+      {R"({"best_of":1e12,"do_sample":true})", "`best_of` must be > 0 and <= 4 (--max-best-of), given: 1000000000000"},
+      {R"({"best_of":0,"do_sample":true})", "`best_of` must be > 0 and <= 4 (--max-best-of), given: 0"},
+      {R"({"best_of":-1,"do_sample":true})", "`best_of` must be > 0 and <= 4 (--max-best-of), given: -1"},
       {R"({"best_of":2.5,"do_sample":true})", "`best_of`"},
   };
   for (const auto& c : refused) {
@@ -533,6 +534,10 @@ TEST(ServerOptions, ParseByteSize) {
   EXPECT_FALSE(parse_byte_size("5 parsecs").ok());
   EXPECT_FALSE(parse_byte_size("-1GiB").ok());
   EXPECT_FALSE(parse_byte_size("1e30GiB").ok());
+  // plain decimals only (strtod took these: 0x10 was 16 bytes)
+  for (const char* bad : {"0x10", "1e9", "inf", "nan", ".", "1.2.3MiB", " 5", "+5"}) EXPECT_FALSE(parse_byte_size(bad).ok()) << bad;
+  EXPECT_EQ(parse_byte_size("0").value(), 0);
+  EXPECT_EQ(parse_byte_size(".5KiB").value(), 512);
 }
 
 TEST(SlotPool, SlotsForBudget) {

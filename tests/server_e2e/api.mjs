@@ -199,7 +199,7 @@ await check('TGI best_of: the sequence whose logprobs sum highest, the others in
   assert.equal(compat.status, 200, compat.text);
   assert.equal(compat.json[0].details.best_of_sequences.length, 1);
   for (const [route, parameters, message] of [
-    ['/generate', { best_of: 2 }, 'you must use sampling when `best_of` is > 1 (do_sample, or a temperature, top_k, top_p or typical_p)'],
+    ['/generate', { best_of: 2 }, 'you must use sampling when `best_of` is > 1 (do_sample, or a temperature other than 1, top_k, top_p or typical_p)'],
     ['/generate', { best_of: 2, do_sample: true, seed: 1 }, '`seed` must not be set when `best_of` > 1'],
     ['/generate', { best_of: 3, do_sample: true }, '`best_of` must be > 0 and <= 2 (--max-best-of), given: 3'],
     ['/generate_stream', { best_of: 2, do_sample: true }, '`best_of` != 1 is not supported when streaming tokens'],
