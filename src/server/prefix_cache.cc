@@ -11,28 +11,23 @@ PrefixCache::PrefixCache(const Model& model, std::int64_t budget_bytes) : model_
   budget_ = std::max<std::int64_t>(0, budget_bytes);
 }
 
-std::size_t PrefixCache::restore(std::span<const std::int32_t> prompt, State& into) {
+PrefixCache::Found PrefixCache::lookup(std::span<const std::int32_t> prompt, State& into, bool restore) {
+  Found found;
+  if (prompt.empty()) return found;
   auto best = entries_.end();
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    const std::size_t n = it->ids.size();
-    if (n < prompt.size() && (best == entries_.end() || n > best->ids.size()) &&
-        std::equal(it->ids.begin(), it->ids.end(), prompt.begin()))
-      best = it;
+    // the tokens it shares with the prompt, at most all but the prompt's last
+    const std::size_t n = std::min(it->ids.size(), prompt.size() - 1);
+    const std::size_t same =
+        static_cast<std::size_t>(std::mismatch(it->ids.begin(), it->ids.begin() + static_cast<std::ptrdiff_t>(n), prompt.begin()).first -
+                                 it->ids.begin());
+    found.shared = std::max(found.shared, same);
+    if (same == it->ids.size() && (best == entries_.end() || same > best->ids.size())) best = it;  // a proper prefix
   }
-  if (best == entries_.end() || !into.copy_from(best->state)) return 0;
+  if (!restore || best == entries_.end() || !into.copy_from(best->state)) return found;
   entries_.splice(entries_.begin(), entries_, best);  // most recently used
-  return entries_.front().ids.size();
-}
-
-std::size_t PrefixCache::shared_prefix(std::span<const std::int32_t> prompt) const {
-  if (prompt.empty()) return 0;
-  std::size_t most = 0;
-  for (const Entry& e : entries_) {
-    const std::size_t n = std::min(e.ids.size(), prompt.size() - 1);
-    const auto mismatch = std::mismatch(e.ids.begin(), e.ids.begin() + static_cast<std::ptrdiff_t>(n), prompt.begin());
-    most = std::max(most, static_cast<std::size_t>(mismatch.first - e.ids.begin()));
-  }
-  return most;
+  found.restored = entries_.front().ids.size();
+  return found;
 }
 
 bool PrefixCache::insert(std::span<const std::int32_t> ids, const State& state) {

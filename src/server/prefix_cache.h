@@ -10,7 +10,7 @@
 //
 // Which prefixes are kept is the scheduler's choice: a prompt's last whole granule short of its
 // end (a repeated prompt, the next turn of a chat) and the point where it parts from the kept
-// prefix it shares most with (shared_prefix(): a system prompt or few-shot preamble common to
+// prefix it shares most with (lookup()'s `shared`: a system prompt or few-shot preamble common to
 // prompts that differ after it is kept from the second such prompt on, as a radix tree's branch).
 //
 // Bounded by a byte budget — each entry's State::nbytes() plus its ids (4 bytes a token: a 60000-
@@ -43,15 +43,18 @@ class PrefixCache {
   /// Bytes of the entries now: their States and their ids (≤ the budget).
   std::int64_t bytes() const { return bytes_; }
 
-  /// The longest entry whose ids are a proper prefix of `prompt` (shorter than it: the rest, ≥ 1
-  /// token, is prefilled for the prompt's logits), its State copied into `into` (a State of the
-  /// same model: State::copy_from). Returns the prefix length, 0 when none fits (`into`
-  /// unchanged). A hit makes the entry the most recently used.
-  std::size_t restore(std::span<const std::int32_t> prompt, State& into);
-
-  /// The most leading tokens `prompt` shares with any entry's ids (at most prompt.size() − 1): where
-  /// a new entry would let the next prompt that shares them start from the cache.
-  std::size_t shared_prefix(std::span<const std::int32_t> prompt) const;
+  /// What lookup() found for a prompt.
+  struct Found {
+    std::size_t restored = 0;  ///< tokens whose State was copied into `into` (0: none fits)
+    /// The most leading tokens the prompt shares with any entry's ids (at most prompt.size() − 1):
+    /// where a new entry would let the next prompt that shares them start from the cache.
+    std::size_t shared = 0;
+  };
+  /// One pass over the entries: the longest whose ids are a proper prefix of `prompt` (shorter than
+  /// it: the rest, ≥ 1 token, is prefilled for the prompt's logits) has its State copied into
+  /// `into` (a State of the same model: State::copy_from) when `restore`, and becomes the most
+  /// recently used; `into` is unchanged otherwise.
+  Found lookup(std::span<const std::int32_t> prompt, State& into, bool restore);
 
   /// Keeps a copy of `state`, the State after exactly the tokens `ids` (non-empty), evicting the
   /// least recently used entries until it fits the budget (one larger than the budget alone is

@@ -373,17 +373,15 @@ bool Scheduler::prefill_pieces() {
     if (!s.cache_looked) {  // its prompt's longest cached prefix, unless every position's logprobs are wanted
       s.cache_looked = true;
       if (prefix_cache_.enabled() && s.consumed == 0) {
-        if (!want_all) {
-          s.cached = prefix_cache_.restore(s.req.prompt, pool_.state(s.slot));
-          s.consumed = s.cached;
-          if (s.cached > 0) {
-            metrics_.prefix_cache_hits++;
-            metrics_.prefix_cache_tokens += static_cast<std::int64_t>(s.cached);
-          }
+        const PrefixCache::Found found = prefix_cache_.lookup(s.req.prompt, pool_.state(s.slot), !want_all);
+        s.cached = s.consumed = found.restored;
+        if (s.cached > 0) {
+          metrics_.prefix_cache_hits++;
+          metrics_.prefix_cache_tokens += static_cast<std::int64_t>(s.cached);
         }
         // The tokens it shares with a kept prefix that is not its own (a system prompt before
         // another user's text): kept too, at their last whole granule, for the next such prompt.
-        s.branch_at = prefix_cache_.shared_prefix(s.req.prompt) / static_cast<std::size_t>(g) * static_cast<std::size_t>(g);
+        s.branch_at = found.shared / static_cast<std::size_t>(g) * static_cast<std::size_t>(g);
       }
     }
     const auto consumed = static_cast<std::int64_t>(s.consumed);  // (the cached prefix counted)
