@@ -215,6 +215,13 @@ ApiError generation_error(const Collected& c) {
   return e;
 }
 
+std::optional<ApiError> answer_error(std::span<const Collected> cs) {
+  for (const bool want_error : {true, false})
+    for (const Collected& c : cs)
+      if (want_error ? bool(c.error) : c.stats.finish == FinishReason::kCancelled) return generation_error(c);
+  return std::nullopt;
+}
+
 void log_refusal(const httplib::Request& req, int status, const std::string& type, const std::string& message) {
   auto word = [](const std::string& s) {
     if (s.empty()) return std::string("-");

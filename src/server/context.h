@@ -174,6 +174,10 @@ std::vector<Collected> collect_all(std::span<RequestStream* const> streams, cons
 /// 424 generation error (model / numerical); 400 (`cancelled`) when cancelled because the client
 /// left (it may still read: a half-closed socket); 503 when cancelled by shutdown.
 ApiError generation_error(const Collected& c);
+/// The error of an answer made of several sequences (OpenAI's `n` choices, TGI's best_of): that
+/// of the first that failed (the others were cancelled for it), else of the first cancelled
+/// (client gone, shutdown); nullopt when every one ended normally.
+std::optional<ApiError> answer_error(std::span<const Collected> cs);
 
 /// Logs one line: request id, route, client address, the client's `x-request-id`
 /// (`client_request_id`, as client_request_id() returns it: when non-empty, ` x_request_id=ID`

@@ -240,6 +240,12 @@ bool is_decimal(const std::string& s, std::uint64_t* value = nullptr) {
   return true;
 }
 
+/// `s` with ASCII letters in lower case (header values compared case-insensitively).
+std::string lower_ascii(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
 /// The token of an "Authorization: Bearer TOKEN" value; the scheme name is case-insensitive
 /// (RFC 7235 §2.1), spaces around the token are dropped. "" when the value is not of that form.
 std::string bearer_token(const std::string& value) {
@@ -284,8 +290,7 @@ void ignore_ranges(const httplib::Request& req) { const_cast<httplib::Request&>(
 /// comma-separated, case-insensitive options (RFC 9110 §7.6.1).
 bool has_connection_token(const httplib::Request& req, std::string_view token) {
   for (std::size_t i = 0, n = req.get_header_value_count("Connection"); i < n; ++i) {
-    std::string v = req.get_header_value("Connection", i);
-    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    const std::string v = lower_ascii(req.get_header_value("Connection", i));
     for (std::size_t at = 0; at <= v.size();) {
       std::size_t end = v.find(',', at);
       if (end == std::string::npos) end = v.size();
@@ -329,7 +334,7 @@ std::string transfer_coding(const httplib::Request& req) {
     if (i > 0) all += ", ";
     all += req.get_header_value("Transfer-Encoding", i);
   }
-  std::transform(all.begin(), all.end(), all.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  all = lower_ascii(std::move(all));
   const std::size_t b = all.find_first_not_of(" \t");
   const std::size_t e = all.find_last_not_of(" \t");
   return b == std::string::npos ? std::string() : all.substr(b, e - b + 1);
@@ -480,9 +485,7 @@ bool pre_route(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   // come as they are (no HTTP API client compresses its requests; vLLM's and TGI's servers decode
   // none either), refused before they are read.
   if (req.method == "POST" && req.has_header("Content-Encoding")) {
-    std::string ce = req.get_header_value("Content-Encoding");
-    std::transform(ce.begin(), ce.end(), ce.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    if (ce != "identity") {
+    if (lower_ascii(req.get_header_value("Content-Encoding")) != "identity") {
       server::send_error(req, res,
                          ApiError{415, "unsupported_media_type",
                                   fmt::format("Content-Encoding '{}' is not accepted: send the JSON body uncompressed "

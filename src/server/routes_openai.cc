@@ -313,12 +313,7 @@ void handle(ServerContext& ctx, const httplib::Request& req, httplib::Response& 
     log_request(id, route, req.remote_addr, client_rid, c.stats, c.error);
     stats.push_back(c.stats);
   }
-  // The answer fails with the first choice that did (the others were cancelled for it), else with
-  // the first cancelled one (client gone, shutdown).
-  for (const bool want_error : {true, false})
-    for (const Collected& c : cs)
-      if (want_error ? bool(c.error) : c.stats.finish == FinishReason::kCancelled)
-        return send_error(req, res, generation_error(c), ctx.metrics);
+  if (const auto e = answer_error(cs)) return send_error(req, res, *e, ctx.metrics);
   const json out{{"id", oid},
                  {"object", chat ? "chat.completion" : "text_completion"},
                  {"created", created},

@@ -189,12 +189,7 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
   std::vector<Collected> cs = collect_all(raw, [&conn] { return conn.closed(); });
   streams.clear();
   for (const Collected& c : cs) log_request(id, route, req.remote_addr, client_rid, c.stats, c.error);
-  // The answer fails with the first sequence that did (the others were cancelled for it), else
-  // with the first cancelled one (client gone, shutdown).
-  for (const bool want_error : {true, false})
-    for (const Collected& c : cs)
-      if (want_error ? bool(c.error) : c.stats.finish == FinishReason::kCancelled)
-        return send_error(req, res, generation_error(c), ctx.metrics);
+  if (const auto e = answer_error(cs)) return send_error(req, res, *e, ctx.metrics);
   // best_of: the sequence whose tokens' logprobs sum highest (the first of equals), as TGI's
   // generate_best_of; the others go to details.best_of_sequences.
   std::size_t best = 0;
