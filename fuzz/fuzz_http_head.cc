@@ -4,14 +4,19 @@
 // or a malformed header line; a head is never longer than its bound; request_line_refused() stays
 // set once set; a rewritten byte is the Expect value's lower case or 'x'; and the same bytes give
 // the same steps again after reset() (the parked scan and the worker's reader must agree).
+// A head that ends is then read by BodyWait (src/server/body_wait.h), the rest of the input as its
+// body: fed whole or a byte at a time it decides the same, at the same byte, once decided stays so,
+// and never wants more bytes than it said (max_more).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "server/body_wait.h"
 #include "server/head_checker.h"
 
+using mamba::server::BodyWait;
 using mamba::server::HeadChecker;
 using mamba::server::HeadFault;
 
@@ -53,5 +58,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   checker.reset();
   const std::vector<int> again = run(checker, bytes, out2, max_head);
   if (first != again || out1 != out2) std::abort();
+  if (first.empty() || first.back() != static_cast<int>(HeadChecker::Step::kEnd)) return 0;
+  // The body: a limit from the first byte too (0 to 4 KiB, so that lengths and chunks reach it).
+  const std::size_t max_body = static_cast<std::size_t>(data[0]) * 16;
+  const std::string rest = bytes.substr(out1.size());
+  BodyWait whole(out1, max_body), bytewise(out1, max_body);
+  if (!whole.wanted() && (!whole.decided() || whole.max_more() != 0)) std::abort();
+  whole.feed(rest);
+  std::size_t decided_at = rest.size();
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    const bool was = bytewise.decided();
+    const std::uint64_t more = bytewise.max_more();
+    bytewise.feed(std::string_view(rest).substr(i, 1));
+    if (was && !bytewise.decided()) std::abort();
+    if (!was && (more == 0 || bytewise.max_more() > more - 1)) std::abort();  // each byte it looked at was one it wanted
+    if (!was && bytewise.decided()) decided_at = i;
+  }
+  if (whole.decided() != bytewise.decided()) std::abort();
+  if (bytewise.wanted() && decided_at < rest.size() && decided_at + 1 > max_body + BodyWait::kChunkedSlack) std::abort();
   return 0;
 }

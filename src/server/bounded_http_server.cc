@@ -2,6 +2,10 @@
 
 #include "server/http_worker_pool.h"
 
+#include <limits>
+#include <optional>
+#include <string_view>
+
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -106,6 +110,7 @@ class HeadBoundedStream final : public httplib::Stream {
   /// `first_byte`: when its first byte arrived (now, unless it was read ahead while parked).
   void start_request(std::chrono::steady_clock::time_point first_byte) {
     in_head_ = true;
+    body_expired_ = false;
     head_deadline_ = first_byte + head_timeout_;
     checker_.reset();
     t_head_fault = HeadFault::kNone;
@@ -157,14 +162,32 @@ class HeadBoundedStream final : public httplib::Stream {
   /// past a bound or malformed — the checker that reads the head fails at the same byte — or a
   /// request line cpp-httplib refuses (it answers once the line is read). Each call looks at the
   /// bytes that arrived since the last (`scanned`: bytes past off_ already looked at).
-  bool head_decidable(HeadChecker& scan, std::size_t& scanned) const {
+  /// `head_len` is set to the head's bytes (from off_, its blank line's LF included) when the
+  /// decision is the head's end, to 0 when it is a fault or a refused request line.
+  bool head_decidable(HeadChecker& scan, std::size_t& scanned, std::size_t& head_len) const {
+    head_len = 0;
     for (std::size_t i = off_ + scanned; i < len_; ++i) {
       char c = buf_[i];  // (a copy: the checker may rewrite it)
-      if (scan.check(c) != HeadChecker::Step::kMore || scan.request_line_refused()) return true;
+      const HeadChecker::Step step = scan.check(c);
+      if (step != HeadChecker::Step::kMore || scan.request_line_refused()) {
+        if (step == HeadChecker::Step::kEnd && !scan.request_line_refused()) head_len = i - off_ + 1;
+        return true;
+      }
     }
     scanned = buffered();
     return false;
   }
+
+  /// The buffered bytes not yet handed out.
+  std::string_view buffered_view() const { return {buf_.data() + off_, len_ - off_}; }
+  /// Bytes the buffer holds room for now (what a parked body costs).
+  std::size_t capacity() const { return buf_.size(); }
+  long read_timeout_ms() const { return read_timeout_ms_; }
+
+  /// The client was silent for the read timeout while its parked body was awaited: the next read
+  /// that would wait for the socket fails at once (as it would have after waiting that long) — for
+  /// the request begun last (start_request() clears it).
+  void expire_body_reads() { body_expired_ = true; }
 
   /// What pre_read() found on the socket.
   enum class PreRead { kData, kNothing, kEnd };
@@ -172,13 +195,15 @@ class HeadBoundedStream final : public httplib::Stream {
   /// Reads what the socket has now without waiting, appended to the buffer (grown up to
   /// max_head_ + 1 bytes past off_, so that a head over its bound is decided by the bytes here):
   /// kEnd at the end of the connection or an error, kNothing when nothing came (or the buffer is full).
-  PreRead pre_read() {
+  /// `body_cap`: while a parked request's body is awaited, the bytes (from the head's first) it
+  /// may take in all, head and body (0 otherwise).
+  PreRead pre_read(std::size_t body_cap) {
     if (off_ > 0) {  // keep the unread bytes at the front
       std::memmove(buf_.data(), buf_.data() + off_, len_ - off_);
       len_ -= off_;
       off_ = 0;
     }
-    const std::size_t cap = std::max(kReadAhead, max_head_ + 1);
+    const std::size_t cap = std::max({kReadAhead, max_head_ + 1, body_cap});
     bool got = false;
     for (;;) {
       if (len_ == buf_.size()) {
@@ -196,7 +221,7 @@ class HeadBoundedStream final : public httplib::Stream {
     }
   }
 
-  bool is_readable() const override { return wait_readable(read_timeout_ms_); }
+  bool is_readable() const override { return wait_readable(body_expired_ && !in_head_ ? 0L : read_timeout_ms_); }
   bool is_writable() const override { return wait_for(fd_, POLLOUT, write_timeout_ms_); }
 
   ssize_t read(char* ptr, std::size_t size) override {
@@ -211,12 +236,12 @@ class HeadBoundedStream final : public httplib::Stream {
     }
     if (off_ == len_) {
       if (!in_head_ && size >= buf_.size()) {  // a large body read: straight into the caller's buffer
-        if (!is_readable()) return -1;
+        if (!wait_readable(body_expired_ ? 0L : read_timeout_ms_)) return -1;
         return receive(ptr, size);
       }
       // the head's bytes wait at most until its deadline, the body's the read timeout
       const long head_left = static_cast<long>(std::chrono::ceil<std::chrono::milliseconds>(head_deadline_ - std::chrono::steady_clock::now()).count());
-      if (!fill(in_head_ ? std::clamp(head_left, 0L, read_timeout_ms_) : read_timeout_ms_)) {
+      if (!fill(in_head_ ? std::clamp(head_left, 0L, read_timeout_ms_) : body_expired_ ? 0L : read_timeout_ms_)) {
         if (in_head_) t_head_fault = HeadFault::kIncomplete;
         return in_head_ ? 0 : -1;
       }
@@ -234,6 +259,10 @@ class HeadBoundedStream final : public httplib::Stream {
     }
     std::memcpy(ptr, buf_.data() + off_, n);
     off_ += n;
+    if (off_ == len_ && buf_.size() > kReadAhead) {  // a parked body, all handed out: its buffer goes now, not after the answer
+      std::vector<char>(kReadAhead).swap(buf_);
+      off_ = len_ = 0;
+    }
     return static_cast<ssize_t>(n);
   }
 
@@ -283,6 +312,7 @@ class HeadBoundedStream final : public httplib::Stream {
   std::vector<char> buf_ = std::vector<char>(kReadAhead);  // grows while a parked head is read ahead (pre_read)
   std::size_t off_ = 0, len_ = 0;
   bool in_head_ = false;
+  bool body_expired_ = false;  // expire_body_reads()
   HeadChecker checker_;  // the head being handed out
 };
 
@@ -338,11 +368,14 @@ std::string BoundedHttpServer::current_peer_address() {
 /// the socket.
 class BoundedHttpServer::Connection final : public ParkedConnection {
  public:
+  /// `body_budget`: what parked bodies may take in all, shared by every connection (nullptr: a
+  /// parked connection is handed to a worker once its head is here, its body unread).
   Connection(int fd, std::size_t requests, long read_timeout_ms, long write_timeout_ms, std::size_t max_head,
-             std::chrono::milliseconds head_timeout)
+             std::chrono::milliseconds head_timeout, std::size_t max_body, ParkedBodyBytes* body_budget)
       : strm(fd, read_timeout_ms, write_timeout_ms, max_head, head_timeout), left(requests), fd_(fd),
-        head_timeout_(head_timeout), scan_(max_head) {}
+        head_timeout_(head_timeout), scan_(max_head), max_body_(max_body), budget_(body_budget) {}
   ~Connection() override {
+    release_body_charge();
     ::shutdown(fd_, SHUT_RDWR);
     ::close(fd_);
   }
@@ -359,6 +392,9 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   /// What the buffered bytes call for: kResume once a request's whole head is here (or enough of
   /// it for its bounds to decide), kWait otherwise. A request's first byte (after empty lines)
   /// starts its head's deadline.
+  /// Once the head is whole and frames a body (BodyWait), kResume waits for the body too: until
+  /// it is all here, or the client is silent for the read timeout, or the parked bodies' budget is
+  /// spent (the worker then reads the rest, waiting on the client as before).
   Next evaluate(std::chrono::steady_clock::time_point now) {
     if (!started) {
       if (!strm.drop_buffered_empty_lines()) return Next::kWait;
@@ -367,8 +403,54 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
       deadline_ = now + head_timeout_;
       scan_.reset();
       scanned_ = 0;
+      body_.reset();
+      body_late_ = false;
     }
-    return strm.head_decidable(scan_, scanned_) ? Next::kResume : Next::kWait;
+    if (!body_) {
+      std::size_t head_len = 0;
+      if (!strm.head_decidable(scan_, scanned_, head_len)) return Next::kWait;
+      if (head_len == 0 || budget_ == nullptr) return Next::kResume;  // a fault, or no body parking
+      body_.emplace(strm.buffered_view().substr(0, head_len), max_body_);
+      if (!body_->wanted()) return Next::kResume;
+      head_len_ = head_len;
+      body_seen_ = head_len;
+      deadline_ = now + std::chrono::milliseconds(strm.read_timeout_ms());
+    }
+    if (body_->decided()) return Next::kResume;
+    if (strm.buffered() > body_seen_) {  // the body's bytes that came since the last look
+      body_->feed(strm.buffered_view().substr(body_seen_));
+      body_seen_ = strm.buffered();
+      deadline_ = now + std::chrono::milliseconds(strm.read_timeout_ms());
+    }
+    if (body_->decided()) return Next::kResume;
+    return charge_body(strm.capacity()) ? Next::kWait : Next::kResume;
+  }
+
+  /// The most bytes a parked connection's buffer may hold now (pre_read's bound): the head and the
+  /// most its body may still need while one is awaited, else 0 (the head's own bound).
+  std::size_t body_cap() const {
+    if (!body_ || body_->decided()) return 0;
+    const std::uint64_t cap = head_len_ + body_->fed() + body_->max_more();
+    return static_cast<std::size_t>(std::min<std::uint64_t>(cap, std::numeric_limits<std::size_t>::max()));
+  }
+
+  /// Whether the client went silent past the read timeout while its body was awaited (then its
+  /// worker's reads fail at once: HeadBoundedStream::expire_body_reads).
+  bool body_late() const { return body_late_; }
+
+  /// Charges the budget for the buffer's `capacity` (what it grew by since the last charge):
+  /// false when that is over the budget (nothing more charged).
+  bool charge_body(std::size_t capacity) {
+    if (capacity <= charged_) return true;
+    if (!budget_->take(capacity - charged_)) return false;
+    charged_ = capacity;
+    return true;
+  }
+
+  /// Gives back what this connection's parked body was charged (it is no longer parked).
+  void release_body_charge() {
+    if (charged_ > 0) budget_->release(charged_);
+    charged_ = 0;
   }
 
   /// Ends the connection the lingering way while parked (close_lingering's loop, without a
@@ -397,7 +479,7 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
       }
       return Next::kWait;
     }
-    const HeadBoundedStream::PreRead r = strm.pre_read();
+    const HeadBoundedStream::PreRead r = strm.pre_read(body_cap());
     const Next next = evaluate(std::chrono::steady_clock::now());
     // At the end of the connection a begun head goes to a worker (which answers it, as it would
     // have read it: incomplete), an idle connection just ends.
@@ -407,7 +489,11 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   std::chrono::steady_clock::time_point deadline() const override { return deadline_; }
   /// Past its deadline an idle connection ends (a keep-alive timeout); a begun head goes to a
   /// worker, which finds its deadline passed and answers 400 (HeadFault::kIncomplete).
-  Next at_deadline() const override { return started && !lingering_ ? Next::kResume : Next::kClose; }
+  /// A body awaited past its read timeout goes to a worker too, which answers it at once.
+  Next at_deadline() override {
+    if (body_ && !body_->decided()) body_late_ = true;
+    return started && !lingering_ ? Next::kResume : Next::kClose;
+  }
 
   bool lingering() const { return lingering_; }
 
@@ -422,6 +508,13 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   std::chrono::steady_clock::time_point deadline_{};
   HeadChecker scan_;         // the parked head's bytes as they arrive (HeadBoundedStream::head_decidable)
   std::size_t scanned_ = 0;  // how many of them it has looked at
+  std::size_t max_body_;
+  ParkedBodyBytes* budget_;
+  std::optional<BodyWait> body_;  // the parked request's body, once its head is whole
+  std::size_t head_len_ = 0;      // that head's bytes (from the stream's unread bytes' start)
+  std::size_t body_seen_ = 0;     // buffered bytes (head included) body_ has looked at
+  std::size_t charged_ = 0;       // what budget_ holds for this connection's buffer
+  bool body_late_ = false;        // body_late()
   bool lingering_ = false;   // linger() was called: the connection is ending
   std::size_t linger_left_ = 0;
   std::chrono::milliseconds linger_idle_{0};
@@ -430,7 +523,7 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
 
 BoundedHttpServer::~BoundedHttpServer() = default;
 
-Status BoundedHttpServer::start_workers(std::size_t threads, std::size_t max_parked) {
+Status BoundedHttpServer::start_workers(std::size_t threads, std::size_t max_parked, std::size_t parked_body_bytes) {
   auto pool = HttpWorkerPool::create(threads);
   if (!pool.ok()) return pool.error();
   HttpWorkerPool* workers = pool->get();
@@ -442,6 +535,7 @@ Status BoundedHttpServer::start_workers(std::size_t threads, std::size_t max_par
       max_parked);
   if (!parking.ok()) return parking.error();
   parking_ = std::move(*parking);
+  body_budget_ = std::make_unique<ParkedBodyBytes>(parked_body_bytes);
   workers->set_before_shutdown([this] { stop_parking(); });
   new_task_queue = [p = pool->release()]() mutable -> httplib::TaskQueue* { return std::exchange(p, nullptr); };
   return {};
@@ -453,9 +547,12 @@ void BoundedHttpServer::stop_parking() {
 
 std::size_t BoundedHttpServer::parked_connections() const { return parking_ ? parking_->parked() : 0; }
 
+std::size_t BoundedHttpServer::parked_body_bytes() const { return body_budget_ ? body_budget_->held() : 0; }
+
 bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
   serve(std::make_unique<Connection>(sock, keep_alive_max_count_, to_ms(read_timeout_sec_, read_timeout_usec_),
-                                     to_ms(write_timeout_sec_, write_timeout_usec_), max_head_bytes_, head_timeout_));
+                                     to_ms(write_timeout_sec_, write_timeout_usec_), max_head_bytes_, head_timeout_,
+                                     payload_max_length_, body_budget_.get()));
   return true;
 }
 
@@ -469,6 +566,7 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
 // every 100 ms.
 void BoundedHttpServer::serve(std::unique_ptr<Connection> c) {
   HeadBoundedStream& strm = c->strm;
+  c->release_body_charge();  // no longer parked
   t_socket = c->fd();
   t_stream = &strm;
   for (; c->left > 0; --c->left) {
@@ -494,6 +592,7 @@ void BoundedHttpServer::serve(std::unique_ptr<Connection> c) {
     if (svr_sock_ == INVALID_SOCKET) break;
     c->started = false;
     strm.start_request(c->first_byte);
+    if (c->body_late()) strm.expire_body_reads();
     bool connection_closed = false;
     const bool ok = process_request(strm, c->left == 1, connection_closed, nullptr);
     const bool refused = t_close_after_answer || t_head_fault != HeadFault::kNone;

@@ -21,8 +21,9 @@
 // empty lines before a request line are skipped (RFC 9112 §2.2), and a connection that ends with
 // bytes still unread (requests past the keep-alive count) ends the lingering way, so the answers
 // already sent are not lost to a reset. After start_workers(), a connection waiting for
-// its client — for a request head, or to end the lingering way — is held by a ConnectionParking
-// rather than by its worker; the head's checks are HeadChecker's, run on the parked bytes too.
+// its client — for a request head and then its body, or to end the lingering way — is held by a
+// ConnectionParking rather than by its worker; the head's checks are HeadChecker's, run on the
+// parked bytes too, and BodyWait says when the body is all here.
 #pragma once
 
 #include <httplib.h>
@@ -33,6 +34,7 @@
 #include <string>
 
 #include "mamba/status.h"
+#include "server/body_wait.h"
 #include "server/connection_parking.h"
 #include "server/head_checker.h"
 
@@ -51,6 +53,9 @@ class BoundedHttpServer : public httplib::Server {
   /// CPPHTTPLIB_REQUEST_URI_MAX_LENGTH and CPPHTTPLIB_HEADER_MAX_LENGTH); one byte more is read, so
   /// that cpp-httplib sees the line as over its limit.
   static constexpr std::size_t kMaxHeadLine = HeadChecker::kMaxHeadLine;
+  /// The bytes that parked connections' buffers may hold in all while their bodies are awaited
+  /// (start_workers); a body that would take more is read by its worker, waiting on the client.
+  static constexpr std::size_t kParkedBodyBytes = std::size_t{128} << 20;
 
   /// `max_head_bytes` ≥ kMaxHeadLine + 1: the request line and all header lines together, CRLFs
   /// included (the body is not counted). `head_timeout`: the whole head must arrive within it of
@@ -104,13 +109,18 @@ class BoundedHttpServer : public httplib::Server {
   /// queue) and the parking of connections that wait for their client (idle between keep-alive
   /// requests, a request head not yet whole, a lingering close): such a connection is held by a
   /// ConnectionParking instead of a worker, and handed back to the workers once its head is here.
-  /// At most `max_parked` wait at once; one more is closed. The pool's shutdown (when listen()
+  /// At most `max_parked` wait at once; one more is closed. A connection whose request head is
+  /// here stays parked while its body arrives (BodyWait), the parked bodies' buffers holding at
+  /// most `parked_body_bytes` in all; a body past that is read by its worker, waiting on the
+  /// client as without parking. The pool's shutdown (when listen()
   /// returns) closes what is parked first. Call once, before listening. Errors:
   /// kIo when the OS refuses a thread or the epoll watch, naming the count and its reason.
   /// Without it, cpp-httplib's own pool serves connections and each worker waits for its client.
-  Status start_workers(std::size_t threads, std::size_t max_parked);
+  Status start_workers(std::size_t threads, std::size_t max_parked, std::size_t parked_body_bytes = kParkedBodyBytes);
   /// Connections parked now (0 without parking).
   std::size_t parked_connections() const;
+  /// Bytes the parked connections' bodies hold now (0 without parking).
+  std::size_t parked_body_bytes() const;
 
  private:
   class Connection;
@@ -122,6 +132,8 @@ class BoundedHttpServer : public httplib::Server {
 
   std::size_t max_head_bytes_;
   std::chrono::milliseconds head_timeout_;
+  // (declared first: destroyed after the parking, whose parked connections give their bytes back)
+  std::unique_ptr<ParkedBodyBytes> body_budget_;  // with parking: what parked bodies may hold
   std::unique_ptr<ConnectionParking> parking_;
 };
 

@@ -5,8 +5,8 @@
 // (slowloris), held a worker while it waited: a few hundred of them delayed every route, /health
 // included. BoundedHttpServer parks such a connection here instead: one thread watches every parked
 // socket with epoll, reads what arrives without blocking (ParkedConnection::on_readable), and hands
-// the connection back to the workers once it has something to process — a whole request head, or
-// enough bytes that the head's bounds decide it — or closes it when its client stays silent past its
+// the connection back to the workers once it has something to process — a whole request head and
+// the body it frames (BodyWait), or enough bytes that the head's bounds decide it — or closes it when its client stays silent past its
 // deadline. A worker is then busy only while a request is processed (as in TGI's and vLLM's
 // event-driven servers), not while a client thinks.
 #pragma once
@@ -41,7 +41,7 @@ class ParkedConnection {
   /// When the parking stops waiting for it, and what it does then (kResume or kClose; read after
   /// every on_readable(): the deadline may move, e.g. once a request's first byte arrives).
   virtual std::chrono::steady_clock::time_point deadline() const = 0;
-  virtual Next at_deadline() const = 0;
+  virtual Next at_deadline() = 0;
 };
 
 class ConnectionParking {

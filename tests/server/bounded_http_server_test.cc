@@ -38,10 +38,11 @@ struct TestServer {
   int listen_fd = -1;
 
   explicit TestServer(bool parking = false, std::size_t workers = 4, std::size_t max_parked = 256,
-                      std::chrono::milliseconds head_timeout = std::chrono::milliseconds(1500))
+                      std::chrono::milliseconds head_timeout = std::chrono::milliseconds(1500),
+                      std::size_t parked_body_bytes = BoundedHttpServer::kParkedBodyBytes)
       : http(kMaxHead, head_timeout) {
     if (parking) {
-      EXPECT_TRUE(http.start_workers(workers, max_parked).ok());
+      EXPECT_TRUE(http.start_workers(workers, max_parked, parked_body_bytes).ok());
     }
     http.set_keep_alive_max_count(100);
     http.Get("/echo", [](const httplib::Request& req, httplib::Response& res) {
@@ -374,6 +375,94 @@ TEST(BoundedHttpServerParking, WaitingConnectionsHoldNoWorker) {
   for (const int fd : fds) close(fd);
   EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() == 0; }, std::chrono::seconds(5)))
       << "closed connections stay parked";
+}
+
+/// Sends all of `bytes` on `fd`.
+void send_all(int fd, const std::string& bytes) {
+  ASSERT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+}
+
+TEST(BoundedHttpServerParking, TrickledBodiesHoldNoWorker) {
+  // Two workers, 40 clients that sent a head and part of its body (by Content-Length, or chunked),
+  // then wait: each held a worker until its body was whole (each read within the read timeout, no
+  // overall bound). Parked until their bodies are here, they leave the workers to a new request.
+  TestServer srv(true, 2, 256, std::chrono::seconds(20));
+  std::vector<int> fds;
+  for (int i = 0; i < 40; ++i) {
+    fds.push_back(connect_to(srv.port));
+    send_all(fds.back(), i % 2 == 0 ? "POST /len HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 30000\r\n\r\n" + std::string(10000, 'a')
+                                    : "POST /len HTTP/1.1\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n");
+  }
+  EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() == 40; }, std::chrono::seconds(5)))
+      << srv.http.parked_connections() << " parked";
+  EXPECT_GT(srv.http.parked_body_bytes(), 20u * 10000u);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: new\r\n\r\n"}), (std::vector<Answer>{{200, "new", false}}));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  // the bodies, finished (in pieces), are read whole and answered; a request pipelined behind one
+  // is answered after it
+  for (int i = 0; i < 40; ++i) {
+    const int fd = fds[static_cast<std::size_t>(i)];
+    if (i % 2 == 0) {
+      send_all(fd, std::string(10000, 'b'));
+      send_all(fd, std::string(10000, 'c') + "GET /echo HTTP/1.1\r\nX-Id: after\r\n\r\n");
+    } else {
+      send_all(fd, "4\r\ndefg\r\n");
+      send_all(fd, "0\r\n\r\n");
+    }
+  }
+  for (int i = 0; i < 40; ++i) {
+    const int fd = fds[static_cast<std::size_t>(i)];
+    const std::string got = read_answer(fd);
+    EXPECT_TRUE(got.starts_with("HTTP/1.1 200 OK")) << i << ": " << got;
+    EXPECT_TRUE(got.ends_with(i % 2 == 0 ? "\r\n\r\n30000" : "\r\n\r\n7")) << i << ": " << got;
+    if (i % 2 == 0) {
+      EXPECT_TRUE(read_answer(fd).ends_with("\r\n\r\nafter")) << i;
+    }
+  }
+  EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() == 40; }, std::chrono::seconds(5)));
+  EXPECT_EQ(srv.http.parked_body_bytes(), 0u) << "the bodies' bytes were not given back";
+  for (const int fd : fds) close(fd);
+  EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() == 0; }, std::chrono::seconds(5)));
+}
+
+TEST(BoundedHttpServerParking, ABodyPastTheParkedBytesLimitIsReadByItsWorker) {
+  // A 64 KiB limit: a 40000-byte body parks (its buffer grows to 64 KiB), a second one then
+  // does not fit and goes to a worker, which reads the rest as it comes; both are answered whole.
+  TestServer srv(true, 2, 256, std::chrono::seconds(20), 64 << 10);
+  const std::string head = "POST /len HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 40000\r\n\r\n";
+  const int first = connect_to(srv.port);
+  send_all(first, head + std::string(35000, 'a'));
+  ASSERT_TRUE(wait_until([&] { return srv.http.parked_body_bytes() > 32768; }, std::chrono::seconds(5)));
+  EXPECT_LE(srv.http.parked_body_bytes(), 64u << 10);
+  const int second = connect_to(srv.port);
+  send_all(second, head + std::string(35000, 'b'));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(srv.http.parked_connections(), 1u) << "the second body was not handed to a worker";
+  EXPECT_LE(srv.http.parked_body_bytes(), 64u << 10);
+  send_all(second, std::string(5000, 'b'));
+  send_all(first, std::string(5000, 'a'));
+  EXPECT_TRUE(read_answer(second).ends_with("\r\n\r\n40000"));
+  EXPECT_TRUE(read_answer(first).ends_with("\r\n\r\n40000"));
+  close(first);
+  close(second);
+  EXPECT_TRUE(wait_until([&] { return srv.http.parked_body_bytes() == 0; }, std::chrono::seconds(5)));
+}
+
+TEST(BoundedHttpServerParking, ABodySilentForTheReadTimeoutIsRefusedThen) {
+  // A 1 s read timeout: a body whose client goes silent is answered (400: cpp-httplib could not read
+  // it) one read timeout after its last byte, not two (the parked wait, then the worker's read).
+  TestServer srv(true, 2);
+  srv.http.set_read_timeout(1, 0);
+  const int fd = connect_to(srv.port);
+  const auto t0 = std::chrono::steady_clock::now();
+  send_all(fd, "POST /len HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n0123456789");
+  const std::string got = read_answer(fd);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 400")) << got;
+  EXPECT_GT(took, std::chrono::milliseconds(900));
+  EXPECT_LT(took, std::chrono::milliseconds(1800));
+  close(fd);
 }
 
 TEST(BoundedHttpServerParking, RefusedConnectionsLingerWithoutAWorker) {

@@ -167,4 +167,57 @@ await check('600 connections waiting for their clients (idle, or trickling a hea
   }
 });
 
+await check('300 clients trickling request bodies hold no HTTP thread: /health answers at once, the bodies once whole are served', async () => {
+  // 40 HTTP threads; each client sent a head and part of its body, by Content-Length or chunked.
+  // A worker read each body as it came (no overall deadline): 170 of them left none for /health.
+  const fresh = await startServer(['--http-threads', '40']);
+  const { connect } = await import('node:net');
+  const url = new URL(fresh.base);
+  const body = JSON.stringify({ prompt: 'Once upon a time', max_tokens: 2, temperature: 0 });
+  const half = body.length >> 1;
+  const socks = [];
+  try {
+    for (let i = 0; i < 300; i++) {
+      const sock = connect(Number(url.port), url.hostname);
+      sock.on('error', () => {});
+      socks.push(sock);
+      await new Promise((resolve) => sock.on('connect', resolve));
+      const framing = i % 2 ? `Content-Length: ${body.length}` : 'Transfer-Encoding: chunked';
+      const part = i % 2 ? body.slice(0, half) : `${half.toString(16)}\r\n${body.slice(0, half)}\r\n`;
+      sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${framing}\r\n\r\n${part}`);
+    }
+    await sleep(300);
+    for (let round = 0; round < 3; round++) {
+      const t0 = Date.now();
+      const res = await fetch(fresh.base + '/health');
+      assert.equal(res.status, 200);
+      assert.ok(Date.now() - t0 < 500, `/health took ${Date.now() - t0} ms with 300 bodies arriving`);
+    }
+    const want = await (await fetch(fresh.base + '/v1/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body })).json();
+    const answers = await Promise.all(
+      socks.slice(0, 60).map(
+        (sock, i) =>
+          new Promise((resolve) => {
+            let got = '';
+            sock.on('data', (d) => {
+              got += d.toString();
+              const end = got.indexOf('\r\n\r\n');
+              const len = /content-length: (\d+)/i.exec(got);
+              if (end >= 0 && len && got.length >= end + 4 + Number(len[1])) resolve(got);
+            });
+            const rest = body.slice(half);
+            sock.write(i % 2 ? rest : `${rest.length.toString(16)}\r\n${rest}\r\n0\r\n\r\n`);
+          }),
+      ),
+    );
+    for (const a of answers) {
+      assert.match(a, /^HTTP\/1\.1 200/, a.slice(0, 300));
+      assert.equal(JSON.parse(a.slice(a.indexOf('\r\n\r\n') + 4)).choices[0].text, want.choices[0].text);
+    }
+  } finally {
+    for (const sock of socks) sock.destroy();
+    await fresh.stop();
+  }
+});
+
 exitWithChecks();
