@@ -345,8 +345,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   // auto's memory check counts the state slots Server::create allocates after the load (the same
-  // count: --state-memory's worth, at most --max-concurrent-requests).
-  lo.reserve_bytes = mamba::server::slots_bytes_for_budget(o.state_memory_bytes, ckpt->config().state_bytes(), o.max_concurrent_requests);
+  // count: --state-memory's worth, at most --max-concurrent-requests) and the prefix cache's budget
+  // (allocated as prompts are prefilled; under steady use it fills).
+  const std::int64_t slots_bytes =
+      mamba::server::slots_bytes_for_budget(o.state_memory_bytes, ckpt->config().state_bytes(), o.max_concurrent_requests);
+  lo.reserve_bytes = slots_bytes + o.prefix_cache_bytes;
   auto model = mamba::tools::with_out_of_memory_context(loading_model, [&] { return mamba::Model::from_checkpoint(std::move(*ckpt), lo); });
   if (!model.ok()) {
     std::fprintf(stderr, "error: %s\n%s", model.error().message.c_str(), env_note.c_str());
@@ -354,8 +357,8 @@ int main(int argc, char** argv) {
   }
   spdlog::info("precision: {}{}; compute threads: {}", mamba::precision_name((*model)->precision()),
                lo.precision == mamba::Precision::kAuto
-                   ? fmt::format(" (auto: {}; counted {:.0f} MiB of state slots)", (*model)->precision_reason(),
-                                 static_cast<double>(lo.reserve_bytes) / (1 << 20))
+                   ? fmt::format(" (auto: {}; counted {:.0f} MiB of state slots, {:.0f} MiB of prefix cache)", (*model)->precision_reason(),
+                                 static_cast<double>(slots_bytes) / (1 << 20), static_cast<double>(o.prefix_cache_bytes) / (1 << 20))
                    : std::string(),
                mamba::ops::num_threads());
   auto tok = mamba::tools::load_tokenizer(tokenizer_file);

@@ -116,7 +116,7 @@ AutoPrecision models::auto_precision_for(const ModelWeights& w, bool tier_availa
     return {Precision::kExact,
             fmt::format("the bf16 tier's copy of the projections ({:.2f} GB){} and {} MiB to spare exceed the memory available "
                         "({:.2f} GB)", double(copy_bytes) * 1e-9,
-                        reserve_bytes > 0 ? fmt::format(", {:.2f} GB reserved for states", double(reserve_bytes) * 1e-9) : "",
+                        reserve_bytes > 0 ? fmt::format(", {:.2f} GB reserved (states, caches)", double(reserve_bytes) * 1e-9) : "",
                         kAutoMemoryHeadroom >> 20, double(mem_available) * 1e-9)};
   return {Precision::kBF16, "bf16 weights, AVX-512 BF16"};
 }

@@ -33,7 +33,7 @@ await check('GET /info', async () => {
   assert.equal(j.model_dtype, want === 'bf16' ? 'bfloat16' : 'float32');
   assert.match(srv.log(), new RegExp(`precision: ${want} \\(auto: [^)]+\\); compute threads`), srv.log());
   // auto's memory check counted the state slots the server then allocated (LoadOptions::reserve_bytes).
-  const counted = srv.log().match(/; counted (\d+) MiB of state slots\)/), pool = srv.log().match(/allocating \d+ state slots? \((\d+) MiB\)/);
+  const counted = srv.log().match(/; counted (\d+) MiB of state slots, (\d+) MiB of prefix cache\)/), pool = srv.log().match(/allocating \d+ state slots? \((\d+) MiB\)/);
   assert.ok(counted && pool, srv.log());
   assert.equal(counted[1], pool[1], srv.log());
   const exact = await startServer(['--precision', 'exact']);

@@ -606,10 +606,24 @@ await check('auto counts the state slots --state-memory sizes (not --max-concurr
   // The embedded model's state is ~1.6 MiB: 8 MiB holds fewer slots than the default 128 requests.
   const srv = await startServer(['--state-memory', '8MiB']);
   try {
-    const counted = srv.log().match(/; counted (\d+) MiB of state slots\)/), pool = srv.log().match(/allocating (\d+) state slots? \((\d+) MiB\)/);
+    const counted = srv.log().match(/; counted (\d+) MiB of state slots, (\d+) MiB of prefix cache\)/), pool = srv.log().match(/allocating (\d+) state slots? \((\d+) MiB\)/);
     assert.ok(counted && pool, srv.log());
     assert.ok(Number(pool[1]) < 128 && Number(pool[2]) <= 8, srv.log());
     assert.equal(counted[1], pool[2], srv.log());
+    assert.equal(counted[2], '512', srv.log());  // --prefix-cache-memory's default
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+  }
+});
+
+await check('auto counts --prefix-cache-memory too: a cache past the machine\'s memory leaves the weights exact, saying why', async () => {
+  const srv = await startServer(['--prefix-cache-memory', '100000GiB', '--state-memory', '8MiB']);
+  try {
+    assert.match(srv.log(), /; counted \d+ MiB of state slots, 102400000 MiB of prefix cache\)/, srv.log());
+    if (/cpu: avx512 \([^\n]*BF16 yes/.test(srv.log())) {
+      assert.equal((await (await fetch(srv.base + '/info')).json()).precision, 'exact');
+      assert.match(srv.log(), /precision: exact \(auto: the bf16 tier's copy of the projections \([\d.]+ GB\), [\d.]+ GB reserved \(states, caches\)/, srv.log());
+    }
   } finally {
     assert.equal((await srv.stop()).code, 0);
   }
