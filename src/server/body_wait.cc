@@ -99,7 +99,7 @@ std::uint64_t BodyWait::max_more() const {
   return (chunked_ ? max_raw_ : length_) - fed_;
 }
 
-bool ParkedBodyBytes::take(std::size_t bytes) {
+bool ReadAheadBytes::take(std::size_t bytes) {
   std::size_t held = held_.load(std::memory_order_relaxed);
   do {
     if (bytes > limit_ || held > limit_ - bytes) return false;

@@ -74,11 +74,11 @@ class BodyWait {
   std::string scratch_;  // the decoder's output, dropped (only where the body ends matters here)
 };
 
-/// The bytes parked connections' buffers hold while their bodies are awaited, against a limit;
-/// shared by every connection of a server (any thread).
-class ParkedBodyBytes {
+/// The bytes connections' buffers hold of request bodies read ahead (while parked, until a worker
+/// has read them), against a limit; shared by every connection of a server (any thread).
+class ReadAheadBytes {
  public:
-  explicit ParkedBodyBytes(std::size_t limit) : limit_(limit) {}
+  explicit ReadAheadBytes(std::size_t limit) : limit_(limit) {}
   /// Takes `bytes` more if the total stays within the limit; false (nothing taken) otherwise.
   bool take(std::size_t bytes);
   /// Gives back `bytes` taken earlier.

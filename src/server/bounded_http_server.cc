@@ -102,9 +102,15 @@ long to_ms(time_t sec, time_t usec) { return static_cast<long>(sec) * 1000 + sta
 /// input); a head the client leaves unfinished past its deadline is marked kIncomplete.
 class HeadBoundedStream final : public httplib::Stream {
  public:
-  HeadBoundedStream(int fd, long read_timeout_ms, long write_timeout_ms, std::size_t max_head, std::chrono::milliseconds head_timeout)
+  /// `read_ahead`: what the buffer may grow by past a head's read-ahead (max_head + 1 bytes), shared
+  /// by every connection (nullptr: it never grows past that).
+  HeadBoundedStream(int fd, long read_timeout_ms, long write_timeout_ms, std::size_t max_head, std::chrono::milliseconds head_timeout,
+                    ReadAheadBytes* read_ahead)
       : fd_(fd), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms), max_head_(max_head),
-        head_timeout_(head_timeout), checker_(max_head) {}
+        head_timeout_(head_timeout), checker_(max_head), read_ahead_(read_ahead) {}
+  ~HeadBoundedStream() override { release_read_ahead(); }
+  HeadBoundedStream(const HeadBoundedStream&) = delete;
+  HeadBoundedStream& operator=(const HeadBoundedStream&) = delete;
 
   /// A new request's head begins with the next byte read.
   /// `first_byte`: when its first byte arrived (now, unless it was read ahead while parked).
@@ -149,13 +155,27 @@ class HeadBoundedStream final : public httplib::Stream {
 
   /// Gives back what pre_read() grew the buffer by, once the bytes left fit the usual read-ahead.
   void shrink() {
+    growth_refused_ = false;
     if (buf_.size() <= kReadAhead || buffered() > kReadAhead) return;
     std::memmove(buf_.data(), buf_.data() + off_, len_ - off_);
     len_ -= off_;
     off_ = 0;
     buf_.resize(kReadAhead);
     buf_.shrink_to_fit();
+    release_read_ahead();
   }
+
+  /// Drops the buffered bytes and the buffer's growth (a connection ending: what its client still
+  /// sends is read and dropped from the socket, never from here).
+  void discard_buffered() {
+    std::vector<char>(kReadAhead).swap(buf_);
+    off_ = len_ = 0;
+    release_read_ahead();
+  }
+
+  /// Whether the last pre_read() stopped with the buffer full because the shared read-ahead
+  /// limit refused it more room (the rest of the body then stays on the socket).
+  bool growth_refused() const { return growth_refused_; }
 
   /// Whether reading the head from the buffered bytes (a request's first byte on) would not wait:
   /// they hold its end, or a byte `scan` (a checker of its own, reset when the head began) finds
@@ -180,8 +200,6 @@ class HeadBoundedStream final : public httplib::Stream {
 
   /// The buffered bytes not yet handed out.
   std::string_view buffered_view() const { return {buf_.data() + off_, len_ - off_}; }
-  /// Bytes the buffer holds room for now (what a parked body costs).
-  std::size_t capacity() const { return buf_.size(); }
   long read_timeout_ms() const { return read_timeout_ms_; }
 
   /// The client was silent for the read timeout while its parked body was awaited: the next read
@@ -203,12 +221,18 @@ class HeadBoundedStream final : public httplib::Stream {
       len_ -= off_;
       off_ = 0;
     }
-    const std::size_t cap = std::max({kReadAhead, max_head_ + 1, body_cap});
+    const std::size_t cap = std::max(head_cap(), body_cap);
     bool got = false;
+    growth_refused_ = false;
     for (;;) {
       if (len_ == buf_.size()) {
         if (buf_.size() >= cap) return got ? PreRead::kData : PreRead::kNothing;
-        buf_.resize(std::min(cap, buf_.size() * 2));
+        const std::size_t next = std::min(cap, buf_.size() * 2);
+        if (!charge_read_ahead(next)) {  // counted before it is allocated: past the limit nothing more is read
+          growth_refused_ = true;
+          return got ? PreRead::kData : PreRead::kNothing;
+        }
+        buf_.resize(next);
       }
       ssize_t n;
       do {
@@ -259,10 +283,7 @@ class HeadBoundedStream final : public httplib::Stream {
     }
     std::memcpy(ptr, buf_.data() + off_, n);
     off_ += n;
-    if (off_ == len_ && buf_.size() > kReadAhead) {  // a parked body, all handed out: its buffer goes now, not after the answer
-      std::vector<char>(kReadAhead).swap(buf_);
-      off_ = len_ = 0;
-    }
+    if (off_ == len_ && buf_.size() > kReadAhead) discard_buffered();  // a parked body, all handed out: its buffer goes now, not after the answer
     return static_cast<ssize_t>(n);
   }
 
@@ -292,6 +313,24 @@ class HeadBoundedStream final : public httplib::Stream {
     return n;
   }
 
+  /// What the buffer grows to while a head is read ahead, counted nowhere (bounded per connection).
+  std::size_t head_cap() const { return std::max(kReadAhead, max_head_ + 1); }
+
+  /// Counts a buffer of `size` bytes against the shared read-ahead limit (what it holds past
+  /// head_cap()): false, nothing more counted, when the limit has no room for it.
+  bool charge_read_ahead(std::size_t size) {
+    if (size <= head_cap()) return true;
+    const std::size_t want = size - head_cap();
+    if (want <= charged_) return true;
+    if (read_ahead_ == nullptr || !read_ahead_->take(want - charged_)) return false;
+    charged_ = want;
+    return true;
+  }
+  void release_read_ahead() {
+    if (charged_ > 0) read_ahead_->release(charged_);
+    charged_ = 0;
+  }
+
   /// Refills the empty buffer, waiting at most `ms`; false at the end of the connection, an error
   /// or the timeout.
   bool fill(long ms) {
@@ -313,7 +352,10 @@ class HeadBoundedStream final : public httplib::Stream {
   std::size_t off_ = 0, len_ = 0;
   bool in_head_ = false;
   bool body_expired_ = false;  // expire_body_reads()
+  bool growth_refused_ = false;  // growth_refused()
   HeadChecker checker_;  // the head being handed out
+  ReadAheadBytes* read_ahead_;  // the shared limit on buffers grown past head_cap() (may be null)
+  std::size_t charged_ = 0;     // what this buffer holds of it
 };
 
 }  // namespace
@@ -368,14 +410,13 @@ std::string BoundedHttpServer::current_peer_address() {
 /// the socket.
 class BoundedHttpServer::Connection final : public ParkedConnection {
  public:
-  /// `body_budget`: what parked bodies may take in all, shared by every connection (nullptr: a
-  /// parked connection is handed to a worker once its head is here, its body unread).
+  /// `read_ahead`: what buffers may hold of bodies read ahead, shared by every connection (nullptr:
+  /// a parked connection is handed to a worker once its head is here, its body unread).
   Connection(int fd, std::size_t requests, long read_timeout_ms, long write_timeout_ms, std::size_t max_head,
-             std::chrono::milliseconds head_timeout, std::size_t max_body, ParkedBodyBytes* body_budget)
-      : strm(fd, read_timeout_ms, write_timeout_ms, max_head, head_timeout), left(requests), fd_(fd),
-        head_timeout_(head_timeout), scan_(max_head), max_body_(max_body), budget_(body_budget) {}
+             std::chrono::milliseconds head_timeout, std::size_t max_body, ReadAheadBytes* read_ahead)
+      : strm(fd, read_timeout_ms, write_timeout_ms, max_head, head_timeout, read_ahead), left(requests), fd_(fd),
+        head_timeout_(head_timeout), scan_(max_head), max_body_(max_body), await_bodies_(read_ahead != nullptr) {}
   ~Connection() override {
-    release_body_charge();
     ::shutdown(fd_, SHUT_RDWR);
     ::close(fd_);
   }
@@ -393,8 +434,9 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   /// it for its bounds to decide), kWait otherwise. A request's first byte (after empty lines)
   /// starts its head's deadline.
   /// Once the head is whole and frames a body (BodyWait), kResume waits for the body too: until
-  /// it is all here, or the client is silent for the read timeout, or the parked bodies' budget is
-  /// spent (the worker then reads the rest, waiting on the client as before).
+  /// it is all here, or the client is silent for the read timeout, or the shared read-ahead limit
+  /// has no room for more of it (the worker then reads the rest, waiting on the client as before;
+  /// what the buffer holds stays counted until it is read).
   Next evaluate(std::chrono::steady_clock::time_point now) {
     if (!started) {
       if (!strm.drop_buffered_empty_lines()) return Next::kWait;
@@ -409,7 +451,7 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
     if (!body_) {
       std::size_t head_len = 0;
       if (!strm.head_decidable(scan_, scanned_, head_len)) return Next::kWait;
-      if (head_len == 0 || budget_ == nullptr) return Next::kResume;  // a fault, or no body parking
+      if (head_len == 0 || !await_bodies_) return Next::kResume;  // a fault, or no body parking
       body_.emplace(strm.buffered_view().substr(0, head_len), max_body_);
       if (!body_->wanted()) return Next::kResume;
       head_len_ = head_len;
@@ -422,8 +464,7 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
       body_seen_ = strm.buffered();
       deadline_ = now + std::chrono::milliseconds(strm.read_timeout_ms());
     }
-    if (body_->decided()) return Next::kResume;
-    return charge_body(strm.capacity()) ? Next::kWait : Next::kResume;
+    return body_->decided() || strm.growth_refused() ? Next::kResume : Next::kWait;
   }
 
   /// The most bytes a parked connection's buffer may hold now (pre_read's bound): the head and the
@@ -438,20 +479,7 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   /// worker's reads fail at once: HeadBoundedStream::expire_body_reads).
   bool body_late() const { return body_late_; }
 
-  /// Charges the budget for the buffer's `capacity` (what it grew by since the last charge):
-  /// false when that is over the budget (nothing more charged).
-  bool charge_body(std::size_t capacity) {
-    if (capacity <= charged_) return true;
-    if (!budget_->take(capacity - charged_)) return false;
-    charged_ = capacity;
-    return true;
-  }
 
-  /// Gives back what this connection's parked body was charged (it is no longer parked).
-  void release_body_charge() {
-    if (charged_ > 0) budget_->release(charged_);
-    charged_ = 0;
-  }
 
   /// Ends the connection the lingering way while parked (close_lingering's loop, without a
   /// thread): the answer was written, the client's further bytes are read and dropped until it
@@ -509,11 +537,10 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   HeadChecker scan_;         // the parked head's bytes as they arrive (HeadBoundedStream::head_decidable)
   std::size_t scanned_ = 0;  // how many of them it has looked at
   std::size_t max_body_;
-  ParkedBodyBytes* budget_;
+  bool await_bodies_;
   std::optional<BodyWait> body_;  // the parked request's body, once its head is whole
   std::size_t head_len_ = 0;      // that head's bytes (from the stream's unread bytes' start)
   std::size_t body_seen_ = 0;     // buffered bytes (head included) body_ has looked at
-  std::size_t charged_ = 0;       // what budget_ holds for this connection's buffer
   bool body_late_ = false;        // body_late()
   bool lingering_ = false;   // linger() was called: the connection is ending
   std::size_t linger_left_ = 0;
@@ -523,7 +550,7 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
 
 BoundedHttpServer::~BoundedHttpServer() = default;
 
-Status BoundedHttpServer::start_workers(std::size_t threads, std::size_t max_parked, std::size_t parked_body_bytes) {
+Status BoundedHttpServer::start_workers(std::size_t threads, std::size_t max_parked, std::size_t read_ahead_bytes) {
   auto pool = HttpWorkerPool::create(threads);
   if (!pool.ok()) return pool.error();
   HttpWorkerPool* workers = pool->get();
@@ -535,7 +562,7 @@ Status BoundedHttpServer::start_workers(std::size_t threads, std::size_t max_par
       max_parked);
   if (!parking.ok()) return parking.error();
   parking_ = std::move(*parking);
-  body_budget_ = std::make_unique<ParkedBodyBytes>(parked_body_bytes);
+  read_ahead_ = std::make_unique<ReadAheadBytes>(read_ahead_bytes);
   workers->set_before_shutdown([this] { stop_parking(); });
   new_task_queue = [p = pool->release()]() mutable -> httplib::TaskQueue* { return std::exchange(p, nullptr); };
   return {};
@@ -547,12 +574,12 @@ void BoundedHttpServer::stop_parking() {
 
 std::size_t BoundedHttpServer::parked_connections() const { return parking_ ? parking_->parked() : 0; }
 
-std::size_t BoundedHttpServer::parked_body_bytes() const { return body_budget_ ? body_budget_->held() : 0; }
+std::size_t BoundedHttpServer::read_ahead_bytes() const { return read_ahead_ ? read_ahead_->held() : 0; }
 
 bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
   serve(std::make_unique<Connection>(sock, keep_alive_max_count_, to_ms(read_timeout_sec_, read_timeout_usec_),
                                      to_ms(write_timeout_sec_, write_timeout_usec_), max_head_bytes_, head_timeout_,
-                                     payload_max_length_, body_budget_.get()));
+                                     payload_max_length_, read_ahead_.get()));
   return true;
 }
 
@@ -566,7 +593,6 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
 // every 100 ms.
 void BoundedHttpServer::serve(std::unique_ptr<Connection> c) {
   HeadBoundedStream& strm = c->strm;
-  c->release_body_charge();  // no longer parked
   t_socket = c->fd();
   t_stream = &strm;
   for (; c->left > 0; --c->left) {
@@ -602,6 +628,7 @@ void BoundedHttpServer::serve(std::unique_ptr<Connection> c) {
       // are read and dropped, so that they are never a request and the answers sent are not lost
       // to the reset that closing with unread bytes sends.
       if (refused || strm.input_pending()) {
+        strm.discard_buffered();  // (a refused body read ahead: up to 8 MiB, not kept while the client lingers)
         if (parking_) {  // the client's bytes are awaited without a thread
           c->linger(kLingerIdleMs, t_body_may_follow ? kLingerBodyMs : kLingerMs, kLingerBytes);
           break;

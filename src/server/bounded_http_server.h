@@ -53,9 +53,10 @@ class BoundedHttpServer : public httplib::Server {
   /// CPPHTTPLIB_REQUEST_URI_MAX_LENGTH and CPPHTTPLIB_HEADER_MAX_LENGTH); one byte more is read, so
   /// that cpp-httplib sees the line as over its limit.
   static constexpr std::size_t kMaxHeadLine = HeadChecker::kMaxHeadLine;
-  /// The bytes that parked connections' buffers may hold in all while their bodies are awaited
-  /// (start_workers); a body that would take more is read by its worker, waiting on the client.
-  static constexpr std::size_t kParkedBodyBytes = std::size_t{128} << 20;
+  /// The bytes connections' buffers may hold in all of request bodies read ahead while parked
+  /// (start_workers), until a worker has read them; a body that would take more is read by its
+  /// worker, waiting on the client.
+  static constexpr std::size_t kReadAheadBytes = std::size_t{128} << 20;
 
   /// `max_head_bytes` ≥ kMaxHeadLine + 1: the request line and all header lines together, CRLFs
   /// included (the body is not counted). `head_timeout`: the whole head must arrive within it of
@@ -110,17 +111,18 @@ class BoundedHttpServer : public httplib::Server {
   /// requests, a request head not yet whole, a lingering close): such a connection is held by a
   /// ConnectionParking instead of a worker, and handed back to the workers once its head is here.
   /// At most `max_parked` wait at once; one more is closed. A connection whose request head is
-  /// here stays parked while its body arrives (BodyWait), the parked bodies' buffers holding at
-  /// most `parked_body_bytes` in all; a body past that is read by its worker, waiting on the
-  /// client as without parking. The pool's shutdown (when listen()
+  /// here stays parked while its body arrives (BodyWait), the bodies read ahead into buffers
+  /// (counted until a worker has read them) holding at most `read_ahead_bytes` in all; a body
+  /// past that is read by its worker, waiting on the client as without parking. The pool's shutdown (when listen()
   /// returns) closes what is parked first. Call once, before listening. Errors:
   /// kIo when the OS refuses a thread or the epoll watch, naming the count and its reason.
   /// Without it, cpp-httplib's own pool serves connections and each worker waits for its client.
-  Status start_workers(std::size_t threads, std::size_t max_parked, std::size_t parked_body_bytes = kParkedBodyBytes);
+  Status start_workers(std::size_t threads, std::size_t max_parked, std::size_t read_ahead_bytes = kReadAheadBytes);
   /// Connections parked now (0 without parking).
   std::size_t parked_connections() const;
-  /// Bytes the parked connections' bodies hold now (0 without parking).
-  std::size_t parked_body_bytes() const;
+  /// Bytes of request bodies read ahead into connections' buffers and not yet read by a worker
+  /// (0 without parking).
+  std::size_t read_ahead_bytes() const;
 
  private:
   class Connection;
@@ -133,7 +135,7 @@ class BoundedHttpServer : public httplib::Server {
   std::size_t max_head_bytes_;
   std::chrono::milliseconds head_timeout_;
   // (declared first: destroyed after the parking, whose parked connections give their bytes back)
-  std::unique_ptr<ParkedBodyBytes> body_budget_;  // with parking: what parked bodies may hold
+  std::unique_ptr<ReadAheadBytes> read_ahead_;  // with parking: what bodies read ahead may hold
   std::unique_ptr<ConnectionParking> parking_;
 };
 

@@ -1,5 +1,5 @@
 // BodyWait: which parked requests wait for their body, and when a body is all here (then a worker
-// reading it never waits on its client). ParkedBodyBytes: the parked bodies' shared limit.
+// reading it never waits on its client). ReadAheadBytes: the parked bodies' shared limit.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -100,8 +100,8 @@ TEST(BodyWait, NothingAwaitedWhereTheServerAnswersUnread) {
   }
 }
 
-TEST(ParkedBodyBytes, TakesWithinItsLimitOnly) {
-  ParkedBodyBytes b(100);
+TEST(ReadAheadBytes, TakesWithinItsLimitOnly) {
+  ReadAheadBytes b(100);
   EXPECT_TRUE(b.take(60));
   EXPECT_FALSE(b.take(41));
   EXPECT_EQ(b.held(), 60u);

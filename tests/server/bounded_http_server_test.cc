@@ -39,10 +39,10 @@ struct TestServer {
 
   explicit TestServer(bool parking = false, std::size_t workers = 4, std::size_t max_parked = 256,
                       std::chrono::milliseconds head_timeout = std::chrono::milliseconds(1500),
-                      std::size_t parked_body_bytes = BoundedHttpServer::kParkedBodyBytes)
+                      std::size_t read_ahead_bytes = BoundedHttpServer::kReadAheadBytes)
       : http(kMaxHead, head_timeout) {
     if (parking) {
-      EXPECT_TRUE(http.start_workers(workers, max_parked, parked_body_bytes).ok());
+      EXPECT_TRUE(http.start_workers(workers, max_parked, read_ahead_bytes).ok());
     }
     http.set_keep_alive_max_count(100);
     http.Get("/echo", [](const httplib::Request& req, httplib::Response& res) {
@@ -67,6 +67,16 @@ struct TestServer {
       const bool same = fd >= 0 && getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
                         ntohs(peer.sin_port) == req.remote_port && ClientConnection(fd).found();
       res.set_content(same ? "same" : "other", "text/plain");
+    });
+    // /refuse: answered before its body is read, the connection then ends the lingering way (as
+    // the server's 405 / 401 / 413 answers)
+    http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (req.path != "/refuse") return httplib::Server::HandlerResponse::Unhandled;
+      res.status = 405;
+      res.set_header("Connection", "close");
+      BoundedHttpServer::close_after_answer(true);
+      res.set_content("refused", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
     });
     http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
       if (BoundedHttpServer::head_fault() == HeadFault::kTooLong) res.status = 431;
@@ -390,12 +400,13 @@ TEST(BoundedHttpServerParking, TrickledBodiesHoldNoWorker) {
   std::vector<int> fds;
   for (int i = 0; i < 40; ++i) {
     fds.push_back(connect_to(srv.port));
-    send_all(fds.back(), i % 2 == 0 ? "POST /len HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 30000\r\n\r\n" + std::string(10000, 'a')
+    send_all(fds.back(), i % 2 == 0 ? "POST /len HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n" + std::string(40000, 'a')
                                     : "POST /len HTTP/1.1\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n");
   }
   EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() == 40; }, std::chrono::seconds(5)))
       << srv.http.parked_connections() << " parked";
-  EXPECT_GT(srv.http.parked_body_bytes(), 20u * 10000u);
+  // what the 20 buffers grew by past a head's read-ahead (16 KiB here) is counted
+  EXPECT_GT(srv.http.read_ahead_bytes(), 20u * (40000u - 16385u));
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: new\r\n\r\n"}), (std::vector<Answer>{{200, "new", false}}));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
@@ -404,8 +415,8 @@ TEST(BoundedHttpServerParking, TrickledBodiesHoldNoWorker) {
   for (int i = 0; i < 40; ++i) {
     const int fd = fds[static_cast<std::size_t>(i)];
     if (i % 2 == 0) {
-      send_all(fd, std::string(10000, 'b'));
-      send_all(fd, std::string(10000, 'c') + "GET /echo HTTP/1.1\r\nX-Id: after\r\n\r\n");
+      send_all(fd, std::string(30000, 'b'));
+      send_all(fd, std::string(30000, 'c') + "GET /echo HTTP/1.1\r\nX-Id: after\r\n\r\n");
     } else {
       send_all(fd, "4\r\ndefg\r\n");
       send_all(fd, "0\r\n\r\n");
@@ -415,38 +426,56 @@ TEST(BoundedHttpServerParking, TrickledBodiesHoldNoWorker) {
     const int fd = fds[static_cast<std::size_t>(i)];
     const std::string got = read_answer(fd);
     EXPECT_TRUE(got.starts_with("HTTP/1.1 200 OK")) << i << ": " << got;
-    EXPECT_TRUE(got.ends_with(i % 2 == 0 ? "\r\n\r\n30000" : "\r\n\r\n7")) << i << ": " << got;
+    EXPECT_TRUE(got.ends_with(i % 2 == 0 ? "\r\n\r\n100000" : "\r\n\r\n7")) << i << ": " << got;
     if (i % 2 == 0) {
       EXPECT_TRUE(read_answer(fd).ends_with("\r\n\r\nafter")) << i;
     }
   }
   EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() == 40; }, std::chrono::seconds(5)));
-  EXPECT_EQ(srv.http.parked_body_bytes(), 0u) << "the bodies' bytes were not given back";
+  EXPECT_EQ(srv.http.read_ahead_bytes(), 0u) << "the bodies' buffers were not given back once read";
   for (const int fd : fds) close(fd);
   EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() == 0; }, std::chrono::seconds(5)));
 }
 
-TEST(BoundedHttpServerParking, ABodyPastTheParkedBytesLimitIsReadByItsWorker) {
-  // A 64 KiB limit: a 40000-byte body parks (its buffer grows to 64 KiB), a second one then
-  // does not fit and goes to a worker, which reads the rest as it comes; both are answered whole.
-  TestServer srv(true, 2, 256, std::chrono::seconds(20), 64 << 10);
+TEST(BoundedHttpServerParking, ABodyPastTheReadAheadLimitIsReadByItsWorker) {
+  // A 32 KiB limit on buffers past a head's 16 KiB read-ahead: a 40000-byte body parks (its buffer
+  // grows to its head + body, 23686 bytes past 16385 counted); a second one then finds no room to
+  // grow past 16 KiB and goes to a worker, which reads the rest as it comes. Never more than the
+  // limit is read ahead; both are answered whole.
+  TestServer srv(true, 2, 256, std::chrono::seconds(20), 32 << 10);
   const std::string head = "POST /len HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 40000\r\n\r\n";
   const int first = connect_to(srv.port);
   send_all(first, head + std::string(35000, 'a'));
-  ASSERT_TRUE(wait_until([&] { return srv.http.parked_body_bytes() > 32768; }, std::chrono::seconds(5)));
-  EXPECT_LE(srv.http.parked_body_bytes(), 64u << 10);
+  ASSERT_TRUE(wait_until([&] { return srv.http.read_ahead_bytes() == head.size() + 40000 - 16385; }, std::chrono::seconds(5)))
+      << srv.http.read_ahead_bytes();
   const int second = connect_to(srv.port);
   send_all(second, head + std::string(35000, 'b'));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(srv.http.parked_connections(), 1u) << "the second body was not handed to a worker";
-  EXPECT_LE(srv.http.parked_body_bytes(), 64u << 10);
+  EXPECT_EQ(srv.http.read_ahead_bytes(), head.size() + 40000 - 16385);
   send_all(second, std::string(5000, 'b'));
   send_all(first, std::string(5000, 'a'));
   EXPECT_TRUE(read_answer(second).ends_with("\r\n\r\n40000"));
   EXPECT_TRUE(read_answer(first).ends_with("\r\n\r\n40000"));
   close(first);
   close(second);
-  EXPECT_TRUE(wait_until([&] { return srv.http.parked_body_bytes() == 0; }, std::chrono::seconds(5)));
+  EXPECT_TRUE(wait_until([&] { return srv.http.read_ahead_bytes() == 0; }, std::chrono::seconds(5)));
+}
+
+TEST(BoundedHttpServerParking, ABodyRefusedUnreadIsDroppedWhileTheClientLingers) {
+  // A 100000-byte body read ahead while parked, then refused before it is read: the connection ends
+  // the lingering way (the client still sending, up to 30 s) without keeping the body's buffer.
+  TestServer srv(true, 2);
+  const int fd = connect_to(srv.port);
+  send_all(fd, "POST /refuse HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n" + std::string(100000, 'r'));
+  EXPECT_TRUE(read_answer(fd).starts_with("HTTP/1.1 405"));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(srv.http.read_ahead_bytes(), 0u) << "the refused body's buffer is kept while the client lingers";
+    EXPECT_EQ(srv.http.parked_connections(), 1u);  // lingering, parked
+    send_all(fd, "x");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  close(fd);
 }
 
 TEST(BoundedHttpServerParking, ABodySilentForTheReadTimeoutIsRefusedThen) {

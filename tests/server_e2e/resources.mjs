@@ -220,4 +220,41 @@ await check('300 clients trickling request bodies hold no HTTP thread: /health a
   }
 });
 
+await check('bodies read ahead stay within their 128 MiB: 8 MiB bodies held one byte short, and refused ones while their clients linger', async () => {
+  // Each held body's buffer was read whole before the limit was asked, then handed to a worker
+  // uncounted (60 × 8 MiB: +670 MB with 4 workers); a body refused unread (405) kept its buffer
+  // while its client lingered (30 × 8 MiB: +240 MB for up to 30 s).
+  const fresh = await startServer(['--http-threads', '4']);
+  const { connect } = await import('node:net');
+  const url = new URL(fresh.base);
+  const size = 8 << 20;
+  const socks = [];
+  const open = async (path, bytes) => {
+    const sock = connect({ port: Number(url.port), host: url.hostname, allowHalfOpen: true });
+    sock.on('error', () => {});
+    sock.on('data', () => {});
+    socks.push(sock);
+    await new Promise((resolve) => sock.on('connect', resolve));
+    sock.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`);
+    sock.write(Buffer.alloc(bytes, 0x20));
+    return sock;
+  };
+  try {
+    const before = rssMiB(fresh.proc.pid);
+    for (let i = 0; i < 30; i++) await open('/health', size);  // 405, refused unread
+    for (let i = 0; i < 60; i++) await open('/v1/completions', size - 1);
+    const tick = setInterval(() => { for (const s of socks.slice(0, 30)) s.write('x'); }, 1000);  // the refused ones linger
+    try {
+      await sleep(3000);
+      const grown = rssMiB(fresh.proc.pid) - before;
+      assert.ok(grown < 400, `90 clients with 8 MiB bodies grew the server by ${grown.toFixed(0)} MiB`);
+    } finally {
+      clearInterval(tick);
+    }
+  } finally {
+    for (const sock of socks) sock.destroy();
+    await fresh.stop();
+  }
+});
+
 exitWithChecks();
