@@ -32,6 +32,7 @@
 #include "server/request_stream.h"
 #include "server/route_table.h"
 #include "server/scheduler.h"
+#include "server/bounded_http_server.h"
 #include "server/tgi_request.h"
 
 namespace mamba::server {
@@ -101,6 +102,8 @@ struct ServerContext {
   RouteTable routes;  ///< paths and their methods (405 for a known path with another method)
   CorsPolicy cors;    ///< opts.cors_allow_origins: browser pages allowed to call the API
   std::int64_t created_unix = 0;  ///< start time (seconds since epoch), for OpenAI "created"
+  /// The HTTP server (not owned; set before listening), whose connection gauges /metrics reads.
+  const BoundedHttpServer* http = nullptr;
 };
 
 /// Writes `err` as the JSON answer to `req` (TGI's or OpenAI's shape and status by its path:

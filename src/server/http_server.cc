@@ -730,6 +730,7 @@ Status Server::start() {
     res.status = 500;
     res.set_content(ApiError{500, "internal", fmt::format("internal error: {}", what)}.body_for(req.path), "application/json");
   });
+  ctx.http = &im.http;
   server::register_tgi_routes(http, ctx);
   server::register_openai_routes(http, ctx);
   server::register_tokenize_routes(http, ctx);

@@ -81,6 +81,11 @@ std::string Metrics::render() const {
   g("mamba_running_sequences", "Sequences being prefilled or decoded.", running);
   g("mamba_streams_paused", "Running streams not decoded because their client stopped reading.", streams_paused);
   g("mamba_state_bytes_per_slot", "Bytes of one sequence's state (fp32).", state_bytes_per_slot);
+  g("mamba_http_connections_parked",
+    "Client connections waiting for their client without an HTTP worker (idle keep-alive, a request head or body arriving, a lingering close).",
+    http_connections_parked);
+  g("mamba_http_read_ahead_bytes", "Bytes of request bodies read ahead into connection buffers, not yet read by a worker (128 MiB at most).",
+    http_read_ahead_bytes);
   request_duration.render(out, "mamba_request_duration_seconds",
                           "Requests that finished normally: seconds from admission to the last token.");
   queue_duration.render(out, "mamba_request_queue_duration_seconds",

@@ -66,6 +66,10 @@ struct Metrics {
   /// reading (SchedulerOptions::max_stream_backlog)
   std::atomic<std::int64_t> streams_paused{0};
   std::atomic<std::int64_t> state_bytes_per_slot{0};
+  /// connections waiting for their client without an HTTP worker (BoundedHttpServer), and the
+  /// bytes of request bodies read ahead into their buffers: set by /metrics as it renders
+  std::atomic<std::int64_t> http_connections_parked{0};
+  std::atomic<std::int64_t> http_read_ahead_bytes{0};
   // latencies of the generation requests that finished normally (length / eos / stop), as
   // TGI's and vLLM's histograms: from admission to the queue, in seconds
   DurationHistogram request_duration;      ///< to the last token

@@ -239,6 +239,10 @@ void register_tgi_routes(httplib::Server& svr, ServerContext& ctx) {
     set_json_body(s, json{{"version", MAMBA_VERSION}}.dump());
   });
   ctx.routes.add(svr, "GET", "/metrics", [&ctx](const httplib::Request&, httplib::Response& s) {
+    if (ctx.http != nullptr) {
+      ctx.metrics.http_connections_parked = static_cast<std::int64_t>(ctx.http->parked_connections());
+      ctx.metrics.http_read_ahead_bytes = static_cast<std::int64_t>(ctx.http->read_ahead_bytes());
+    }
     s.set_content(ctx.metrics.render(), "text/plain; version=0.0.4");
   });
   ctx.routes.add(svr, "GET", "/info", [&ctx](const httplib::Request&, httplib::Response& s) {

@@ -250,12 +250,17 @@ void check_prefix_cache(const std::string& dir) {
     EXPECT_EQ(cached[1], save_point(0)) << "base + 7 begins with base's kept prefix";
     EXPECT_EQ(cached[2], budget_states > 1 ? std::max(save_point(0), save_point(1)) : save_point(1)) << "base + 20: the longest kept";
     EXPECT_EQ(cached[3], 0) << "another prompt";
-    if (budget_states > 1) EXPECT_EQ(cached[4], save_point(1) < 48 ? save_point(1) : save_point(0)) << "base + 7 again";
-    else EXPECT_EQ(cached[4], 0) << "evicted by `other`'s state";
+    if (budget_states > 1) {
+      EXPECT_EQ(cached[4], save_point(1) < 48 ? save_point(1) : save_point(0)) << "base + 7 again";
+    } else {
+      EXPECT_EQ(cached[4], 0) << "evicted by `other`'s state";
+    }
     EXPECT_EQ(cached[6], 0) << "prompt logprobs: prefilled whole";
     EXPECT_EQ(cached[7], 0);
     EXPECT_EQ(cached[8], 0) << "the first prompt to share the system prompt: kept where they part";
-    if (budget_states > 1) EXPECT_EQ(cached[9], static_cast<int>(std::int64_t{37} / g * g)) << "the system prompt, kept";
+    if (budget_states > 1) {
+      EXPECT_EQ(cached[9], static_cast<int>(std::int64_t{37} / g * g)) << "the system prompt, kept";
+    }
     int hits = 0, tokens = 0;
     for (const int c : cached) hits += c > 0, tokens += c;
     EXPECT_EQ(metrics.prefix_cache_hits.load(), hits);

@@ -5,7 +5,7 @@
 // given back after each. Memory is read from /proc/PID/status (Linux; elsewhere the script skips).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { deadline, startServer, check, exitWithChecks, sleep, SKIP_CODE } from './lib.mjs';
+import { deadline, startServer, check, exitWithChecks, sleep, waitFor, SKIP_CODE } from './lib.mjs';
 
 deadline(200);
 
@@ -173,8 +173,11 @@ await check('300 clients trickling request bodies hold no HTTP thread: /health a
   const fresh = await startServer(['--http-threads', '40']);
   const { connect } = await import('node:net');
   const url = new URL(fresh.base);
-  const body = JSON.stringify({ prompt: 'Once upon a time', max_tokens: 2, temperature: 0 });
+  // (200 KB of trailing whitespace: half a body is past a connection's 64 KiB head read-ahead, so
+  // its buffer counts toward the read-ahead limit)
+  const body = JSON.stringify({ prompt: 'Once upon a time', max_tokens: 2, temperature: 0 }) + ' '.repeat(200_000);
   const half = body.length >> 1;
+  const gauge = async (name) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(await (await fetch(fresh.base + '/metrics')).text())[1]);
   const socks = [];
   try {
     for (let i = 0; i < 300; i++) {
@@ -193,6 +196,9 @@ await check('300 clients trickling request bodies hold no HTTP thread: /health a
       assert.equal(res.status, 200);
       assert.ok(Date.now() - t0 < 500, `/health took ${Date.now() - t0} ms with 300 bodies arriving`);
     }
+    assert.ok((await gauge('mamba_http_connections_parked')) >= 300);
+    const ahead = await gauge('mamba_http_read_ahead_bytes');
+    assert.ok(ahead > 300 * (half - 65536) && ahead <= 128 << 20, `${ahead} bytes read ahead`);
     const want = await (await fetch(fresh.base + '/v1/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body })).json();
     const answers = await Promise.all(
       socks.slice(0, 60).map(
@@ -214,6 +220,9 @@ await check('300 clients trickling request bodies hold no HTTP thread: /health a
       assert.match(a, /^HTTP\/1\.1 200/, a.slice(0, 300));
       assert.equal(JSON.parse(a.slice(a.indexOf('\r\n\r\n') + 4)).choices[0].text, want.choices[0].text);
     }
+    for (const sock of socks) sock.destroy();
+    // every buffer given back once its connection is gone (else later bodies would find no room)
+    assert.ok(await waitFor(async () => (await gauge('mamba_http_read_ahead_bytes')) === 0, { timeoutMs: 5000 }), 'read-ahead bytes left counted');
   } finally {
     for (const sock of socks) sock.destroy();
     await fresh.stop();
