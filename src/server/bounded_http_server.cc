@@ -8,6 +8,7 @@
 
 #include <netdb.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -176,6 +177,22 @@ class HeadBoundedStream final : public httplib::Stream {
   /// Whether the last pre_read() stopped with the buffer full because the shared read-ahead
   /// limit refused it more room (the rest of the body then stays on the socket).
   bool growth_refused() const { return growth_refused_; }
+
+  /// Whether the shared read-ahead limit has room now for the buffer's next growth toward
+  /// `body_cap` (pre_read's bound).
+  bool growth_room(std::size_t body_cap) const {
+    const std::size_t cap = std::max(head_cap(), body_cap);
+    if (buf_.size() >= cap || read_ahead_ == nullptr) return false;
+    const std::size_t next = std::min(cap, buf_.size() * 2);
+    if (next <= head_cap() || next - head_cap() <= charged_) return true;
+    return read_ahead_->limit() - read_ahead_->held() >= next - head_cap() - charged_;
+  }
+
+  /// Bytes the client has sent that the socket holds unread (0 on an error).
+  std::size_t socket_pending() const {
+    int n = 0;
+    return ::ioctl(fd_, FIONREAD, &n) == 0 && n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
 
   /// Whether reading the head from the buffered bytes (a request's first byte on) would not wait:
   /// they hold its end, or a byte `scan` (a checker of its own, reset when the head began) finds
@@ -412,10 +429,12 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
  public:
   /// `read_ahead`: what buffers may hold of bodies read ahead, shared by every connection (nullptr:
   /// a parked connection is handed to a worker once its head is here, its body unread).
+  /// `server`: asked whether a body that finds no room may go to a worker (may_hand_over_body).
   Connection(int fd, std::size_t requests, long read_timeout_ms, long write_timeout_ms, std::size_t max_head,
-             std::chrono::milliseconds head_timeout, std::size_t max_body, ReadAheadBytes* read_ahead)
+             std::chrono::milliseconds head_timeout, std::size_t max_body, ReadAheadBytes* read_ahead,
+             const BoundedHttpServer* server)
       : strm(fd, read_timeout_ms, write_timeout_ms, max_head, head_timeout, read_ahead), left(requests), fd_(fd),
-        head_timeout_(head_timeout), scan_(max_head), max_body_(max_body), await_bodies_(read_ahead != nullptr) {}
+        head_timeout_(head_timeout), scan_(max_head), max_body_(max_body), await_bodies_(read_ahead != nullptr), server_(server) {}
   ~Connection() override {
     ::shutdown(fd_, SHUT_RDWR);
     ::close(fd_);
@@ -434,9 +453,10 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   /// it for its bounds to decide), kWait otherwise. A request's first byte (after empty lines)
   /// starts its head's deadline.
   /// Once the head is whole and frames a body (BodyWait), kResume waits for the body too: until
-  /// it is all here, or the client is silent for the read timeout, or the shared read-ahead limit
-  /// has no room for more of it (the worker then reads the rest, waiting on the client as before;
-  /// what the buffer holds stays counted until it is read).
+  /// it is all here, or the client is silent for the read timeout. When the shared read-ahead
+  /// limit has no room for more of it, a worker reads the rest (waiting on the client as before;
+  /// what the buffer holds stays counted until it is read) if more than a reserve of the workers
+  /// is idle; else the connection stops reading (wants_input) until there is room or a worker.
   Next evaluate(std::chrono::steady_clock::time_point now) {
     if (!started) {
       if (!strm.drop_buffered_empty_lines()) return Next::kWait;
@@ -464,7 +484,23 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
       body_seen_ = strm.buffered();
       deadline_ = now + std::chrono::milliseconds(strm.read_timeout_ms());
     }
-    return body_->decided() || strm.growth_refused() ? Next::kResume : Next::kWait;
+    if (body_->decided()) return Next::kResume;
+    if (!strm.growth_refused()) return Next::kWait;
+    if (server_->may_hand_over_body()) return Next::kResume;
+    paused_ = true;
+    return Next::kWait;
+  }
+
+  /// False while a body that found no room waits for room or an idle worker (its client's bytes
+  /// wait in the kernel meanwhile; while they are there the client counts as not silent).
+  bool wants_input() override {
+    if (!paused_) return true;
+    if (strm.growth_room(body_cap()) || server_->may_hand_over_body()) {
+      paused_ = false;
+      return true;
+    }
+    if (strm.socket_pending() > 0) deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(strm.read_timeout_ms());
+    return false;
   }
 
   /// The most bytes a parked connection's buffer may hold now (pre_read's bound): the head and the
@@ -507,6 +543,10 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
       }
       return Next::kWait;
     }
+    if (paused_) {  // its end (or an error) while its input was not read: a worker reads what is left
+      paused_ = false;
+      return Next::kResume;
+    }
     const HeadBoundedStream::PreRead r = strm.pre_read(body_cap());
     const Next next = evaluate(std::chrono::steady_clock::now());
     // At the end of the connection a begun head goes to a worker (which answers it, as it would
@@ -538,6 +578,8 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   std::size_t scanned_ = 0;  // how many of them it has looked at
   std::size_t max_body_;
   bool await_bodies_;
+  const BoundedHttpServer* server_;
+  bool paused_ = false;           // wants_input() false: a body waiting for room or a worker
   std::optional<BodyWait> body_;  // the parked request's body, once its head is whole
   std::size_t head_len_ = 0;      // that head's bytes (from the stream's unread bytes' start)
   std::size_t body_seen_ = 0;     // buffered bytes (head included) body_ has looked at
@@ -554,6 +596,8 @@ Status BoundedHttpServer::start_workers(std::size_t threads, std::size_t max_par
   auto pool = HttpWorkerPool::create(threads);
   if (!pool.ok()) return pool.error();
   HttpWorkerPool* workers = pool->get();
+  workers_ = workers;
+  reserved_workers_ = std::max<std::size_t>(1, threads / 4);
   auto parking = ConnectionParking::create(
       [this, workers](std::unique_ptr<ParkedConnection> c) {
         Connection* raw = static_cast<Connection*>(c.release());
@@ -576,10 +620,12 @@ std::size_t BoundedHttpServer::parked_connections() const { return parking_ ? pa
 
 std::size_t BoundedHttpServer::read_ahead_bytes() const { return read_ahead_ ? read_ahead_->held() : 0; }
 
+bool BoundedHttpServer::may_hand_over_body() const { return workers_ != nullptr && workers_->idle() > reserved_workers_; }
+
 bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
   serve(std::make_unique<Connection>(sock, keep_alive_max_count_, to_ms(read_timeout_sec_, read_timeout_usec_),
                                      to_ms(write_timeout_sec_, write_timeout_usec_), max_head_bytes_, head_timeout_,
-                                     payload_max_length_, read_ahead_.get()));
+                                     payload_max_length_, read_ahead_.get(), this));
   return true;
 }
 

@@ -40,6 +40,8 @@
 
 namespace mamba::server {
 
+class HttpWorkerPool;
+
 /// Ends the connection on `fd` after an answer already written to it, the lingering way (RFC 7230
 /// §6.6): shutdown(SHUT_WR) so the client sees the answer end, then read and discard what it still
 /// sends (a refused body or head) until it closes, sends nothing for `idle_ms`, or `max_ms` /
@@ -131,12 +133,18 @@ class BoundedHttpServer : public httplib::Server {
   /// Closes the parked connections, and from now on every one that would be parked: none is
   /// handed to the workers after this returns (their pool's before-shutdown step). Idempotent.
   void stop_parking();
+  /// Whether a body that found no room in the read-ahead limit may go to a worker now (which
+  /// then waits on its client): only while more than a quarter of the workers (at least 1) are
+  /// idle, so that slow large bodies never take the workers every other request needs.
+  bool may_hand_over_body() const;
 
   std::size_t max_head_bytes_;
   std::chrono::milliseconds head_timeout_;
   // (declared first: destroyed after the parking, whose parked connections give their bytes back)
   std::unique_ptr<ReadAheadBytes> read_ahead_;  // with parking: what bodies read ahead may hold
   std::unique_ptr<ConnectionParking> parking_;
+  HttpWorkerPool* workers_ = nullptr;  // start_workers' (owned by cpp-httplib's listen)
+  std::size_t reserved_workers_ = 0;         // idle workers may_hand_over_body() leaves
 };
 
 }  // namespace mamba::server

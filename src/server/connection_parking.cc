@@ -79,6 +79,7 @@ void ConnectionParking::close_all() {
     closed_ = true;
     for (auto& [fd, c] : parked_) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
     gone.swap(parked_);
+    paused_.clear();
   }
 }
 
@@ -87,11 +88,21 @@ std::size_t ConnectionParking::parked() const {
   return parked_.size();
 }
 
+void ConnectionParking::watch_input(int fd, bool on) {
+  epoll_event ev{};
+  ev.events = on ? EPOLLIN | EPOLLRDHUP : EPOLLRDHUP;  // (errors and hang-ups are reported either way)
+  ev.data.fd = fd;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev);
+  if (on) paused_.erase(fd);
+  else paused_.insert(fd);
+}
+
 std::unique_ptr<ParkedConnection> ConnectionParking::take(int fd) {
   const auto it = parked_.find(fd);
   if (it == parked_.end()) return nullptr;
   std::unique_ptr<ParkedConnection> c = std::move(it->second);
   parked_.erase(it);
+  paused_.erase(fd);
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   return c;
 }
@@ -126,9 +137,14 @@ void ConnectionParking::run() {
       if (it == parked_.end()) continue;  // closed by close_all() since epoll_wait returned
       const ParkedConnection::Next next = it->second->on_readable();
       if (next != ParkedConnection::Next::kWait) finish(take(fd), next);
+      else if (paused_.count(fd) == 0 && !it->second->wants_input()) watch_input(fd, false);
     }
     const auto now = std::chrono::steady_clock::now();
     if (now - last_scan >= std::chrono::milliseconds(kTickMs)) {
+      std::vector<int> again;
+      for (const int fd : paused_)
+        if (parked_.at(fd)->wants_input()) again.push_back(fd);
+      for (const int fd : again) watch_input(fd, true);
       close_deadlines(now);
       last_scan = now;
     }

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "mamba/status.h"
 
@@ -42,6 +43,11 @@ class ParkedConnection {
   /// every on_readable(): the deadline may move, e.g. once a request's first byte arrives).
   virtual std::chrono::steady_clock::time_point deadline() const = 0;
   virtual Next at_deadline() = 0;
+  /// Whether the parking should read the socket's input (on_readable() when bytes come); false
+  /// pauses that — the client's bytes wait in the kernel, and only the connection's end (or its
+  /// deadline) is watched — until a later call says true. Asked after every on_readable() that
+  /// returns kWait, and on every tick (50 ms) while paused; may move deadline().
+  virtual bool wants_input() { return true; }
 };
 
 class ConnectionParking {
@@ -78,6 +84,8 @@ class ConnectionParking {
   void run();
   /// Takes the connection on fd out of the watch set (under mu_).
   std::unique_ptr<ParkedConnection> take(int fd);
+  /// Stops or starts watching a parked socket's input (ParkedConnection::wants_input; under mu_).
+  void watch_input(int fd, bool on);
   /// Resumes or closes `c` as `next` says (kResume / kClose; under mu_).
   void finish(std::unique_ptr<ParkedConnection> c, ParkedConnection::Next next);
   void close_deadlines(std::chrono::steady_clock::time_point now);
@@ -88,6 +96,7 @@ class ConnectionParking {
   const std::size_t max_parked_;
   mutable std::mutex mu_;
   std::unordered_map<int, std::unique_ptr<ParkedConnection>> parked_;  // by socket
+  std::unordered_set<int> paused_;  // parked sockets whose input is not read now (wants_input)
   bool closed_ = false;    // close_all() was called
   bool stopping_ = false;  // the destructor runs
   std::thread thread_;

@@ -48,6 +48,12 @@ void HttpWorkerPool::shutdown() {
   threads_.clear();
 }
 
+std::size_t HttpWorkerPool::idle() const {
+  const std::lock_guard lk(mu_);
+  const std::size_t taken = running_ + jobs_.size();
+  return threads_.size() > taken ? threads_.size() - taken : 0;
+}
+
 void HttpWorkerPool::work() {
   for (;;) {
     std::function<void()> job;
@@ -57,8 +63,12 @@ void HttpWorkerPool::work() {
       if (jobs_.empty()) return;  // stopping, and every queued job has run
       job = std::move(jobs_.front());
       jobs_.pop_front();
+      ++running_;
     }
     job();
+    job = nullptr;  // (what it holds is released before the thread counts as idle)
+    const std::lock_guard lk(mu_);
+    --running_;
   }
 }
 

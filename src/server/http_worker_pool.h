@@ -34,6 +34,10 @@ class HttpWorkerPool final : public httplib::TaskQueue {
   /// Runs the before-shutdown callback (once), then finishes the queued jobs and joins the threads.
   void shutdown() override;
 
+  /// Threads neither running a job nor about to take a queued one: threads − running − queued
+  /// (0 when more are queued than idle). A snapshot, for a decision that tolerates a stale one.
+  std::size_t idle() const;
+
   /// `fn` runs at the start of shutdown(), before the threads stop taking jobs (BoundedHttpServer's
   /// stop_parking: nothing may be enqueued after that). Set before the pool is handed to the server.
   void set_before_shutdown(std::function<void()> fn) { before_shutdown_ = std::move(fn); }
@@ -42,9 +46,10 @@ class HttpWorkerPool final : public httplib::TaskQueue {
   HttpWorkerPool() = default;
   void work();
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
+  std::size_t running_ = 0;  // jobs being run (under mu_)
   bool stopping_ = false;
   std::function<void()> before_shutdown_;
   std::vector<std::thread> threads_;

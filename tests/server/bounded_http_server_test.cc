@@ -463,6 +463,40 @@ TEST(BoundedHttpServerParking, ABodyPastTheReadAheadLimitIsReadByItsWorker) {
   EXPECT_TRUE(wait_until([&] { return srv.http.read_ahead_bytes() == 0; }, std::chrono::seconds(5)));
 }
 
+TEST(BoundedHttpServerParking, ABodyThatFindsNoRoomWaitsForAnIdleWorkerBeyondTheReserve) {
+  // Four workers, a quarter (1) kept for other requests; a 32 KiB read-ahead limit. Five clients
+  // send 35000 of their 40000 body bytes and wait: the first parks within the limit, the next three
+  // find no room and go to workers (which wait on them), the fifth finds no room and no idle worker
+  // beyond the reserve: it stays parked, its bytes left in the kernel. A new request still gets the
+  // reserved worker at once; once a worker is free again the fifth body goes to it.
+  TestServer srv(true, 4, 256, std::chrono::seconds(20), 32 << 10);
+  const std::string head = "POST /len HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 40000\r\n\r\n";
+  std::vector<int> fds;
+  for (int i = 0; i < 5; ++i) {
+    fds.push_back(connect_to(srv.port));
+    send_all(fds.back(), head + std::string(35000, static_cast<char>('a' + i)));
+    const std::size_t parked = i == 0 ? 1 : i < 4 ? 1 : 2;
+    ASSERT_TRUE(wait_until([&] { return srv.http.parked_connections() == parked; }, std::chrono::seconds(5)))
+        << "client " << i << ": " << srv.http.parked_connections() << " parked";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_EQ(srv.http.parked_connections(), parked) << "client " << i;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: new\r\n\r\n"}), (std::vector<Answer>{{200, "new", false}}));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  EXPECT_EQ(srv.http.parked_connections(), 2u) << "the fifth body did not wait";
+  // the second body ends: its worker answers and is free, and the fifth goes to a worker
+  send_all(fds[1], std::string(5000, 'b'));
+  EXPECT_TRUE(read_answer(fds[1]).ends_with("\r\n\r\n40000"));
+  EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() <= 2; }, std::chrono::seconds(5)));
+  for (const std::size_t i : {4u, 0u, 2u, 3u}) {
+    send_all(fds[i], std::string(5000, static_cast<char>('a' + i)));
+    EXPECT_TRUE(read_answer(fds[i]).ends_with("\r\n\r\n40000")) << "client " << i;
+  }
+  for (const int fd : fds) close(fd);
+  EXPECT_TRUE(wait_until([&] { return srv.http.read_ahead_bytes() == 0; }, std::chrono::seconds(5)));
+}
+
 TEST(BoundedHttpServerParking, ABodyRefusedUnreadIsDroppedWhileTheClientLingers) {
   // A 100000-byte body read ahead while parked, then refused before it is read: the connection ends
   // the lingering way (the client still sending, up to 30 s) without keeping the body's buffer.
