@@ -208,12 +208,12 @@ TEST(AutoPrecision, RuleAndReasons) {
   const AutoPrecision no_mem = models::auto_precision_for(*w, true, copy + models::kAutoMemoryHeadroom - 1);
   EXPECT_EQ(no_mem.precision, Precision::kExact);
   EXPECT_NE(no_mem.reason.find("exceed the memory available"), std::string::npos) << no_mem.reason;
-  // Memory the caller reserves (LoadOptions::reserve_bytes: the server's state slots) counts too.
+  // Memory the caller reserves (LoadOptions::reserve_bytes: the server's state slots and prefix cache) counts too.
   const std::int64_t reserve = std::int64_t{3} << 30;
   EXPECT_EQ(models::auto_precision_for(*w, true, copy + models::kAutoMemoryHeadroom + reserve, reserve).precision, Precision::kBF16);
   const AutoPrecision reserved = models::auto_precision_for(*w, true, copy + models::kAutoMemoryHeadroom + reserve - 1, reserve);
   EXPECT_EQ(reserved.precision, Precision::kExact);
-  EXPECT_NE(reserved.reason.find(", 3.22 GB reserved for states and 512 MiB to spare exceed the memory available"), std::string::npos)
+  EXPECT_NE(reserved.reason.find(", 3.22 GB reserved (states, caches) and 512 MiB to spare exceed the memory available"), std::string::npos)
       << reserved.reason;
   // This machine's figure is read (Linux: /proc/meminfo), and what the loader compares with.
   EXPECT_GT(models::mem_available_bytes(), 0);
@@ -296,7 +296,7 @@ TEST(AutoPrecision, LoadedModelSaysWhy) {
   if (models::mem_available_bytes() >= 0) {  // (where no memory figure is readable, none is checked)
     EXPECT_EQ((*r)->precision(), Precision::kExact);
     if (ops::bf16_tier_available()) {
-      EXPECT_NE((*r)->precision_reason().find("GB reserved for states"), std::string::npos) << (*r)->precision_reason();
+      EXPECT_NE((*r)->precision_reason().find("GB reserved (states, caches)"), std::string::npos) << (*r)->precision_reason();
     }
   }
   lo.reserve_bytes = -1;
