@@ -83,9 +83,10 @@ bool BodyWait::feed(std::string_view more) {
     decided_ = fed_ >= length_;
     return decided_;
   }
-  // Only where the body ends matters: the decoded data are dropped as they come.
+  // Only where the body ends matters: the decoded data are dropped as they come, a slice at a time
+  // (the scratch string keeps its capacity: fed a whole 8 MiB chunk at once it would hold 8 MiB).
   while (!more.empty() && decoder_.state() == ChunkedBodyDecoder::State::kMore) {
-    const std::size_t used = decoder_.feed(more, scratch_);
+    const std::size_t used = decoder_.feed(more.substr(0, kSlice), scratch_);
     scratch_.clear();
     more.remove_prefix(used);
     if (used == 0) break;

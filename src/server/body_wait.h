@@ -51,6 +51,10 @@ class BodyWait {
   /// !wanted().
   bool decided() const { return decided_; }
 
+  /// Bytes of memory it holds besides itself (its scratch buffer for decoded chunk data: at most
+  /// a slice of 16 KiB, however large the pieces fed).
+  std::size_t scratch_bytes() const { return scratch_.capacity(); }
+
   /// Raw body bytes (framing included) fed so far.
   std::uint64_t fed() const { return fed_; }
 
@@ -71,6 +75,7 @@ class BodyWait {
   std::uint64_t fed_ = 0;
   std::uint64_t max_raw_ = 0;  // chunked: raw bytes awaited at most
   ChunkedBodyDecoder decoder_;
+  static constexpr std::size_t kSlice = 16384;  // bytes decoded at a time (scratch_'s capacity at most)
   std::string scratch_;  // the decoder's output, dropped (only where the body ends matters here)
 };
 

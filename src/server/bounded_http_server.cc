@@ -103,8 +103,9 @@ long to_ms(time_t sec, time_t usec) { return static_cast<long>(sec) * 1000 + sta
 /// input); a head the client leaves unfinished past its deadline is marked kIncomplete.
 class HeadBoundedStream final : public httplib::Stream {
  public:
-  /// `read_ahead`: what the buffer may grow by past a head's read-ahead (max_head + 1 bytes), shared
-  /// by every connection (nullptr: it never grows past that).
+  /// `read_ahead`: what the buffer may hold past kReadAhead while a body is awaited (a head's own
+  /// read-ahead, up to max_head + 1 bytes, is not counted while the head is read), shared by every
+  /// connection (nullptr: it never grows past a head's read-ahead).
   HeadBoundedStream(int fd, long read_timeout_ms, long write_timeout_ms, std::size_t max_head, std::chrono::milliseconds head_timeout,
                     ReadAheadBytes* read_ahead)
       : fd_(fd), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms), max_head_(max_head),
@@ -184,8 +185,9 @@ class HeadBoundedStream final : public httplib::Stream {
     const std::size_t cap = std::max(head_cap(), body_cap);
     if (buf_.size() >= cap || read_ahead_ == nullptr) return false;
     const std::size_t next = std::min(cap, buf_.size() * 2);
-    if (next <= head_cap() || next - head_cap() <= charged_) return true;
-    return read_ahead_->limit() - read_ahead_->held() >= next - head_cap() - charged_;
+    const std::size_t free = uncounted(body_cap);
+    if (next <= free || next - free <= charged_) return true;
+    return read_ahead_->limit() - read_ahead_->held() >= next - free - charged_;
   }
 
   /// Bytes the client has sent that the socket holds unread (0 on an error).
@@ -241,11 +243,17 @@ class HeadBoundedStream final : public httplib::Stream {
     const std::size_t cap = std::max(head_cap(), body_cap);
     bool got = false;
     growth_refused_ = false;
+    // While a body is awaited, what its buffer holds past the usual read-ahead counts (a head's
+    // read-ahead, grown before, counts from now on): a body could hold it as long as its client trickles.
+    if (!charge_read_ahead(buf_.size(), uncounted(body_cap))) {
+      growth_refused_ = true;
+      return PreRead::kNothing;
+    }
     for (;;) {
       if (len_ == buf_.size()) {
         if (buf_.size() >= cap) return got ? PreRead::kData : PreRead::kNothing;
         const std::size_t next = std::min(cap, buf_.size() * 2);
-        if (!charge_read_ahead(next)) {  // counted before it is allocated: past the limit nothing more is read
+        if (!charge_read_ahead(next, uncounted(body_cap))) {  // counted before it is allocated: past the limit nothing more is read
           growth_refused_ = true;
           return got ? PreRead::kData : PreRead::kNothing;
         }
@@ -330,14 +338,18 @@ class HeadBoundedStream final : public httplib::Stream {
     return n;
   }
 
-  /// What the buffer grows to while a head is read ahead, counted nowhere (bounded per connection).
+  /// What the buffer grows to while a head is read ahead (bounded per connection, and in time by
+  /// the head's deadline).
   std::size_t head_cap() const { return std::max(kReadAhead, max_head_ + 1); }
+  /// The bytes of a buffer not counted against the shared limit: a head's read-ahead, or only the
+  /// usual read-ahead while a body is awaited (`body_cap` > 0, pre_read's).
+  std::size_t uncounted(std::size_t body_cap) const { return body_cap > 0 ? kReadAhead : head_cap(); }
 
   /// Counts a buffer of `size` bytes against the shared read-ahead limit (what it holds past
-  /// head_cap()): false, nothing more counted, when the limit has no room for it.
-  bool charge_read_ahead(std::size_t size) {
-    if (size <= head_cap()) return true;
-    const std::size_t want = size - head_cap();
+  /// `free`): false, nothing more counted, when the limit has no room for it.
+  bool charge_read_ahead(std::size_t size, std::size_t free) {
+    if (size <= free) return true;
+    const std::size_t want = size - free;
     if (want <= charged_) return true;
     if (read_ahead_ == nullptr || !read_ahead_->take(want - charged_)) return false;
     charged_ = want;
@@ -371,7 +383,7 @@ class HeadBoundedStream final : public httplib::Stream {
   bool body_expired_ = false;  // expire_body_reads()
   bool growth_refused_ = false;  // growth_refused()
   HeadChecker checker_;  // the head being handed out
-  ReadAheadBytes* read_ahead_;  // the shared limit on buffers grown past head_cap() (may be null)
+  ReadAheadBytes* read_ahead_;  // the shared limit on bodies' buffers (may be null)
   std::size_t charged_ = 0;     // what this buffer holds of it
 };
 

@@ -46,6 +46,16 @@ TEST(BodyWait, ChunkedWaitsForTheLastChunkAndTrailer) {
   EXPECT_EQ(w.max_more(), 0u);
 }
 
+TEST(BodyWait, ALargeChunkFedWholeIsDecodedInSlices) {
+  // One 4 MiB chunk fed at once: its data are decoded and dropped 16 KiB at a time (a parked
+  // chunked body held a second copy of itself in the scratch buffer, uncounted).
+  BodyWait w(head("POST /x HTTP/1.1", "Transfer-Encoding: chunked\r\n"), 8 << 20);
+  const std::string chunk = "400000\r\n" + std::string(4 << 20, 'c') + "\r\n";
+  EXPECT_FALSE(w.feed(chunk));
+  EXPECT_LE(w.scratch_bytes(), 32u << 10);
+  EXPECT_TRUE(w.feed("0\r\n\r\n"));
+}
+
 TEST(BodyWait, ChunkedDecidedAtAFaultOrOverTheLimit) {
   {
     BodyWait w(head("POST /x HTTP/1.1", "Transfer-Encoding: chunked\r\n"), kMax);

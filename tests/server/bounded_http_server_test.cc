@@ -405,8 +405,8 @@ TEST(BoundedHttpServerParking, TrickledBodiesHoldNoWorker) {
   }
   EXPECT_TRUE(wait_until([&] { return srv.http.parked_connections() == 40; }, std::chrono::seconds(5)))
       << srv.http.parked_connections() << " parked";
-  // what the 20 buffers grew by past a head's read-ahead (16 KiB here) is counted
-  EXPECT_TRUE(wait_until([&] { return srv.http.read_ahead_bytes() > 20u * (40000u - 16385u); }, std::chrono::seconds(5)))
+  // what the 20 bodies' buffers hold past 4 KiB is counted
+  EXPECT_TRUE(wait_until([&] { return srv.http.read_ahead_bytes() >= 20u * (40000u - 4096u); }, std::chrono::seconds(5)))
       << srv.http.read_ahead_bytes();
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(exchange(srv.port, {"GET /echo HTTP/1.1\r\nX-Id: new\r\n\r\n"}), (std::vector<Answer>{{200, "new", false}}));
@@ -439,21 +439,21 @@ TEST(BoundedHttpServerParking, TrickledBodiesHoldNoWorker) {
 }
 
 TEST(BoundedHttpServerParking, ABodyPastTheReadAheadLimitIsReadByItsWorker) {
-  // A 32 KiB limit on buffers past a head's 16 KiB read-ahead: a 40000-byte body parks (its buffer
-  // grows to its head + body, 23686 bytes past 16385 counted); a second one then finds no room to
-  // grow past 16 KiB and goes to a worker, which reads the rest as it comes. Never more than the
-  // limit is read ahead; both are answered whole.
-  TestServer srv(true, 2, 256, std::chrono::seconds(20), 32 << 10);
+  // A 48 KiB limit on what bodies' buffers hold past 4 KiB: a 40000-byte body parks (its buffer
+  // grows to its head + body, all but 4096 bytes counted); a second one then finds no room to grow
+  // past 16 KiB and goes to a worker, which reads the rest as it comes. Never more than the limit
+  // is read ahead; both are answered whole.
+  TestServer srv(true, 2, 256, std::chrono::seconds(20), 48 << 10);
   const std::string head = "POST /len HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 40000\r\n\r\n";
   const int first = connect_to(srv.port);
   send_all(first, head + std::string(35000, 'a'));
-  ASSERT_TRUE(wait_until([&] { return srv.http.read_ahead_bytes() == head.size() + 40000 - 16385; }, std::chrono::seconds(5)))
+  ASSERT_TRUE(wait_until([&] { return srv.http.read_ahead_bytes() == head.size() + 40000 - 4096; }, std::chrono::seconds(5)))
       << srv.http.read_ahead_bytes();
   const int second = connect_to(srv.port);
   send_all(second, head + std::string(35000, 'b'));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(srv.http.parked_connections(), 1u) << "the second body was not handed to a worker";
-  EXPECT_EQ(srv.http.read_ahead_bytes(), head.size() + 40000 - 16385);
+  EXPECT_EQ(srv.http.read_ahead_bytes(), head.size() + 40000 - 4096);
   send_all(second, std::string(5000, 'b'));
   send_all(first, std::string(5000, 'a'));
   EXPECT_TRUE(read_answer(second).ends_with("\r\n\r\n40000"));
@@ -464,12 +464,12 @@ TEST(BoundedHttpServerParking, ABodyPastTheReadAheadLimitIsReadByItsWorker) {
 }
 
 TEST(BoundedHttpServerParking, ABodyThatFindsNoRoomWaitsForAnIdleWorkerBeyondTheReserve) {
-  // Four workers, a quarter (1) kept for other requests; a 32 KiB read-ahead limit. Five clients
+  // Four workers, a quarter (1) kept for other requests; a 48 KiB read-ahead limit. Five clients
   // send 35000 of their 40000 body bytes and wait: the first parks within the limit, the next three
   // find no room and go to workers (which wait on them), the fifth finds no room and no idle worker
   // beyond the reserve: it stays parked, its bytes left in the kernel. A new request still gets the
   // reserved worker at once; once a worker is free again the fifth body goes to it.
-  TestServer srv(true, 4, 256, std::chrono::seconds(20), 32 << 10);
+  TestServer srv(true, 4, 256, std::chrono::seconds(20), 48 << 10);
   const std::string head = "POST /len HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 40000\r\n\r\n";
   std::vector<int> fds;
   for (int i = 0; i < 5; ++i) {
@@ -504,6 +504,8 @@ TEST(BoundedHttpServerParking, ABodyRefusedUnreadIsDroppedWhileTheClientLingers)
   const int fd = connect_to(srv.port);
   send_all(fd, "POST /refuse HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n" + std::string(100000, 'r'));
   EXPECT_TRUE(read_answer(fd).starts_with("HTTP/1.1 405"));
+  // (the worker parks the connection to linger just after writing the answer)
+  ASSERT_TRUE(wait_until([&] { return srv.http.parked_connections() == 1; }, std::chrono::seconds(2)));
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(srv.http.read_ahead_bytes(), 0u) << "the refused body's buffer is kept while the client lingers";
     EXPECT_EQ(srv.http.parked_connections(), 1u);  // lingering, parked
