@@ -1,42 +1,15 @@
 #include "server/body_wait.h"
 
-#include <algorithm>
+#include "server/header_values.h"
 
 namespace mamba::server {
-
-namespace {
-
-std::string_view trim(std::string_view s) {
-  const std::size_t b = s.find_first_not_of(" \t");
-  if (b == std::string_view::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
-bool equals_lower(std::string_view s, std::string_view lower) {
-  return s.size() == lower.size() &&
-         std::equal(s.begin(), s.end(), lower.begin(), [](char a, char b) { return (a >= 'A' && a <= 'Z' ? a + 32 : a) == b; });
-}
-
-/// A Content-Length value: 1–19 decimal digits (what the server's pre-routing check accepts).
-bool decimal(std::string_view s, std::uint64_t& out) {
-  if (s.empty() || s.size() > 19) return false;
-  std::uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  out = v;
-  return true;
-}
-
-}  // namespace
 
 BodyWait::BodyWait(std::string_view head, std::size_t max_body_bytes) : decoder_(max_body_bytes) {
   const std::size_t line_end = head.find("\r\n");
   if (line_end == std::string_view::npos) return;
-  const std::string_view request_line = trim(head.substr(0, line_end));
+  const std::string_view request_line = trim_ows(head.substr(0, line_end));
   const std::string_view method = request_line.substr(0, request_line.find(' '));
-  const std::string_view version = trim(request_line.substr(request_line.rfind(' ') + 1));
+  const std::string_view version = trim_ows(request_line.substr(request_line.rfind(' ') + 1));
   if (method == "GET" || method == "HEAD") return;
 
   std::size_t lengths = 0, codings = 0;
@@ -49,16 +22,16 @@ BodyWait::BodyWait(std::string_view head, std::size_t max_body_bytes) : decoder_
     at = end + 2;
     const std::size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;  // the blank line
-    const std::string_view name = line.substr(0, colon), value = trim(line.substr(colon + 1));
-    if (equals_lower(name, "expect")) return;  // the body follows "100 Continue", from a worker
-    if (equals_lower(name, "content-length")) {
+    const std::string_view name = line.substr(0, colon), value = trim_ows(line.substr(colon + 1));
+    if (equals_ascii_ci(name, "expect")) return;  // the body follows "100 Continue", from a worker
+    if (equals_ascii_ci(name, "content-length")) {
       std::uint64_t v = 0;
-      if (!decimal(value, v)) return;  // refused unread (400)
+      if (!is_decimal(value, &v)) return;  // refused unread (400)
       lengths_agree = lengths_agree && (lengths == 0 || v == length);
       length = v;
       ++lengths;
-    } else if (equals_lower(name, "transfer-encoding")) {
-      chunked = equals_lower(value, "chunked");
+    } else if (equals_ascii_ci(name, "transfer-encoding")) {
+      chunked = equals_ascii_ci(value, "chunked");
       ++codings;
     }
   }

@@ -527,8 +527,6 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   /// worker's reads fail at once: HeadBoundedStream::expire_body_reads).
   bool body_late() const { return body_late_; }
 
-
-
   /// Ends the connection the lingering way while parked (close_lingering's loop, without a
   /// thread): the answer was written, the client's further bytes are read and dropped until it
   /// closes, `max_bytes` came, it sent nothing for `idle_ms`, or `max_ms` passed.

@@ -33,6 +33,7 @@
 #include "server/client_connection.h"
 #include "server/context.h"
 #include "server/cors.h"
+#include "server/header_values.h"
 #include "server/json_fields.h"
 #include "server/listen_address.h"
 #include "server/routes.h"
@@ -42,6 +43,9 @@ namespace mamba {
 
 using server::ApiError;
 using server::ServerContext;
+using server::is_decimal;
+using server::lower_ascii;
+using server::trim_ows;
 
 /// A request's head (request line and header lines) at most: 64 KiB, as generous as nginx's and
 /// node's (8–32 KiB, 16 KiB) limits are and more; a longer one gets 431 (BoundedHttpServer).
@@ -229,23 +233,6 @@ Result<std::unique_ptr<Server>> Server::create(std::unique_ptr<Model> model, std
 
 namespace {
 
-/// Whether s is a plain non-negative decimal number below 2⁶⁴ (a valid Content-Length; its value
-/// in `*value` when given).
-bool is_decimal(const std::string& s, std::uint64_t* value = nullptr) {
-  std::uint64_t v = 0;
-  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-      std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc())
-    return false;
-  if (value != nullptr) *value = v;
-  return true;
-}
-
-/// `s` with ASCII letters in lower case (header values compared case-insensitively).
-std::string lower_ascii(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  return s;
-}
-
 /// The token of an "Authorization: Bearer TOKEN" value; the scheme name is case-insensitive
 /// (RFC 7235 §2.1), spaces around the token are dropped. "" when the value is not of that form.
 std::string bearer_token(const std::string& value) {
@@ -334,10 +321,7 @@ std::string transfer_coding(const httplib::Request& req) {
     if (i > 0) all += ", ";
     all += req.get_header_value("Transfer-Encoding", i);
   }
-  all = lower_ascii(std::move(all));
-  const std::size_t b = all.find_first_not_of(" \t");
-  const std::size_t e = all.find_last_not_of(" \t");
-  return b == std::string::npos ? std::string() : all.substr(b, e - b + 1);
+  return std::string(trim_ows(lower_ascii(std::move(all))));
 }
 
 /// Reads the chunked body of `req` (a POST pre_route accepted with "Transfer-Encoding: chunked")
