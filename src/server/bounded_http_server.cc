@@ -500,18 +500,22 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
     if (!strm.growth_refused()) return Next::kWait;
     if (server_->may_hand_over_body()) return Next::kResume;
     paused_ = true;
+    pending_seen_ = strm.socket_pending();
     return Next::kWait;
   }
 
   /// False while a body that found no room waits for room or an idle worker (its client's bytes
-  /// wait in the kernel meanwhile; while they are there the client counts as not silent).
+  /// wait in the kernel meanwhile; while more of them arrive the client counts as not silent).
   bool wants_input() override {
     if (!paused_) return true;
     if (strm.growth_room(body_cap()) || server_->may_hand_over_body()) {
       paused_ = false;
       return true;
     }
-    if (strm.socket_pending() > 0) deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(strm.read_timeout_ms());
+    if (const std::size_t pending = strm.socket_pending(); pending > pending_seen_) {
+      pending_seen_ = pending;
+      deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(strm.read_timeout_ms());
+    }
     return false;
   }
 
@@ -590,6 +594,7 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   bool await_bodies_;
   const BoundedHttpServer* server_;
   bool paused_ = false;           // wants_input() false: a body waiting for room or a worker
+  std::size_t pending_seen_ = 0;  // while paused: the most bytes seen waiting on its socket
   std::optional<BodyWait> body_;  // the parked request's body, once its head is whole
   std::size_t head_len_ = 0;      // that head's bytes (from the stream's unread bytes' start)
   std::size_t body_seen_ = 0;     // buffered bytes (head included) body_ has looked at

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -495,6 +496,47 @@ TEST(BoundedHttpServerParking, ABodyThatFindsNoRoomWaitsForAnIdleWorkerBeyondThe
   }
   for (const int fd : fds) close(fd);
   EXPECT_TRUE(wait_until([&] { return srv.http.read_ahead_bytes() == 0; }, std::chrono::seconds(5)));
+}
+
+TEST(BoundedHttpServerParking, APausedBodyWhoseClientFallsSilentIsAnsweredAfterTheReadTimeout) {
+  // Two workers (one kept in reserve), one of them held by a client that does not read its 16 MB
+  // answer; a 48 KiB read-ahead limit and a 1 s read timeout. A first body parks within the limit,
+  // a second finds no room and no worker to spare: paused, its last bytes waiting in the kernel, its
+  // client silent (the first keeps trickling, so no room frees). Those waiting bytes kept it "not
+  // silent" for ever; now only bytes that keep arriving do: it is answered 400 about 1 s after its
+  // last byte.
+  TestServer srv(true, 2, 256, std::chrono::seconds(20), 48 << 10);
+  srv.http.set_read_timeout(1, 0);
+  srv.http.set_write_timeout(10, 0);
+  const int hog = connect_to(srv.port);
+  const int rcvbuf = 4096;
+  setsockopt(hog, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  send_all(hog, "GET /big HTTP/1.1\r\n\r\n");  // never read: its worker waits to write
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string head = "POST /len HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 40000\r\n\r\n";
+  const int first = connect_to(srv.port);
+  send_all(first, head + std::string(35000, 'a'));
+  ASSERT_TRUE(wait_until([&] { return srv.http.read_ahead_bytes() == head.size() + 40000 - 4096; }, std::chrono::seconds(5)));
+  std::atomic<bool> trickle{true};
+  std::thread trickler([&] {  // the first body stays alive (and keeps its room) a byte every 200 ms
+    for (int i = 0; trickle && i < 40; ++i) {
+      send(first, "a", 1, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  const int second = connect_to(srv.port);
+  const auto t0 = std::chrono::steady_clock::now();
+  send_all(second, head + std::string(35000, 'b'));
+  const std::string got = read_answer(second);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  trickle = false;
+  trickler.join();
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 400")) << got;
+  EXPECT_GT(took, std::chrono::milliseconds(800));
+  EXPECT_LT(took, std::chrono::milliseconds(3000));
+  close(first);
+  close(second);
+  close(hog);
 }
 
 TEST(BoundedHttpServerParking, ABodyRefusedUnreadIsDroppedWhileTheClientLingers) {
