@@ -512,9 +512,13 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
       paused_ = false;
       return true;
     }
-    if (const std::size_t pending = strm.socket_pending(); pending > pending_seen_) {
-      pending_seen_ = pending;
-      deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(strm.read_timeout_ms());
+    // (looked at once a second, not every tick: one system call per paused connection each time)
+    if (const auto now = std::chrono::steady_clock::now(); now - pending_checked_ >= std::chrono::seconds(1)) {
+      pending_checked_ = now;
+      if (const std::size_t pending = strm.socket_pending(); pending > pending_seen_) {
+        pending_seen_ = pending;
+        deadline_ = now + std::chrono::milliseconds(strm.read_timeout_ms());
+      }
     }
     return false;
   }
@@ -595,6 +599,7 @@ class BoundedHttpServer::Connection final : public ParkedConnection {
   const BoundedHttpServer* server_;
   bool paused_ = false;           // wants_input() false: a body waiting for room or a worker
   std::size_t pending_seen_ = 0;  // while paused: the most bytes seen waiting on its socket
+  std::chrono::steady_clock::time_point pending_checked_{};  // when pending_seen_ was last looked at
   std::optional<BodyWait> body_;  // the parked request's body, once its head is whole
   std::size_t head_len_ = 0;      // that head's bytes (from the stream's unread bytes' start)
   std::size_t body_seen_ = 0;     // buffered bytes (head included) body_ has looked at
